@@ -1,0 +1,39 @@
+"""thor-sdk: estimate and measure what training a neural network on a device costs.
+
+The public API is re-exported lazily so that ``import thor_sdk`` (and ``thor-sdk --help``) stays
+fast: torch, scikit-learn and onnx are imported only by the functions that need them.
+
+>>> import thor_sdk
+>>> layers = thor_sdk.layers_of("lenet5")                       # doctest: +SKIP
+>>> est = thor_sdk.load_estimator("host-estimator.json")        # doctest: +SKIP
+>>> est.estimate(layers, batch_size=32)["total"]                # doctest: +SKIP
+"""
+
+__version__ = "0.1.0"
+
+_LAZY = {
+    # name: (module, attribute)
+    "ThorError": ("thor_sdk.errors", "ThorError"),
+    "list_models": ("thor_sdk.models", "list_models"),
+    "build_model": ("thor_sdk.models", "build_model"),
+    "layers_of": ("thor_sdk.layers", "layers_of"),
+    "list_kinds": ("thor_sdk.layers.kinds", "list_kinds"),
+    "probe": ("thor_sdk.api", "probe"),
+    "fit": ("thor_sdk.api", "fit"),
+    "estimate": ("thor_sdk.api", "estimate"),
+    "measure": ("thor_sdk.api", "measure"),
+    "load_estimator": ("thor_sdk.runtime", "load_estimator"),
+    "get_device": ("thor_sdk.devices", "get_device"),
+}
+
+__all__ = ["__version__", *_LAZY]
+
+
+def __getattr__(name):
+    try:
+        module, attr = _LAZY[name]
+    except KeyError:
+        raise AttributeError(f"module 'thor_sdk' has no attribute {name!r}") from None
+    import importlib
+
+    return getattr(importlib.import_module(module), attr)

@@ -1,0 +1,51 @@
+"""Options and output helpers shared by the subcommands."""
+
+import json
+import sys
+
+import click
+
+json_option = click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of a table.")
+quiet_option = click.option("--quiet", "-q", is_flag=True, help="No progress bar.")
+
+
+def emit_json(obj):
+    click.echo(json.dumps(obj, indent=2, sort_keys=False, default=_default))
+
+
+def _default(o):
+    if hasattr(o, "to_dict"):
+        return o.to_dict()
+    if hasattr(o, "tolist"):
+        return o.tolist()
+    raise TypeError(f"not JSON serialisable: {type(o).__name__}")
+
+
+def table(rows, headers):
+    """A plain fixed-width text table."""
+    cells = [[str(h) for h in headers]] + [[str(c) for c in r] for r in rows]
+    widths = [max(len(r[i]) for r in cells) for i in range(len(headers))]
+    lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in cells]
+    lines.insert(1, "  ".join("-" * w for w in widths))
+    return "\n".join(lines)
+
+
+class Progress:
+    """A click progress bar, or nothing with --quiet / when stderr is not a terminal."""
+
+    def __init__(self, total, label, quiet=False):
+        self.bar = None
+        if not quiet:
+            self.bar = click.progressbar(length=total, label=label, file=sys.stderr, show_pos=True)
+            self.bar.__enter__()
+
+    def update(self, n=1, label=None):
+        if self.bar is not None:
+            if label:
+                self.bar.label = label
+            self.bar.update(n)
+
+    def close(self):
+        if self.bar is not None:
+            self.bar.__exit__(None, None, None)
+            self.bar = None

@@ -1,0 +1,19 @@
+import click
+
+from .common import emit_json, json_option, table
+
+
+@click.command("kinds")
+@json_option
+def cmd(as_json):
+    """List the layer kinds and their config features (GP inputs add batch_size and role)."""
+    from thor_sdk.layers.kinds import gp_features, list_kinds
+
+    kinds = list_kinds()
+    for k in kinds:
+        k["gp_features"] = gp_features(k["name"])
+    if as_json:
+        emit_json({"kinds": kinds})
+        return
+    click.echo(table([(k["name"], ", ".join(k["features"]), "/".join(k["roles"])) for k in kinds],
+                     ["kind", "features", "roles"]))

@@ -1,0 +1,25 @@
+import json
+
+import click
+
+from .common import emit_json, json_option, table
+
+
+@click.command("layers")
+@click.argument("model")
+@click.option("--input-shape", help="Per-sample input shape for file.py:Class models, e.g. 3,32,32.")
+@click.option("--out", type=click.Path(dir_okay=False), help="Write the layer list JSON here.")
+@json_option
+def cmd(model, input_shape, out, as_json):
+    """Show MODEL's THOR layer list (a name, file.py:Class, .onnx or layer-list .json)."""
+    from thor_sdk.layers import layers_of
+
+    ml = layers_of(model, input_shape=input_shape)
+    if out:
+        with open(out, "w", encoding="utf-8") as f:
+            json.dump(ml.to_dict(), f, indent=1)
+    if as_json:
+        emit_json(ml.to_dict())
+        return
+    click.echo(table([(i, l["name"], l["kind"], l["role"], json.dumps(l["config"], separators=(",", ":")))
+                      for i, l in enumerate(ml.layers)], ["#", "name", "kind", "role", "config"]))

@@ -1,0 +1,69 @@
+"""``thor-sdk`` console script: a thin layer over the library.
+
+Subcommands live one per module in this package and are imported only when invoked, so
+``thor-sdk --help`` does not import torch. Only this layer turns ``ThorError`` into a one-line
+``Error: ...`` and an exit code.
+"""
+
+import importlib
+import sys
+
+import click
+
+# name -> (module in thor_sdk.cli, attribute, one-line help shown by --help without importing it)
+COMMANDS = {
+    "models": ("models", "cmd", "List the reference networks."),
+    "kinds": ("kinds", "cmd", "List the layer kinds and their config features."),
+    "layers": ("layers", "cmd", "Show (or save as JSON) a model's THOR layer list."),
+    "probe": ("probe", "cmd", "Profile a device with THOR probes into a campaign database."),
+    "fit": ("fit", "cmd", "Fit one Gaussian Process per layer kind into a JSON estimator."),
+    "estimate": ("estimate", "cmd", "Estimate a model's training-step cost from an estimator."),
+    "measure": ("measure", "cmd", "Measure a whole model's training step on a device (ground truth)."),
+    "evaluate": ("evaluate", "cmd", "Accuracy benchmark: THOR and FLOPs estimates vs measurements."),
+}
+
+
+class LazyGroup(click.Group):
+    def list_commands(self, ctx):
+        return sorted(COMMANDS)
+
+    def get_command(self, ctx, name):
+        if name not in COMMANDS:
+            return None
+        module, attr, _ = COMMANDS[name]
+        return getattr(importlib.import_module(f"thor_sdk.cli.{module}"), attr)
+
+    def format_commands(self, ctx, formatter):
+        rows = [(name, COMMANDS[name][2]) for name in sorted(COMMANDS)]
+        with formatter.section("Commands"):
+            formatter.write_dl(rows)
+
+
+@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="thor-sdk")
+def cli():
+    """thor-sdk: what training a neural network on a device costs, measured and predicted (THOR)."""
+
+
+def main(argv=None):
+    from thor_sdk.errors import ThorError
+
+    try:
+        rv = cli.main(args=argv, prog_name="thor-sdk", standalone_mode=False)
+    except ThorError as e:
+        click.echo(f"Error: {e}", err=True)
+        sys.exit(e.exit_code)
+    except click.exceptions.Abort:
+        click.echo("Aborted.", err=True)
+        sys.exit(130)
+    except click.ClickException as e:
+        e.show()
+        sys.exit(e.exit_code)
+    except KeyboardInterrupt:
+        click.echo("Interrupted.", err=True)
+        sys.exit(130)
+    sys.exit(rv if isinstance(rv, int) else 0)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,67 @@
+"""One error tree for everything thor-sdk raises on purpose.
+
+Library code raises these; only the CLI turns them into a one-line ``Error: ...`` and an exit code.
+Vendor and OS errors (subprocess failures, sysfs permission errors, NVML errors, onnxruntime
+failures) are caught where they happen and re-raised as one of these, with the original chained.
+"""
+
+
+class ThorError(Exception):
+    """Base class of every error thor-sdk raises deliberately."""
+
+    exit_code = 1
+
+
+class UsageError(ThorError):
+    """Bad arguments: a batch size of 0, an unknown option value, a malformed input shape."""
+
+    exit_code = 2
+
+
+class NotFoundError(ThorError):
+    """A file, model, layer kind, device or campaign that does not exist."""
+
+    exit_code = 2
+
+
+class ModelError(ThorError):
+    """A model that cannot be built, traced or split into known layer kinds."""
+
+
+class UnsupportedOperatorError(ModelError):
+    """The model contains operators thor-sdk has no layer kind for."""
+
+    def __init__(self, ops, source="model"):
+        self.ops = sorted(set(ops))
+        super().__init__(
+            f"{source} uses operators with no thor-sdk layer kind: {', '.join(self.ops)} "
+            "(see `thor-sdk kinds`)"
+        )
+
+
+class FormatError(ThorError):
+    """A file we read (estimator JSON, layer list, manifest, results, CSV) is corrupt or breaks its schema."""
+
+
+class MeasurementError(ThorError):
+    """A measurement could not be taken or is not trustworthy."""
+
+
+class NoMeterError(MeasurementError):
+    """Energy was asked for but no energy meter is readable on the device."""
+
+
+class DeviceError(ThorError):
+    """A device or transport failed: absent, unauthorized, offline, disconnected, command failed."""
+
+
+class DeviceUnavailableError(DeviceError):
+    """The device (or the tooling to reach it) is not present on this machine."""
+
+
+class ExportError(ThorError):
+    """A model could not be exported, or the export failed verification."""
+
+
+class StoreError(ThorError):
+    """A campaign database is unreadable or inconsistent."""

@@ -1,0 +1,151 @@
+"""Model -> ordered list of THOR layers.
+
+A model can be given as a reference-network name (``lenet5``), a Python class (``my_net.py:Net``),
+an ONNX file (``model.onnx``), a layer-list JSON (``layers.json``, schema in
+``thor_sdk/schemas/layers.schema.json``), or a ``torch.nn.Module`` instance.
+"""
+
+import json
+import os
+from dataclasses import dataclass
+
+from thor_sdk.errors import FormatError, NotFoundError, UsageError
+
+LAYERS_FORMAT = "thor-sdk/layers"
+LAYERS_VERSION = 1
+
+
+@dataclass
+class ModelLayers:
+    """A model's layer list plus what its input looks like (per sample)."""
+
+    name: str
+    input_shape: list
+    input_dtype: str
+    layers: list  # [{"name", "kind", "role", "config"}]
+
+    def to_dict(self):
+        return {"format": LAYERS_FORMAT, "version": LAYERS_VERSION, "name": self.name,
+                "input_shape": list(self.input_shape), "input_dtype": self.input_dtype, "layers": self.layers}
+
+
+def parse_input_shape(text):
+    try:
+        shape = [int(s) for s in str(text).replace("x", ",").split(",") if s.strip()]
+    except ValueError:
+        raise UsageError(f"input shape must be comma-separated integers, got {text!r}") from None
+    if not shape or any(s <= 0 for s in shape):
+        raise UsageError(f"input shape must be positive integers, got {text!r}")
+    return shape
+
+
+def load_module_from_file(ref):
+    """``path/to/file.py:ClassName`` -> an instance built with no arguments."""
+    import importlib.util
+
+    path, _, cls_name = ref.rpartition(":")
+    if not os.path.isfile(path):
+        raise NotFoundError(f"no such model file: {path}")
+    spec = importlib.util.spec_from_file_location(f"thor_user_model_{abs(hash(path))}", path)
+    module = importlib.util.module_from_spec(spec)
+    try:
+        spec.loader.exec_module(module)
+    except Exception as e:
+        raise FormatError(f"could not import {path}: {type(e).__name__}: {e}") from e
+    cls = getattr(module, cls_name, None)
+    if cls is None:
+        raise NotFoundError(f"{path} has no attribute {cls_name!r}")
+    try:
+        return cls()
+    except Exception as e:
+        raise FormatError(f"could not build {ref} with no arguments: {type(e).__name__}: {e}") from e
+
+
+def layers_of(model, input_shape=None, input_dtype=None, vocab=None):
+    """The ``ModelLayers`` of a model given in any of the supported forms."""
+    from thor_sdk import models
+
+    if isinstance(model, str):
+        if model in models.SPECS:
+            spec = models.model_spec(model)
+            from .extract import layers_from_module
+
+            layers = layers_from_module(models.build_model(model), spec.input_shape, spec.input_dtype,
+                                        spec.vocab, source=model)
+            return ModelLayers(model, list(spec.input_shape), spec.input_dtype, layers)
+        if model.endswith(".json"):
+            return read_layer_list(model)
+        if model.endswith(".onnx"):
+            from .onnx_import import layers_from_onnx
+
+            return layers_from_onnx(model)
+        if ".py:" in model:
+            if input_shape is None:
+                raise UsageError(f"{model}: give the per-sample input shape (--input-shape, e.g. 3,32,32)")
+            module = load_module_from_file(model)
+            from .extract import layers_from_module
+
+            shape = parse_input_shape(input_shape) if isinstance(input_shape, str) else list(input_shape)
+            dtype = input_dtype or "float32"
+            return ModelLayers(model, shape, dtype,
+                               layers_from_module(module, shape, dtype, vocab, source=model))
+        raise NotFoundError(
+            f"unknown model {model!r}: not a reference network ({', '.join(models.SPECS)}), "
+            "a .json layer list, a .onnx file or a file.py:Class"
+        )
+    # a torch.nn.Module instance
+    if input_shape is None:
+        raise UsageError("give input_shape (per sample) with a torch.nn.Module")
+    from .extract import layers_from_module
+
+    shape = list(input_shape)
+    dtype = input_dtype or "float32"
+    return ModelLayers(type(model).__name__, shape, dtype, layers_from_module(model, shape, dtype, vocab))
+
+
+def _load_schema(name):
+    from importlib import resources
+
+    return json.loads(resources.files("thor_sdk").joinpath("schemas", name).read_text())
+
+
+def validate(doc, schema_name, what):
+    """Validate ``doc`` against one of the repo's JSON Schemas; FormatError with the first problem."""
+    import jsonschema
+
+    try:
+        jsonschema.validate(doc, _load_schema(schema_name))
+    except jsonschema.ValidationError as e:
+        where = "/".join(str(p) for p in e.absolute_path) or "(top level)"
+        raise FormatError(f"{what} breaks its schema at {where}: {e.message}") from None
+
+
+def read_json(path, what):
+    if not os.path.isfile(path):
+        raise NotFoundError(f"no such file: {path}")
+    try:
+        with open(path, encoding="utf-8") as f:
+            return json.load(f)
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise FormatError(f"{path} is not valid JSON ({what}): {e}") from None
+
+
+def read_layer_list(path):
+    from .extract import finish_layers
+    from .kinds import ROLES
+
+    doc = read_json(path, "layer list")
+    validate(doc, "layers.schema.json", f"layer list {path}")
+    layers, upstream = [], False
+    for i, layer in enumerate(doc["layers"]):
+        from .kinds import get_kind
+
+        kind = get_kind(layer["kind"])
+        role = layer.get("role") or ("hidden" if upstream else "input")
+        if role not in ROLES + ("output",):
+            raise FormatError(f"{path}: layer {i} has unknown role {role!r}")
+        upstream = upstream or kind.has_params
+        layers.append({"name": layer.get("name", str(i)), "kind": layer["kind"], "role": role,
+                       "config": dict(layer["config"])})
+    return ModelLayers(doc.get("name", os.path.basename(path)), doc.get("input_shape", []),
+                       doc.get("input_dtype", "float32"), finish_layers(layers, path))

@@ -1,0 +1,104 @@
+"""THOR probe models: the 1-, 2- and 3-layer networks whose costs give one layer's cost by subtraction.
+
+For a layer of kind K at config c, batch size b and role r (see ``thor_sdk.layers.kinds``):
+
+- ``head`` (1-layer): the output head alone -- flatten + Linear(numel(K's output) -> 10) + cross-entropy --
+  fed a tensor of K's output shape. Its input requires a gradient exactly when the head's input
+  would in the 2- or 3-layer probe, so the head's own input-gradient work cancels in the subtraction.
+- ``input`` (2-layer): K as the network's input layer, then the head. cost_input(K) = T(input) - T(head).
+- ``hidden`` (3-layer): an identity input layer (the data tensor with ``requires_grad``, which costs
+  nothing itself but makes K compute its input gradient as inside a network), then K, then the head.
+  cost_hidden(K) = T(hidden) - T(head).
+- kind ``output`` (a model's own head): the ``head`` probe of that Linear alone is its cost.
+
+The head in each pair is identical (same input size), so no correction term is needed.
+"""
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+
+from thor_sdk.errors import UsageError
+from thor_sdk.layers.kinds import get_kind
+
+PROBE_CLASSES = 10
+PARTS = ("head", "input", "hidden")
+
+
+def _prod(shape):
+    n = 1
+    for s in shape:
+        n *= int(s)
+    return n
+
+
+def canonical_config(config):
+    """Config with ints where the value is integral (stable JSON / ids)."""
+    out = {}
+    for k in sorted(config):
+        v = config[k]
+        out[k] = int(v) if float(v).is_integer() else float(v)
+    return out
+
+
+@dataclass(frozen=True)
+class Probe:
+    """One point of a kind's config space to measure: kind, config, batch size, role."""
+
+    kind: str
+    config: dict = field(hash=False)
+    batch_size: int = 32
+    role: str = "hidden"
+
+    def __post_init__(self):
+        k = get_kind(self.kind)
+        k.check_config(self.config)
+        if self.batch_size < 1:
+            raise UsageError(f"batch size must be >= 1, got {self.batch_size}")
+        if self.kind == "output":
+            object.__setattr__(self, "role", "output")
+        elif self.role not in k.roles:
+            raise UsageError(f"kind {self.kind} cannot have role {self.role!r} (roles: {', '.join(k.roles)})")
+        object.__setattr__(self, "config", canonical_config(self.config))
+
+    @property
+    def key(self):
+        return json.dumps({"kind": self.kind, "role": self.role, "batch_size": self.batch_size,
+                           "config": self.config}, sort_keys=True)
+
+    @property
+    def id(self):
+        return f"{self.kind}-{self.role}-b{self.batch_size}-" + hashlib.sha256(self.key.encode()).hexdigest()[:12]
+
+    def parts(self):
+        """Probe models to measure, in order; cost = T(parts[-1]) - T(head) (or T(head) for output)."""
+        if self.role == "output":
+            return ["head"]
+        return ["head", self.role]
+
+    def head_config(self):
+        if self.role == "output":
+            return dict(self.config)
+        return {"in_features": _prod(get_kind(self.kind).out_shape(self.config)), "out_features": PROBE_CLASSES,
+                "tokens": 1}
+
+    def head_input_requires_grad(self):
+        if self.role in ("output", "hidden"):
+            return True
+        return get_kind(self.kind).has_params
+
+    def to_dict(self):
+        return {"id": self.id, "kind": self.kind, "role": self.role, "batch_size": self.batch_size,
+                "config": self.config}
+
+    @classmethod
+    def from_dict(cls, d):
+        return cls(d["kind"], d["config"], int(d["batch_size"]), d["role"])
+
+    def build(self, part, seed=0):
+        """The ``ProbeModel`` for one part (imports torch)."""
+        if part not in self.parts():
+            raise UsageError(f"probe {self.id} has no part {part!r} (parts: {', '.join(self.parts())})")
+        from . import torch_build
+
+        return torch_build.build_part(self, part, seed)
