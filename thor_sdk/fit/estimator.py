@@ -1,0 +1,111 @@
+"""The estimator file: one GP per layer kind for one device and one metric, as plain versioned JSON.
+
+Format and prediction math: ``docs/estimator-format.md``; schema:
+``thor_sdk/schemas/estimator.schema.json``. Readers: ``thor_sdk.runtime.load_estimator`` (Python
+stdlib), ``android_harness/runtime`` (Java), ``ios_harness/Runtime`` (Swift).
+"""
+
+import datetime
+import json
+import math
+import os
+
+from thor_sdk.errors import FormatError, UsageError
+
+ESTIMATOR_FORMAT = "thor-sdk/estimator"
+ESTIMATOR_VERSION = 1
+METRIC_UNITS = {"time": "s", "energy": "J"}
+
+
+def _producer():
+    from thor_sdk import __version__
+
+    return f"thor-sdk {__version__}"
+
+
+def _finite_floats(d, what):
+    out = {}
+    for k, v in d.items():
+        if isinstance(v, bool) or not isinstance(v, (int, float)):
+            out[k] = v
+            continue
+        if not math.isfinite(v):
+            raise UsageError(f"{what}[{k!r}] is not a finite number: {v!r}")
+        out[k] = float(v) if isinstance(v, float) else v
+    return out
+
+
+def build_estimator(kind_gps, *, device, metric, unit, flops_baseline, provenance):
+    """The estimator document (a dict) for fitted ``KindGP``s keyed by layer kind.
+
+    ``device``: what identifies the device (e.g. ``{"name", "platform", ...}``); ``metric``: ``"time"``
+    or ``"energy"``; ``unit``: ``"s"`` or ``"J"`` (must match the metric); ``flops_baseline``: at least
+    ``{"unit_per_flop": float}`` (cost per training FLOP of the FLOPs baseline, same unit);
+    ``provenance``: free-form JSON-able dict (campaign, probe counts, software versions...).
+    """
+    if metric not in METRIC_UNITS:
+        raise UsageError(f"metric must be one of {', '.join(METRIC_UNITS)}, got {metric!r}")
+    if unit != METRIC_UNITS[metric]:
+        raise UsageError(f"metric {metric!r} is measured in {METRIC_UNITS[metric]!r}, got unit {unit!r}")
+    if not kind_gps:
+        raise UsageError("an estimator needs at least one fitted kind")
+    if not isinstance(flops_baseline, dict) or "unit_per_flop" not in flops_baseline:
+        raise UsageError("flops_baseline must be a dict with 'unit_per_flop'")
+    upf = flops_baseline["unit_per_flop"]
+    if isinstance(upf, bool) or not isinstance(upf, (int, float)) or not math.isfinite(upf):
+        raise UsageError(f"flops_baseline['unit_per_flop'] must be a finite number, got {upf!r}")
+    kinds = {}
+    for name in sorted(kind_gps):
+        entry = kind_gps[name].to_dict()
+        kinds[str(name)] = entry
+    doc = {
+        "format": ESTIMATOR_FORMAT,
+        "version": ESTIMATOR_VERSION,
+        "created_utc": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "producer": _producer(),
+        "device": dict(device),
+        "metric": metric,
+        "unit": unit,
+        "kinds": kinds,
+        "flops_baseline": _finite_floats(dict(flops_baseline, unit_per_flop=float(upf)), "flops_baseline"),
+        "provenance": dict(provenance),
+    }
+    validate_estimator(doc)
+    return doc
+
+
+def validate_estimator(doc, what="estimator"):
+    """Check ``doc`` against ``estimator.schema.json`` (jsonschema) and the stdlib runtime's own
+    consistency checks (array shapes, finite numbers); FormatError on the first problem."""
+    from thor_sdk.layers import validate
+    from thor_sdk.runtime import load_estimator
+
+    validate(doc, "estimator.schema.json", what)
+    load_estimator(doc)
+
+
+def dumps_estimator(doc):
+    """Compact JSON text of an estimator (one kind per line, so diffs stay readable)."""
+    head = {k: v for k, v in doc.items() if k != "kinds"}
+    lines = ["{" + json.dumps(head, separators=(",", ":"), allow_nan=False)[1:-1] + ',"kinds":{']
+    names = list(doc["kinds"])
+    for i, name in enumerate(names):
+        sep = "," if i < len(names) - 1 else ""
+        lines.append(json.dumps(name) + ":" + json.dumps(doc["kinds"][name], separators=(",", ":"),
+                                                         allow_nan=False) + sep)
+    lines.append("}}")
+    return "\n".join(lines) + "\n"
+
+
+def write_estimator(doc, path):
+    """Validate ``doc`` and write it to ``path`` (atomically: a temporary file then a rename)."""
+    validate_estimator(doc, f"estimator for {path}")
+    try:
+        text = dumps_estimator(doc)
+    except ValueError as e:  # NaN / infinity
+        raise FormatError(f"estimator cannot be written as JSON: {e}") from None
+    tmp = f"{path}.tmp{os.getpid()}"
+    with open(tmp, "w", encoding="utf-8") as f:
+        f.write(text)
+    os.replace(tmp, path)
+    return path
