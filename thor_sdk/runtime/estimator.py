@@ -134,13 +134,14 @@ class KindModel:
         c, t = self.constant, self.train_u
         kdiag = c + self.noise
         kdiag += self.jitter
+        tiny = 1e-13 * kdiag  # a pivot at rounding level means a singular matrix
         rows, diag = [], []
         for i, ti in enumerate(t):
             row = []
             for j in range(i):
                 row.append((c * _matern52(dist(ti, t[j])) - fsum(map(mul, row, rows[j]))) / diag[j])
             d = kdiag - fsum(map(mul, row, row))
-            if not d > 0.0:
+            if not d > tiny:
                 raise FormatError(f"estimator: kinds[{self.kind!r}]: the kernel matrix of x_train is not positive "
                                   "definite (corrupt kernel or x_train)")
             rows.append(tuple(row))
