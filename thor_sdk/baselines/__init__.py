@@ -1,0 +1,1 @@
+"""Baselines to compare THOR against (FLOPs-proportional cost)."""

@@ -1,0 +1,1 @@
+"""Running training steps and measuring them: the protocol, and the runtimes that execute steps."""

@@ -1,0 +1,5 @@
+"""SQLite campaign store."""
+
+from .campaign import Campaign
+
+__all__ = ["Campaign"]

@@ -1,0 +1,30 @@
+"""FLOPs baseline: cost = (fitted cost per FLOP) x training FLOPs (forward + backward + update).
+
+The cost per FLOP is fitted from the same THOR probe samples as the GPs (ratio of summed costs to
+summed FLOPs, which weights large layers most, as a FLOPs-proportional model implicitly does).
+It is shown beside every THOR estimate so users see how far a FLOPs guess is off.
+"""
+
+from thor_sdk.layers.kinds import get_kind
+
+
+def layer_train_flops(layer, batch_size):
+    return get_kind(layer["kind"]).train_flops(layer["config"], batch_size, layer.get("role", "hidden"))
+
+
+def fit_unit_per_flop(samples):
+    """``samples``: dicts with kind, role, batch_size, config, value (non-flagged). Returns a dict."""
+    num = sum(s["value"] for s in samples)
+    den = sum(layer_train_flops(s, s["batch_size"]) for s in samples)
+    if den <= 0 or not samples:
+        return {"unit_per_flop": None, "n_samples": len(samples)}
+    return {"unit_per_flop": num / den, "n_samples": len(samples), "method": "sum(cost) / sum(train FLOPs)"}
+
+
+def flops_estimate(layers, batch_size, unit_per_flop):
+    per_layer = [layer_train_flops(layer, batch_size) for layer in layers]
+    total_flops = sum(per_layer)
+    if unit_per_flop is None:
+        return {"total": None, "flops": total_flops, "layers": [None] * len(layers)}
+    return {"total": unit_per_flop * total_flops, "flops": total_flops,
+            "layers": [unit_per_flop * f for f in per_layer]}

@@ -1,0 +1,28 @@
+import click
+
+from .common import emit_json, json_option
+from .probe import protocol_options, settings_from
+
+
+@click.command("measure")
+@click.option("--device", default="host", show_default=True)
+@click.option("--model", required=True, help="Reference network name.")
+@click.option("--batch-size", type=int, default=32, show_default=True)
+@click.option("--metric", type=click.Choice(["time", "energy"]), default="time", show_default=True)
+@click.option("--runtime", type=click.Choice(["torch", "onnxruntime"]), default="torch", show_default=True)
+@click.option("--out", type=click.Path(dir_okay=False), help="Also record the run in this campaign database.")
+@protocol_options
+@json_option
+def cmd(device, model, batch_size, metric, runtime, out, min_rounds, max_rounds, window_s, cv_target, as_json):
+    """Measure MODEL's whole training step on DEVICE: the ground truth estimates are checked against."""
+    from thor_sdk.api import measure
+
+    r = measure(model, device=device, batch_size=batch_size, metric=metric, runtime=runtime,
+                settings=settings_from(min_rounds, max_rounds, window_s, cv_target), out=out)
+    if as_json:
+        emit_json(r)
+        return
+    scale, unit = (1e3, "ms") if r["unit"] == "s" else (1.0, r["unit"])
+    click.echo(f"{model} batch {batch_size} on {r['device']} ({runtime}): {r['metric']} per training step "
+               f"mean {r['mean'] * scale:.3f} {unit}, median {r['median'] * scale:.3f} {unit}, "
+               f"std {r['std'] * scale:.3f} {unit}, n={r['n']} windows of {r['steps_per_window']} steps")

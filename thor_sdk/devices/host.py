@@ -1,0 +1,85 @@
+"""The host: this machine, running training steps in-process (eager PyTorch or onnxruntime)."""
+
+import os
+import platform
+
+from thor_sdk.errors import UsageError
+
+from .base import Device
+
+RUNTIMES = ("torch", "onnxruntime")
+
+
+class HostDevice(Device):
+    name = "host"
+
+    def __init__(self, meter=None, root="/", threads=None):
+        self.root = root
+        self._meter = meter  # an explicit meter (e.g. external:log.csv) overrides discovery
+        self.threads = threads
+
+    def meters(self):
+        if self._meter is not None:
+            return [self._meter]
+        from thor_sdk.meters.registry import host_meters
+
+        return host_meters(self.root)
+
+    def info(self):
+        import torch
+
+        if self.threads:
+            torch.set_num_threads(int(self.threads))
+        return {
+            "name": "host",
+            "kind": "host",
+            "hostname": platform.node(),
+            "platform": platform.platform(),
+            "machine": platform.machine(),
+            "processor": platform.processor(),
+            "cpu_count": os.cpu_count(),
+            "torch_version": torch.__version__,
+            "torch_threads": torch.get_num_threads(),
+            "meters": [m.describe() for m in self.meters()],
+        }
+
+    def _trainer(self, probe_model, runtime):
+        if runtime == "torch":
+            from thor_sdk.harness.torch_trainer import trainer_for_probe_model
+
+            return trainer_for_probe_model(probe_model)
+        if runtime == "onnxruntime":
+            from thor_sdk.exporters.ort_trainer import trainer_for_probe_model as ort_trainer
+
+            return ort_trainer(probe_model)
+        raise UsageError(f"unknown runtime {runtime!r} (known: {', '.join(RUNTIMES)})")
+
+    def measure_probe(self, probe, metric="time", settings=None, runtime="torch", on_round=None):
+        from thor_sdk.harness.protocol import measure_parts
+
+        meter = self.require_meter(metric)
+        trainers = {part: self._trainer(probe.build(part), runtime) for part in probe.parts()}
+        try:
+            return measure_parts(trainers, settings, meter=meter, metric=metric, on_round=on_round)
+        finally:
+            for t in trainers.values():
+                t.close()
+
+    def measure_model(self, model, batch_size, metric="time", settings=None, runtime="torch", on_round=None):
+        from thor_sdk.harness.protocol import measure_parts
+
+        meter = self.require_meter(metric)
+        if runtime == "torch":
+            from thor_sdk.harness.torch_trainer import trainer_for_model
+
+            trainer = trainer_for_model(model, batch_size)
+        elif runtime == "onnxruntime":
+            from thor_sdk.exporters.ort_trainer import trainer_for_model as ort_trainer_for_model
+
+            trainer = ort_trainer_for_model(model, batch_size)
+        else:
+            raise UsageError(f"unknown runtime {runtime!r} (known: {', '.join(RUNTIMES)})")
+        try:
+            return measure_parts({"model": trainer}, settings, meter=meter, metric=metric, on_round=on_round)["model"]
+        finally:
+            trainer.close()

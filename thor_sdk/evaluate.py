@@ -1,0 +1,67 @@
+"""Accuracy benchmark: THOR's estimate and the FLOPs baseline against direct measurement.
+
+For each model: measure the whole training step, run a THOR campaign for that model alone, fit,
+estimate, and measure again; the measured value is the median over both measurement runs (so
+slow drift of a shared machine during the campaign is seen, not hidden). Absolute percentage
+errors of THOR and of the FLOPs baseline are reported side by side from one run.
+"""
+
+import os
+import statistics
+import sys
+import time
+
+
+def _ape(est, true):
+    return abs(est - true) / abs(true) * 100.0 if est is not None and true else None
+
+
+def evaluate(models, device="host", batch_size=32, metric="time", out_dir="thor-evaluate", runtime="torch",
+             settings=None, max_probes=None, max_seconds=None, progress=None):
+    from thor_sdk.api import estimate, fit, probe
+    from thor_sdk.devices import get_device
+    from thor_sdk.harness.protocol import ProtocolSettings
+
+    settings = settings or ProtocolSettings()
+    dev = get_device(device) if isinstance(device, str) else device
+    os.makedirs(out_dir, exist_ok=True)
+    rows = []
+    for name in models:
+        if progress:
+            progress("model", name)
+        db = os.path.join(out_dir, f"{name}-b{batch_size}.db")
+        est_path = os.path.join(out_dir, f"{name}-b{batch_size}-estimator.json")
+        if os.path.exists(db):
+            os.remove(db)
+        before = dev.measure_model(name, batch_size, metric=metric, settings=settings, runtime=runtime)
+        t0 = time.monotonic()
+        summary = probe([name], device=dev, batch_sizes=[batch_size], metric=metric, out=db, runtime=runtime,
+                        settings=settings, max_probes=max_probes, max_seconds=max_seconds)
+        probe_s = time.monotonic() - t0
+        fit(db, out=est_path)
+        est = estimate(est_path, name, batch_size=batch_size)
+        after = dev.measure_model(name, batch_size, metric=metric, settings=settings, runtime=runtime)
+        values = before.values(metric) + after.values(metric)
+        measured = statistics.median(values)
+        thor, flops = est["total"]["mean"], est["flops_baseline"]["total"]
+        rows.append({
+            "model": name, "batch_size": batch_size, "measured": measured,
+            "measured_before": statistics.median(before.values(metric)),
+            "measured_after": statistics.median(after.values(metric)),
+            "thor": thor, "thor_std": est["total"]["std"], "thor_ape": _ape(thor, measured),
+            "flops": flops, "flops_ape": _ape(flops, measured),
+            "probes": summary["probes_done"], "probe_seconds": probe_s, "flagged": summary["flagged"],
+            "estimator_bytes": os.path.getsize(est_path),
+        })
+    thor_apes = [r["thor_ape"] for r in rows]
+    flops_apes = [r["flops_ape"] for r in rows if r["flops_ape"] is not None]
+    mean_thor = statistics.fmean(thor_apes) if thor_apes else None
+    mean_flops = statistics.fmean(flops_apes) if flops_apes else None
+    return {
+        "device": dev.name, "metric": metric, "unit": "s" if metric == "time" else "J", "runtime": runtime,
+        "batch_size": batch_size, "rows": rows, "thor_mape": mean_thor, "flops_mape": mean_flops,
+        "flops_over_thor": (mean_flops / mean_thor) if mean_thor and mean_flops else None,
+        "thor_max_ape": max(thor_apes) if thor_apes else None,
+        "command": " ".join(["thor-sdk", *sys.argv[1:]]) if sys.argv and sys.argv[0].endswith("thor-sdk") else None,
+        "settings": settings.to_dict(),
+    }

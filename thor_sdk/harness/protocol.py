@@ -1,0 +1,134 @@
+"""The measurement protocol shared by every device.
+
+A *trainer* is anything with ``step()`` (one full training step: forward, backward, optimizer
+update) and ``close()``. ``measure_parts`` measures several trainers side by side: warm-up, then
+rounds in which each part runs a window of steps (long enough for the clock or meter), repeated
+until the spread is small or a cap is hit. Interleaving the parts round by round means slow drift
+of the machine (thermal, other load) hits every part alike, so per-round *differences* between
+parts -- what THOR's subtraction needs -- stay clean.
+"""
+
+import gc
+import math
+import statistics
+import time
+from dataclasses import dataclass, field
+
+from thor_sdk.errors import MeasurementError
+
+
+@dataclass
+class ProtocolSettings:
+    warmup_steps: int = 3
+    min_window_s: float = 0.05
+    min_rounds: int = 5
+    max_rounds: int = 15
+    cv_target: float = 0.03
+    max_steps_per_window: int = 5000
+
+    def window_s_for(self, meter):
+        """A window must span many sensor updates: at least 20 of the meter's sample periods."""
+        period = getattr(meter, "sample_period_s", 0.0) if meter is not None else 0.0
+        return max(self.min_window_s, 20.0 * period)
+
+    def to_dict(self):
+        return dict(self.__dict__)
+
+
+@dataclass
+class PartResult:
+    """Per-round values of one part: ``time_s`` (and ``energy_j``) per training step."""
+
+    part: str
+    steps_per_window: int
+    time_s: list = field(default_factory=list)
+    energy_j: list = field(default_factory=list)  # empty without a meter
+
+    def values(self, metric):
+        return self.time_s if metric == "time" else self.energy_j
+
+    def summary(self, metric="time"):
+        v = self.values(metric)
+        return robust_summary(v)
+
+
+def robust_summary(values):
+    """median, a robust std (1.4826 x MAD, falling back to stdev), n and the coefficient of variation."""
+    n = len(values)
+    if n == 0:
+        return {"median": float("nan"), "std": float("nan"), "n": 0, "cv": float("nan")}
+    med = statistics.median(values)
+    mad = statistics.median(abs(v - med) for v in values)
+    std = 1.4826 * mad if mad > 0 else (statistics.stdev(values) if n > 1 else 0.0)
+    cv = std / abs(med) if med else float("inf")
+    return {"median": med, "std": std, "n": n, "cv": cv}
+
+
+def _steps_for_window(trainer, window_s, cap, clock):
+    t0 = clock()
+    trainer.step()
+    dt = max(clock() - t0, 1e-7)
+    return max(1, min(cap, math.ceil(window_s / dt)))
+
+
+def measure_parts(trainers, settings=None, meter=None, metric="time", on_round=None, clock=time.perf_counter,
+                  stop=None):
+    """Measure ``trainers`` ({part: trainer}) side by side; returns {part: PartResult}.
+
+    ``meter``: an energy ``Meter`` or None (time only). ``on_round(round_index, {part: (time_s,
+    energy_j)})`` is called after every round (the campaign store commits each window there).
+    ``stop(results)`` may end the rounds early once ``min_rounds`` are done (default: every part's
+    coefficient of variation below ``cv_target``).
+    """
+    settings = settings or ProtocolSettings()
+    if metric == "energy" and meter is None:
+        raise MeasurementError("energy was asked for but no meter was given")
+    window_s = settings.window_s_for(meter)
+    for t in trainers.values():
+        for _ in range(settings.warmup_steps):
+            t.step()
+    results = {p: PartResult(p, _steps_for_window(t, window_s, settings.max_steps_per_window, clock))
+               for p, t in trainers.items()}
+    if stop is None:
+        def stop(res):
+            return all(r.summary(metric)["cv"] <= settings.cv_target for r in res.values())
+    gc_was_enabled = gc.isenabled()
+    try:
+        for rnd in range(settings.max_rounds):
+            row = {}
+            for part, trainer in trainers.items():
+                r = results[part]
+                gc.collect()
+                gc.disable()
+                if meter is not None:
+                    meter.start()
+                t0 = clock()
+                for _ in range(r.steps_per_window):
+                    trainer.step()
+                dt = clock() - t0
+                window = meter.stop() if meter is not None else None
+                if gc_was_enabled:
+                    gc.enable()
+                r.time_s.append(dt / r.steps_per_window)
+                e = None
+                if window is not None:
+                    e = window.energy_j / r.steps_per_window
+                    r.energy_j.append(e)
+                row[part] = (r.time_s[-1], e)
+            if on_round is not None:
+                on_round(rnd, row)
+            if rnd + 1 >= settings.min_rounds and stop(results):
+                break
+    finally:
+        if gc_was_enabled:
+            gc.enable()
+    return results
+
+
+def paired_difference(results, part, base="head", metric="time"):
+    """Per-round differences ``part - base`` and their robust summary (THOR's subtraction)."""
+    a, b = results[part].values(metric), results[base].values(metric)
+    diffs = [x - y for x, y in zip(a, b)]
+    s = robust_summary(diffs)
+    s["diffs"] = diffs
+    return s

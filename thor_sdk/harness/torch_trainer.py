@@ -1,0 +1,65 @@
+"""Eager-PyTorch trainer: one training step of a module on a fixed batch (the host's default runtime)."""
+
+import torch
+
+from thor_sdk.errors import UsageError
+
+OPTIMIZERS = ("sgd", "adam")
+
+
+def make_optimizer(params, name="sgd", lr=0.01):
+    if name == "sgd":
+        return torch.optim.SGD(params, lr=lr)
+    if name == "adam":
+        return torch.optim.Adam(params, lr=lr)
+    raise UsageError(f"unknown optimizer {name!r} (known: {', '.join(OPTIMIZERS)})")
+
+
+class TorchTrainer:
+    """``step()`` = zero grads, forward, cross-entropy, backward, optimizer update.
+
+    When ``x_requires_grad`` the input's gradient is computed too (a THOR 3-layer probe's identity
+    input layer), exactly as a layer inside a network computes the gradient of its input.
+    """
+
+    def __init__(self, module, x, y, loss_fn, x_requires_grad=False, optimizer="sgd", lr=0.01):
+        self.module = module.train()
+        self.x = x.detach().clone().requires_grad_(bool(x_requires_grad))
+        self.y = y
+        self.loss_fn = loss_fn
+        params = [p for p in module.parameters() if p.requires_grad]
+        self.opt = make_optimizer(params, optimizer, lr) if params else None
+        self.last_loss = None
+
+    def step(self):
+        if self.opt is not None:
+            self.opt.zero_grad(set_to_none=True)
+        self.x.grad = None
+        loss = self.loss_fn(self.module(self.x), self.y)
+        loss.backward()
+        if self.opt is not None:
+            self.opt.step()
+        self.last_loss = loss.detach()
+
+    def close(self):
+        pass
+
+
+def trainer_for_probe_model(pm, optimizer="sgd", lr=0.01):
+    return TorchTrainer(pm.module, pm.x, pm.y, pm.loss, pm.x_requires_grad, optimizer, lr)
+
+
+def trainer_for_model(model_name, batch_size, optimizer="sgd", lr=0.01, seed=0):
+    """A trainer for a whole reference network on one random batch."""
+    from thor_sdk.models import build_model, model_spec
+    from thor_sdk.probes.torch_build import cross_entropy
+
+    spec = model_spec(model_name)
+    g = torch.Generator().manual_seed(seed)
+    shape = (batch_size, *spec.input_shape)
+    if spec.input_dtype == "int64":
+        x = torch.randint(0, spec.vocab, shape, generator=g)
+    else:
+        x = torch.randn(shape, generator=g)
+    y = torch.randint(0, spec.num_classes, (batch_size, *spec.label_shape), generator=g)
+    return TorchTrainer(build_model(model_name, seed), x, y, cross_entropy, False, optimizer, lr)

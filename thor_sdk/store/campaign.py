@@ -1,0 +1,233 @@
+"""Campaign store: one SQLite file per campaign; every measurement is committed as it is taken.
+
+Tables (schema version in ``meta``):
+
+- ``meta(key, value)``: JSON values -- format, version, device info, metric, batch sizes, target
+  models, protocol settings, runtime.
+- ``probes(id, seq, kind, role, batch_size, config, status, ...)``: every probe the campaign planned,
+  in order; ``status`` is ``planned`` until its measurement is committed, then ``done``.
+- ``windows(probe_id, part, round, time_s, energy_j)``: each measured window, committed per round.
+- ``samples(probe_id, metric, value, std, n, flagged, flag_reason, parts)``: the per-layer cost
+  derived by subtraction, written in the same transaction that marks the probe ``done``.
+- ``model_runs(...)``: whole-model measurements (``thor-sdk measure --out``).
+
+A planned probe is inserted (and committed) before it is measured, so after a crash ``--resume``
+re-measures exactly the probes that were planned but not done, discarding their partial windows:
+each planned probe ends up in the campaign exactly once.
+"""
+
+import datetime as _dt
+import json
+import os
+import sqlite3
+
+from thor_sdk.errors import NotFoundError, StoreError, UsageError
+
+FORMAT = "thor-sdk/campaign"
+VERSION = 1
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS probes (
+    id TEXT PRIMARY KEY,
+    seq INTEGER NOT NULL UNIQUE,
+    kind TEXT NOT NULL,
+    role TEXT NOT NULL,
+    batch_size INTEGER NOT NULL,
+    config TEXT NOT NULL,
+    status TEXT NOT NULL CHECK (status IN ('planned', 'done', 'failed')),
+    planned_utc TEXT NOT NULL,
+    done_utc TEXT,
+    reason TEXT
+);
+CREATE TABLE IF NOT EXISTS windows (
+    probe_id TEXT NOT NULL REFERENCES probes(id),
+    part TEXT NOT NULL,
+    round INTEGER NOT NULL,
+    time_s REAL NOT NULL,
+    energy_j REAL,
+    PRIMARY KEY (probe_id, part, round)
+);
+CREATE TABLE IF NOT EXISTS samples (
+    probe_id TEXT NOT NULL REFERENCES probes(id),
+    metric TEXT NOT NULL,
+    value REAL NOT NULL,
+    std REAL NOT NULL,
+    n INTEGER NOT NULL,
+    flagged INTEGER NOT NULL DEFAULT 0,
+    flag_reason TEXT,
+    parts TEXT NOT NULL,
+    PRIMARY KEY (probe_id, metric)
+);
+CREATE TABLE IF NOT EXISTS model_runs (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    model TEXT NOT NULL,
+    batch_size INTEGER NOT NULL,
+    metric TEXT NOT NULL,
+    mean REAL NOT NULL,
+    std REAL NOT NULL,
+    n INTEGER NOT NULL,
+    runtime TEXT NOT NULL,
+    created_utc TEXT NOT NULL,
+    detail TEXT
+);
+"""
+
+
+def _now():
+    return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+
+
+class Campaign:
+    """A campaign database. Use ``Campaign.create(path, meta)`` or ``Campaign.open(path)``."""
+
+    def __init__(self, path, conn):
+        self.path = path
+        self.conn = conn
+
+    # -- opening ---------------------------------------------------------------------------------
+    @classmethod
+    def create(cls, path, meta):
+        if os.path.exists(path):
+            raise UsageError(f"campaign {path} exists; continue it with --resume or choose another --out")
+        conn = sqlite3.connect(path)
+        conn.executescript(SCHEMA)
+        self = cls(path, conn)
+        with conn:
+            for k, v in dict(meta, format=FORMAT, version=VERSION, created_utc=_now()).items():
+                conn.execute("INSERT INTO meta(key, value) VALUES (?, ?)", (k, json.dumps(v)))
+        return self
+
+    @classmethod
+    def open(cls, path):
+        if not os.path.isfile(path):
+            raise NotFoundError(f"no such campaign: {path}")
+        try:
+            conn = sqlite3.connect(path)
+            rows = dict(conn.execute("SELECT key, value FROM meta").fetchall())
+        except sqlite3.DatabaseError as e:
+            raise StoreError(f"{path} is not a thor-sdk campaign database ({e})") from None
+        try:
+            fmt, ver = json.loads(rows.get("format", "null")), json.loads(rows.get("version", "null"))
+        except json.JSONDecodeError:
+            fmt, ver = None, None
+        if fmt != FORMAT:
+            raise StoreError(f"{path} is not a thor-sdk campaign database")
+        if ver != VERSION:
+            raise StoreError(f"{path} is campaign format version {ver}; this thor-sdk reads version {VERSION}")
+        return cls(path, conn)
+
+    def close(self):
+        self.conn.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    # -- metadata --------------------------------------------------------------------------------
+    @property
+    def meta(self):
+        return {k: json.loads(v) for k, v in self.conn.execute("SELECT key, value FROM meta")}
+
+    def set_meta(self, key, value):
+        with self.conn:
+            self.conn.execute("INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)", (key, json.dumps(value)))
+
+    # -- probes ----------------------------------------------------------------------------------
+    def plan(self, probe):
+        """Record ``probe`` as planned (committed). Returns False if it was already in the campaign."""
+        with self.conn:
+            seq = self.conn.execute("SELECT COALESCE(MAX(seq), 0) + 1 FROM probes").fetchone()[0]
+            cur = self.conn.execute(
+                "INSERT OR IGNORE INTO probes(id, seq, kind, role, batch_size, config, status, planned_utc) "
+                "VALUES (?, ?, ?, ?, ?, ?, 'planned', ?)",
+                (probe.id, seq, probe.kind, probe.role, probe.batch_size,
+                 json.dumps(probe.config, sort_keys=True), _now()))
+        return cur.rowcount == 1
+
+    def _probes(self, where="", args=()):
+        from thor_sdk.probes import Probe
+
+        rows = self.conn.execute(
+            f"SELECT kind, role, batch_size, config FROM probes {where} ORDER BY seq", args).fetchall()
+        return [Probe(k, json.loads(c), b, r) for k, r, b, c in rows]
+
+    def probes(self, status=None):
+        if status is None:
+            return self._probes()
+        return self._probes("WHERE status = ?", (status,))
+
+    def status_counts(self):
+        return dict(self.conn.execute("SELECT status, COUNT(*) FROM probes GROUP BY status").fetchall())
+
+    def discard_partial(self, probe_id):
+        """Drop windows of a probe that was planned but never completed (before re-measuring it)."""
+        with self.conn:
+            self.conn.execute("DELETE FROM windows WHERE probe_id = ? AND probe_id IN "
+                              "(SELECT id FROM probes WHERE status != 'done')", (probe_id,))
+
+    def add_window(self, probe_id, part, rnd, time_s, energy_j=None):
+        with self.conn:
+            self.conn.execute("INSERT OR REPLACE INTO windows(probe_id, part, round, time_s, energy_j) "
+                              "VALUES (?, ?, ?, ?, ?)", (probe_id, part, rnd, time_s, energy_j))
+
+    def complete(self, probe_id, samples):
+        """Store the derived samples and mark the probe done, atomically.
+
+        ``samples``: list of dicts with metric, value, std, n, flagged, flag_reason, parts.
+        """
+        with self.conn:
+            status = self.conn.execute("SELECT status FROM probes WHERE id = ?", (probe_id,)).fetchone()
+            if status is None:
+                raise StoreError(f"probe {probe_id} is not in campaign {self.path}")
+            if status[0] == "done":
+                raise StoreError(f"probe {probe_id} is already measured in {self.path}")
+            for s in samples:
+                self.conn.execute(
+                    "INSERT INTO samples(probe_id, metric, value, std, n, flagged, flag_reason, parts) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                    (probe_id, s["metric"], s["value"], s["std"], s["n"], int(bool(s.get("flagged"))),
+                     s.get("flag_reason"), json.dumps(s.get("parts", {}))))
+            self.conn.execute("UPDATE probes SET status = 'done', done_utc = ? WHERE id = ?", (_now(), probe_id))
+
+    def fail(self, probe_id, reason):
+        with self.conn:
+            self.conn.execute("UPDATE probes SET status = 'failed', reason = ? WHERE id = ?", (reason, probe_id))
+
+    def samples(self, metric=None, include_flagged=True):
+        """All derived samples as dicts (kind, role, batch_size, config, metric, value, std, n, flagged...)."""
+        q = ("SELECT p.id, p.kind, p.role, p.batch_size, p.config, s.metric, s.value, s.std, s.n, s.flagged, "
+             "s.flag_reason, s.parts FROM samples s JOIN probes p ON p.id = s.probe_id")
+        cond, args = [], []
+        if metric:
+            cond.append("s.metric = ?")
+            args.append(metric)
+        if not include_flagged:
+            cond.append("s.flagged = 0")
+        if cond:
+            q += " WHERE " + " AND ".join(cond)
+        q += " ORDER BY p.seq"
+        out = []
+        for pid, kind, role, b, cfg, m, v, sd, n, fl, why, parts in self.conn.execute(q, args):
+            out.append({"probe_id": pid, "kind": kind, "role": role, "batch_size": b, "config": json.loads(cfg),
+                        "metric": m, "value": v, "std": sd, "n": n, "flagged": bool(fl), "flag_reason": why,
+                        "parts": json.loads(parts)})
+        return out
+
+    def windows(self, probe_id):
+        return self.conn.execute("SELECT part, round, time_s, energy_j FROM windows WHERE probe_id = ? "
+                                 "ORDER BY round, part", (probe_id,)).fetchall()
+
+    # -- whole-model runs ------------------------------------------------------------------------
+    def add_model_run(self, model, batch_size, metric, mean, std, n, runtime, detail=None):
+        with self.conn:
+            self.conn.execute(
+                "INSERT INTO model_runs(model, batch_size, metric, mean, std, n, runtime, created_utc, detail) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (model, batch_size, metric, mean, std, n, runtime, _now(), json.dumps(detail or {})))
+
+    def model_runs(self):
+        cols = ("model", "batch_size", "metric", "mean", "std", "n", "runtime", "created_utc")
+        return [dict(zip(cols, r)) for r in self.conn.execute(f"SELECT {', '.join(cols)} FROM model_runs ORDER BY id")]
