@@ -29,6 +29,7 @@ ESTIMATOR_FORMAT = "thor-sdk/estimator"
 ESTIMATOR_VERSION = 1
 METRIC_UNITS = {"time": "s", "energy": "J"}
 SQRT5 = math.sqrt(5.0)
+_sumprod = getattr(math, "sumprod", None)  # Python >= 3.12: a C dot product (about 3x faster)
 ROLE_CODES = {"input": 1.0, "hidden": 0.0}
 
 
@@ -79,7 +80,7 @@ class KindModel:
 
     __slots__ = ("kind", "features", "index", "role_index", "is_log", "x_mean", "x_scale", "length_scale",
                  "constant", "noise", "jitter", "y_mean", "y_scale", "y_var_scale", "train_u", "alpha",
-                 "L_rows", "L_diag", "n_samples")
+                 "L_rows", "L_diag", "L_inv", "L_inv_padded", "n_samples")
 
     def __init__(self, kind, d):
         where = f"kinds[{kind!r}]"
@@ -126,6 +127,8 @@ class KindModel:
         self.alpha = _nums(_field(d, "alpha", where), f"{where}.alpha", n)
         self.jitter = _num(_field(d, "jitter", where), f"{where}.jitter", nonneg=True)
         self.L_rows, self.L_diag = self._cholesky()
+        self.L_inv = self._inverse_L()
+        self.L_inv_padded = tuple(r + (0.0,) * (n - len(r)) for r in self.L_inv) if _sumprod else None
         self.n_samples = n
 
     def _cholesky(self):
@@ -148,6 +151,20 @@ class KindModel:
             diag.append(sqrt(d))
         return tuple(rows), tuple(diag)
 
+    def _inverse_L(self):
+        """Rows of L^-1 (lower triangular; row i has i + 1 entries): v = L^-1 k is then one dot
+        product per training point, with no dependency between them."""
+        rows, diag = self.L_rows, self.L_diag
+        inv = []
+        for i in range(len(diag)):
+            row = [0.0] * (i + 1)
+            row[i] = 1.0 / diag[i]
+            li = rows[i]
+            for j in range(i):
+                row[j] = -fsum(li[k] * inv[k][j] for k in range(j, i)) / diag[i]
+            inv.append(tuple(row))
+        return tuple(inv)
+
     # raw feature vector (list of floats in `features` order) -> standardised, length-scaled u
     def scaled(self, raw):
         return [((log1p(x) - m) / s) / l for x, m, s, l in zip(raw, self.x_mean, self.x_scale, self.length_scale)]
@@ -157,12 +174,13 @@ class KindModel:
         including the white noise, v = L^-1 k (normalised units) and the scaled input u."""
         u = self.scaled(raw)
         c = self.constant
-        ks = [c * _matern52(dist(u, t)) for t in self.train_u]
+        # c * Matern52(r), with t = sqrt(5) r, written out as scikit-learn evaluates it
+        ks = [c * ((1.0 + t + t * t / 3.0) * exp(-t)) for t in [dist(u, tr) * SQRT5 for tr in self.train_u]]
         mu = self.y_scale * fsum(map(mul, ks, self.alpha)) + self.y_mean
-        v = []
-        append = v.append
-        for kv, lrow, ld in zip(ks, self.L_rows, self.L_diag):
-            append((kv - fsum(map(mul, lrow, v))) / ld)
+        if _sumprod is not None:  # rows zero-padded to n: sumprod needs equal lengths
+            v = [_sumprod(r, ks) for r in self.L_inv_padded]
+        else:
+            v = [sum(map(mul, r, ks)) for r in self.L_inv]
         var = c + self.noise - fsum(map(mul, v, v))
         if var < 0.0:
             var = 0.0
@@ -312,26 +330,33 @@ class Estimator:
         """Variance (original units) of the summed cost of all layers of one kind."""
         c, ys2, is_log = model.constant, model.y_var_scale, model.is_log
         parts = []
-        for a, (ca, mua, vara, va, ua, ma) in enumerate(rows):
-            # the layer with itself (includes the white noise) ...
-            same = vara
-            # ... and with the other (ca - 1) identical layers: k(a, a') = constant, no noise
-            twin = ys2 * (c - fsum(map(mul, va, va)))
+        add = parts.append
+        n = len(rows)
+        for a in range(n):
+            ca, _, vara, va, ua, ma = rows[a]
+            # the layer with itself (includes the white noise) and with its (ca - 1) identical
+            # twins: k(a, a') = constant, no noise
+            twin = ys2 * (c - fsum(map(mul, va, va))) if ca > 1 else 0.0
             if is_log:
-                parts.append(ca * ma * ma * expm1(same))
+                mm = ma * ma
+                add(ca * mm * expm1(vara))
                 if ca > 1:
-                    parts.append(ca * (ca - 1) * ma * ma * expm1(twin))
+                    add(ca * (ca - 1) * mm * expm1(twin))
+                for b in range(a + 1, n):
+                    cb, _, _, vb, ub, mb = rows[b]
+                    t = dist(ua, ub) * SQRT5
+                    vv = _sumprod(va, vb) if _sumprod is not None else sum(map(mul, va, vb))
+                    cov = ys2 * (c * ((1.0 + t + t * t / 3.0) * exp(-t)) - vv)
+                    add(2.0 * ca * cb * ma * mb * expm1(cov))
             else:
-                parts.append(ca * same)
+                add(ca * vara)
                 if ca > 1:
-                    parts.append(ca * (ca - 1) * twin)
-            for b in range(a + 1, len(rows)):
-                cb, _, _, vb, ub, mb = rows[b]
-                cov = ys2 * (c * _matern52(dist(ua, ub)) - fsum(map(mul, va, vb)))
-                if is_log:
-                    parts.append(2.0 * ca * cb * ma * mb * expm1(cov))
-                else:
-                    parts.append(2.0 * ca * cb * cov)
+                    add(ca * (ca - 1) * twin)
+                for b in range(a + 1, n):
+                    cb, _, _, vb, ub, _ = rows[b]
+                    t = dist(ua, ub) * SQRT5
+                    vv = _sumprod(va, vb) if _sumprod is not None else sum(map(mul, va, vb))
+                    add(2.0 * ca * cb * ys2 * (c * ((1.0 + t + t * t / 3.0) * exp(-t)) - vv))
         return fsum(parts)
 
 
