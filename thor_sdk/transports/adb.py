@@ -1,0 +1,175 @@
+"""Android devices through the real ``adb`` client (Android platform-tools; Debian package ``adb``).
+
+- The device is chosen with ``-s SERIAL`` (an argv element: passed unchanged); without a serial,
+  exactly one device must be attached and authorized.
+- ``adb shell`` joins its arguments with spaces into ONE remote shell command, so every argument
+  is quoted for the device's shell (``shlex.quote``): ``run(["echo", "a b;c"])`` prints ``a b;c``.
+- ``adb push``/``adb pull`` use the sync protocol: their device paths are not seen by a shell.
+- Unauthorized, offline and absent devices give errors that say what to do.
+"""
+
+import re
+import shutil
+
+from thor_sdk.errors import DeviceError, DeviceUnavailableError, UsageError
+
+from .base import Transport, TransportDisconnected, check_local_tree, remote_shell_command
+
+STATES = ("device", "offline", "unauthorized", "bootloader", "recovery", "sideload", "rescue", "authorizing",
+          "connecting", "host", "unknown")
+_LINE = re.compile(r"^(?P<serial>.+?)\s+(?P<state>" + "|".join(STATES) + r"|no permissions.*?)"
+                   r"(?:\s+(?P<props>(?:\S+:\S*\s*)*))?$")
+#: adb's own failures (as opposed to the remote command's): the connection is gone
+_DISCONNECT = ("device offline", "not found", "no devices/emulators found", "error: closed", "protocol fault",
+               "connection reset", "device unauthorized", "broken pipe", "cannot connect to daemon")
+
+DEVICE_TMP = "/data/local/tmp/thor-sdk"
+
+
+def parse_devices(text):
+    """``adb devices -l`` output -> [{"serial", "state", "model", "product", "device", "transport_id"}]."""
+    out = []
+    for line in text.splitlines():
+        line = line.rstrip()
+        if not line or line.startswith("List of devices") or line.startswith("*"):
+            continue
+        m = _LINE.match(line)
+        if not m:
+            continue
+        d = {"serial": m.group("serial").strip(), "state": m.group("state")}
+        for kv in (m.group("props") or "").split():
+            k, _, v = kv.partition(":")
+            d[k] = v
+        out.append(d)
+    return out
+
+
+def state_problem(serial, state):
+    """'' for a usable device, else what is wrong and how to fix it."""
+    if state == "device":
+        return ""
+    if state in ("unauthorized", "authorizing"):
+        return (f"Android device {serial!r} is unauthorized: unlock it and accept the 'Allow USB debugging' "
+                "prompt (revoke and re-plug if no prompt shows)")
+    if state == "offline":
+        return f"Android device {serial!r} is offline: re-plug the cable or run `adb reconnect`"
+    if state.startswith("no permissions"):
+        return (f"Android device {serial!r}: no permission to open the USB device (add a udev rule for it, "
+                "or add your user to the plugdev group)")
+    return f"Android device {serial!r} is in {state!r} mode, not booted into Android"
+
+
+class AdbTransport(Transport):
+    """One Android device through adb. ``serial=None`` means: the only attached device."""
+
+    name = "adb"
+
+    def __init__(self, serial=None, adb="adb", server_port=None, runner=None, workdir=DEVICE_TMP):
+        self._own_runner = runner is None
+        super().__init__(runner)
+        self.serial = serial
+        self.adb = adb
+        self.server_port = server_port
+        self._workdir = workdir
+        self._resolved = None
+
+    # -- argv ------------------------------------------------------------------------------------
+    def _base(self):
+        argv = [self.adb]
+        if self.server_port:
+            argv += ["-P", str(self.server_port)]
+        return argv
+
+    def _dev(self):
+        if self._resolved is None:
+            self._resolved = self.resolve()
+        return self._base() + ["-s", self._resolved]
+
+    # -- discovery -------------------------------------------------------------------------------
+    def why_unavailable(self):
+        if self._own_runner and shutil.which(self.adb) is None:
+            return "adb is not installed (Android platform-tools; Debian: apt-get install adb)"
+        return ""
+
+    def devices(self):
+        if self.why_unavailable():
+            raise DeviceUnavailableError(self.why_unavailable())
+        res = self._exec(self._base() + ["devices", "-l"], timeout_s=30)
+        if res.returncode != 0:
+            raise self._fail("adb devices", res)
+        return parse_devices(res.stdout)
+
+    def resolve(self):
+        """The serial to use, after checking the device is attached and usable."""
+        devs = self.devices()
+        if self.serial is not None:
+            for d in devs:
+                if d["serial"] == self.serial:
+                    why = state_problem(d["serial"], d["state"])
+                    if why:
+                        raise DeviceError(why)
+                    return self.serial
+            listed = ", ".join(repr(d["serial"]) for d in devs) or "none"
+            raise DeviceUnavailableError(f"no Android device {self.serial!r} attached (adb devices lists: {listed})")
+        usable = [d for d in devs if d["state"] == "device"]
+        if len(usable) == 1:
+            return usable[0]["serial"]
+        if len(usable) > 1:
+            raise UsageError("several Android devices are attached: choose one with --device android:SERIAL ("
+                             + ", ".join(d["serial"] for d in usable) + ")")
+        if devs:
+            raise DeviceError("; ".join(state_problem(d["serial"], d["state"]) for d in devs))
+        raise DeviceUnavailableError("no Android device attached (adb devices lists none): connect one with USB "
+                                     "debugging on, or `adb connect HOST:PORT` for adb over Wi-Fi")
+
+    # -- operations ------------------------------------------------------------------------------
+    def _raise_for(self, what, res):
+        err = (res.stderr + res.stdout).lower()
+        if any(s in err for s in _DISCONNECT) and res.returncode != 0:
+            self._resolved = None
+            raise TransportDisconnected(f"lost the Android device during {what}: "
+                                        f"{(res.stderr or res.stdout).strip()[:200]}")
+        raise self._fail(what, res)
+
+    def run(self, argv, timeout_s=None, check=True, input=None):
+        cmd = remote_shell_command(argv)
+        res = self._exec(self._dev() + ["shell", cmd], timeout_s=timeout_s, input=input)
+        if check and res.returncode != 0:
+            self._raise_for(f"`{argv[0]}` on the device", res)
+        return res
+
+    def push(self, local_path, remote_path):
+        res = self._exec(self._dev() + ["push", str(local_path), str(remote_path)], timeout_s=600)
+        if res.returncode != 0:
+            self._raise_for("adb push", res)
+
+    def pull(self, remote_path, local_path):
+        res = self._exec(self._dev() + ["pull", str(remote_path), str(local_path)], timeout_s=600)
+        if res.returncode != 0:
+            self._raise_for("adb pull", res)
+        check_local_tree(str(local_path))
+
+    def reconnect(self, timeout_s=60.0):
+        try:
+            res = self._exec(self._base() + (["-s", self.serial] if self.serial else []) + ["wait-for-device"],
+                             timeout_s=timeout_s)
+        except DeviceError as e:
+            raise TransportDisconnected(f"the Android device did not come back within {timeout_s:g} s") from e
+        if res.returncode != 0:
+            raise TransportDisconnected(f"the Android device did not come back within {timeout_s:g} s")
+        self._resolved = None
+
+    def workdir(self):
+        return self._workdir
+
+    def getprops(self):
+        res = self.run(["getprop"], timeout_s=30)
+        return dict(re.findall(r"^\[([^\]]+)\]: \[([^\]]*)\]", res.stdout, flags=re.M))
+
+    def info(self):
+        p = self.getprops()
+        return {"transport": self.name, "serial": self._dev()[-1],
+                "manufacturer": p.get("ro.product.manufacturer"), "model": p.get("ro.product.model"),
+                "device": p.get("ro.product.device"), "android_release": p.get("ro.build.version.release"),
+                "sdk": p.get("ro.build.version.sdk"), "soc": p.get("ro.soc.model") or p.get("ro.board.platform"),
+                "abi": p.get("ro.product.cpu.abi")}
