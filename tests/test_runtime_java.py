@@ -1,0 +1,26 @@
+"""The Java estimator runtime (android_harness/runtime): compile it and run its JUnit 4 tests, which
+reproduce the shared vectors in tests/vectors. Skips where javac or JUnit 4 is missing
+(Debian: ``apt-get install -y junit4``)."""
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+BUILD = ROOT / "android_harness" / "runtime" / "build.sh"
+JUNIT = Path(os.environ.get("JUNIT_JAR", "/usr/share/java/junit4.jar"))
+HAMCREST = Path(os.environ.get("HAMCREST_JAR", "/usr/share/java/hamcrest-core.jar"))
+
+
+@pytest.mark.skipif(shutil.which("javac") is None or shutil.which("java") is None, reason="no JDK (javac)")
+@pytest.mark.skipif(not (JUNIT.is_file() and HAMCREST.is_file()), reason="no JUnit 4 (apt-get install -y junit4)")
+def test_java_runtime_junit(tmp_path):
+    env = dict(os.environ, BUILD_DIR=str(tmp_path / "build"), JUNIT_JAR=str(JUNIT), HAMCREST_JAR=str(HAMCREST),
+               THOR_VECTORS=str(ROOT / "tests" / "vectors"))
+    proc = subprocess.run(["bash", str(BUILD)], capture_output=True, text=True, env=env, timeout=300)
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 0, out[-4000:]
+    assert "OK (" in proc.stdout and "FAILURES" not in proc.stdout, out[-4000:]
