@@ -1,0 +1,14 @@
+// swift-tools-version:5.7
+// The thor-sdk estimator runtime for iOS / macOS: `swift test` runs Tests/ThorRuntimeTests against
+// the shared vectors in ../../tests/vectors. Untested on the development machine (no Swift toolchain).
+import PackageDescription
+
+let package = Package(
+    name: "ThorRuntime",
+    platforms: [.iOS(.v14), .macOS(.v11)],
+    products: [.library(name: "ThorRuntime", targets: ["ThorRuntime"])],
+    targets: [
+        .target(name: "ThorRuntime"),
+        .testTarget(name: "ThorRuntimeTests", dependencies: ["ThorRuntime"]),
+    ]
+)
