@@ -253,3 +253,18 @@ def test_estimator_size_for_lenet5_scale_is_under_64kb():
     assert size <= 64 * 1024, f"estimator is {size} bytes"
     est = load_estimator(json.loads(dumps_estimator(doc)))
     assert set(est.kinds) == set(kinds)
+
+
+def test_vector_estimators_pass_schema():
+    from pathlib import Path
+
+    from thor_sdk.fit.estimator import validate_estimator
+
+    files = sorted((Path(__file__).resolve().parent / "vectors").glob("estimator_*.json"))
+    assert files
+    for p in files:
+        validate_estimator(json.loads(p.read_text()), str(p))
+    doc = json.loads(files[0].read_text())
+    doc["kinds"][next(iter(doc["kinds"]))]["kernel"]["nu"] = 0.5
+    with pytest.raises(FormatError, match="nu"):
+        validate_estimator(doc)
