@@ -20,6 +20,8 @@ COMMANDS = {
     "estimate": ("estimate", "cmd", "Estimate a model's training-step cost from an estimator."),
     "measure": ("measure", "cmd", "Measure a whole model's training step on a device (ground truth)."),
     "evaluate": ("evaluate", "cmd", "Accuracy benchmark: THOR and FLOPs estimates vs measurements."),
+    "table": ("table", "cmd", "Power-cap table: profile, ratios, build, select; replay on GPU traces."),
+    "train": ("train", "cmd", "Fine-tune under a power cap with the selected batch size and GPU frequency."),
 }
 
 

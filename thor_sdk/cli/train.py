@@ -1,0 +1,53 @@
+"""``thor-sdk train``: fine-tune under a power cap with the selected (batch size, GPU frequency)."""
+
+import click
+
+from .common import emit_json, json_option, table
+
+
+@click.command("train")
+@click.option("--device", default="host", show_default=True,
+              help="host, jetson (run on the Jetson itself) or sim (SIMULATED Jetson under --sysfs-root).")
+@click.option("--sysfs-root", type=click.Path(file_okay=False), help="sysfs root (/ on a Jetson; a folder for sim).")
+@click.option("--power-cap", type=float, help="Power cap in watts.")
+@click.option("--table", "table_path", type=click.Path(dir_okay=False), help="Power table from `thor-sdk table build`.")
+@click.option("--model", default="mlp", show_default=True)
+@click.option("--data", default="digits", show_default=True, help="digits, synthetic, or a folder (X.npy+y.npy or data.csv).")
+@click.option("--target-accuracy", type=float, default=0.9, show_default=True)
+@click.option("--batch-size", type=int, help="Without a table: the batch size to use (default 32).")
+@click.option("--base-lr", type=float, default=0.1, show_default=True,
+              help="Learning rate of the reference batch (sqrt-scaled to the batch used).")
+@click.option("--max-epochs", type=int, default=30, show_default=True)
+@click.option("--seed", type=int, default=0, show_default=True)
+@click.option("--out", type=click.Path(dir_okay=False), help="Write the run report JSON here.")
+@json_option
+def cmd(device, sysfs_root, power_cap, table_path, model, data, target_accuracy, batch_size, base_lr, max_epochs,
+        seed, out, as_json):
+    """Fine-tune MODEL on DATA under a power cap until the target accuracy; write a run report."""
+    from thor_sdk.power.board import board_from
+    from thor_sdk.power.table import read_json, validate, write_json
+    from thor_sdk.power.train import train_under_cap
+
+    board = board_from(device, sysfs_root)
+    doc = read_json(table_path) if table_path else None
+    log = None if as_json else click.echo
+    if board.simulated and log:
+        log("SIMULATED Jetson: frequency, power and energy are modelled, not measured")
+    rep = train_under_cap(board, power_cap, model, data, target_accuracy, table=doc, batch_size=batch_size,
+                          base_lr=base_lr, max_epochs=max_epochs, seed=seed, log=log)
+    validate(rep, "run_report", "run report")
+    if out:
+        write_json(rep, out)
+    if as_json:
+        emit_json(rep)
+        return
+    click.echo(table([(e["epoch"], f"{e['time_s']:.3f}", f"{e['val_accuracy']:.4f}",
+                       "-" if e["energy_j"] is None else f"{e['energy_j']:.3f}") for e in rep["epochs"]],
+                     ["epoch", "time s", "val acc", "energy J"]))
+    state = "reached" if rep["reached_target"] else "did NOT reach"
+    click.echo(f"{state} {target_accuracy} in {len(rep['epochs'])} epochs, {rep['total_time_s']:.2f} s "
+               f"(batch {rep['batch_size']}" + (f", {rep['freq_hz'] / 1e6:g} MHz)" if rep["freq_hz"] else ")"))
+    for n in rep["notes"]:
+        click.echo(f"note: {n}")
+    if out:
+        click.echo(f"report -> {out}")

@@ -1,0 +1,132 @@
+"""Fine-tune under a power cap with the selected (batch size, GPU frequency); log every epoch; report.
+
+The pair comes from a power table (``select(table, cap)``). On a Jetson (real or SIMULATED) the
+frequency is pinned through devfreq for the whole run and restored afterwards (also on Ctrl-C or an
+exception); on the host there is no frequency control and the report says so. Energy per epoch is
+logged only when a meter is readable (INA3221 on a Jetson, a host meter from
+``thor_sdk.meters.registry``); otherwise the log says "no energy meter readable; time only" and
+energy stays ``null`` -- it is never made up from time x an assumed power. Training stops at the
+first epoch whose validation accuracy reaches the target (or after ``max_epochs``).
+
+Report (format ``thor-sdk/train-run`` v1, schema ``$defs/run_report`` of ``table.schema.json``).
+"""
+
+import contextlib
+import math
+import time
+
+from thor_sdk.errors import UsageError
+
+from .simjetson import LABEL
+
+NO_METER = "no energy meter readable; time only"
+
+
+def train_under_cap(board, power_cap_w, model="mlp", data="digits", target_accuracy=0.9, table=None,
+                    batch_size=None, base_lr=0.1, reference_batch_size=None, max_epochs=30, seed=0,
+                    log=None):
+    """Run the fine-tuning; returns the run report (dict). ``log(line)`` receives one line per event."""
+    import torch
+
+    from .data import Trainer, adapt, build_net, load_proxy, split
+    from .select import select
+
+    say = log or (lambda line: None)
+    notes = []
+    if power_cap_w is not None and not power_cap_w > 0:
+        raise UsageError(f"power cap must be > 0 W, got {power_cap_w}")
+    if not 0 < target_accuracy <= 1:
+        raise UsageError(f"target accuracy must be in (0, 1], got {target_accuracy}")
+    choice = None
+    ctl = board.controller()
+    if table is not None:
+        if power_cap_w is None:
+            raise UsageError("a power table needs --power-cap")
+        if table.get("simulated") and not board.simulated:
+            notes.append("the table was profiled on a SIMULATED Jetson")
+        choice = select(table, power_cap_w)
+        bs, freq = choice["batch_size"], choice["freq_hz"]
+        ref_b = reference_batch_size or table["reference_batch_size"]
+        say(f"selected batch {bs} at {freq / 1e6:g} MHz under {power_cap_w:g} W: {choice['why']}")
+    else:
+        if ctl is not None:
+            raise UsageError(f"{board.name}: give --table (from `thor-sdk table build`) to pick the frequency "
+                             "under the cap")
+        bs, freq = int(batch_size or 32), None
+        ref_b = reference_batch_size or 128
+        notes.append(f"no power table: batch size {bs} was given (or the default), not selected")
+    freq_control = ctl is not None
+    if not freq_control:
+        msg = "no GPU frequency control on this device (host): the frequency is not set"
+        notes.append(msg)
+        say(msg)
+        freq = None
+    ok, why, meter_name = board.meter_status()
+    if not ok:
+        say(NO_METER)
+        notes.append(f"{NO_METER} ({why})" if why and why != NO_METER else NO_METER)
+        if power_cap_w is not None:
+            notes.append("the power cap cannot be checked without a meter")
+    if board.simulated:
+        notes.append(f"{LABEL}: frequency, power and energy come from the simulated Jetson's model; "
+                     "time and accuracy are real training on this machine's CPU")
+
+    X, y, info = load_proxy(data)
+    Xtr, Xv, ytr, yv = split(X, y)
+    xt, xv = adapt(Xtr, model, info), adapt(Xv, model, info)
+    n_classes = int(y.max()) + 1
+    if bs > len(xt):
+        raise UsageError(f"batch {bs} exceeds the {len(xt)} training samples")
+    lr = base_lr * math.sqrt(bs / ref_b)
+    dev = "cuda" if (freq_control and not board.simulated and torch.cuda.is_available()) else "cpu"
+    net = build_net(model, xt[0].numel() if model == "mlp" else 64, n_classes, seed=seed)
+    tr = Trainer(net, xt, torch.as_tensor(ytr), xv, torch.as_tensor(yv), bs, lr, seed=seed, device=dev)
+
+    epochs, reached, over_cap = [], False, 0
+    restored = None
+    with (ctl if freq_control else contextlib.nullcontext()):
+        if freq_control:
+            ctl.set_frequency(int(freq))
+        try:
+            for ep in range(1, max_epochs + 1):
+                board.begin_load(bs)
+                win = board.energy_window() if ok else None
+                if win is not None:
+                    win.start()
+                t0 = time.perf_counter()
+                for xb, yb in tr.epoch_batches():
+                    tr.step(xb, yb)
+                    tr.seen += len(xb)
+                if dev == "cuda":
+                    torch.cuda.synchronize()
+                dt = time.perf_counter() - t0
+                w = win.stop() if win is not None else None
+                board.end_load()
+                acc = tr.val_accuracy()
+                row = {"epoch": ep, "time_s": dt, "samples": tr.seen, "val_accuracy": acc,
+                       "energy_j": w["energy_j"] if w else None, "peak_power_w": w["peak_power_w"] if w else None}
+                if w and power_cap_w is not None and w["peak_power_w"] > power_cap_w:
+                    over_cap += 1
+                epochs.append(row)
+                say(f"epoch {ep}: {dt:.3f} s, val accuracy {acc:.4f}"
+                    + (f", {w['energy_j']:.3f} J, peak {w['peak_power_w']:.3f} W"
+                       + (f" ({LABEL})" if board.simulated else "") if w else " (time only)"))
+                if acc >= target_accuracy:
+                    reached = True
+                    break
+        finally:
+            board.end_load()
+    board.end_load()  # the simulator's idle state now reflects the restored range
+    if freq_control:
+        restored = ctl.state()
+    total_e = math.fsum(e["energy_j"] for e in epochs) if ok and epochs else None
+    report = {"format": "thor-sdk/train-run", "version": 1, "device": board.describe(),
+              "simulated": board.simulated, "power_cap_w": power_cap_w, "model": model, "data": info["name"],
+              "target_accuracy": target_accuracy, "batch_size": bs, "freq_hz": freq, "lr": lr,
+              "selection": choice and {k: choice[k] for k in ("why", "est_time_to_accuracy_s", "score_s")},
+              "frequency_control": freq_control, "frequency_after_run": restored,
+              "energy_measured": bool(ok), "meter": meter_name,
+              "reached_target": reached, "final_val_accuracy": epochs[-1]["val_accuracy"] if epochs else None,
+              "total_time_s": math.fsum(e["time_s"] for e in epochs), "total_energy_j": total_e,
+              "epochs_over_cap": over_cap if ok else None, "epochs": epochs, "notes": notes}
+    return report
