@@ -25,6 +25,10 @@ class ProtocolSettings:
     max_rounds: int = 15
     cv_target: float = 0.03
     max_steps_per_window: int = 5000
+    #: with a meter: measure the idle power (no work) for one window before and one after the rounds
+    measure_idle: bool = True
+    #: a window whose value is more than this many robust standard deviations from its part's median is flagged
+    outlier_k: float = 3.5
 
     def window_s_for(self, meter):
         """A window must span many sensor updates: at least 20 of the meter's sample periods."""
@@ -42,14 +46,32 @@ class PartResult:
     part: str
     steps_per_window: int
     time_s: list = field(default_factory=list)
-    energy_j: list = field(default_factory=list)  # empty without a meter
+    energy_j: list = field(default_factory=list)  # empty without a meter; gross (idle included)
+    #: per step, idle energy over the window subtracted (empty without an idle baseline)
+    net_energy_j: list = field(default_factory=list)
+    #: mean idle power measured around the rounds (W), None without a meter
+    idle_power_w: float = None
+    #: device state recorded with every window (battery level, temperatures, clocks...): dicts
+    states: list = field(default_factory=list)
 
     def values(self, metric):
+        if metric == "net_energy":
+            return self.net_energy_j
         return self.time_s if metric == "time" else self.energy_j
 
     def summary(self, metric="time"):
         v = self.values(metric)
         return robust_summary(v)
+
+    def outliers(self, metric="time", k=3.5):
+        """Indices of windows more than ``k`` robust standard deviations from the median."""
+        return flag_outliers(self.values(metric), k)
+
+    def to_dict(self):
+        return {"part": self.part, "steps_per_window": self.steps_per_window, "time_s": list(self.time_s),
+                "energy_j": list(self.energy_j), "net_energy_j": list(self.net_energy_j),
+                "idle_power_w": self.idle_power_w, "states": list(self.states),
+                "outliers": {m: self.outliers(m) for m in ("time", "energy", "net_energy") if self.values(m)}}
 
 
 def robust_summary(values):
@@ -64,6 +86,29 @@ def robust_summary(values):
     return {"median": med, "std": std, "n": n, "cv": cv}
 
 
+def flag_outliers(values, k=3.5):
+    """Indices of ``values`` whose robust z-score |v - median| / (1.4826 MAD) exceeds ``k``."""
+    if len(values) < 3:
+        return []
+    med = statistics.median(values)
+    mad = statistics.median(abs(v - med) for v in values)
+    if mad == 0:  # at least half the values are identical: any other value stands out
+        return [i for i, v in enumerate(values) if v != med]
+    return [i for i, v in enumerate(values) if abs(v - med) / (1.4826 * mad) > k]
+
+
+def measure_idle_w(meter, window_s, sleep=time.sleep):
+    """Idle power (W): the meter over ``window_s`` seconds of no work, after a short settling pause
+    (a quarter window, at most 2 s) so the tail of preceding work is not counted as idle."""
+    sleep(min(0.25 * window_s, 2.0))
+    meter.start()
+    sleep(window_s)
+    w = meter.stop()
+    if w.duration_s <= 0:
+        raise MeasurementError(f"{getattr(meter, 'name', 'meter')}: idle window of zero duration")
+    return w.energy_j / w.duration_s
+
+
 def _steps_for_window(trainer, window_s, cap, clock):
     t0 = clock()
     trainer.step()
@@ -72,18 +117,26 @@ def _steps_for_window(trainer, window_s, cap, clock):
 
 
 def measure_parts(trainers, settings=None, meter=None, metric="time", on_round=None, clock=time.perf_counter,
-                  stop=None):
+                  stop=None, state_fn=None, sleep=time.sleep):
     """Measure ``trainers`` ({part: trainer}) side by side; returns {part: PartResult}.
 
     ``meter``: an energy ``Meter`` or None (time only). ``on_round(round_index, {part: (time_s,
     energy_j)})`` is called after every round (the campaign store commits each window there).
     ``stop(results)`` may end the rounds early once ``min_rounds`` are done (default: every part's
     coefficient of variation below ``cv_target``).
+
+    With a meter (and ``settings.measure_idle``) the idle power is measured for one window before
+    and one after the rounds; each part keeps gross ``energy_j`` and ``net_energy_j`` (idle energy
+    over the window subtracted). ``state_fn()`` (optional) returns a dict of device state
+    (battery level, temperatures, clocks) recorded with every window.
     """
     settings = settings or ProtocolSettings()
     if metric == "energy" and meter is None:
         raise MeasurementError("energy was asked for but no meter was given")
     window_s = settings.window_s_for(meter)
+    idle = []
+    if meter is not None and settings.measure_idle:
+        idle.append(measure_idle_w(meter, window_s, sleep))
     for t in trainers.values():
         for _ in range(settings.warmup_steps):
             t.step()
@@ -93,6 +146,7 @@ def measure_parts(trainers, settings=None, meter=None, metric="time", on_round=N
         def stop(res):
             return all(r.summary(metric)["cv"] <= settings.cv_target for r in res.values())
     gc_was_enabled = gc.isenabled()
+    durations = {}
     try:
         for rnd in range(settings.max_rounds):
             row = {}
@@ -114,6 +168,9 @@ def measure_parts(trainers, settings=None, meter=None, metric="time", on_round=N
                 if window is not None:
                     e = window.energy_j / r.steps_per_window
                     r.energy_j.append(e)
+                    durations.setdefault(part, []).append(window.duration_s if window.duration_s > 0 else dt)
+                if state_fn is not None:
+                    r.states.append(state_fn())
                 row[part] = (r.time_s[-1], e)
             if on_round is not None:
                 on_round(rnd, row)
@@ -122,6 +179,12 @@ def measure_parts(trainers, settings=None, meter=None, metric="time", on_round=N
     finally:
         if gc_was_enabled:
             gc.enable()
+    if idle:
+        idle.append(measure_idle_w(meter, window_s, sleep))
+        idle_w = sum(idle) / len(idle)
+        for part, r in results.items():
+            r.idle_power_w = idle_w
+            r.net_energy_j = [e - idle_w * d / r.steps_per_window for e, d in zip(r.energy_j, durations.get(part, []))]
     return results
 
 

@@ -1,0 +1,102 @@
+"""Measurement protocol, device-side parts: idle baseline (gross and net kept), device state per window,
+window length from the meter's sensor period, outliers flagged. Real INA3221 meter on a fake Nano tree,
+a fake clock advanced by fake trainers."""
+
+import pytest
+
+from fixtures.sysfs import FakeClock, plant, write
+from thor_sdk.harness.protocol import ProtocolSettings, flag_outliers, measure_parts
+from thor_sdk.meters.base import ManualSampler
+from thor_sdk.meters.ina3221 import Ina3221Meter
+
+RAIL = "sys/bus/i2c/drivers/ina3221x/6-0040/iio:device0/in_power0_input"
+IDLE_W = 2.0
+
+
+class Board:
+    """The fake board: a clock, the rail file, and the sampler ticking as time passes."""
+
+    def __init__(self, root):
+        self.root = root
+        self.clock = FakeClock(50.0)
+        self.sampler = ManualSampler(self.clock)
+        self.meter = Ina3221Meter(root, sample_period_s=0.01, sampler=self.sampler)
+        self.sampling = False
+        self.set_power(IDLE_W)
+
+    def set_power(self, w):
+        write(self.root, RAIL, round(w * 1000))
+
+    def advance(self, dt, power_w, ticks=4):
+        for _ in range(ticks):
+            self.set_power(power_w)
+            self.clock.t += dt / ticks
+            if self.meter._active is not None:
+                self.sampler.tick()
+
+    def sleep(self, s):
+        self.advance(s, IDLE_W)
+
+
+class Trainer:
+    def __init__(self, board, step_s, extra_w, slow_step=None):
+        self.board, self.step_s, self.extra_w = board, step_s, extra_w
+        self.n = 0
+        self.slow_step = slow_step
+
+    def step(self):
+        self.n += 1
+        dt = self.step_s * (5 if self.n == self.slow_step else 1)
+        self.board.advance(dt, IDLE_W + self.extra_w, ticks=1)
+
+    def close(self):
+        pass
+
+
+def test_idle_baseline_gross_net_and_state(tmp_path):
+    plant(tmp_path, "nano")
+    b = Board(tmp_path)
+    trainers = {"head": Trainer(b, 0.002, 1.0), "hidden": Trainer(b, 0.005, 3.0)}
+    settings = ProtocolSettings(warmup_steps=1, min_rounds=4, max_rounds=4, min_window_s=0.1)
+    states = iter(range(1000))
+    res = measure_parts(trainers, settings, meter=b.meter, metric="energy", clock=b.clock, sleep=b.sleep,
+                        state_fn=lambda: {"battery_pct": 80, "seq": next(states)})
+    assert settings.window_s_for(b.meter) == pytest.approx(0.2)  # 20 sensor periods of 10 ms
+    for part, extra in (("head", 1.0), ("hidden", 3.0)):
+        r = res[part]
+        step_s = trainers[part].step_s
+        assert r.idle_power_w == pytest.approx(IDLE_W, rel=1e-3)
+        assert len(r.energy_j) == len(r.net_energy_j) == len(r.states) == 4
+        for gross, net in zip(r.energy_j, r.net_energy_j):
+            assert gross == pytest.approx((IDLE_W + extra) * step_s, rel=0.02)
+            assert net == pytest.approx(extra * step_s, rel=0.02)   # the idle draw is removed
+        assert r.states[0]["battery_pct"] == 80
+    seqs = [s["seq"] for r in res.values() for s in r.states]
+    assert sorted(seqs) == list(range(8))
+    d = res["hidden"].to_dict()
+    assert d["idle_power_w"] == pytest.approx(IDLE_W, rel=1e-3) and d["outliers"]["time"] == []
+
+
+def test_no_idle_when_disabled_and_time_only(tmp_path):
+    plant(tmp_path, "nano")
+    b = Board(tmp_path)
+    res = measure_parts({"head": Trainer(b, 0.01, 1.0)}, ProtocolSettings(min_rounds=2, max_rounds=2),
+                        clock=b.clock, sleep=b.sleep)
+    assert res["head"].idle_power_w is None and res["head"].net_energy_j == [] and res["head"].energy_j == []
+    res = measure_parts({"head": Trainer(b, 0.01, 1.0)},
+                        ProtocolSettings(min_rounds=2, max_rounds=2, measure_idle=False),
+                        meter=b.meter, metric="energy", clock=b.clock, sleep=b.sleep)
+    assert res["head"].idle_power_w is None and len(res["head"].energy_j) == 2
+
+
+def test_outliers_flagged(tmp_path):
+    assert flag_outliers([1.0, 1.01, 0.99, 1.0, 5.0, 1.02]) == [4]
+    assert flag_outliers([1.0, 1.0, 1.0, 1.3]) == [3]
+    assert flag_outliers([1.0, 2.0]) == []
+    plant(tmp_path, "nano")
+    b = Board(tmp_path)
+    # the 40th step (inside a measured window) is 5x slower: that window is an outlier
+    t = Trainer(b, 0.01, 1.0, slow_step=40)
+    res = measure_parts({"head": t}, ProtocolSettings(warmup_steps=1, min_rounds=6, max_rounds=6, min_window_s=0.1,
+                                                      measure_idle=False), clock=b.clock, sleep=b.sleep)
+    assert len(res["head"].outliers("time")) == 1
