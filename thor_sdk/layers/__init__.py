@@ -78,7 +78,8 @@ def layers_of(model, input_shape=None, input_dtype=None, vocab=None):
         if model.endswith(".onnx"):
             from .onnx_import import layers_from_onnx
 
-            return layers_from_onnx(model)
+            shape = parse_input_shape(input_shape) if isinstance(input_shape, str) else input_shape
+            return layers_from_onnx(model, input_shape=shape)
         if ".py:" in model:
             if input_shape is None:
                 raise UsageError(f"{model}: give the per-sample input shape (--input-shape, e.g. 3,32,32)")
@@ -137,13 +138,19 @@ def read_layer_list(path):
     doc = read_json(path, "layer list")
     validate(doc, "layers.schema.json", f"layer list {path}")
     layers, upstream = [], False
+    last = len(doc["layers"]) - 1
     for i, layer in enumerate(doc["layers"]):
         from .kinds import get_kind
 
         kind = get_kind(layer["kind"])
-        role = layer.get("role") or ("hidden" if upstream else "input")
+        role = layer.get("role") or ("output" if kind.name == "output" else "hidden" if upstream else "input")
         if role not in ROLES + ("output",):
             raise FormatError(f"{path}: layer {i} has unknown role {role!r}")
+        if (role == "output" or kind.name == "output") and i != last:
+            raise FormatError(f"{path}: layer {i} is an output head (kind/role 'output') but not the last layer")
+        if role not in kind.roles and not (role == "output" and kind.name == "linear"):
+            raise FormatError(f"{path}: layer {i} of kind {kind.name!r} cannot have role {role!r} "
+                              f"(its roles: {', '.join(kind.roles)})")
         upstream = upstream or kind.has_params
         layers.append({"name": layer.get("name", str(i)), "kind": layer["kind"], "role": role,
                        "config": dict(layer["config"])})

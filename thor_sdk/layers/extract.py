@@ -1,5 +1,7 @@
 """Split a ``torch.nn.Module`` into THOR's ordered layer list (torch.fx trace + shape propagation)."""
 
+import contextlib
+import io
 import operator
 
 from thor_sdk.errors import ModelError, UnsupportedOperatorError
@@ -142,7 +144,8 @@ def _function_layer(node, in_shape, out_shape, unsupported):
         size = node.args[1] if len(node.args) > 1 else node.kwargs["output_size"]
         return "adaptive_avgpool2d", {"channels": in_shape[0], "height": in_shape[1], "width": in_shape[2],
                                       "out_size": int(size if isinstance(size, int) else size[0])}
-    name = getattr(t, "__qualname__", None) or getattr(t, "__name__", str(t))
+    # __name__ first: torch.cat, not torch._VariableFunctionsClass.cat
+    name = getattr(t, "__name__", None) or getattr(t, "__qualname__", None) or str(t)
     module = getattr(t, "__module__", "") or ""
     unsupported.append(f"{module + '.' if module and module != 'builtins' else ''}{name}")
     return None
@@ -179,11 +182,14 @@ def layers_from_module(module, input_shape, input_dtype="float32", vocab=None, s
     was_training = module.training
     gm.eval()
     try:
-        with torch.no_grad():
+        # ShapeProp prints the traceback of a failing node itself; keep it off the user's terminal
+        with torch.no_grad(), contextlib.redirect_stderr(io.StringIO()):
             ShapeProp(gm).propagate(example)
     except Exception as e:
+        cause = e.__cause__ or e  # ShapeProp wraps the model's own error in a RuntimeError naming the node
+        lines = str(cause).strip().splitlines() or [""]
         raise ModelError(f"{source} does not run on inputs of shape {list(input_shape)} "
-                         f"({type(e).__name__}: {e})") from e
+                         f"({type(cause).__name__}: {lines[0]})") from e
     finally:
         module.train(was_training)
 
@@ -233,12 +239,12 @@ def finish_layers(layers, source="model"):
         last = layers[-1]["kind"] if layers else "nothing"
         raise ModelError(f"{source} ends in {last}; THOR needs the last layer to be a Linear (the output head "
                          "that the loss is computed on)")
+    for layer in layers:
+        get_kind(layer["kind"]).check_config(layer["config"])
     last = layers[-1]
     if last["kind"] == "linear":
         c = last["config"]
         last = dict(last, kind="output", role="output",
                     config={"in_features": c["in_features"], "out_features": c["out_features"], "tokens": c["tokens"]})
         layers = layers[:-1] + [last]
-    for layer in layers:
-        get_kind(layer["kind"]).check_config(layer["config"])
     return layers

@@ -1,0 +1,439 @@
+"""ONNX file -> THOR layer list (thor_sdk.layers.onnx_import).
+
+Small graphs are written with onnx.helper directly; reference nets are exported with
+torch.onnx.export (training mode, so BatchNorm and Dropout stay in the graph) and their ONNX layer
+lists must equal the torch.fx layer lists of the same models.
+"""
+
+import json
+import subprocess
+import sys
+import warnings
+
+import numpy as np
+import onnx
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+
+from thor_sdk.errors import FormatError, ModelError, NotFoundError, UnsupportedOperatorError, UsageError
+from thor_sdk.layers import layers_of
+from thor_sdk.layers.onnx_import import layers_from_onnx
+
+F = TensorProto.FLOAT
+
+
+def _init(name, shape, dtype=np.float32):
+    return numpy_helper.from_array(np.zeros(shape, dtype=dtype), name)
+
+
+def _const(name, value, dtype=np.float32):
+    return helper.make_node("Constant", [], [name], value=numpy_helper.from_array(np.array(value, dtype=dtype)))
+
+
+def _save(path, nodes, x_shape, inits=(), out="y", x_type=F, opset=17, extra_inputs=()):
+    graph = helper.make_graph(
+        nodes, "g",
+        [helper.make_tensor_value_info("x", x_type, x_shape), *extra_inputs],
+        [helper.make_tensor_value_info(out, F, None)],
+        initializer=list(inits),
+    )
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", opset)])
+    onnx.save(model, str(path))
+    return str(path)
+
+
+def _summary(layers):
+    return [(l["kind"], l["role"], l["config"]) for l in layers]
+
+
+# -- small hand-built graphs --------------------------------------------------------------------------
+
+def test_conv_pool_flatten_gemm(tmp_path):
+    nodes = [
+        helper.make_node("Conv", ["x", "w1", "b1"], ["c1"], kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
+        helper.make_node("Relu", ["c1"], ["r1"]),
+        helper.make_node("MaxPool", ["r1"], ["p1"], kernel_shape=[2, 2], strides=[2, 2]),
+        helper.make_node("Conv", ["p1", "w2"], ["c2"], group=4, auto_pad="SAME_UPPER"),
+        helper.make_node("Flatten", ["c2"], ["f"], axis=1),
+        helper.make_node("Gemm", ["f", "wf", "bf"], ["y"], transB=1),
+    ]
+    inits = [_init("w1", (4, 3, 3, 3)), _init("b1", (4,)), _init("w2", (4, 1, 3, 3)),
+             _init("wf", (10, 64)), _init("bf", (10,))]
+    ml = layers_from_onnx(_save(tmp_path / "small.onnx", nodes, ["N", 3, 8, 8], inits))
+    assert ml.name == "small" and ml.input_shape == [3, 8, 8] and ml.input_dtype == "float32"
+    assert _summary(ml.layers) == [
+        ("conv2d", "input", {"in_channels": 3, "out_channels": 4, "kernel": 3, "stride": 1, "padding": 1,
+                             "groups": 1, "height": 8, "width": 8, "bias": 1}),
+        ("relu", "hidden", {"numel": 256}),
+        ("maxpool2d", "hidden", {"channels": 4, "height": 8, "width": 8, "kernel": 2, "stride": 2, "padding": 0}),
+        ("conv2d", "hidden", {"in_channels": 4, "out_channels": 4, "kernel": 3, "stride": 1, "padding": 1,
+                              "groups": 4, "height": 4, "width": 4, "bias": 0}),
+        ("flatten", "hidden", {"numel": 64}),
+        ("output", "output", {"in_features": 64, "out_features": 10, "tokens": 1}),
+    ]
+
+
+def test_roles_stay_input_until_a_parameter_layer(tmp_path):
+    # x -> ReLU -> AvgPool -> Conv -> BN -> ReLU -> Add(residual) -> GlobalAvgPool -> Gemm
+    nodes = [
+        helper.make_node("Relu", ["x"], ["a"]),
+        helper.make_node("AveragePool", ["a"], ["p"], kernel_shape=[2, 2], strides=[2, 2]),
+        helper.make_node("Conv", ["p", "w"], ["c"], kernel_shape=[1, 1]),
+        helper.make_node("BatchNormalization", ["c", "s", "bb", "m", "v"], ["n"]),
+        helper.make_node("Relu", ["n"], ["r"]),
+        helper.make_node("Add", ["r", "p"], ["res"]),
+        helper.make_node("GlobalAveragePool", ["res"], ["g"]),
+        helper.make_node("Flatten", ["g"], ["f"]),
+        helper.make_node("Gemm", ["f", "wf"], ["y"]),
+    ]
+    inits = [_init("w", (2, 2, 1, 1)), _init("s", (2,)), _init("bb", (2,)), _init("m", (2,)), _init("v", (2,)),
+             _init("wf", (2, 5))]
+    ml = layers_from_onnx(_save(tmp_path / "roles.onnx", nodes, [1, 2, 6, 6], inits))
+    assert [(l["kind"], l["role"]) for l in ml.layers] == [
+        ("relu", "input"), ("avgpool2d", "input"), ("conv2d", "input"), ("batchnorm2d", "hidden"),
+        ("relu", "hidden"), ("add", "hidden"), ("adaptive_avgpool2d", "hidden"), ("flatten", "hidden"),
+        ("output", "output"),
+    ]
+    assert ml.layers[5]["config"] == {"numel": 18}
+    assert ml.layers[6]["config"] == {"channels": 2, "height": 3, "width": 3, "out_size": 1}
+    assert ml.layers[-1]["config"] == {"in_features": 2, "out_features": 5, "tokens": 1}  # Gemm, transB=0
+
+
+def test_matmul_with_bias_add_is_one_linear_with_tokens(tmp_path):
+    nodes = [
+        helper.make_node("MatMul", ["x", "w1"], ["m1"]),
+        helper.make_node("Add", ["m1", "b1"], ["h"]),
+        helper.make_node("Tanh", ["h"], ["t"]),
+        helper.make_node("MatMul", ["t", "w2"], ["y"]),
+    ]
+    inits = [_init("w1", (16, 32)), _init("b1", (32,)), _init("w2", (32, 4))]
+    ml = layers_from_onnx(_save(tmp_path / "mlp.onnx", nodes, ["batch", 5, 16], inits))
+    assert _summary(ml.layers) == [
+        ("linear", "input", {"in_features": 16, "out_features": 32, "tokens": 5, "bias": 1}),
+        ("tanh", "hidden", {"numel": 160}),
+        ("output", "output", {"in_features": 32, "out_features": 4, "tokens": 5}),
+    ]
+
+
+@pytest.mark.parametrize("order", ["x_times_then_half", "half_of_one_plus_erf", "half_x_first"])
+def test_erf_decomposed_gelu_is_one_gelu(tmp_path, order):
+    nodes = [_const("sqrt2", 2 ** 0.5), _const("one", 1.0), _const("half", 0.5),
+             helper.make_node("MatMul", ["x", "w1"], ["h"]),
+             helper.make_node("Div", ["h", "sqrt2"], ["d"]),
+             helper.make_node("Erf", ["d"], ["e"]),
+             helper.make_node("Add", ["e", "one"], ["e1"])]
+    if order == "x_times_then_half":
+        nodes += [helper.make_node("Mul", ["h", "e1"], ["m"]), helper.make_node("Mul", ["m", "half"], ["g"])]
+    elif order == "half_of_one_plus_erf":
+        nodes += [helper.make_node("Mul", ["e1", "half"], ["m"]), helper.make_node("Mul", ["h", "m"], ["g"])]
+    else:
+        nodes += [helper.make_node("Mul", ["h", "half"], ["m"]), helper.make_node("Mul", ["m", "e1"], ["g"])]
+    nodes.append(helper.make_node("MatMul", ["g", "w2"], ["y"]))
+    ml = layers_from_onnx(_save(tmp_path / "gelu.onnx", nodes, ["N", 8], [_init("w1", (8, 12)), _init("w2", (12, 3))]))
+    assert [l["kind"] for l in ml.layers] == ["linear", "gelu", "output"]
+    assert ml.layers[1]["config"] == {"numel": 12} and ml.layers[1]["role"] == "hidden"
+
+
+def test_gelu_op_clip_relu6_dropout_ratio_and_trailing_softmax(tmp_path):
+    nodes = [
+        _const("lo", 0.0), _const("hi", 6.0), _const("ratio", 0.25), _const("train", True, np.bool_),
+        helper.make_node("Gemm", ["x", "w1", "b1"], ["h"], transB=1),
+        helper.make_node("Gelu", ["h"], ["g"]),
+        helper.make_node("Clip", ["g", "lo", "hi"], ["c"]),
+        helper.make_node("Dropout", ["c", "ratio", "train"], ["d", "mask"]),
+        helper.make_node("Sigmoid", ["d"], ["s"]),
+        helper.make_node("Gemm", ["s", "w2"], ["logits"], transB=1),
+        helper.make_node("Softmax", ["logits"], ["y"], axis=-1),
+    ]
+    inits = [_init("w1", (20, 10)), _init("b1", (20,)), _init("w2", (3, 20))]
+    ml = layers_from_onnx(_save(tmp_path / "act.onnx", nodes, ["N", 10], inits, opset=20))
+    assert _summary(ml.layers) == [
+        ("linear", "input", {"in_features": 10, "out_features": 20, "tokens": 1, "bias": 1}),
+        ("gelu", "hidden", {"numel": 20}),
+        ("relu6", "hidden", {"numel": 20}),
+        ("dropout", "hidden", {"numel": 20, "p": 0.25}),
+        ("sigmoid", "hidden", {"numel": 20}),
+        ("output", "output", {"in_features": 20, "out_features": 3, "tokens": 1}),
+    ]
+
+
+def test_embedding_with_positional_add_layernorm(tmp_path):
+    nodes = [
+        helper.make_node("Gather", ["emb", "x"], ["e"]),
+        helper.make_node("Add", ["e", "pos"], ["ep"]),
+        helper.make_node("LayerNormalization", ["ep", "g", "b"], ["n"], axis=-1),
+        helper.make_node("MatMul", ["n", "w"], ["y"]),
+    ]
+    inits = [_init("emb", (50, 8)), _init("pos", (12, 8)), _init("g", (8,)), _init("b", (8,)), _init("w", (8, 50))]
+    ml = layers_from_onnx(_save(tmp_path / "emb.onnx", nodes, ["N", 12], inits, x_type=TensorProto.INT64))
+    assert ml.input_dtype == "int64" and ml.input_shape == [12]
+    assert _summary(ml.layers) == [
+        ("embedding", "input", {"num_embeddings": 50, "embedding_dim": 8, "seq_len": 12, "positional": 1}),
+        ("layernorm", "hidden", {"normalized": 8, "tokens": 12}),
+        ("output", "output", {"in_features": 8, "out_features": 50, "tokens": 12}),
+    ]
+
+
+def test_batch_first_lstm_layout_1_and_its_squeeze_are_one_layer(tmp_path):
+    nodes = [
+        _const("ax", [2], np.int64),
+        helper.make_node("LSTM", ["x", "W", "R"], ["Y"], hidden_size=6, layout=1),
+        helper.make_node("Squeeze", ["Y", "ax"], ["s"]),  # [B, T, 1, H] -> [B, T, H]
+        helper.make_node("MatMul", ["s", "w"], ["y"]),
+    ]
+    inits = [_init("W", (1, 24, 4)), _init("R", (1, 24, 6)), _init("w", (6, 3))]
+    ml = layers_from_onnx(_save(tmp_path / "lstm.onnx", nodes, ["N", 7, 4], inits))
+    assert _summary(ml.layers) == [
+        ("lstm", "input", {"input_size": 4, "hidden_size": 6, "seq_len": 7, "num_layers": 1}),
+        ("output", "output", {"in_features": 6, "out_features": 3, "tokens": 7}),
+    ]
+
+
+def test_layout_0_lstm_between_transposes_with_symbolic_batch_annotations(tmp_path):
+    """What torch exporters write for a batch_first LSTM: transpose to [T, B, I], LSTM with layout 0,
+    drop the num_directions axis, transpose back; intermediate tensors annotated with the symbolic batch."""
+    nodes = [
+        _const("shape", [0, 0, -1], np.int64),
+        helper.make_node("Transpose", ["x"], ["xt"], perm=[1, 0, 2]),
+        helper.make_node("Shape", ["xt"], ["xs"]),  # exporters size the initial state from the input
+        helper.make_node("LSTM", ["xt", "W", "R", "B"], ["Y", "Yh"], hidden_size=6),
+        helper.make_node("Transpose", ["Y"], ["yt"], perm=[2, 0, 1, 3]),  # [B, T, 1, H]
+        helper.make_node("Reshape", ["yt", "shape"], ["yr"]),  # [B, T, H]
+        helper.make_node("MatMul", ["yr", "w"], ["m"]),
+        helper.make_node("Add", ["m", "b"], ["y"]),
+    ]
+    inits = [_init("W", (1, 24, 4)), _init("R", (1, 24, 6)), _init("B", (1, 48)), _init("w", (6, 3)), _init("b", (3,))]
+    graph = helper.make_graph(
+        nodes, "g", [helper.make_tensor_value_info("x", F, ["s0", 7, 4])],
+        [helper.make_tensor_value_info("y", F, ["s0", 7, 3])], initializer=inits,
+        value_info=[helper.make_tensor_value_info("yr", F, ["s0", 7, 6]),
+                    helper.make_tensor_value_info("xt", F, [7, "s0", 4])])
+    path = tmp_path / "lstm0.onnx"
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), str(path))
+    assert _summary(layers_from_onnx(str(path)).layers) == [
+        ("lstm", "input", {"input_size": 4, "hidden_size": 6, "seq_len": 7, "num_layers": 1}),
+        ("output", "output", {"in_features": 6, "out_features": 3, "tokens": 7}),
+    ]
+
+
+def test_shape_only_subgraph_is_free_and_reshape_is_flatten(tmp_path):
+    nodes = [
+        _const("zero", [0], np.int64), _const("minus1", [-1], np.int64),
+        helper.make_node("Relu", ["x"], ["r"]),
+        helper.make_node("Shape", ["r"], ["sh"]),
+        helper.make_node("Gather", ["sh", "zero"], ["n"], axis=0),
+        helper.make_node("Concat", ["n", "minus1"], ["target"], axis=0),
+        helper.make_node("Reshape", ["r", "target"], ["flat"]),
+        helper.make_node("Identity", ["flat"], ["flat2"]),
+        helper.make_node("Gemm", ["flat2", "w"], ["y"]),
+    ]
+    ml = layers_from_onnx(_save(tmp_path / "shape.onnx", nodes, ["N", 2, 3, 4], [_init("w", (24, 2))]))
+    assert _summary(ml.layers) == [
+        ("relu", "input", {"numel": 24}), ("flatten", "input", {"numel": 24}),
+        ("output", "output", {"in_features": 24, "out_features": 2, "tokens": 1}),
+    ]
+
+
+def test_every_unsupported_operator_in_one_error(tmp_path):
+    nodes = [
+        helper.make_node("Einsum", ["x", "x"], ["e"], equation="bi,bi->bi"),
+        helper.make_node("Softmax", ["e"], ["s"]),  # mid-graph: not the head's loss
+        helper.make_node("Mul", ["s", "s"], ["m"]),
+        helper.make_node("Gemm", ["m", "wf"], ["y"]),
+    ]
+    path = _save(tmp_path / "bad.onnx", nodes, ["N", 4], [_init("wf", (4, 2))])
+    with pytest.raises(UnsupportedOperatorError) as err:
+        layers_from_onnx(path)
+    assert err.value.ops == ["Einsum", "Mul", "Softmax"]
+    assert str(err.value).startswith("bad.onnx uses operators with no thor-sdk layer kind: Einsum, Mul, Softmax")
+
+
+@pytest.mark.parametrize("node, label", [
+    (helper.make_node("Conv", ["x", "w"], ["c"], pads=[0, 0, 1, 1]), "Conv(asymmetric padding)"),
+    (helper.make_node("Conv", ["x", "w"], ["c"], dilations=[2, 2]), "Conv(dilation>1)"),
+    (helper.make_node("Conv", ["x", "w"], ["c"], strides=[1, 2]), "Conv(non-square stride)"),
+    (helper.make_node("MaxPool", ["x"], ["c"], kernel_shape=[2, 2], ceil_mode=1), "MaxPool(ceil_mode or dilation)"),
+    (helper.make_node("Clip", ["x", "lo"], ["c"]), "Clip(other than ReLU6 / ReLU bounds)"),
+])
+def test_unsupported_variants_of_supported_ops(tmp_path, node, label):
+    nodes = [_const("lo", -1.0), node, helper.make_node("Flatten", ["c"], ["f"]),
+             helper.make_node("MatMul", ["f", "wf"], ["y"])]
+    with pytest.raises(UnsupportedOperatorError) as err:
+        layers_from_onnx(_save(tmp_path / "v.onnx", nodes, [1, 1, 4, 4],
+                               [_init("w", (1, 1, 3, 3)), _init("wf", (4, 2))]))
+    assert label in err.value.ops
+
+
+def test_dynamic_per_sample_axis_needs_input_shape(tmp_path):
+    nodes = [helper.make_node("Relu", ["x"], ["r"]), helper.make_node("MatMul", ["r", "w"], ["y"])]
+    path = _save(tmp_path / "dyn.onnx", nodes, ["N", "seq", 8], [_init("w", (8, 3))])
+    with pytest.raises(UsageError, match="seq"):
+        layers_from_onnx(path)
+    ml = layers_of(path, input_shape="10,8")
+    assert ml.input_shape == [10, 8]
+    assert ml.layers[-1]["config"] == {"in_features": 8, "out_features": 3, "tokens": 10}
+    with pytest.raises(UsageError, match="contradicts"):
+        layers_from_onnx(path, input_shape=[10, 9])
+
+
+def test_initializers_listed_as_graph_inputs_are_not_model_inputs(tmp_path):
+    # older exporters (keep_initializers_as_inputs=True) list every weight among the graph inputs
+    nodes = [helper.make_node("Gemm", ["x", "w"], ["y"], transB=1)]
+    path = _save(tmp_path / "old.onnx", nodes, ["N", 6], [_init("w", (2, 6))],
+                 extra_inputs=[helper.make_tensor_value_info("w", F, [2, 6])])
+    ml = layers_from_onnx(path)
+    assert ml.input_shape == [6]
+    assert _summary(ml.layers) == [("output", "output", {"in_features": 6, "out_features": 2, "tokens": 1})]
+
+
+def test_file_errors(tmp_path):
+    with pytest.raises(NotFoundError):
+        layers_from_onnx(str(tmp_path / "missing.onnx"))
+    bad = tmp_path / "garbage.onnx"
+    bad.write_bytes(b"this is not a protobuf \x00\xff\x13 at all")
+    with pytest.raises(FormatError, match="garbage.onnx"):
+        layers_from_onnx(str(bad))
+    empty = tmp_path / "empty.onnx"
+    empty.write_bytes(b"")
+    with pytest.raises(FormatError):
+        layers_from_onnx(str(empty))
+
+
+def test_model_errors(tmp_path):
+    two = _save(tmp_path / "two.onnx", [helper.make_node("Add", ["x", "z"], ["y"])], ["N", 4],
+                extra_inputs=[helper.make_tensor_value_info("z", F, ["N", 4])])
+    with pytest.raises(ModelError, match="2 graph inputs"):
+        layers_from_onnx(two)
+    conv_last = _save(tmp_path / "convlast.onnx", [helper.make_node("Conv", ["x", "w"], ["y"])], [1, 1, 4, 4],
+                      [_init("w", (1, 1, 3, 3))])
+    with pytest.raises(ModelError, match="ends in conv2d"):
+        layers_from_onnx(conv_last)
+
+
+def _write_bad(tmp_path):
+    nodes = [helper.make_node("Softmax", ["x"], ["s"]),
+             helper.make_node("Einsum", ["s", "s"], ["e"], equation="bi,bi->bi"),
+             helper.make_node("MatMul", ["e", "w"], ["y"])]
+    return _save(tmp_path / "bad.onnx", nodes, ["N", 4], [_init("w", (4, 2))])
+
+
+def test_cli_unsupported_onnx_is_one_error_line_without_traceback(tmp_path):
+    path = _write_bad(tmp_path)
+    proc = subprocess.run([sys.executable, "-m", "thor_sdk.cli.main", "layers", path],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode != 0
+    assert proc.stderr.startswith("Error: bad.onnx uses operators with no thor-sdk layer kind: Einsum, Softmax")
+    assert "Traceback" not in proc.stderr and len(proc.stderr.strip().splitlines()) == 1
+    assert proc.stdout == ""
+
+
+def test_cli_main_maps_onnx_errors(tmp_path, capsys):
+    from thor_sdk.cli.main import main
+
+    garbage = tmp_path / "x.onnx"
+    garbage.write_bytes(b"\x08\x07garbage")
+    with pytest.raises(SystemExit) as exit_info:
+        main(["layers", str(garbage)])
+    assert exit_info.value.code != 0
+    err = capsys.readouterr().err
+    assert err.startswith("Error: ") and len(err.strip().splitlines()) == 1
+    with pytest.raises(SystemExit) as exit_info:
+        main(["layers", str(tmp_path / "missing.onnx")])
+    assert exit_info.value.code == NotFoundError.exit_code
+    assert capsys.readouterr().err.startswith("Error: no such ONNX file")
+
+
+# -- exported reference nets: ONNX layer list == torch.fx layer list ---------------------------------
+
+EXPORTED = ["lenet5", "cnn5", "har", "resnet18", "mobilenetv2", "lstm"]
+
+
+def _export(module, example, path, dynamic_batch=True):
+    import torch
+
+    module.train()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        torch.onnx.export(module, (example,), str(path), dynamo=False, training=torch.onnx.TrainingMode.TRAINING,
+                          input_names=["x"], dynamic_axes={"x": {0: "batch"}} if dynamic_batch else None)
+    return str(path)
+
+
+@pytest.fixture(scope="session")
+def exported(tmp_path_factory):
+    """name -> path of the reference net exported to ONNX (exported on first use, once per session)."""
+    folder = tmp_path_factory.mktemp("onnx_ref")
+    cache = {}
+
+    def get(name):
+        if name not in cache:
+            import torch
+
+            from thor_sdk import models
+
+            spec = models.model_spec(name)
+            if spec.input_dtype == "int64":
+                x = torch.randint(0, spec.vocab, (2, *spec.input_shape))
+            else:
+                x = torch.randn(2, *spec.input_shape)
+            cache[name] = _export(models.build_model(name), x, folder / f"{name}.onnx")
+        return cache[name]
+
+    return get
+
+
+@pytest.mark.parametrize("name", EXPORTED)
+def test_exported_reference_net_matches_torch_fx(exported, name):
+    from_onnx = layers_from_onnx(exported(name))
+    from_fx = layers_of(name)
+    assert _summary(from_onnx.layers) == _summary(from_fx.layers)
+    assert from_onnx.input_shape == from_fx.input_shape
+    assert from_onnx.input_dtype == from_fx.input_dtype
+
+
+def test_exported_stacked_lstm_is_one_layer(tmp_path):
+    import torch
+    from torch import nn
+
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lstm = nn.LSTM(8, 16, num_layers=2, batch_first=True)
+            self.fc = nn.Linear(16, 3)
+
+        def forward(self, x):
+            return self.fc(self.lstm(x)[0])
+
+    torch.manual_seed(0)
+    net = Net()
+    path = _export(net, torch.randn(2, 5, 8), tmp_path / "lstm2.onnx")
+    from_onnx = layers_from_onnx(path)
+    assert _summary(from_onnx.layers) == _summary(layers_of(net, input_shape=[5, 8]).layers)
+    assert from_onnx.layers[0]["config"]["num_layers"] == 2
+
+
+def test_exported_transformer_names_its_unsupported_ops(tmp_path):
+    import torch
+
+    from thor_sdk import models
+
+    spec = models.model_spec("transformer")
+    path = _export(models.build_model("transformer"), torch.randint(0, spec.vocab, (2, *spec.input_shape)),
+                   tmp_path / "transformer.onnx")
+    with pytest.raises(UnsupportedOperatorError) as err:
+        layers_from_onnx(path)
+    # attention has no single-node kind in ONNX: the product of two activations and the softmax
+    assert {"MatMul(of two activations)", "Softmax"} <= set(err.value.ops)
+
+
+def test_cli_layers_json_of_exported_onnx(exported):
+    from click.testing import CliRunner
+
+    from thor_sdk.cli.main import cli
+
+    result = CliRunner().invoke(cli, ["layers", exported("lenet5"), "--json"])
+    assert result.exit_code == 0, result.output
+    doc = json.loads(result.output)
+    assert doc["format"] == "thor-sdk/layers" and doc["name"] == "lenet5"
+    assert _summary(doc["layers"]) == _summary(layers_of("lenet5").layers)
+

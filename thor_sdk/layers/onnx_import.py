@@ -1,0 +1,666 @@
+"""Split an ONNX file into THOR's ordered layer list (the ONNX counterpart of ``extract.py``).
+
+The graph is shape-inferred with ``onnx.shape_inference`` and walked in topological order; each node
+maps to a layer kind with the same config features the torch.fx path gives (see
+``docs/layer-list.md`` for the table). Conventions:
+
+- Axis 0 of the model's (single) input is the batch; a symbolic batch is fixed before shape
+  inference, and every per-sample shape drops axis 0.
+- Nodes computing only from constants (initializers, ``Constant``, ``Shape``) are constant-folded
+  and free, as are ``Identity``, ``Cast`` and the layout plumbing exporters put around ``LSTM``.
+- A layer's role is ``hidden`` iff one of its inputs depends on a layer with parameters, else
+  ``input`` (the rule ``extract.py`` uses); the final Linear becomes the ``output`` head.
+- Every operator with no layer kind is collected and reported in one ``UnsupportedOperatorError``.
+"""
+
+import os
+
+from thor_sdk.errors import FormatError, ModelError, NotFoundError, UnsupportedOperatorError, UsageError
+
+from .extract import finish_layers
+
+_BATCH = 2  # batch size substituted for a symbolic batch dimension before shape inference
+
+_ALWAYS_FREE = {"Identity", "Cast", "CastLike", "Constant", "Shape", "Size"}
+_CONTROL_FLOW = {"If", "Loop", "Scan", "SequenceMap"}
+_SIMPLE = {"Relu": "relu", "Tanh": "tanh", "Sigmoid": "sigmoid", "Gelu": "gelu"}
+_RESHAPES = {"Flatten", "Reshape", "Squeeze", "Unsqueeze"}
+_LAYOUT = {"Transpose", "Reshape", "Squeeze", "Unsqueeze"}
+_SLICING = {"Gather", "Slice"}  # indexing an activation with constant indices: free, like getitem in fx
+_PARAM_KINDS = {"conv2d", "linear", "batchnorm2d", "layernorm", "embedding", "lstm"}
+
+
+class _UnknownShape(Exception):
+    def __init__(self, tensor):
+        super().__init__(tensor)
+        self.tensor = tensor
+
+
+def _first_line(e):
+    text = str(e).strip().splitlines()
+    return text[0] if text else type(e).__name__
+
+
+def _prod(shape):
+    n = 1
+    for s in shape:
+        n *= int(s)
+    return n
+
+
+def _load(path):
+    if not os.path.isfile(path):
+        raise NotFoundError(f"no such ONNX file: {path}")
+    import onnx
+    from google.protobuf.message import DecodeError
+
+    try:
+        # Weights are not needed (only their dims, which live in the graph), so external data is not read.
+        model = onnx.load(path, load_external_data=False)
+    except (DecodeError, ValueError, RuntimeError, OSError, UnicodeDecodeError) as e:
+        raise FormatError(f"{path} is not a readable ONNX model ({_first_line(e)})") from e
+    if not model.opset_import or not model.graph.node or not model.graph.output:
+        raise FormatError(f"{path} is not an ONNX model (no opset, graph nodes or graph outputs)")
+    return model
+
+
+def _real_inputs(graph):
+    init = {t.name for t in graph.initializer}
+    return [i for i in graph.input if i.name not in init]
+
+
+def _fix_input_shape(model, source, input_shape):
+    """Give the single graph input a concrete shape (symbolic batch -> _BATCH); per-sample dims from
+    ``input_shape`` when given. Returns (per-sample shape, dtype name, symbolic batch name or None)."""
+    from onnx import TensorProto
+
+    graph = model.graph
+    inputs = _real_inputs(graph)
+    if len(inputs) != 1:
+        names = ", ".join(i.name for i in inputs) or "none"
+        raise ModelError(f"{source} has {len(inputs)} graph inputs ({names}); a THOR layer list describes "
+                         "a model with one input")
+    inp = inputs[0]
+    if not inp.type.HasField("tensor_type"):
+        raise ModelError(f"{source}: input {inp.name!r} is not a tensor")
+    tt = inp.type.tensor_type
+    if tt.elem_type in (TensorProto.INT64, TensorProto.INT32):
+        dtype = "int64"
+    elif tt.elem_type in (TensorProto.FLOAT, TensorProto.FLOAT16, TensorProto.BFLOAT16, TensorProto.DOUBLE):
+        dtype = "float32"  # THOR layer lists describe float32 training
+    else:
+        raise ModelError(f"{source}: input {inp.name!r} has element type "
+                         f"{TensorProto.DataType.Name(tt.elem_type)}; expected float or integer token ids")
+    if not tt.HasField("shape") and input_shape is None:
+        raise ModelError(f"{source}: input {inp.name!r} has no shape; give --input-shape")
+    dims = tt.shape.dim
+    batch_param = dims[0].dim_param if len(dims) and dims[0].HasField("dim_param") else None
+    if input_shape is not None:
+        per_sample = [int(s) for s in input_shape]
+        if len(dims) and len(dims) != len(per_sample) + 1:
+            raise UsageError(f"{source}: input {inp.name!r} has rank {len(dims)} (batch + {len(dims) - 1} axes), "
+                             f"but --input-shape gives {len(per_sample)} axes")
+        fixed = [d.dim_value if d.HasField("dim_value") and d.dim_value > 0 else None for d in list(dims)[1:]]
+        if any(f is not None and f != v for f, v in zip(fixed, per_sample)):
+            shown = ",".join(str(f) if f is not None else "?" for f in fixed)
+            raise UsageError(f"{source}: input {inp.name!r} has the fixed per-sample shape {shown}; "
+                             f"--input-shape {','.join(map(str, per_sample))} contradicts it")
+        first = dims[0].dim_value if len(dims) and dims[0].HasField("dim_value") else _BATCH
+        del dims[:]
+        for v in [first] + per_sample:
+            dims.add().dim_value = v
+        return per_sample, dtype, batch_param
+    if len(dims) < 2:
+        raise ModelError(f"{source}: input {inp.name!r} has rank {len(dims)}; axis 0 must be the batch, "
+                         "followed by the per-sample axes")
+    if not dims[0].HasField("dim_value") or dims[0].dim_value <= 0:
+        dims[0].dim_value = _BATCH
+    dynamic = [i for i, d in enumerate(dims) if i > 0 and (not d.HasField("dim_value") or d.dim_value <= 0)]
+    if dynamic:
+        labels = ", ".join(f"axis {i} ({dims[i].dim_param or '?'})" for i in dynamic)
+        raise UsageError(f"{source}: input {inp.name!r} has dynamic per-sample dimensions: {labels}; "
+                         "give the per-sample input shape (--input-shape)")
+    return [int(d.dim_value) for d in dims[1:]], dtype, batch_param
+
+
+def _fix_batch_annotations(graph, batch_param):
+    """Exporters annotate intermediate tensors with the symbolic batch name (``batch``, ``s0``);
+    give those dims the concrete batch too, so that shape inference agrees with the annotations."""
+    if not batch_param:
+        return
+    for vi in list(graph.value_info) + list(graph.output):
+        if not vi.type.HasField("tensor_type"):
+            continue
+        for d in vi.type.tensor_type.shape.dim:
+            if d.HasField("dim_param") and d.dim_param == batch_param:
+                d.dim_value = _BATCH
+
+
+class _Graph:
+    """The shape-inferred, live, topologically ordered graph and what is known about its tensors."""
+
+    def __init__(self, model, source, batch_param=None):
+        import onnx
+        from onnx import numpy_helper
+
+        self.source = source
+        graph = model.graph
+        _fix_batch_annotations(graph, batch_param)
+        try:
+            model = onnx.shape_inference.infer_shapes(model, check_type=False, strict_mode=False, data_prop=True)
+        except (onnx.shape_inference.InferenceError, onnx.checker.ValidationError, RuntimeError, ValueError) as e:
+            raise FormatError(f"{source}: ONNX shape inference failed ({_first_line(e)})") from e
+        graph = model.graph
+        self.graph = graph
+        self._numpy_helper = numpy_helper
+        self.initializers = {t.name: t for t in graph.initializer}
+        self.shapes = {name: list(t.dims) for name, t in self.initializers.items()}
+        for vi in list(graph.input) + list(graph.value_info) + list(graph.output):
+            tt = vi.type.tensor_type
+            if vi.type.HasField("tensor_type") and tt.HasField("shape"):
+                self.shapes[vi.name] = [d.dim_value if d.HasField("dim_value") else None for d in tt.shape.dim]
+        self.outputs = {o.name for o in graph.output}
+        self.nodes = self._live(self._toposort(list(graph.node)))
+        self.producer = {o: n for n in self.nodes for o in n.output if o}
+        self.consumers = {}
+        for n in self.nodes:
+            for i, name in enumerate(n.input):
+                if name:
+                    self.consumers.setdefault(name, []).append((n, i))
+        self.consts = set(self.initializers)
+        for n in self.nodes:
+            ins = [i for i in n.input if i]
+            if n.op_type in ("Constant", "Shape", "Size") or (
+                    n.op_type not in _CONTROL_FLOW and all(i in self.consts for i in ins)):
+                self.consts.update(o for o in n.output if o)
+
+    def _toposort(self, nodes):
+        import heapq
+
+        produced = {o: k for k, n in enumerate(nodes) for o in n.output if o}
+        deps = [set() for _ in nodes]
+        users = [[] for _ in nodes]
+        for k, n in enumerate(nodes):
+            for name in n.input:
+                j = produced.get(name)
+                if j is not None and j != k and j not in deps[k]:
+                    deps[k].add(j)
+                    users[j].append(k)
+        left = [len(d) for d in deps]
+        ready = [k for k in range(len(nodes)) if not left[k]]
+        heapq.heapify(ready)
+        order = []
+        while ready:
+            k = heapq.heappop(ready)
+            order.append(nodes[k])
+            for u in users[k]:
+                left[u] -= 1
+                if not left[u]:
+                    heapq.heappush(ready, u)
+        if len(order) != len(nodes):
+            raise FormatError(f"{self.source}: the ONNX graph has a cycle")
+        return order
+
+    def _live(self, nodes):
+        """Drop nodes whose outputs reach no graph output (e.g. BatchNorm's running-stat outputs)."""
+        needed = set(self.outputs)
+        live = []
+        for n in reversed(nodes):
+            if any(o in needed for o in n.output if o):
+                live.append(n)
+                needed.update(i for i in n.input if i)
+        return live[::-1]
+
+    # -- tensors --------------------------------------------------------------------------------
+    def is_const(self, name):
+        return name in self.consts
+
+    def shape(self, name):
+        s = self.shapes.get(name)
+        if s is None or any(d is None for d in s):
+            raise _UnknownShape(name)
+        return [int(d) for d in s]
+
+    def per_sample(self, name):
+        return self.shape(name)[1:]
+
+    def value(self, name):
+        """The numpy value of an initializer or a Constant node's output, else None."""
+        if name in self.initializers:
+            return self._numpy_helper.to_array(self.initializers[name])
+        n = self.producer.get(name)
+        if n is None or n.op_type != "Constant":
+            return None
+        import numpy as np
+
+        for a in n.attribute:
+            if a.name == "value":
+                return self._numpy_helper.to_array(a.t)
+            if a.name == "value_float":
+                return np.array(a.f, dtype=np.float32)
+            if a.name == "value_floats":
+                return np.array(list(a.floats), dtype=np.float32)
+            if a.name == "value_int":
+                return np.array(a.i, dtype=np.int64)
+            if a.name == "value_ints":
+                return np.array(list(a.ints), dtype=np.int64)
+        return None
+
+    def scalar(self, name):
+        v = self.value(name) if name else None
+        if v is None or v.size != 1:
+            return None
+        x = v.reshape(-1)[0]
+        # the shortest decimal that round-trips the stored precision: float32 0.2 -> 0.2, not 0.2000000029
+        return float(str(x)) if v.dtype.kind == "f" else float(x)
+
+    def users(self, name):
+        return self.consumers.get(name, [])
+
+    def sole_user(self, name):
+        """The one node consuming ``name`` when nothing else (graph outputs included) does."""
+        users = self.users(name)
+        if len(users) != 1 or name in self.outputs:
+            return None
+        return users[0][0]
+
+    def activations(self, node):
+        return [i for i in node.input if i and not self.is_const(i)]
+
+
+def _attrs(node):
+    import onnx
+
+    return {a.name: onnx.helper.get_attribute_value(a) for a in node.attribute}
+
+
+def _decode(v):
+    return v.decode() if isinstance(v, bytes) else v
+
+
+# -- patterns that span several nodes -------------------------------------------------------------
+
+def _other(node, name):
+    """The input of a two-input node that is not ``name`` (None when both are)."""
+    ins = list(node.input)
+    if len(ins) != 2 or name not in ins:
+        return None
+    return ins[1] if ins[0] == name else ins[0]
+
+
+def _close(g, name, target, tol=1e-3):
+    v = g.scalar(name) if name else None
+    return v is not None and abs(v - target) <= tol * max(1.0, abs(target))
+
+
+def _match_gelu(g, erf):
+    """x * 0.5 * (1 + erf(x / sqrt(2))) in any of the usual node orders -> (anchor, x, nodes)."""
+    pre = g.producer.get(erf.input[0])
+    if pre is None or g.sole_user(erf.input[0]) is not erf:
+        return None
+    acts = g.activations(pre)
+    if len(acts) != 1:
+        return None
+    x = acts[0]
+    c = _other(pre, x)
+    if not ((pre.op_type == "Div" and list(pre.input).index(x) == 0 and _close(g, c, 2 ** 0.5))
+            or (pre.op_type == "Mul" and _close(g, c, 2 ** -0.5))):
+        return None
+    add = g.sole_user(erf.output[0])
+    if add is None or add.op_type != "Add" or not _close(g, _other(add, erf.output[0]), 1.0):
+        return None
+    m1 = g.sole_user(add.output[0])
+    if m1 is None or m1.op_type != "Mul":
+        return None
+    o1 = _other(m1, add.output[0])
+    if o1 == x:  # (x * (1 + erf)) * 0.5
+        m2 = g.sole_user(m1.output[0])
+        if m2 is not None and m2.op_type == "Mul" and _close(g, _other(m2, m1.output[0]), 0.5):
+            return m2, x, [pre, erf, add, m1]
+        return None
+    if _close(g, o1, 0.5):  # x * ((1 + erf) * 0.5)
+        m2 = g.sole_user(m1.output[0])
+        if m2 is not None and m2.op_type == "Mul" and _other(m2, m1.output[0]) == x:
+            return m2, x, [pre, erf, add, m1]
+        return None
+    half = g.producer.get(o1)  # (x * 0.5) * (1 + erf)
+    if (half is not None and half.op_type == "Mul" and g.sole_user(o1) is m1
+            and _other(half, x) is not None and _close(g, _other(half, x), 0.5)):
+        return m1, x, [pre, erf, add, half]
+    return None
+
+
+def _bias_add(g, node, out_features):
+    """The Add that adds a constant bias of out_features to ``node``'s only output, if any."""
+    add = g.sole_user(node.output[0])
+    if add is None or add.op_type != "Add":
+        return None
+    b = _other(add, node.output[0])
+    if b is None or not g.is_const(b):
+        return None
+    shape = g.shapes.get(b)
+    if shape is None or not shape or shape[-1] != out_features or any(d != 1 for d in shape[:-1]):
+        return None
+    return add
+
+
+def _find_patterns(g):
+    """Multi-node layers: {anchor: info} and the set of nodes folded into some anchor."""
+    absorbed, info = set(), {}
+
+    def take(anchor, extra, nodes):
+        info.setdefault(id(anchor), {}).update(extra)
+        absorbed.update(id(n) for n in nodes)
+
+    for n in g.nodes:
+        if n.op_type == "Erf":
+            got = _match_gelu(g, n)
+            if got:
+                anchor, x, nodes = got
+                take(anchor, {"gelu_of": x}, nodes)
+        elif n.op_type in ("MatMul", "Gemm") and len(n.input) >= 2 and g.is_const(n.input[1]) \
+                and not g.is_const(n.input[0]):
+            has_c = n.op_type == "Gemm" and len(n.input) > 2 and bool(n.input[2])
+            w = g.shapes.get(n.input[1])
+            if has_c or not w or len(w) != 2:
+                continue
+            trans_b = n.op_type == "Gemm" and _attrs(n).get("transB", 0)
+            add = _bias_add(g, n, w[0] if trans_b else w[1])
+            if add is not None:
+                take(n, {"bias": 1}, [add])
+        elif n.op_type == "Gather" and g.is_const(n.input[0]) and not g.is_const(n.input[1]):
+            add = g.sole_user(n.output[0])
+            if add is not None and add.op_type == "Add" and g.is_const(_other(add, n.output[0]) or ""):
+                take(n, {"positional": 1}, [add])
+        elif n.op_type == "Softmax" or n.op_type == "LogSoftmax":
+            # a classifier exported for inference: the softmax is part of the output head's loss
+            if n.output[0] in g.outputs and not g.users(n.output[0]):
+                take(n, {"head_softmax": 1}, [n])
+    # Layout plumbing around LSTM (batch_first transposes, the num_directions axis): free.
+    lstms = [n for n in g.nodes if n.op_type == "LSTM"]
+    after = {}  # tensor -> the LSTM whose Y it carries through layout-only ops
+    for lstm in lstms:
+        after[lstm.output[0]] = lstm
+    for n in g.nodes:
+        if n.op_type in _LAYOUT and n.input and n.input[0] in after:
+            out = g.shapes.get(n.output[0])
+            if out is not None and len(out) >= 3:
+                absorbed.add(id(n))
+                after[n.output[0]] = after[n.input[0]]
+    before = set()
+    for n in reversed(g.nodes):
+        if n.op_type in _LAYOUT and id(n) not in absorbed and n.input and not g.is_const(n.input[0]):
+            # its users: the LSTM's X, other such layout ops, and Shape/Size (sizing the initial state)
+            users = [(u, i) for u, i in g.users(n.output[0]) if u.op_type not in ("Shape", "Size")]
+            if users and n.output[0] not in g.outputs and all(
+                    (u.op_type == "LSTM" and i == 0) or id(u) in before for u, i in users):
+                before.add(id(n))
+    absorbed |= before
+    # Stacked LSTM nodes (one per layer) -> one lstm layer with num_layers.
+    for lstm in lstms:
+        x = lstm.input[0]
+        while x not in after and g.producer.get(x) is not None and id(g.producer[x]) in before:
+            x = g.producer[x].input[0]
+        prev = after.get(x)
+        if prev is None or prev is lstm:
+            continue
+        chain_ok = all(len(g.users(t)) == 1 and t not in g.outputs for t, src in after.items() if src is prev)
+        if chain_ok and _attrs(prev).get("hidden_size") and \
+                _attrs(prev).get("direction", b"forward") == _attrs(lstm).get("direction", b"forward"):
+            root = info.get(id(prev), {}).get("lstm_root", prev)
+            info.setdefault(id(root), {})["num_layers"] = info.get(id(root), {}).get("num_layers", 1) + 1
+            info.setdefault(id(lstm), {})["lstm_root"] = root
+            absorbed.add(id(lstm))
+    return absorbed, info
+
+
+# -- one node -> (kind, config) --------------------------------------------------------------------
+
+def _square(vals, what, op, unsupported):
+    vals = [int(v) for v in vals]
+    if len(set(vals)) > 1:
+        unsupported.append(f"{op}(non-square {what})")
+    return vals[0] if vals else 1
+
+
+def _padding(a, size, kernel, stride, op, unsupported):
+    """Symmetric square padding from ``pads``/``auto_pad`` (None when unsupported)."""
+    auto = _decode(a.get("auto_pad", "NOTSET"))
+    if auto == "VALID":
+        return 0
+    if auto in ("SAME_UPPER", "SAME_LOWER"):
+        pads = []
+        for s in size:
+            total = max((-(-s // stride) - 1) * stride + kernel - s, 0)
+            if total % 2:
+                unsupported.append(f"{op}(auto_pad={auto} with odd padding)")
+                return None
+            pads.append(total // 2)
+        return _square(pads, "padding", op, unsupported)
+    pads = list(a.get("pads", [0, 0, 0, 0]))
+    half = len(pads) // 2
+    if pads[:half] != pads[half:]:
+        unsupported.append(f"{op}(asymmetric padding)")
+        return None
+    return _square(pads[:half] or [0], "padding", op, unsupported)
+
+
+def _conv(g, node, a, unsupported):
+    x, w = node.input[0], node.input[1]
+    if not g.is_const(w):
+        unsupported.append("Conv(non-constant weight)")
+        return None
+    ws = g.shape(w)
+    if len(ws) != 4:
+        unsupported.append(f"Conv({len(ws) - 2}-D)")
+        return None
+    if any(int(d) != 1 for d in a.get("dilations", [1, 1])):
+        unsupported.append("Conv(dilation>1)")
+    xs = g.per_sample(x)
+    kernel = _square(a.get("kernel_shape", ws[2:]), "kernel", "Conv", unsupported)
+    stride = _square(a.get("strides", [1, 1]), "stride", "Conv", unsupported)
+    padding = _padding(a, xs[1:], kernel, stride, "Conv", unsupported)
+    if padding is None:
+        return None
+    return "conv2d", {"in_channels": xs[0], "out_channels": ws[0], "kernel": kernel, "stride": stride,
+                      "padding": padding, "groups": int(a.get("group", 1)), "height": xs[1], "width": xs[2],
+                      "bias": int(len(node.input) > 2 and bool(node.input[2]))}
+
+
+def _pool(g, node, a, unsupported):
+    op = node.op_type
+    xs = g.per_sample(node.input[0])
+    if len(xs) != 3:
+        unsupported.append(f"{op}({len(xs) - 1}-D)")
+        return None
+    if int(a.get("ceil_mode", 0)) or any(int(d) != 1 for d in a.get("dilations", [1, 1])):
+        unsupported.append(f"{op}(ceil_mode or dilation)")
+    kernel = _square(a["kernel_shape"], "kernel", op, unsupported)
+    stride = _square(a.get("strides", [1, 1]), "stride", op, unsupported)
+    padding = _padding(a, xs[1:], kernel, stride, op, unsupported)
+    if padding is None:
+        return None
+    return ("maxpool2d" if op == "MaxPool" else "avgpool2d"), {
+        "channels": xs[0], "height": xs[1], "width": xs[2], "kernel": kernel, "stride": stride, "padding": padding}
+
+
+def _linear(g, node, a, extra, unsupported):
+    x, w = node.input[0], node.input[1]
+    op = node.op_type
+    if g.is_const(x) or not g.is_const(w):
+        unsupported.append(f"{op}(of two activations)" if not g.is_const(w) else f"{op}(constant input)")
+        return None
+    ws = g.shape(w)
+    if len(ws) != 2:
+        unsupported.append(f"{op}(weight of rank {len(ws)})")
+        return None
+    if op == "Gemm":
+        if int(a.get("transA", 0)):
+            unsupported.append("Gemm(transA=1)")
+            return None
+        in_f, out_f = (ws[1], ws[0]) if int(a.get("transB", 0)) else (ws[0], ws[1])
+        bias = int(len(node.input) > 2 and bool(node.input[2]))
+    else:
+        in_f, out_f = ws
+        bias = 0
+    xs = g.per_sample(x)
+    return "linear", {"in_features": in_f, "out_features": out_f, "tokens": _prod(xs[:-1]),
+                      "bias": int(bias or extra.get("bias", 0))}
+
+
+def _clip(g, node, a):
+    if len(node.input) > 1:  # opset >= 11: bounds are inputs
+        lo = g.scalar(node.input[1]) if node.input[1] else float("-inf")
+        hi = g.scalar(node.input[2]) if len(node.input) > 2 and node.input[2] else float("inf")
+    else:
+        lo, hi = a.get("min", float("-inf")), a.get("max", float("inf"))
+    if lo == 0.0 and hi == 6.0:
+        return "relu6"
+    if lo == 0.0 and hi == float("inf"):
+        return "relu"
+    return None
+
+
+def _node_layer(g, node, extra, unsupported):
+    """(kind, config) for one node, None when it is free or unsupported (recorded in ``unsupported``)."""
+    op, a = node.op_type, _attrs(node)
+    acts = g.activations(node)
+    first = acts[0] if acts else node.input[0]
+    if "gelu_of" in extra:
+        return "gelu", {"numel": _prod(g.per_sample(extra["gelu_of"]))}
+    if op in _ALWAYS_FREE:
+        return None
+    if op == "Conv":
+        return _conv(g, node, a, unsupported)
+    if op in ("Gemm", "MatMul"):
+        return _linear(g, node, a, extra, unsupported)
+    if op in ("MaxPool", "AveragePool"):
+        return _pool(g, node, a, unsupported)
+    if op == "GlobalAveragePool" or op == "ReduceMean":
+        xs = g.per_sample(node.input[0])
+        if op == "ReduceMean":
+            axes = a.get("axes")
+            if axes is None and len(node.input) > 1 and node.input[1]:
+                v = g.value(node.input[1])
+                axes = None if v is None else [int(i) for i in v.reshape(-1)]
+            rank = len(xs) + 1
+            if len(xs) != 3 or axes is None or sorted(int(i) % rank for i in axes) != [2, 3]:
+                unsupported.append("ReduceMean(not over the spatial axes of an image)")
+                return None
+        if len(xs) != 3:
+            unsupported.append(f"{op}({len(xs) - 1}-D)")
+            return None
+        return "adaptive_avgpool2d", {"channels": xs[0], "height": xs[1], "width": xs[2], "out_size": 1}
+    if op == "BatchNormalization":
+        xs = g.per_sample(node.input[0])
+        if len(xs) != 3:
+            unsupported.append("BatchNormalization(not 2-D)")
+            return None
+        return "batchnorm2d", {"channels": xs[0], "height": xs[1], "width": xs[2]}
+    if op == "LayerNormalization":
+        xs = g.per_sample(node.input[0])
+        if int(a.get("axis", -1)) not in (-1, len(xs)):
+            unsupported.append("LayerNormalization(over several dimensions)")
+            return None
+        return "layernorm", {"normalized": xs[-1], "tokens": _prod(xs[:-1])}
+    if op in _SIMPLE:
+        if op == "Gelu" and _decode(a.get("approximate", "none")) != "none":
+            unsupported.append("Gelu(approximate=tanh)")
+            return None
+        return _SIMPLE[op], {"numel": _prod(g.per_sample(first))}
+    if op == "Clip":
+        kind = _clip(g, node, a)
+        if kind is None:
+            unsupported.append("Clip(other than ReLU6 / ReLU bounds)")
+            return None
+        return kind, {"numel": _prod(g.per_sample(first))}
+    if op == "Dropout":
+        if len(node.input) > 1 and node.input[1]:
+            p = g.scalar(node.input[1])
+            if p is None:
+                unsupported.append("Dropout(non-constant ratio)")
+                return None
+        else:
+            p = float(a.get("ratio", 0.5))
+        return "dropout", {"numel": _prod(g.per_sample(first)), "p": p}
+    if op in _RESHAPES:
+        return "flatten", {"numel": _prod(g.per_sample(first))}
+    if op in ("Add", "Sum") and len(node.input) == 2:
+        return "add", {"numel": _prod(g.per_sample(node.output[0]))}
+    if op == "Gather":
+        data, idx = node.input[0], node.input[1]
+        if g.is_const(data) and not g.is_const(idx):
+            ws = g.shape(data)
+            if len(ws) != 2 or int(a.get("axis", 0)) != 0:
+                unsupported.append("Gather(not an embedding lookup)")
+                return None
+            return "embedding", {"num_embeddings": ws[0], "embedding_dim": ws[1],
+                                 "seq_len": _prod(g.per_sample(idx)), "positional": int(extra.get("positional", 0))}
+        if g.is_const(idx):
+            return None
+        unsupported.append("Gather(with computed indices)")
+        return None
+    if op == "Slice" and all(g.is_const(i) for i in node.input[1:] if i):
+        return None
+    if op == "LSTM":
+        direction = _decode(a.get("direction", "forward"))
+        if direction != "forward":
+            unsupported.append(f"LSTM(direction={direction})")
+            return None
+        ws = g.shape(node.input[1])  # [num_directions, 4*hidden, input_size]
+        xs = g.shape(node.input[0])  # layout 0: [seq, batch, input]; layout 1: [batch, seq, input]
+        seq_len = xs[1] if int(a.get("layout", 0)) else xs[0]
+        return "lstm", {"input_size": ws[2], "hidden_size": int(a.get("hidden_size", ws[1] // 4)),
+                        "seq_len": seq_len, "num_layers": int(extra.get("num_layers", 1))}
+    unsupported.append(op if node.domain in ("", "ai.onnx") else f"{node.domain}.{op}")
+    return None
+
+
+def layers_from_onnx(path, input_shape=None):
+    """The ``ModelLayers`` of the ONNX model in ``path``.
+
+    ``input_shape`` (per sample) is needed only when the file's input has dynamic per-sample axes.
+    Raises ``NotFoundError`` (no file), ``FormatError`` (not ONNX), ``UnsupportedOperatorError``
+    (naming every operator without a layer kind) or ``ModelError``.
+    """
+    from . import ModelLayers
+
+    source = os.path.basename(path)
+    model = _load(path)
+    per_sample, dtype, batch_param = _fix_input_shape(model, source, input_shape)
+    g = _Graph(model, source, batch_param)
+    absorbed, info = _find_patterns(g)
+
+    layers, unsupported, unknown = [], [], []
+    needs_grad = {}  # tensor -> whether it depends on a layer with parameters
+    for k, node in enumerate(g.nodes):
+        upstream = any(needs_grad.get(i, False) for i in node.input if i)
+        outs = [o for o in node.output if o]
+        extra = info.get(id(node), {})
+        if all(o in g.consts for o in outs) or id(node) in absorbed:
+            for o in outs:
+                needs_grad[o] = upstream
+            continue
+        if node.op_type in _CONTROL_FLOW:
+            unsupported.append(node.op_type)
+            continue
+        try:
+            got = _node_layer(g, node, extra, unsupported)
+        except _UnknownShape as e:
+            unknown.append(f"{e.tensor} (input of {node.op_type} {node.name or k})")
+            got = None
+        has_params = got is not None and got[0] in _PARAM_KINDS
+        for o in outs:
+            needs_grad[o] = upstream or has_params
+        if got is None:
+            continue
+        kind, config = got
+        layers.append({"name": node.name or f"{node.op_type.lower()}_{k}", "kind": kind,
+                       "role": "hidden" if upstream else "input", "config": config})
+    if unsupported:
+        raise UnsupportedOperatorError(unsupported, source)
+    if unknown:
+        raise ModelError(f"{source}: ONNX shape inference left these shapes unknown: {', '.join(unknown[:5])}"
+                         f"{' ...' if len(unknown) > 5 else ''}; export with fixed shapes")
+    stem = source[:-5] if source.lower().endswith(".onnx") else source
+    return ModelLayers(stem, per_sample, dtype, finish_layers(layers, source))
