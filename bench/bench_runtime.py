@@ -94,6 +94,22 @@ def timeit(fn, runs):
     return statistics.median(ts), ts[min(len(ts) - 1, int(0.9 * len(ts)))], statistics.median(cs)
 
 
+def calibration_us():
+    """Median microseconds of one 30-element pure-Python dot product (``sum(map(mul, a, b))``), the
+    runtime's inner loop: a yardstick to compare the timings of different machines."""
+    from operator import mul
+
+    a = [0.5 + i / 7.0 for i in range(30)]
+    b = [1.5 - i / 11.0 for i in range(30)]
+
+    def block():
+        for _ in range(100):
+            sum(map(mul, a, b))
+
+    med, _, _ = timeit(block, 200)
+    return med * 1e6 / 100
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--runs", type=int, default=200)
@@ -136,7 +152,7 @@ def main():
     print(f"python {platform.python_version()} on {platform.machine()} ({platform.processor() or 'cpu'}); "
           f"{len(kinds)} kinds x {samples} samples, estimator {len(text) / 1024:.1f} KiB, "
           f"load median {load_med * 1e3:.2f} ms; {os.cpu_count()} cores, load average "
-          f"{os.getloadavg()[0]:.1f}")
+          f"{os.getloadavg()[0]:.1f}; 30-float dot product {calibration_us():.2f} us")
     print(f"{'model':<14}{'layers':>7}{'distinct':>9}{'median ms':>11}{'p90 ms':>9}{'cpu median ms':>15}")
     for name, layers in models.items():
         distinct = len({json.dumps([l["kind"], l["role"], l["config"]], sort_keys=True) for l in layers})
