@@ -22,6 +22,7 @@ COMMANDS = {
     "evaluate": ("evaluate", "cmd", "Accuracy benchmark: THOR and FLOPs estimates vs measurements."),
     "table": ("table", "cmd", "Power-cap table: profile, ratios, build, select; replay on GPU traces."),
     "train": ("train", "cmd", "Fine-tune under a power cap with the selected batch size and GPU frequency."),
+    "devices": ("devices", "cmd", "List the host and connected devices with their energy meters."),
 }
 
 
