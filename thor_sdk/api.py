@@ -110,7 +110,8 @@ def fit(campaign=None, samples_csv=None, out=None, metric=None, random_state=0):
     gps = {}
     for kind, rows in by_kind.items():
         X = [feature_vector(kind, r["config"], r["batch_size"], r["role"]) for r in rows]
-        gps[kind] = KindGP(gp_features(kind), random_state=random_state).fit(X, [r["value"] for r in rows])
+        gps[kind] = KindGP(gp_features(kind), random_state=random_state).fit(
+            X, [r["value"] for r in rows], noise_std=[r["std"] for r in rows])
     doc = build_estimator(
         gps, device=device, metric=metric, unit=UNITS[metric], flops_baseline=fit_unit_per_flop(good),
         provenance={"sources": sources, "n_samples": {k: len(v) for k, v in by_kind.items()},

@@ -1,7 +1,9 @@
 """FLOPs baseline: cost = (fitted cost per FLOP) x training FLOPs (forward + backward + update).
 
-The cost per FLOP is fitted from the same THOR probe samples as the GPs (ratio of summed costs to
-summed FLOPs, which weights large layers most, as a FLOPs-proportional model implicitly does).
+The cost per FLOP is fitted from the same THOR probe samples as the GPs, by least squares through
+the origin over the per-layer samples (cost_i ~ k * flops_i, k = sum(c f) / sum(f^2)), the usual
+calibration of a FLOPs-proportional model. (A ratio of sums, sum(c) / sum(f), would make the
+baseline's total exact by construction whenever the probes are exactly the target's layers.)
 It is shown beside every THOR estimate so users see how far a FLOPs guess is off.
 """
 
@@ -14,11 +16,13 @@ def layer_train_flops(layer, batch_size):
 
 def fit_unit_per_flop(samples):
     """``samples``: dicts with kind, role, batch_size, config, value (non-flagged). Returns a dict."""
-    num = sum(s["value"] for s in samples)
-    den = sum(layer_train_flops(s, s["batch_size"]) for s in samples)
+    flops = [layer_train_flops(s, s["batch_size"]) for s in samples]
+    num = sum(s["value"] * f for s, f in zip(samples, flops))
+    den = sum(f * f for f in flops)
     if den <= 0 or not samples:
         return {"unit_per_flop": None, "n_samples": len(samples)}
-    return {"unit_per_flop": num / den, "n_samples": len(samples), "method": "sum(cost) / sum(train FLOPs)"}
+    return {"unit_per_flop": num / den, "n_samples": len(samples),
+            "method": "least squares through the origin: sum(cost * flops) / sum(flops^2)"}
 
 
 def flops_estimate(layers, batch_size, unit_per_flop):

@@ -98,7 +98,8 @@ class GPCache:
                 continue
             X = [feature_vector(kind, r["config"], r["batch_size"], r["role"]) for r in rows]
             y = [r["value"] for r in rows]
-            self.gps[kind] = KindGP(gp_features(kind), random_state=self.random_state).fit(X, y)
+            self.gps[kind] = KindGP(gp_features(kind), random_state=self.random_state).fit(
+                X, y, noise_std=[r["std"] for r in rows])
             self._n[kind] = len(rows)
         return self
 

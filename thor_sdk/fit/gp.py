@@ -92,8 +92,14 @@ class KindGP:
 
         return (np.log1p(X) - self.x_mean_) / self.x_scale_
 
-    def fit(self, X, y):
-        """Fit on raw features ``X`` (n x d; role encoded input=1, hidden=0) and costs ``y`` (n)."""
+    def fit(self, X, y, noise_std=None):
+        """Fit on raw features ``X`` (n x d; role encoded input=1, hidden=0) and costs ``y`` (n).
+
+        ``noise_std``: optional standard error of each cost as measured (repeat rounds). When given,
+        the white-noise level may not exceed 4x the mean measured noise variance (in the GP's
+        normalised target units): with few samples, maximum likelihood otherwise likes to explain
+        real differences between layers as noise and returns the average for every config.
+        """
         import numpy as np
         from sklearn.exceptions import ConvergenceWarning
         from sklearn.gaussian_process import GaussianProcessRegressor
@@ -117,9 +123,23 @@ class KindGP:
         self.target_transform_ = "log" if np.all(y > 0) else "linear"
         yt = np.log(y) if self.target_transform_ == "log" else y
 
+        noise_bounds, noise_init = NOISE_BOUNDS, NOISE_INIT
+        self.measured_noise_var_ = None
+        if noise_std is not None:
+            s_ = np.abs(np.asarray(noise_std, dtype=float).ravel())
+            if s_.shape != y.shape or not np.all(np.isfinite(s_)):
+                raise UsageError("noise_std needs one finite standard error per cost")
+            var_t = (s_ / y) ** 2 if self.target_transform_ == "log" else s_ ** 2
+            y_var = float(np.var(yt)) if n > 1 and np.var(yt) > 0 else 1.0
+            measured = float(np.mean(var_t)) / y_var
+            if measured > 0:
+                self.measured_noise_var_ = measured
+                upper = min(NOISE_BOUNDS[1], max(4.0 * measured, 10.0 * NOISE_BOUNDS[0]))
+                noise_bounds = (NOISE_BOUNDS[0], upper)
+                noise_init = min(max(measured, NOISE_BOUNDS[0]), upper)
         kernel = (ConstantKernel(1.0, CONSTANT_BOUNDS)
                   * Matern(length_scale=np.ones(d), length_scale_bounds=LENGTH_SCALE_BOUNDS, nu=NU)
-                  + WhiteKernel(NOISE_INIT, NOISE_BOUNDS))
+                  + WhiteKernel(noise_init, noise_bounds))
         self.warnings_ = []
         if n < 2:
             # one point says nothing about length scales or noise: keep the initial hyperparameters

@@ -1,0 +1,58 @@
+"""A device whose 'measurements' are planted costs plus seeded noise, run through the real campaign code.
+
+The planted cost of a layer is ``1e-10 * train FLOPs + 20 us`` (a fixed per-layer overhead that a
+FLOPs-proportional model cannot capture); a probe part's per-round value is head + layer cost +
+noise. Everything downstream (subtraction, store, GP fit, runtime) is the project's real code.
+"""
+
+import random
+import zlib
+
+from thor_sdk.devices.base import Device
+from thor_sdk.harness.protocol import PartResult, ProtocolSettings
+from thor_sdk.layers.kinds import get_kind
+
+OVERHEAD_S = 20e-6
+S_PER_FLOP = 1e-10
+
+
+def planted_cost(kind, config, batch_size, role):
+    return S_PER_FLOP * get_kind(kind).train_flops(config, batch_size, role) + OVERHEAD_S
+
+
+class FakeDevice(Device):
+    name = "fake"
+
+    def __init__(self, noise=0.01, negative_kinds=(), fail_after=None):
+        self.noise = noise
+        self.negative_kinds = set(negative_kinds)
+        self.fail_after = fail_after  # raise KeyboardInterrupt on this call (simulated crash)
+        self.calls = []
+
+    def info(self):
+        return {"name": "fake", "kind": "fake (planted costs)"}
+
+    def measure_probe(self, probe, metric="time", settings=None, runtime="torch", on_round=None):
+        settings = settings or ProtocolSettings()
+        self.calls.append(probe.id)
+        if self.fail_after is not None and len(self.calls) > self.fail_after:
+            raise KeyboardInterrupt("simulated crash")
+        rng = random.Random(zlib.crc32(f"{probe.id}-{len(self.calls)}".encode()))
+        hc = probe.head_config()
+        head = planted_cost("output", hc, probe.batch_size, "output")
+        values = {"head": head}
+        if probe.role != "output":
+            layer = planted_cost(probe.kind, probe.config, probe.batch_size, probe.role)
+            if probe.kind in self.negative_kinds:
+                layer = -5 * head
+            values[probe.parts()[-1]] = head + layer
+        results = {p: PartResult(p, 10) for p in values}
+        for rnd in range(settings.min_rounds):
+            row = {}
+            for p, v in values.items():
+                t = v * (1 + rng.gauss(0, self.noise))
+                results[p].time_s.append(t)
+                row[p] = (t, None)
+            if on_round:
+                on_round(rnd, row)
+        return results

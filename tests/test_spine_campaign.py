@@ -1,0 +1,130 @@
+"""The THOR spine through the real campaign loop, store, fit and runtime, on a fake device."""
+
+import json
+import sqlite3
+
+import pytest
+
+import thor_sdk
+from thor_sdk.api import estimate, fit, probe
+from thor_sdk.errors import StoreError, UsageError
+from thor_sdk.layers.kinds import get_kind
+
+from fake_device import FakeDevice, planted_cost
+
+
+def planted_total(model, batch):
+    return sum(planted_cost(l["kind"], l["config"], batch, l["role"]) for l in thor_sdk.layers_of(model).layers)
+
+
+def test_thor_recovers_planted_costs_and_beats_flops(tmp_path):
+    db, est = tmp_path / "c.db", tmp_path / "e.json"
+    summary = probe(["lenet5"], device=FakeDevice(), batch_sizes=[32], out=str(db))
+    n_layers = len(thor_sdk.layers_of("lenet5").layers)
+    assert summary["stop_reason"].startswith("every layer config")
+    assert summary["probes_done"] == summary["target_configs"] <= n_layers
+    fit(str(db), out=str(est))
+    r = estimate(str(est), "lenet5", batch_size=32)
+    truth = planted_total("lenet5", 32)
+    assert r["total"]["mean"] == pytest.approx(truth, rel=0.03)
+    assert r["total"]["std"] > 0
+    # per layer, too
+    for row in r["layers"]:
+        want = planted_cost(row["kind"], row["config"], 32, row["role"])
+        assert row["mean"] == pytest.approx(want, rel=0.1, abs=3e-6)
+    # the fixed per-layer overhead is invisible to FLOPs: the fitted FLOPs baseline is further off
+    flops_err = abs(r["flops_baseline"]["total"] - truth) / truth
+    thor_err = abs(r["total"]["mean"] - truth) / truth
+    assert flops_err > 2 * thor_err
+
+
+def test_output_contract(tmp_path):
+    db, est = tmp_path / "c.db", tmp_path / "e.json"
+    probe(["har"], device=FakeDevice(), batch_sizes=[16], out=str(db))
+    fit(str(db), out=str(est))
+    r = estimate(str(est), "har", batch_size=16)
+    for key in ("metric", "unit", "batch_size", "total", "layers", "flops_baseline"):
+        assert key in r
+    assert set(r["total"]) >= {"mean", "std"} and "total" in r["flops_baseline"]
+    assert all({"kind", "config", "mean", "std"} <= set(l) for l in r["layers"])
+    assert r["metric"] == "time" and r["unit"] == "s" and r["batch_size"] == 16
+
+
+def test_probe_budget_and_costliest_first(tmp_path):
+    dev = FakeDevice()
+    summary = probe(["lenet5"], device=dev, batch_sizes=[32], out=str(tmp_path / "c.db"), max_probes=3)
+    assert summary["probes_done"] == 3 and "budget" in summary["stop_reason"]
+    # with no GP yet for any kind, the first probe is the costliest layer config
+    layers = thor_sdk.layers_of("lenet5").layers
+    costliest = max(layers, key=lambda l: get_kind(l["kind"]).train_flops(l["config"], 32, l["role"]))
+    assert dev.calls[0].startswith(f"{costliest['kind']}-{costliest['role']}-")
+
+
+def test_implausible_negative_difference_is_remeasured_flagged_and_excluded(tmp_path):
+    db, est = tmp_path / "c.db", tmp_path / "e.json"
+    dev = FakeDevice(negative_kinds={"maxpool2d"})
+    probe(["lenet5"], device=dev, batch_sizes=[32], out=str(db))
+    pool_calls = [c for c in dev.calls if c.startswith("maxpool2d")]
+    assert len(pool_calls) == 2 * len(set(pool_calls))  # each re-measured once
+    doc = fit(str(db), out=str(est))
+    flagged = doc["provenance"]["flagged_excluded"]
+    assert flagged and all(f["kind"] == "maxpool2d" and "negative" in f["reason"] for f in flagged)
+    assert "maxpool2d" not in doc["kinds"]
+    with sqlite3.connect(db) as c:  # stored as measured, not clipped
+        values = [v for (v,) in c.execute("SELECT value FROM samples s JOIN probes p ON p.id = s.probe_id "
+                                           "WHERE p.kind = 'maxpool2d'")]
+    assert values and all(v < 0 for v in values)
+
+
+def test_crash_then_resume_measures_each_probe_exactly_once(tmp_path):
+    db = str(tmp_path / "c.db")
+    with pytest.raises(KeyboardInterrupt):
+        probe(["lenet5"], device=FakeDevice(fail_after=4), batch_sizes=[32], out=db)
+    with sqlite3.connect(db) as c:
+        status = dict(c.execute("SELECT status, COUNT(*) FROM probes GROUP BY status").fetchall())
+    assert status == {"done": 4, "planned": 1}
+    dev = FakeDevice()
+    probe([], device=dev, out=db, resume=True)
+    with sqlite3.connect(db) as c:
+        rows = c.execute("SELECT id, status FROM probes").fetchall()
+        n_samples = c.execute("SELECT COUNT(*) FROM samples").fetchone()[0]
+        dup_windows = c.execute("SELECT COUNT(*) FROM (SELECT probe_id, part, round, COUNT(*) n FROM windows "
+                                "GROUP BY 1, 2, 3 HAVING n > 1)").fetchone()[0]
+    ids = [r[0] for r in rows]
+    assert len(ids) == len(set(ids)) == n_samples
+    assert all(s == "done" for _, s in rows)
+    assert dup_windows == 0
+    # the resumed run measured the interrupted probe first and nothing already done
+    assert len(dev.calls) == len(ids) - 4
+
+
+def test_create_refuses_existing_and_resume_checks_models(tmp_path):
+    db = str(tmp_path / "c.db")
+    probe(["har"], device=FakeDevice(), out=db, max_probes=1)
+    with pytest.raises(UsageError):
+        probe(["har"], device=FakeDevice(), out=db)
+    with pytest.raises(UsageError):
+        probe(["lenet5"], device=FakeDevice(), out=db, resume=True)
+
+
+def test_not_a_campaign(tmp_path):
+    bad = tmp_path / "x.db"
+    bad.write_text("not sqlite at all" * 100)
+    with pytest.raises(StoreError):
+        fit(str(bad), out=str(tmp_path / "e.json"))
+
+
+def test_samples_csv_fit(tmp_path):
+    rows = ["kind,role,batch_size,in_features,out_features,tokens,bias,numel,time_s"]
+    for i, (a, b) in enumerate([(100, 50), (200, 50), (400, 100), (800, 200)]):
+        t = planted_cost("linear", {"in_features": a, "out_features": b, "tokens": 1, "bias": 1}, 32, "hidden")
+        rows.append(f"linear,hidden,32,{a},{b},1,1,,{t}")
+        rows.append(f"relu,hidden,32,,,,,{a},{planted_cost('relu', {'numel': a}, 32, 'hidden')}")
+    rows.append("output,,32,84,10,1,,,1e-4")
+    csv = tmp_path / "s.csv"
+    csv.write_text("\n".join(rows) + "\n")
+    doc = fit(samples_csv=str(csv), out=str(tmp_path / "e.json"))
+    assert set(doc["kinds"]) == {"linear", "relu", "output"}
+    assert doc["provenance"]["n_samples"] == {"linear": 4, "relu": 4, "output": 1}
+    est = json.loads((tmp_path / "e.json").read_text())
+    assert est["format"] == "thor-sdk/estimator"
