@@ -2,7 +2,6 @@
 economical profiling order, and the table pipeline end to end on the CLI."""
 
 import json
-import os
 
 import pytest
 

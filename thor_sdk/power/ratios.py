@@ -34,7 +34,7 @@ def estimate_ratios(model="mlp", proxy="digits", batch_sizes=(16, 32, 64, 128), 
     """Train on the proxy per batch size and seed; return the ratios document (a dict)."""
     import torch
 
-    from .data import adapt, build_net, load_proxy, split
+    from .data import Trainer, adapt, build_net, load_proxy, split
 
     batch_sizes = sorted(set(int(b) for b in batch_sizes))
     if not batch_sizes or batch_sizes[0] < 1:
@@ -63,8 +63,6 @@ def estimate_ratios(model="mlp", proxy="digits", batch_sizes=(16, 32, 64, 128), 
             if progress:
                 progress(done, total, f"batch {b} seed {s}")
             net = build_net(model, n_features or 64, n_classes, seed=s)
-            from .data import Trainer
-
             tr = Trainer(net, xt, yt, xv, yvt, b, lr, seed=s)
             per_seed.append(tr.samples_to_target(target_accuracy, max_samples, every))
             done += 1

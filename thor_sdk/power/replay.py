@@ -165,6 +165,11 @@ def _fin(x):
     return x if (x is not None and math.isfinite(x)) else None
 
 
+def _median_fin(xs):
+    xs = [x for x in xs if not math.isnan(x)]  # nan: the selected pair itself failed (counted apart)
+    return _fin(statistics.median(xs)) if xs else None
+
+
 def summarise(cases):
     """Aggregate figures over a list of case dicts (see ``replay``)."""
     sl = [c["slowdown"] for c in cases]
@@ -177,8 +182,8 @@ def summarise(cases):
         "selected_failed_cases": len(sl) - len(fin),
         "speedup_vs_baseline1": _geomean([c["speedup_vs_baseline1"] for c in cases]),
         "speedup_vs_baseline2": _geomean([c["speedup_vs_baseline2"] for c in cases]),
-        "median_speedup_vs_baseline1": _fin(statistics.median(c["speedup_vs_baseline1"] for c in cases)) if cases else None,
-        "median_speedup_vs_baseline2": _fin(statistics.median(c["speedup_vs_baseline2"] for c in cases)) if cases else None,
+        "median_speedup_vs_baseline1": _median_fin([c["speedup_vs_baseline1"] for c in cases]),
+        "median_speedup_vs_baseline2": _median_fin([c["speedup_vs_baseline2"] for c in cases]),
         "baseline1_failed_cases": sum(1 for c in cases if not math.isfinite(c["speedup_vs_baseline1"])),
         "baseline2_failed_cases": sum(1 for c in cases if not math.isfinite(c["speedup_vs_baseline2"])),
         "non_monotone_cases": sum(1 for c in cases if c["non_monotone"]),
