@@ -108,14 +108,16 @@ class AndroidHarness(Harness):
 
     name = "android-app"
     PACKAGE = "dev.thorsdk.harness"
-    RUNNER = "dev.thorsdk.harness.HarnessInstrumentation"
+    RUNNER = "dev.thorsdk.harness.android.HarnessInstrumentation"
 
     def out_path(self, transport, run_dir):
         # the app cannot write to /data/local/tmp; it writes into its external files folder, which adb reads
         return f"/sdcard/Android/data/{self.PACKAGE}/files/{posixpath.basename(run_dir)}/results.json"
 
     def run(self, transport, remote_bundle, remote_out, timeout_s):
-        res = transport.run(["am", "instrument", "-w", "-e", "bundle", remote_bundle, "-e", "out", remote_out,
+        # the app resolves "out" inside its own external files folder (and refuses anything outside it)
+        rel_out = remote_out.split(f"/{self.PACKAGE}/files/", 1)[1]
+        res = transport.run(["am", "instrument", "-w", "-e", "bundle", remote_bundle, "-e", "out", rel_out,
                              f"{self.PACKAGE}/{self.RUNNER}"], timeout_s=timeout_s, check=False)
         parse_instrument_output(res.stdout + res.stderr)
 

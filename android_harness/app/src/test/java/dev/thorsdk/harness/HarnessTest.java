@@ -1,0 +1,110 @@
+package dev.thorsdk.harness;
+
+import static org.junit.Assert.assertEquals;
+import static org.junit.Assert.assertTrue;
+import static org.junit.Assert.fail;
+
+import dev.thorsdk.runtime.Json;
+import java.io.File;
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import org.junit.Rule;
+import org.junit.Test;
+import org.junit.rules.TemporaryFolder;
+
+public class HarnessTest {
+    @Rule public TemporaryFolder tmp = new TemporaryFolder();
+
+    private File bundle(String partFile, boolean corrupt) throws IOException {
+        File dir = tmp.newFolder("bundle");
+        Files.write(new File(dir, "head.onnx").toPath(), "HEAD".getBytes(StandardCharsets.UTF_8));
+        File hidden = new File(dir, "parts/hidden part.onnx");
+        hidden.getParentFile().mkdirs();
+        Files.write(hidden.toPath(), "HIDDEN".getBytes(StandardCharsets.UTF_8));
+        String hh = Bundle.sha256(new File(dir, "head.onnx"));
+        String hx = corrupt ? "00" : Bundle.sha256(hidden);
+        String manifest = "{\"id\": \"probe-1\", \"metric\": \"time\", "
+                + "\"settings\": {\"min_rounds\": 3, \"max_rounds\": 3, \"warmup_steps\": 1, \"min_window_s\": 0.05},"
+                + "\"parts\": {\"head\": {\"model\": \"head.onnx\"}, \"hidden\": {\"model\": \"" + partFile + "\"}},"
+                + "\"files\": {\"head.onnx\": \"" + hh + "\", \"parts/hidden part.onnx\": \"" + hx + "\"}}";
+        Files.write(new File(dir, "manifest.json").toPath(), manifest.getBytes(StandardCharsets.UTF_8));
+        return dir;
+    }
+
+    static final class FakeRunners implements Harness.RunnerFactory {
+        final ProtocolTest.Board b = new ProtocolTest.Board();
+        final List<String> opened = new ArrayList<>();
+        final List<ProtocolTest.Runner> runners = new ArrayList<>();
+
+        @Override
+        public StepRunner open(File model) throws IOException {
+            String what = new String(Files.readAllBytes(model.toPath()), StandardCharsets.UTF_8);
+            opened.add(what);
+            ProtocolTest.Runner r = new ProtocolTest.Runner(b, what.equals("HEAD") ? 0.001 : 0.004, 1.0);
+            runners.add(r);
+            return r;
+        }
+    }
+
+    @Test
+    @SuppressWarnings("unchecked")
+    public void runsTheBundleAndWritesResults() throws Exception {
+        File dir = bundle("parts/hidden part.onnx", false);
+        FakeRunners f = new FakeRunners();
+        File out = new File(tmp.getRoot(), "out/run 1/results.json");
+        new Harness(f, f.b, f.b, f.b).run(dir, out, null, null, null);
+        assertEquals(List.of("HEAD", "HIDDEN"), f.opened);
+        for (ProtocolTest.Runner r : f.runners) {
+            assertTrue(r.closed);
+        }
+        Map<String, Object> doc = (Map<String, Object>) Json.parse(
+                new String(Files.readAllBytes(out.toPath()), StandardCharsets.UTF_8));
+        assertEquals("thor-sdk/results", doc.get("format"));
+        Map<String, Object> parts = (Map<String, Object>) doc.get("parts");
+        Map<String, Object> hidden = (Map<String, Object>) parts.get("hidden");
+        assertEquals(3, ((List<Object>) hidden.get("time_s")).size());
+        assertEquals(0.004, (Double) ((List<Object>) hidden.get("time_s")).get(0), 1e-12);
+        assertEquals(3, ((List<Object>) hidden.get("windows")).size());
+        assertTrue(!new File(out.getPath() + ".tmp").exists());
+    }
+
+    @Test
+    public void refusesCorruptOrEscapingBundles() throws Exception {
+        FakeRunners f = new FakeRunners();
+        File out = new File(tmp.getRoot(), "r.json");
+        try {
+            new Harness(f, f.b, f.b, f.b).run(bundle("parts/hidden part.onnx", true), out, null, null, null);
+            fail("accepted a corrupted bundle");
+        } catch (IOException e) {
+            assertTrue(e.getMessage().contains("sha256 mismatch"));
+        }
+        tmp.delete();
+        tmp.create();
+        try {
+            new Harness(f, f.b, f.b, f.b).run(bundle("../../etc/passwd", false), out, null, null, null);
+            fail("accepted a path leaving the bundle");
+        } catch (IOException e) {
+            assertTrue(e.getMessage().contains("leaves the bundle"));
+        }
+        assertTrue(f.opened.isEmpty());
+    }
+
+    @Test
+    public void energyWithoutMeterIsRefused() throws Exception {
+        File dir = tmp.newFolder("b2");
+        Files.write(new File(dir, "m.onnx").toPath(), "HEAD".getBytes(StandardCharsets.UTF_8));
+        Files.write(new File(dir, "manifest.json").toPath(),
+                "{\"metric\": \"energy\", \"parts\": {\"head\": \"m.onnx\"}}".getBytes(StandardCharsets.UTF_8));
+        FakeRunners f = new FakeRunners();
+        try {
+            new Harness(f, f.b, f.b, f.b).run(dir, new File(dir, "r.json"), null, null, null);
+            fail("energy without a meter");
+        } catch (IllegalStateException e) {
+            assertTrue(e.getMessage().contains("no meter"));
+        }
+    }
+}

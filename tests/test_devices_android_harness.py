@@ -1,0 +1,32 @@
+"""The Android harness app's pure-Java parts (protocol, battery power, bundle checks, results) compiled with
+the JDK and run under JUnit 4. The Android-only classes (instrumentation, BatteryManager, ONNX Runtime) need
+the Android SDK and are not compiled here. Skips where javac or JUnit 4 is missing."""
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+BUILD = ROOT / "android_harness" / "build.sh"
+JUNIT = os.environ.get("JUNIT_JAR", "/usr/share/java/junit4.jar")
+
+
+@pytest.mark.skipif(shutil.which("javac") is None or shutil.which("java") is None, reason="no JDK (javac)")
+@pytest.mark.skipif(not os.path.exists(JUNIT), reason="JUnit 4 not installed (apt-get install junit4)")
+def test_android_harness_junit(tmp_path):
+    p = subprocess.run(["bash", str(BUILD)], env=dict(os.environ, BUILD_DIR=str(tmp_path / "build")),
+                       capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
+    assert "OK (" in p.stdout
+
+
+def test_android_only_sources_are_kept_apart():
+    """The JDK build compiles only dev.thorsdk.harness; Android/ORT imports live in .android only."""
+    base = ROOT / "android_harness" / "app" / "src" / "main" / "java" / "dev" / "thorsdk" / "harness"
+    for f in base.glob("*.java"):
+        text = f.read_text()
+        assert "import android." not in text and "import ai.onnxruntime" not in text, f.name
+    assert (base / "android" / "HarnessInstrumentation.java").exists()
