@@ -21,7 +21,7 @@ import json
 import os
 import sqlite3
 
-from thor_sdk.errors import FormatError, NotFoundError, StoreError, UsageError
+from thor_sdk.errors import DeviceError, DeviceUnavailableError, FormatError, NotFoundError, StoreError, UsageError
 
 PROFILE_FORMAT = "thor-sdk/power-profile"
 PROFILE_VERSION = 1
@@ -138,6 +138,9 @@ def profile(board, model, batch_sizes, out, power_cap_w=None, n_steps=5, warmup=
     if ctl is None:
         raise UsageError(f"{board.name}: no GPU frequency control here, so there is nothing to profile per "
                          "frequency (profile on a Jetson, or the simulated one with --device sim)")
+    why_ctl = ctl.why_unavailable()
+    if why_ctl:
+        raise (DeviceUnavailableError if ctl.path is None else DeviceError)(f"{board.name}: {why_ctl}")
     ok, why, meter = board.meter_status()
     if not ok:
         raise UsageError(f"{board.name}: no power meter ({why}); the table needs peak power")
