@@ -23,6 +23,21 @@ def _check_metric(metric):
         raise UsageError(f"unknown metric {metric!r} (time or energy)")
 
 
+def _device(device, meter=None, threads=None):
+    """A Device object from a spec string (or the object itself)."""
+    from thor_sdk.devices import get_device
+
+    if hasattr(device, "measure_probe"):
+        return device
+    if threads is not None:
+        if device != "host":
+            raise UsageError("--threads applies to the host device only")
+        if threads < 1:
+            raise UsageError(f"--threads must be >= 1, got {threads}")
+        return get_device(device, meter=meter, threads=threads)
+    return get_device(device, meter=meter)
+
+
 def _check_batch_sizes(batch_sizes):
     bs = [int(b) for b in batch_sizes]
     if not bs or any(b < 1 for b in bs):
@@ -32,9 +47,8 @@ def _check_batch_sizes(batch_sizes):
 
 def probe(models, device="host", batch_sizes=(32,), metric="time", out="campaign.db", resume=False,
           max_probes=None, max_seconds=None, target_rel_std=None, runtime="torch", settings=None,
-          input_shape=None, meter=None, progress=None):
+          input_shape=None, meter=None, progress=None, threads=None):
     """Run (or resume) a THOR probing campaign on ``device`` for the layers of ``models``."""
-    from thor_sdk.devices import get_device
     from thor_sdk.fit.active import run_campaign
     from thor_sdk.harness.protocol import ProtocolSettings
     from thor_sdk.layers import ModelLayers, layers_of
@@ -43,10 +57,12 @@ def probe(models, device="host", batch_sizes=(32,), metric="time", out="campaign
     _check_metric(metric)
     if isinstance(models, str):
         models = [models]
-    dev = device if hasattr(device, "measure_probe") else get_device(device, meter=meter)
     if resume:
         campaign = Campaign.open(out)
         meta = campaign.meta
+        if threads is None and meta["device"].get("kind") == "host":
+            threads = meta["device"].get("torch_threads")
+        dev = _device(device, meter, threads)
         if models and sorted(models) != sorted(t["name"] for t in meta["targets"]):
             raise UsageError(f"{out} was started for {', '.join(t['name'] for t in meta['targets'])}; "
                              "--resume continues that campaign (leave --model out or give the same)")
@@ -56,6 +72,7 @@ def probe(models, device="host", batch_sizes=(32,), metric="time", out="campaign
     else:
         if not models:
             raise UsageError("give at least one --model")
+        dev = _device(device, meter, threads)
         batch_sizes = _check_batch_sizes(batch_sizes)
         targets = [layers_of(m, input_shape=input_shape) for m in models]
         settings = settings or ProtocolSettings()
@@ -140,16 +157,15 @@ def estimate(estimator, model, batch_size=32, input_shape=None):
 
 
 def measure(model, device="host", batch_size=32, metric="time", runtime="torch", settings=None, out=None,
-            meter=None):
+            meter=None, threads=None):
     """Measure a whole model's training step on ``device`` (the ground truth THOR is checked against)."""
-    from thor_sdk.devices import get_device
     from thor_sdk.harness.protocol import ProtocolSettings
     from thor_sdk.models import model_spec
 
     _check_metric(metric)
     (batch_size,) = _check_batch_sizes([batch_size])
     model_spec(model)  # unknown names fail here, before any work
-    dev = device if hasattr(device, "measure_model") else get_device(device, meter=meter)
+    dev = _device(device, meter, threads)
     settings = settings or ProtocolSettings()
     r = dev.measure_model(model, batch_size, metric=metric, settings=settings, runtime=runtime)
     values = r.values(metric)

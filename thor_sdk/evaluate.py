@@ -17,13 +17,12 @@ def _ape(est, true):
 
 
 def evaluate(models, device="host", batch_size=32, metric="time", out_dir="thor-evaluate", runtime="torch",
-             settings=None, max_probes=None, max_seconds=None, progress=None):
-    from thor_sdk.api import estimate, fit, probe
-    from thor_sdk.devices import get_device
+             settings=None, max_probes=None, max_seconds=None, progress=None, threads=None):
+    from thor_sdk.api import _device, estimate, fit, probe
     from thor_sdk.harness.protocol import ProtocolSettings
 
     settings = settings or ProtocolSettings()
-    dev = get_device(device) if isinstance(device, str) else device
+    dev = _device(device, threads=threads)
     os.makedirs(out_dir, exist_ok=True)
     rows = []
     for name in models:
@@ -63,5 +62,5 @@ def evaluate(models, device="host", batch_size=32, metric="time", out_dir="thor-
         "flops_over_thor": (mean_flops / mean_thor) if mean_thor and mean_flops else None,
         "thor_max_ape": max(thor_apes) if thor_apes else None,
         "command": " ".join(["thor-sdk", *sys.argv[1:]]) if sys.argv and sys.argv[0].endswith("thor-sdk") else None,
-        "settings": settings.to_dict(),
+        "settings": settings.to_dict(), "device_info": dev.info(),
     }

@@ -18,7 +18,7 @@ from .probe import protocol_options, settings_from
 @quiet_option
 @json_option
 def cmd(device, models, batch_size, metric, runtime, out_dir, max_probes, max_seconds, min_rounds, max_rounds, window_s,
-        cv_target, quiet, as_json):
+        cv_target, threads, quiet, as_json):
     """Accuracy benchmark: THOR and FLOPs-baseline estimates vs measured training steps."""
     import sys
 
@@ -33,7 +33,7 @@ def cmd(device, models, batch_size, metric, runtime, out_dir, max_probes, max_se
 
     r = evaluate(models, device=device, batch_size=batch_size, metric=metric, out_dir=out_dir, runtime=runtime,
                  settings=settings_from(min_rounds, max_rounds, window_s, cv_target), max_probes=max_probes,
-                 max_seconds=max_seconds, progress=progress)
+                 max_seconds=max_seconds, progress=progress, threads=threads)
     r["command"] = "thor-sdk " + " ".join(sys.argv[1:])
     if as_json:
         emit_json(r)

@@ -13,12 +13,12 @@ from .probe import protocol_options, settings_from
 @click.option("--out", type=click.Path(dir_okay=False), help="Also record the run in this campaign database.")
 @protocol_options
 @json_option
-def cmd(device, model, batch_size, metric, runtime, out, min_rounds, max_rounds, window_s, cv_target, as_json):
+def cmd(device, model, batch_size, metric, runtime, out, min_rounds, max_rounds, window_s, cv_target, threads, as_json):
     """Measure MODEL's whole training step on DEVICE: the ground truth estimates are checked against."""
     from thor_sdk.api import measure
 
     r = measure(model, device=device, batch_size=batch_size, metric=metric, runtime=runtime,
-                settings=settings_from(min_rounds, max_rounds, window_s, cv_target), out=out)
+                settings=settings_from(min_rounds, max_rounds, window_s, cv_target), out=out, threads=threads)
     if as_json:
         emit_json(r)
         return

@@ -8,6 +8,8 @@ def protocol_options(f):
     f = click.option("--max-rounds", type=int, default=None, help="Rounds measured at most (default 15).")(f)
     f = click.option("--window-s", type=float, default=None,
                      help="Minimum seconds per measurement window (default 0.05; longer for slow meters).")(f)
+    f = click.option("--threads", type=int, default=None,
+                     help="Host only: intra-op threads for training steps (default: torch's; recorded).")(f)
     f = click.option("--cv-target", type=float, default=None,
                      help="Stop repeating once every part's coefficient of variation is below this (default 0.03).")(f)
     return f
@@ -45,7 +47,7 @@ def settings_from(min_rounds, max_rounds, window_s, cv_target):
 @quiet_option
 @json_option
 def cmd(device, models, input_shape, batch_sizes, metric, runtime, out, resume, max_probes, max_seconds, target_std,
-        min_rounds, max_rounds, window_s, cv_target, quiet, as_json):
+        min_rounds, max_rounds, window_s, cv_target, threads, quiet, as_json):
     """Profile DEVICE with THOR probes for the layers of the target model(s)."""
     from thor_sdk.api import probe
 
@@ -63,7 +65,7 @@ def cmd(device, models, input_shape, batch_sizes, metric, runtime, out, resume, 
     settings = None if resume else settings_from(min_rounds, max_rounds, window_s, cv_target)
     summary = probe(list(models), device=device, batch_sizes=batch_sizes, metric=metric, out=out, resume=resume,
                     max_probes=max_probes, max_seconds=max_seconds, target_rel_std=target_std, runtime=runtime,
-                    settings=settings, input_shape=input_shape, progress=progress)
+                    settings=settings, input_shape=input_shape, progress=progress, threads=threads)
     if as_json:
         emit_json(summary)
         return

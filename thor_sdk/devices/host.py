@@ -1,5 +1,6 @@
 """The host: this machine, running training steps in-process (eager PyTorch or onnxruntime)."""
 
+import contextlib
 import os
 import platform
 
@@ -25,11 +26,22 @@ class HostDevice(Device):
 
         return host_meters(self.root)
 
+    @contextlib.contextmanager
+    def _threads(self):
+        """Run with ``threads`` intra-op threads (when set), restoring torch's setting after."""
+        import torch
+
+        before = torch.get_num_threads()
+        if self.threads:
+            torch.set_num_threads(int(self.threads))
+        try:
+            yield
+        finally:
+            torch.set_num_threads(before)
+
     def info(self):
         import torch
 
-        if self.threads:
-            torch.set_num_threads(int(self.threads))
         return {
             "name": "host",
             "kind": "host",
@@ -39,7 +51,7 @@ class HostDevice(Device):
             "processor": platform.processor(),
             "cpu_count": os.cpu_count(),
             "torch_version": torch.__version__,
-            "torch_threads": torch.get_num_threads(),
+            "torch_threads": int(self.threads) if self.threads else torch.get_num_threads(),
             "meters": [m.describe() for m in self.meters()],
         }
 
@@ -58,17 +70,24 @@ class HostDevice(Device):
         from thor_sdk.harness.protocol import measure_parts
 
         meter = self.require_meter(metric)
-        trainers = {part: self._trainer(probe.build(part), runtime) for part in probe.parts()}
-        try:
-            return measure_parts(trainers, settings, meter=meter, metric=metric, on_round=on_round)
-        finally:
-            for t in trainers.values():
-                t.close()
+        with self._threads():
+            trainers = {part: self._trainer(probe.build(part), runtime) for part in probe.parts()}
+            try:
+                return measure_parts(trainers, settings, meter=meter, metric=metric, on_round=on_round)
+            finally:
+                for t in trainers.values():
+                    t.close()
 
     def measure_model(self, model, batch_size, metric="time", settings=None, runtime="torch", on_round=None):
         from thor_sdk.harness.protocol import measure_parts
 
         meter = self.require_meter(metric)
+        with self._threads():
+            return self._measure_model(model, batch_size, metric, settings, runtime, on_round, meter)
+
+    def _measure_model(self, model, batch_size, metric, settings, runtime, on_round, meter):
+        from thor_sdk.harness.protocol import measure_parts
+
         if runtime == "torch":
             from thor_sdk.harness.torch_trainer import trainer_for_model
 

@@ -109,11 +109,18 @@ def measure_idle_w(meter, window_s, sleep=time.sleep):
     return w.energy_j / w.duration_s
 
 
-def _steps_for_window(trainer, window_s, cap, clock):
-    t0 = clock()
-    trainer.step()
-    dt = max(clock() - t0, 1e-7)
-    return max(1, min(cap, math.ceil(window_s / dt)))
+def _warm_up(trainer, steps, clock):
+    """Run ``steps`` (at least 1) warm-up steps; the median step time calibrates the window."""
+    times = []
+    for _ in range(max(1, steps)):
+        t0 = clock()
+        trainer.step()
+        times.append(clock() - t0)
+    return max(statistics.median(times), 1e-7)
+
+
+def _steps_for_window(step_s, window_s, cap):
+    return max(1, min(cap, math.ceil(window_s / step_s)))
 
 
 def measure_parts(trainers, settings=None, meter=None, metric="time", on_round=None, clock=time.perf_counter,
@@ -137,11 +144,9 @@ def measure_parts(trainers, settings=None, meter=None, metric="time", on_round=N
     idle = []
     if meter is not None and settings.measure_idle:
         idle.append(measure_idle_w(meter, window_s, sleep))
-    for t in trainers.values():
-        for _ in range(settings.warmup_steps):
-            t.step()
-    results = {p: PartResult(p, _steps_for_window(t, window_s, settings.max_steps_per_window, clock))
-               for p, t in trainers.items()}
+    step_s = {p: _warm_up(t, settings.warmup_steps, clock) for p, t in trainers.items()}
+    results = {p: PartResult(p, _steps_for_window(step_s[p], window_s, settings.max_steps_per_window))
+               for p in trainers}
     if stop is None:
         def stop(res):
             return all(r.summary(metric)["cv"] <= settings.cv_target for r in res.values())
@@ -150,7 +155,10 @@ def measure_parts(trainers, settings=None, meter=None, metric="time", on_round=N
     try:
         for rnd in range(settings.max_rounds):
             row = {}
-            for part, trainer in trainers.items():
+            # ABBA order: alternate which part goes first, so linear drift within a pair of
+            # rounds hits every part alike and cancels in the per-round differences
+            order = list(trainers.items())
+            for part, trainer in (order if rnd % 2 == 0 else order[::-1]):
                 r = results[part]
                 gc.collect()
                 gc.disable()
@@ -173,7 +181,7 @@ def measure_parts(trainers, settings=None, meter=None, metric="time", on_round=N
                     r.states.append(state_fn())
                 row[part] = (r.time_s[-1], e)
             if on_round is not None:
-                on_round(rnd, row)
+                on_round(rnd, {p: row[p] for p in trainers})
             if rnd + 1 >= settings.min_rounds and stop(results):
                 break
     finally:
