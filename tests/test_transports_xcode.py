@@ -34,7 +34,7 @@ def test_off_macos_every_operation_says_so():
     assert not t.is_available()
     assert "not macOS" in t.why_unavailable()
     with pytest.raises(DeviceUnavailableError, match="not macOS"):
-        t.run(["org.thorsdk.harness"])
+        t.run(["dev.thorsdk.harness"])
     with pytest.raises(DeviceUnavailableError, match="not macOS"):
         t.devices()
 
@@ -43,15 +43,15 @@ def test_launch_and_copy_argv_keep_odd_arguments_separate(tmp_path):
     fake = FakeXcrun()
     t = XcodeTransport("00008110-000A11223344801E", runner=fake, platform="darwin")
     assert t.devices()[0]["name"] == "Lab iPhone"
-    t.run(["org.thorsdk.harness", "--bundle", "Documents/thor-sdk/a b;'c'", "--out", "results.json"])
+    t.run(["dev.thorsdk.harness", "--bundle", "Documents/thor-sdk/a b;'c'", "--out", "results.json"])
     launch = fake.calls[-1]
     assert launch[:5] == ["xcrun", "devicectl", "device", "process", "launch"]
-    assert launch[-5:] == ["org.thorsdk.harness", "--bundle", "Documents/thor-sdk/a b;'c'", "--out", "results.json"]
+    assert launch[-5:] == ["dev.thorsdk.harness", "--bundle", "Documents/thor-sdk/a b;'c'", "--out", "results.json"]
     assert launch[launch.index("--device") + 1] == "00008110-000A11223344801E"
     t.push(tmp_path / "bundle x", "Documents/thor-sdk/bundle x")
     cp = fake.calls[-1]
     assert cp[2:5] == ["device", "copy", "to"] and cp[cp.index("--source") + 1] == str(tmp_path / "bundle x")
-    assert cp[cp.index("--domain-identifier") + 1] == "org.thorsdk.harness"
+    assert cp[cp.index("--domain-identifier") + 1] == "dev.thorsdk.harness"
     with pytest.raises(FormatError):
         t.pull("../../etc/passwd", tmp_path / "x")
 

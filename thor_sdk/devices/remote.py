@@ -242,6 +242,17 @@ class DeviceMeter(Meter):
 # ---------------------------------------------------------------------------------------------
 # the device
 # ---------------------------------------------------------------------------------------------
+def _raise_harness_error(results_path):
+    """A harness that failed on the device writes ``{"error": ...}`` instead of results: say why."""
+    try:
+        with open(results_path) as f:
+            doc = json.load(f)
+    except (OSError, ValueError) as e:
+        raise FormatError(f"the results the device sent are not JSON: {e}") from e
+    if isinstance(doc, dict) and doc.get("error"):
+        raise DeviceError(f"the harness on the device failed: {str(doc['error'])[:300]}")
+
+
 class RemoteDevice(Device):
     name = "remote"
     kind = "remote"
@@ -334,6 +345,7 @@ class RemoteDevice(Device):
             bundle_dir = write_bundle(os.path.join(tmp, "bundle"))
             local_results = os.path.join(tmp, "results.json")
             self._with_retries(bundle_dir, local_results)
+            _raise_harness_error(local_results)
             parts = self.codec.read_parts(local_results, bundle_dir)
             self._apply_external_meter(parts, local_results)
         if metric == "energy" and not all(r.energy_j for r in parts.values()):

@@ -22,7 +22,7 @@ from thor_sdk.errors import DeviceError, DeviceUnavailableError, FormatError
 
 from .base import Transport, TransportDisconnected, check_local_tree, validate_device_path
 
-HARNESS_BUNDLE_ID = "org.thorsdk.harness"
+HARNESS_BUNDLE_ID = "dev.thorsdk.harness"
 _DISCONNECT = ("device is not connected", "could not connect", "no device", "tunnel", "disconnected",
                "unavailable", "was not found")
 
