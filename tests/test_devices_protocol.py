@@ -100,3 +100,22 @@ def test_outliers_flagged(tmp_path):
     res = measure_parts({"head": t}, ProtocolSettings(warmup_steps=1, min_rounds=6, max_rounds=6, min_window_s=0.1,
                                                       measure_idle=False), clock=b.clock, sleep=b.sleep)
     assert len(res["head"].outliers("time")) == 1
+
+
+def test_sysfs_state_on_fake_trees(tmp_path):
+    from thor_sdk.devices.state import sysfs_state
+
+    plant(tmp_path, "pixel6")
+    write(tmp_path, "sys/devices/system/cpu/cpu0/cpufreq/scaling_cur_freq", 1803000)
+    write(tmp_path, "sys/devices/system/cpu/cpu10/cpufreq/scaling_cur_freq", 2802000)
+    write(tmp_path, "sys/devices/system/cpu/cpu2/cpufreq/scaling_cur_freq", 300000)
+    write(tmp_path, "sys/class/thermal/thermal_zone0/temp", 41500)
+    write(tmp_path, "sys/class/thermal/thermal_zone0/type", "BIG")
+    write(tmp_path, "sys/class/thermal/thermal_zone1/temp", 38000)
+    write(tmp_path, "sys/class/devfreq/17000000.gpu/cur_freq", 921600000)
+    s = sysfs_state(tmp_path)
+    assert list(s["cpu_khz"]) == ["cpu0", "cpu2", "cpu10"] and s["cpu_khz"]["cpu10"] == 2802000
+    assert s["temps_c"] == {"BIG": 41.5, "thermal_zone1": 38.0}
+    assert s["gpu_hz"] == {"17000000.gpu": 921600000}
+    assert s["battery_pct"] == 77 and s["battery_temp_c"] == pytest.approx(31.2)
+    assert sysfs_state(tmp_path / "empty") == {}

@@ -151,7 +151,11 @@ class Ina3221Meter(SamplingMeter):
 
     def start(self):
         self._cached = self.selected_rails()  # discover once per window, not once per sample
-        super().start()
+        try:
+            super().start()
+        except BaseException:
+            self._cached = None
+            raise
 
     def stop(self):
         try:

@@ -177,9 +177,11 @@ class OdpmMeter(CounterMeter):
 
     def describe(self):
         d = super().describe()
+        from thor_sdk.errors import ThorError
+
         try:
             d["rails"] = sorted(self.read_counters()) if self.is_available() else []
-        except Exception as e:  # noqa: BLE001 -- describe() must not fail; the reason is reported
+        except ThorError as e:  # describe() reports, it does not fail
             d["rails_error"] = str(e)
         return d
 
