@@ -179,3 +179,85 @@ def test_instrument_output_parsing():
     with pytest.raises(DeviceError, match="USB power hides"):
         parse_instrument_output("INSTRUMENTATION_RESULT: error=IllegalStateException: the device is on external "
                                 "power (usb): USB power hides the draw\nINSTRUMENTATION_CODE: 0\n")
+
+
+class FakePhone:
+    """Plays adb + a phone with the harness app: device paths live under a local folder; `am instrument`
+    runs a fake app that checks its arguments and writes canned results where the real app would."""
+
+    PKG_FILES = "/sdcard/Android/data/dev.thorsdk.harness/files/"
+
+    def __init__(self, root, app_error=None):
+        self.root = str(root)
+        self.app_error = app_error
+        self.instruments = []
+
+    def local(self, device_path):
+        assert device_path.startswith("/"), device_path
+        return os.path.join(self.root, device_path.lstrip("/"))
+
+    def __call__(self, argv, timeout_s=None, input=None, env=None):
+        import shlex
+
+        from thor_sdk.transports.base import RunOutput
+
+        if argv[1:] == ["devices", "-l"]:
+            return RunOutput(0, b"List of devices attached\nPIXEL 6;x        device model:Pixel_6\n")
+        assert argv[1:3] == ["-s", "PIXEL 6;x"]
+        verb, rest = argv[3], argv[4:]
+        if verb == "push":
+            shutil.copytree(rest[0], self.local(rest[1]))
+            return RunOutput(0)
+        if verb == "pull":
+            shutil.copyfile(self.local(rest[0]), rest[1])
+            return RunOutput(0)
+        words = shlex.split(rest[0])       # what the device's shell does with the command string
+        if words[:2] == ["mkdir", "-p"]:
+            os.makedirs(self.local(words[2]), exist_ok=True)
+            return RunOutput(0)
+        if words[:2] == ["rm", "-rf"]:
+            shutil.rmtree(self.local(words[2]), ignore_errors=True)
+            return RunOutput(0)
+        if words[:3] == ["am", "instrument", "-w"]:
+            self.instruments.append(words)
+            args = dict(zip(words[4:-1:3], words[5:-1:3]))
+            assert words[3::3][:2] == ["-e", "-e"] and words[-1] == (
+                "dev.thorsdk.harness/dev.thorsdk.harness.android.HarnessInstrumentation")
+            if self.app_error:
+                return RunOutput(0, f"INSTRUMENTATION_RESULT: error={self.app_error}\nINSTRUMENTATION_CODE: 0\n"
+                                 .encode())
+            with open(os.path.join(self.local(args["bundle"]), "manifest.json")) as f:
+                manifest = json.load(f)
+            assert not args["out"].startswith("/")      # relative to the app's files folder
+            out = self.local(self.PKG_FILES + args["out"])
+            os.makedirs(os.path.dirname(out))
+            parts = ["head", manifest["probe"]["role"]]
+            with open(out, "w") as f:
+                json.dump({"parts": {p: {"steps_per_window": 10, "time_s": [0.01 * (i + 1)] * 3,
+                                         "energy_j": []} for i, p in enumerate(parts)}}, f)
+            return RunOutput(0, b"INSTRUMENTATION_RESULT: results=x\nINSTRUMENTATION_CODE: -1\n")
+        raise AssertionError(words)
+
+
+def test_android_device_runs_the_app_through_adb(tmp_path):
+    from thor_sdk.devices.android import AndroidDevice
+    from thor_sdk.probes import Probe
+    from thor_sdk.transports.adb import AdbTransport
+
+    phone = FakePhone(tmp_path / "phone")
+    dev = AndroidDevice("PIXEL 6;x", transport=AdbTransport("PIXEL 6;x", runner=phone), codec=SpecCodec())
+    probe = Probe("linear", {"in_features": 8, "out_features": 4, "tokens": 1, "bias": 1}, 4, "hidden")
+    rounds = []
+    res = dev.measure_probe(probe, settings=SETTINGS, on_round=lambda r, row: rounds.append(row))
+    assert res["hidden"].time_s == [0.02] * 3 and len(rounds) == 3
+    (words,) = phone.instruments
+    assert words[words.index("bundle") + 1].startswith("/data/local/tmp/thor-sdk/run-")
+    # everything cleaned up on the phone afterwards
+    assert not os.listdir(phone.local("/data/local/tmp/thor-sdk"))
+    assert not os.listdir(phone.local(FakePhone.PKG_FILES))
+
+    charging = AndroidDevice("PIXEL 6;x", codec=SpecCodec(), transport=AdbTransport(
+        "PIXEL 6;x", runner=FakePhone(tmp_path / "p2", app_error="IllegalStateException: the device is on external "
+                                                                "power (usb power is plugged in)")))
+    with pytest.raises(DeviceError, match="external power"):
+        charging.measure_probe(probe, settings=SETTINGS)
