@@ -1,0 +1,70 @@
+"""Accuracy benchmark of THOR on the host: estimate vs measured training-step time, FLOPs beside it.
+
+Runs ``thor_sdk.evaluate.evaluate`` (the same code as ``thor-sdk evaluate``) for the 7 reference
+nets at one batch size and writes a Markdown report (and the raw JSON) to ``bench/results/``:
+
+    python bench/bench_accuracy.py --batch-size 32 --threads 1
+    python bench/bench_accuracy.py --model lenet5 --model har        # a subset
+
+Measured values are medians of interleaved windows; THOR's is the sum of per-layer medians of
+per-round differences. Run it on a quiet machine: other load inflates every number and its spread.
+"""
+
+import argparse
+import datetime as dt
+import json
+import os
+import platform
+import sys
+
+
+def main(argv=None):
+    from thor_sdk.evaluate import evaluate
+    from thor_sdk.harness.protocol import ProtocolSettings
+    from thor_sdk.models import list_models
+
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--model", action="append", help="default: all reference nets")
+    ap.add_argument("--batch-size", type=int, default=32)
+    ap.add_argument("--threads", type=int, default=None)
+    ap.add_argument("--runtime", default="torch")
+    ap.add_argument("--out-dir", default="thor-evaluate")
+    ap.add_argument("--report", default=None, help="Markdown report path (default bench/results/accuracy-host-*.md)")
+    args = ap.parse_args(argv)
+    models = args.model or list_models()
+    command = "python bench/bench_accuracy.py " + " ".join(argv if argv is not None else sys.argv[1:])
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
+    r = evaluate(models, batch_size=args.batch_size, runtime=args.runtime, out_dir=args.out_dir,
+                 settings=ProtocolSettings(), threads=args.threads,
+                 progress=lambda ev, name: print(f"evaluating {name} ...", file=sys.stderr, flush=True))
+    r["command"] = command
+    r["load_average_at_start"] = load
+    stamp = dt.datetime.now(dt.timezone.utc).strftime("%Y%m%d-%H%M")
+    report = args.report or os.path.join(os.path.dirname(__file__), "results", f"accuracy-host-{stamp}.md")
+    os.makedirs(os.path.dirname(report), exist_ok=True)
+    lines = [
+        f"# THOR accuracy on the host ({stamp} UTC)", "",
+        f"Command: `{command}`", "",
+        f"Machine: {platform.platform()}, {os.cpu_count()} cores, torch threads "
+        f"{r['device_info'].get('torch_threads')}, runtime {args.runtime}, load average at start {load:.2f}.",
+        f"Metric: training-step time (forward, backward, SGD update), batch size {args.batch_size}.", "",
+        "| model | measured ms | THOR ms | THOR std ms | THOR APE % | FLOPs ms | FLOPs APE % | probes | probing s | flagged |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for x in r["rows"]:
+        lines.append(f"| {x['model']} | {x['measured'] * 1e3:.2f} | {x['thor'] * 1e3:.2f} | {x['thor_std'] * 1e3:.2f} | "
+                     f"{x['thor_ape']:.1f} | {x['flops'] * 1e3:.2f} | {x['flops_ape']:.1f} | {x['probes']} | "
+                     f"{x['probe_seconds']:.0f} | {x['flagged']} |")
+    lines += ["", f"THOR MAPE {r['thor_mape']:.1f}% (max {r['thor_max_ape']:.1f}%); FLOPs-baseline MAPE "
+                  f"{r['flops_mape']:.1f}%; FLOPs / THOR = {r['flops_over_thor']:.1f}x.", "",
+              "Measured = median over two whole-model runs (before and after the campaign); the spread between them "
+              "is in the JSON (`measured_before`, `measured_after`)."]
+    with open(report, "w", encoding="utf-8") as f:
+        f.write("\n".join(lines) + "\n")
+    with open(report[:-3] + ".json", "w", encoding="utf-8") as f:
+        json.dump(r, f, indent=1)
+    print("\n".join(lines))
+
+
+if __name__ == "__main__":
+    main()
