@@ -238,12 +238,20 @@ class ThreadSampler:
         self._samples.append((self.clock(), v))
 
     def _loop(self):
-        while not self._stop.wait(self.period_s):
+        import time
+
+        # deadlines on a fixed grid (not "period after the last read"), so reading time does not add drift
+        nxt = time.monotonic() + self.period_s
+        while not self._stop.wait(max(0.0, nxt - time.monotonic())):
             try:
                 self._take()
             except Exception as e:  # noqa: BLE001 -- handed to stop(), which re-raises it
                 self._error = e
                 return
+            nxt += self.period_s
+            now = time.monotonic()
+            if nxt < now:  # fell behind (a long stall): skip the missed slots rather than burst
+                nxt = now + self.period_s
 
     def start(self, read_fn):
         import threading
