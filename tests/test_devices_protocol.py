@@ -119,3 +119,29 @@ def test_sysfs_state_on_fake_trees(tmp_path):
     assert s["gpu_hz"] == {"17000000.gpu": 921600000}
     assert s["battery_pct"] == 77 and s["battery_temp_c"] == pytest.approx(31.2)
     assert sysfs_state(tmp_path / "empty") == {}
+
+
+def test_window_wall_times_align_a_bench_log(tmp_path):
+    """Windows carry wall-clock times; an external meter's log integrated over them gives the energy."""
+    from thor_sdk.meters.external import ExternalLogMeter
+
+    plant(tmp_path, "nano")
+    b = Board(tmp_path)
+    wall = FakeClock(1_700_000_000.0)
+
+    class Step(Trainer):
+        def step(self):
+            super().step()
+            wall.t = 1_700_000_000.0 + b.clock.t   # the wall clock runs with the board clock
+
+    res = measure_parts({"head": Step(b, 0.01, 1.0)}, ProtocolSettings(min_rounds=3, max_rounds=3, warmup_steps=1),
+                        clock=b.clock, sleep=b.sleep, wall=wall)
+    r = res["head"]
+    assert len(r.window_times_s) == 3 and all(t1 > t0 for t0, t1 in r.window_times_s)
+    log = tmp_path / "bench.csv"
+    rows = ["time_s,power_w"] + [f"{1_700_000_000.0 + k * 0.01:.3f},4.0" for k in range(int(b.clock.t * 100) + 10)]
+    log.write_text("\n".join(rows) + "\n")
+    m = ExternalLogMeter(log)
+    for (t0, t1), dt in zip(r.window_times_s, r.time_s):
+        w = m.energy_between(t0, t1)
+        assert w.energy_j == pytest.approx(4.0 * dt * r.steps_per_window, rel=1e-4)  # epoch floats: ~1e-6 s

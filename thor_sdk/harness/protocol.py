@@ -53,6 +53,8 @@ class PartResult:
     idle_power_w: float = None
     #: device state recorded with every window (battery level, temperatures, clocks...): dicts
     states: list = field(default_factory=list)
+    #: [start, end] of every window on the wall clock (time.time(): aligns a bench meter's log)
+    window_times_s: list = field(default_factory=list)
 
     def values(self, metric):
         if metric == "net_energy":
@@ -71,6 +73,7 @@ class PartResult:
         return {"part": self.part, "steps_per_window": self.steps_per_window, "time_s": list(self.time_s),
                 "energy_j": list(self.energy_j), "net_energy_j": list(self.net_energy_j),
                 "idle_power_w": self.idle_power_w, "states": list(self.states),
+                "window_times_s": [list(w) for w in self.window_times_s],
                 "outliers": {m: self.outliers(m) for m in ("time", "energy", "net_energy") if self.values(m)}}
 
 
@@ -124,7 +127,7 @@ def _steps_for_window(step_s, window_s, cap):
 
 
 def measure_parts(trainers, settings=None, meter=None, metric="time", on_round=None, clock=time.perf_counter,
-                  stop=None, state_fn=None, sleep=time.sleep):
+                  stop=None, state_fn=None, sleep=time.sleep, wall=time.time):
     """Measure ``trainers`` ({part: trainer}) side by side; returns {part: PartResult}.
 
     ``meter``: an energy ``Meter`` or None (time only). ``on_round(round_index, {part: (time_s,
@@ -135,7 +138,8 @@ def measure_parts(trainers, settings=None, meter=None, metric="time", on_round=N
     With a meter (and ``settings.measure_idle``) the idle power is measured for one window before
     and one after the rounds; each part keeps gross ``energy_j`` and ``net_energy_j`` (idle energy
     over the window subtracted). ``state_fn()`` (optional) returns a dict of device state
-    (battery level, temperatures, clocks) recorded with every window.
+    (battery level, temperatures, clocks) recorded with every window; ``wall()`` timestamps each
+    window (``window_times_s``) so a bench meter's log can be aligned to it.
     """
     settings = settings or ProtocolSettings()
     if metric == "energy" and meter is None:
@@ -164,10 +168,12 @@ def measure_parts(trainers, settings=None, meter=None, metric="time", on_round=N
                 gc.disable()
                 if meter is not None:
                     meter.start()
+                w0 = wall()
                 t0 = clock()
                 for _ in range(r.steps_per_window):
                     trainer.step()
                 dt = clock() - t0
+                r.window_times_s.append((w0, wall()))
                 window = meter.stop() if meter is not None else None
                 if gc_was_enabled:
                     gc.enable()
