@@ -59,7 +59,10 @@ class BundleCodec:
             doc = json.load(f)
         out = {}
         for part, r in (doc.get("parts") or {}).items():
-            wins = r.get("windows") or []
+            if r.get("window_times_s"):  # the Python harness (PartResult.to_dict)
+                out[part] = [(float(a), float(b)) for a, b in r["window_times_s"]]
+                continue
+            wins = r.get("windows") or []  # the Android / iOS apps
             out[part] = [(w["t_start_s"], w["t_end_s"]) for w in wins if "t_start_s" in w and "t_end_s" in w]
         return out
 
