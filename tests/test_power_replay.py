@@ -3,12 +3,14 @@
 import csv
 import json
 import math
+import statistics
 from pathlib import Path
 
 import pytest
 
-from thor_sdk.errors import FormatError, UsageError
-from thor_sdk.power.replay import read_train_trace, replay
+from thor_sdk.errors import FormatError, MeasurementError, UsageError
+from thor_sdk.power.ratios import EfficiencyModel, unimodal_fit
+from thor_sdk.power.replay import read_power_trace, read_train_trace, replay
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "zeus-nsdi23"
 REQUIRED = ("cases", "within_5pct_share", "median_slowdown", "max_slowdown", "speedup_vs_baseline1",
@@ -102,6 +104,85 @@ def test_bad_trace_files(tmp_path):
         replay(p, t, power_column="peak")
 
 
+def _is_valley(xs):
+    k = xs.index(min(xs))
+    return all(a >= b for a, b in zip(xs[:k], xs[1:k + 1])) and all(a <= b for a, b in zip(xs[k:], xs[k + 1:]))
+
+
+def test_unimodal_fit_pools_violators_and_keeps_a_valley():
+    assert unimodal_fit([5.0, 3.0, 2.0, 4.0, 7.0], [1] * 5) == [5.0, 3.0, 2.0, 4.0, 7.0]  # already a valley
+    fit = unimodal_fit([10.0, 13.0, 11.0], [1, 1, 3])  # a peak in the middle: 13 and 11 pooled (weighted)
+    assert fit == pytest.approx([10.0, 11.5, 11.5])
+    noisy = [40.0, 19.0, 16.0, 18.0, 17.0, 21.0, 30.0, 29.0, 43.0]
+    fit = unimodal_fit(noisy, [2] * len(noisy))
+    assert _is_valley(fit) and fit != noisy
+    assert sum(fit) == pytest.approx(sum(noisy))  # PAVA keeps each pooled block's (weighted) mean
+
+
+def test_efficiency_models_fit_failures_and_prediction():
+    law = {b: [10.0 * (1 + b / 256.0)] * 2 for b in (8, 32, 128, 512, 2048)}
+    m = EfficiencyModel("mccandlish").fit(law)
+    assert m.params_["e_min"] == pytest.approx(10.0, rel=1e-6) and m.params_["b_crit"] == pytest.approx(256.0, rel=1e-6)
+    assert m.predict([1024]) == pytest.approx([10.0 * (1 + 1024 / 256.0)], rel=1e-6)  # unseen batch: the law
+    assert math.isinf(EfficiencyModel("mccandlish").fit({8: [5, 5], 64: [5, 5]}).params_["b_crit"])
+    runs = {8: [40, 38], 16: [18, 20], 32: [17, 15], 64: [20, 16], 4096: [400, None]}
+    mean = EfficiencyModel("mean").fit(runs)
+    assert mean.expected_ == {8: 39.0, 16: 19.0, 32: 16.0, 64: 18.0}
+    assert mean.failed_batch_sizes_ == [4096] and math.isinf(mean.predict([4096])[0])
+    uni = EfficiencyModel().fit(runs)
+    assert uni.kind == "unimodal" and _is_valley([uni.expected_[b] for b in sorted(uni.expected_)])
+    assert uni.ratios()[64] == 1.0 and uni.ratios()[8] == pytest.approx(uni.expected_[8] / uni.expected_[64])
+    with pytest.raises(UsageError):
+        uni.predict([128])  # only the law extrapolates
+    with pytest.raises(MeasurementError):
+        EfficiencyModel().fit({8: [None], 16: [3, None]})
+    with pytest.raises(UsageError):
+        EfficiencyModel("linear")
+
+
+def test_ratio_model_changes_the_selection(tmp_path):
+    # selection half (odd runs): 8 -> 10, 16 -> 13, 32 -> 11 epochs: a peak, which a valley cannot have
+    power = {(8, 200): (1.0, 150.0), (16, 200): (0.95, 150.0), (32, 200): (0.9, 150.0)}
+    p, t = write_traces(tmp_path, {8: {1: 10, 2: 10}, 16: {1: 13, 2: 12}, 32: {1: 11, 2: 12}}, power)
+    by_model = {}
+    for model in ("mean", "unimodal"):
+        res = replay(p, t, caps=[250.0], with_cases=True, ratio_model=model)
+        odd = next(c for c in res["case_list"] if c["fold"].startswith("select on odd"))
+        fit = next(f for f in res["fits"] if f["fold"].startswith("select on odd"))
+        by_model[model] = (odd["selected"][0], fit["expected_epochs"])
+    # mean: 0.9 * 11 < 1.0 * 10 -> 32; unimodal pools 16 and 32 to sqrt(13 * 11): 0.9 * 11.96 > 10 -> 8
+    assert by_model["mean"] == (32, {"8": 10.0, "16": 13.0, "32": 11.0})
+    assert by_model["unimodal"][0] == 8
+    assert by_model["unimodal"][1]["16"] == by_model["unimodal"][1]["32"] == pytest.approx(math.sqrt(13 * 11))
+
+
+def test_random_splits_partition_the_runs(tmp_path):
+    epochs = {8: {r: 10 + r % 3 for r in range(1, 8)}, 32: {r: 20 - r % 2 for r in range(1, 6)}}
+    p, t = write_traces(tmp_path, epochs)
+    res = replay(p, t, caps=[250.0], with_cases=True, splits=4, seed=3)
+    assert res["cases"] == 4 * 2 and len(res["fits"]) == 8 and res["splits"] == 4
+    parts = set()
+    for f in res["fits"]:
+        for b, runs in epochs.items():
+            a, s = f["selection_runs"][str(b)], f["scoring_runs"][str(b)]
+            assert not set(a) & set(s) and sorted(a + s) == sorted(runs) and abs(len(a) - len(s)) <= 1
+        parts.add(tuple(f["selection_runs"]["8"]))
+    assert len(parts) > 1  # the splits differ
+    again = replay(p, t, caps=[250.0], with_cases=True, splits=4, seed=3)
+    assert again["fits"] == res["fits"]  # seeded
+    with pytest.raises(UsageError):
+        replay(p, t, splits=0)
+    with pytest.raises(UsageError):
+        replay(p, t, ratio_model="linear")
+
+
+def test_references_with_identical_halves(tmp_path):
+    p, t = write_traces(tmp_path, {8: {1: 10, 2: 10, 3: 10, 4: 10}, 32: {1: 12, 2: 12, 3: 12, 4: 12}})
+    ref = replay(p, t, caps=[250.0])["reference"]
+    for name in ("in_sample", "plug_in_noise", "all_runs_oracle"):
+        assert ref[name]["within_5pct_share"] == 1.0 and ref[name]["median_slowdown"] == 1.0
+
+
 needs_data = pytest.mark.skipif(not (DATA / "summary_train.csv").is_file(), reason="../shared/data absent")
 
 
@@ -121,6 +202,27 @@ def test_real_zeus_traces(gpu):
     lo, hi = res["caps_w"]
     assert lo <= 100.0 and hi >= 250.0
     assert math.isfinite(res["speedup_vs_baseline1"]) and math.isfinite(res["speedup_vs_baseline2"])
+    assert res["ratio_model"] == "unimodal" and res["within_10pct_share"] >= res["within_5pct_share"]
+    # the selection and the oracle are scored by one function on the same scoring runs: recompute every
+    # case's slowdown here from the raw traces (time per epoch x mean epochs of the fold's scoring runs)
+    power = next(iter(v for k, v in read_power_trace(str(DATA / f"summary_power_{gpu}.csv")).items()
+                      if k[0] == "imagenet"))
+    train = next(iter(v for k, v in read_train_trace(str(DATA / "summary_train.csv")).items() if k[0] == "imagenet"))
+    runs = train[0.65]
+    fits = {f["fold"]: f for f in res["fits"] if f["workload"].startswith("imagenet")}
+    checked = 0
+    for c in res["case_list"]:
+        if not c["workload"].startswith("imagenet"):
+            continue
+        sco = fits[c["fold"]]["scoring_runs"]
+
+        def tta(pair):
+            b, pl = pair
+            return power[(b, pl)][0] * statistics.fmean(runs[b][r] for r in sco[str(b)])
+
+        assert c["slowdown"] == pytest.approx(tta(c["selected"]) / tta(c["oracle"]), rel=1e-12)
+        checked += 1
+    assert checked > 50
 
 
 @needs_data
