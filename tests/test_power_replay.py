@@ -72,7 +72,24 @@ def test_failed_runs_are_counted_not_hidden(tmp_path):
     assert res["baseline1_failed_cases"] == 1
     assert res["selected_failed_cases"] == 0
     assert all(c["selected"][0] == 8 for c in res["case_list"])
-    json.dumps(res)  # no inf/nan leaks into the JSON
+    json.dumps(res, allow_nan=False)  # no inf/nan leaks into the JSON
+
+
+def test_selection_failing_in_the_scoring_half_is_counted(tmp_path):
+    # batch 32 reaches the target in 5 epochs in runs 1, 3, 4 but never in run 2 (even half)
+    p, t = write_traces(tmp_path, {8: {1: 10, 2: 10, 3: 10, 4: 10}, 32: {1: 5, 2: None, 3: 5, 4: 5}})
+    res = replay(p, t, caps=[250.0], with_cases=True)
+    json.dumps(res, allow_nan=False)
+    a = next(c for c in res["case_list"] if c["fold"].startswith("select on odd"))
+    # odd runs say 32 is best; the even runs never reached the target with it: failed, not hidden
+    assert a["selected"][0] == 32 and a["oracle"][0] == 8 and a["slowdown"] is None
+    assert res["selected_failed_cases"] == 1 and res["within_5pct_share"] == 0.0
+    # fold B: 32 failed in its selection half (run 2), so it is not selectable: 8 is picked, and the odd
+    # runs (its scoring half) show 32 would have been 3x faster
+    b = next(c for c in res["case_list"] if c["fold"].startswith("select on even"))
+    assert b["selected"][0] == 8 and b["oracle"][0] == 32 and b["slowdown"] == pytest.approx(1.5 * 10 / (1.0 * 5))
+    # the plug-in reference fails the same way (null); the all-runs oracle has seen run 2 and avoids 32
+    assert a["reference"]["plug_in_noise"] is None and a["reference"]["all_runs_oracle"] == 1.0
 
 
 def test_cap_grid_counts_infeasible_caps(tmp_path):

@@ -195,7 +195,7 @@ def summarise(cases):
         "cases": len(cases),
         "within_5pct_share": _share(sl, WITHIN),
         "within_10pct_share": _share(sl, WITHIN_10),
-        "median_slowdown": statistics.median(sl) if sl else None,
+        "median_slowdown": _fin(statistics.median(sl)) if sl else None,  # null: half the picks failed
         "max_slowdown": _fin(max(sl)) if sl else None,
         "selected_failed_cases": len(sl) - len(fin),
         "speedup_vs_baseline1": _geomean([c["speedup_vs_baseline1"] for c in cases]),
@@ -415,8 +415,9 @@ def replay(power_trace, train_trace, power_column="bound", cap_step_w=5.0, caps=
            },
            "workloads": workloads, "skipped": skipped}
     if with_cases:
-        out["case_list"] = [{k: (_fin(v) if isinstance(v, float) and k != "power_cap_w" else v) for k, v in c.items()}
-                            for c in cases]
+        out["case_list"] = [{**{k: (_fin(v) if isinstance(v, float) and k != "power_cap_w" else v)
+                                for k, v in c.items()},
+                             "reference": {k: _fin(v) for k, v in c["reference"].items()}} for c in cases]
         out["fits"] = [{**f, "expected_epochs": {str(b): e for b, e in f["expected_epochs"].items()},
                         "mean_epochs": {str(b): e for b, e in f["mean_epochs"].items()},
                         "selection_runs": {str(b): r for b, r in f["selection_runs"].items()},
