@@ -23,6 +23,9 @@ COMMANDS = {
     "table": ("table", "cmd", "Power-cap table: profile, ratios, build, select; replay on GPU traces."),
     "train": ("train", "cmd", "Fine-tune under a power cap with the selected batch size and GPU frequency."),
     "devices": ("devices", "cmd", "List the host and connected devices with their energy meters."),
+    "export": ("export", "cmd", "Export a model's training step as ONNX, TorchScript or updatable Core ML."),
+    "bundle": ("bundle", "cmd", "Export a campaign's probes into a bundle a device harness runs."),
+    "harness": ("harness", "cmd", "Run a probe bundle here (reference harness); ingest a harness's results."),
 }
 
 

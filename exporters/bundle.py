@@ -1,0 +1,578 @@
+"""Probe bundles: the exported training steps a device measures, and the results it sends back.
+
+A bundle is a folder (optionally zipped) holding ``manifest.json`` (schema:
+``thor_sdk/schemas/manifest.schema.json``) and one file per probe part (ONNX or TorchScript training
+steps, named by content hash under ``parts/`` so identical parts are stored once). The manifest lists
+every probe (id, kind, role, config, batch size), its parts (file, sha256, input/label shapes and
+dtypes), the model format and runtime, optimizer, loss, the metric and the measurement protocol's
+settings; every file has a sha256 that a harness checks before running anything.
+
+A harness (``run_bundle`` = ``thor-sdk harness run``, or the Android/iOS apps) measures every probe's
+parts side by side with the shared protocol and writes a results document (schema:
+``thor_sdk/schemas/results.schema.json``). ``ingest_results`` validates a results document against
+its manifest and a campaign -- all of it, before writing anything -- then stores each probe's windows
+and derived per-layer samples.
+"""
+
+import contextlib
+import datetime as _dt
+import hashlib
+import json
+import math
+import os
+import shutil
+import tempfile
+
+from thor_sdk.errors import FormatError, NotFoundError, StoreError, UsageError
+
+MANIFEST_FORMAT = "thor-sdk/bundle"
+RESULTS_FORMAT = "thor-sdk/results"
+VERSION = 1
+MANIFEST = "manifest.json"
+FORMATS = ("onnx", "torchscript")
+RUNTIME_OF = {"onnx": "onnxruntime", "torchscript": "torchscript"}
+SUFFIX = {"onnx": ".onnx", "torchscript": ".pt"}
+
+
+def _now():
+    return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds").replace("+00:00", "Z")
+
+
+def _producer():
+    from thor_sdk import __version__
+
+    return f"thor-sdk {__version__}"
+
+
+def sha256_file(path):
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def check_relpath(path, what="file path"):
+    """A path from a manifest or results file: relative, '/'-separated, no '..', no odd characters."""
+    if not isinstance(path, str) or not path or path.startswith("/") or "\\" in path or "\0" in path \
+            or ":" in path or any(seg in ("..", "") for seg in path.split("/")):
+        raise FormatError(f"{what} {path!r} is not a plain relative path inside the bundle (no '/' prefix, no '..')")
+    return path
+
+
+def _check_format(fmt):
+    if fmt not in FORMATS:
+        raise UsageError(f"unknown bundle format {fmt!r} (known: {', '.join(FORMATS)})")
+
+
+# ---------------------------------------------------------------------------------------------
+# writing
+# ---------------------------------------------------------------------------------------------
+class _PartWriter:
+    """Exports probe parts into a bundle folder, one file per distinct content."""
+
+    def __init__(self, out_dir, fmt, optimizer, lr, cache=None):
+        from .onnx_train import OnnxStepExporter
+
+        self.out_dir, self.fmt, self.optimizer, self.lr, self.cache = out_dir, fmt, optimizer, lr, cache
+        self.exporter = OnnxStepExporter() if fmt == "onnx" else None
+        self.files = {}  # relpath -> (sha256, bytes)
+
+    def write(self, name, module, x, y, x_requires_grad, num_classes):
+        from .onnx_train import cached_export, describe
+
+        os.makedirs(os.path.join(self.out_dir, "parts"), exist_ok=True)
+        tmp = os.path.join(self.out_dir, "parts", f".tmp-{os.getpid()}-{name}{SUFFIX[self.fmt]}")
+        extra = {}
+        if self.fmt == "onnx":
+            src = cached_export(module, x, y, optimizer=self.optimizer, lr=self.lr, x_requires_grad=x_requires_grad,
+                                cache=self.cache, exporter=self.exporter)
+            shutil.copyfile(src, tmp)
+            desc = describe(tmp)
+            extra = {"state_pairs": desc["state_pairs"], "outputs": [o["name"] for o in desc["outputs"]]}
+        else:
+            from .torchscript_train import export_torchscript
+
+            export_torchscript(module, x, y, tmp, optimizer=self.optimizer, lr=self.lr,
+                               x_requires_grad=x_requires_grad)
+        digest = sha256_file(tmp)
+        rel = f"parts/{digest[:20]}{SUFFIX[self.fmt]}"
+        final = os.path.join(self.out_dir, *rel.split("/"))
+        if os.path.exists(final):
+            os.remove(tmp)
+        else:
+            os.replace(tmp, final)
+        self.files[rel] = (digest, os.path.getsize(final))
+        return dict({"name": name, "file": rel, "sha256": digest,
+                     "x": {"shape": [int(s) for s in x.shape], "dtype": str(x.dtype).replace("torch.", "")},
+                     "y": {"shape": [int(s) for s in y.shape], "dtype": str(y.dtype).replace("torch.", "")},
+                     "num_classes": int(num_classes), "x_requires_grad": bool(x_requires_grad)}, **extra)
+
+
+def _prepare_dir(out_dir):
+    if os.path.exists(out_dir) and (not os.path.isdir(out_dir) or os.listdir(out_dir)):
+        raise UsageError(f"{out_dir} exists and is not an empty folder; choose another --out")
+    os.makedirs(out_dir, exist_ok=True)
+
+
+def _settings_dict(settings):
+    from thor_sdk.harness.protocol import ProtocolSettings
+
+    if settings is None:
+        settings = ProtocolSettings()
+    return dict(settings.to_dict() if hasattr(settings, "to_dict") else settings)
+
+
+def write_bundle(probes, out_dir, *, fmt="onnx", settings=None, metric="time", optimizer="sgd", lr=0.01,
+                 progress=None, cache=None):
+    """Export every part of ``probes`` into the new folder ``out_dir`` and write its manifest.
+
+    ``progress(done, total, label)`` is called after each part. Returns the manifest.
+    """
+    _check_format(fmt)
+    probes = list(probes)
+    if not probes:
+        raise UsageError("no probes to bundle")
+    if metric not in ("time", "energy"):
+        raise UsageError(f"unknown metric {metric!r} (time, energy)")
+    _prepare_dir(out_dir)
+    writer = _PartWriter(out_dir, fmt, optimizer, lr, cache)
+    total = sum(len(p.parts()) for p in probes)
+    done, entries = 0, []
+    for probe in probes:
+        parts = []
+        for part in probe.parts():
+            pm = probe.build(part)
+            parts.append(writer.write(part, pm.module, pm.x, pm.y, pm.x_requires_grad, pm.num_classes))
+            done += 1
+            if progress:
+                progress(done, total, f"{probe.id}/{part}")
+        entries.append(dict(probe.to_dict(), parts=parts))
+    manifest = _manifest(writer, fmt, settings, metric, optimizer, lr, probes=entries)
+    _write_manifest(out_dir, manifest)
+    return manifest
+
+
+def _manifest(writer, fmt, settings, metric, optimizer, lr, probes=(), model=None):
+    doc = {"format": MANIFEST_FORMAT, "version": VERSION, "id": "", "created_utc": _now(), "producer": _producer(),
+           "model_format": fmt, "runtime": RUNTIME_OF[fmt], "metric": metric, "optimizer": optimizer,
+           "lr": float(lr), "loss": "ce", "settings": _settings_dict(settings), "probes": list(probes)}
+    if model is not None:
+        doc["model"] = model
+        doc["parts"] = model["parts"]
+        doc["id"] = f"model-{model['name']}-b{model['batch_size']}"
+    elif len(probes) == 1:
+        doc["parts"] = probes[0]["parts"]
+        doc["id"] = probes[0]["id"]
+    doc["files"] = [{"path": p, "sha256": s, "bytes": n} for p, (s, n) in sorted(writer.files.items())]
+    if not doc["id"]:
+        doc["id"] = "bundle-" + hashlib.sha256(json.dumps(doc["files"]).encode()).hexdigest()[:16]
+    validate_manifest(doc)
+    return doc
+
+
+def _write_manifest(out_dir, manifest):
+    path = os.path.join(out_dir, MANIFEST)
+    tmp = f"{path}.tmp{os.getpid()}"
+    with open(tmp, "w", encoding="utf-8") as f:
+        json.dump(manifest, f, indent=1, allow_nan=False)
+        f.write("\n")
+    os.replace(tmp, path)
+
+
+def write_probe_bundle(probe, out_dir, settings=None, metric="time", runtime="onnxruntime", cache=None):
+    """A one-probe bundle (what a remote device runs per probe); returns ``out_dir``."""
+    fmt = "torchscript" if runtime == "torchscript" else "onnx"
+    write_bundle([probe], out_dir, fmt=fmt, settings=settings, metric=metric, cache=cache)
+    return out_dir
+
+
+def write_model_bundle(model, batch_size, out_dir, settings=None, metric="time", runtime="onnxruntime",
+                       optimizer="sgd", lr=0.01, cache=None):
+    """A whole-model bundle (one part, ``model``) for a reference network; returns ``out_dir``."""
+    from thor_sdk.models import build_model, model_spec
+
+    from .onnx_train import example_batch
+
+    fmt = "torchscript" if runtime == "torchscript" else "onnx"
+    spec = model_spec(model)
+    _prepare_dir(out_dir)
+    writer = _PartWriter(out_dir, fmt, optimizer, lr, cache)
+    x, y = example_batch(model, int(batch_size))
+    part = writer.write("model", build_model(model), x, y, False, spec.num_classes)
+    manifest = _manifest(writer, fmt, settings, metric, optimizer, lr,
+                         model={"name": model, "batch_size": int(batch_size), "parts": [part]})
+    _write_manifest(out_dir, manifest)
+    return out_dir
+
+
+def bundle_campaign(campaign_path, out_dir, *, fmt="onnx", zip_path=None, include_done=False, optimizer="sgd",
+                    lr=0.01, progress=None, cache=None):
+    """Bundle the probes a campaign still has to measure (all of them with ``include_done``), with the
+    campaign's metric and protocol settings. Returns the manifest."""
+    from thor_sdk.store import Campaign
+
+    with Campaign.open(campaign_path) as c:
+        meta = c.meta
+        probes = c.probes() if include_done else c.probes("planned") + c.probes("failed")
+    if not probes:
+        raise UsageError(f"{campaign_path} has no planned probes left to measure (use --all to bundle every probe)")
+    manifest = write_bundle(probes, out_dir, fmt=fmt, settings=meta.get("protocol"), metric=meta.get("metric", "time"),
+                            optimizer=optimizer, lr=lr, progress=progress, cache=cache)
+    if zip_path:
+        zip_bundle(out_dir, zip_path)
+    return manifest
+
+
+def zip_bundle(bundle_dir, zip_path):
+    """Zip a bundle folder (manifest and parts at the archive's top level)."""
+    import zipfile
+
+    manifest = read_manifest(bundle_dir)
+    tmp = f"{zip_path}.tmp{os.getpid()}"
+    with zipfile.ZipFile(tmp, "w", compression=zipfile.ZIP_DEFLATED) as z:
+        z.write(os.path.join(bundle_dir, MANIFEST), MANIFEST)
+        for f in manifest["files"]:
+            z.write(os.path.join(bundle_dir, *f["path"].split("/")), f["path"])
+    os.replace(tmp, zip_path)
+    return zip_path
+
+
+# ---------------------------------------------------------------------------------------------
+# reading and verifying
+# ---------------------------------------------------------------------------------------------
+def load_json(path, what):
+    if not os.path.isfile(path):
+        raise NotFoundError(f"no such file: {path}")
+    try:
+        with open(path, encoding="utf-8") as f:
+            return json.load(f)
+    except (json.JSONDecodeError, UnicodeDecodeError) as e:
+        raise FormatError(f"{path} is not valid JSON ({what}): {e}") from None
+
+
+def validate_manifest(doc, what="bundle manifest"):
+    """Schema, path and consistency checks of a manifest; FormatError with the first problem."""
+    from thor_sdk.layers import validate
+
+    if not isinstance(doc, dict):
+        raise FormatError(f"{what} is not a JSON object")
+    if doc.get("format") == MANIFEST_FORMAT and doc.get("version") not in (None, VERSION):
+        raise FormatError(f"{what} is bundle format version {doc.get('version')}; this thor-sdk reads version {VERSION}")
+    validate(doc, "manifest.schema.json", what)
+    _check_finite(doc, what)
+    listed = {}
+    for f in doc["files"]:
+        check_relpath(f["path"], f"{what}: file")
+        listed[f["path"]] = f["sha256"]
+    entries = [p for probe in doc["probes"] for p in probe["parts"]]
+    entries += (doc.get("model") or {}).get("parts", []) + doc.get("parts", [])
+    for part in entries:
+        check_relpath(part["file"], f"{what}: part file")
+        if listed.get(part["file"]) != part["sha256"]:
+            raise FormatError(f"{what}: part file {part['file']} is not listed in 'files' with the same sha256")
+    ids = [p["id"] for p in doc["probes"]]
+    if len(set(ids)) != len(ids):
+        raise FormatError(f"{what}: a probe id appears twice")
+    for probe in doc["probes"]:
+        from thor_sdk.probes import Probe
+
+        try:
+            want = Probe(probe["kind"], probe["config"], probe["batch_size"], probe["role"])
+        except UsageError as e:
+            raise FormatError(f"{what}: probe {probe['id']}: {e}") from None
+        if want.id != probe["id"]:
+            raise FormatError(f"{what}: probe id {probe['id']} does not match its kind/config/batch size/role")
+        names = [p["name"] for p in probe["parts"]]
+        if names != want.parts():
+            raise FormatError(f"{what}: probe {probe['id']} has parts {names}, expected {want.parts()}")
+    return doc
+
+
+def read_manifest(bundle_dir):
+    return validate_manifest(load_json(os.path.join(bundle_dir, MANIFEST), "bundle manifest"),
+                             f"bundle manifest {os.path.join(bundle_dir, MANIFEST)}")
+
+
+def verify_files(bundle_dir, manifest):
+    """Every listed file exists and has its sha256 (FormatError naming the first that does not)."""
+    for f in manifest["files"]:
+        path = os.path.join(bundle_dir, *check_relpath(f["path"]).split("/"))
+        if not os.path.isfile(path):
+            raise FormatError(f"bundle file {f['path']} is missing")
+        if sha256_file(path) != f["sha256"]:
+            raise FormatError(f"bundle file {f['path']} fails its sha256 check (tampered or corrupted in transfer)")
+
+
+@contextlib.contextmanager
+def open_bundle(path):
+    """``(bundle_dir, manifest)`` of a bundle folder or zip, with every file's sha256 verified."""
+    if not os.path.exists(path):
+        raise NotFoundError(f"no such bundle: {path}")
+    if os.path.isdir(path):
+        manifest = read_manifest(path)
+        verify_files(path, manifest)
+        yield path, manifest
+        return
+    import zipfile
+
+    if not zipfile.is_zipfile(path):
+        raise FormatError(f"{path} is neither a bundle folder nor a zip")
+    with tempfile.TemporaryDirectory(prefix="thor-bundle-") as tmp:
+        with zipfile.ZipFile(path) as z:
+            for info in z.infolist():
+                if info.is_dir():
+                    continue
+                check_relpath(info.filename, f"zip member of {path}")
+                dest = os.path.join(tmp, *info.filename.split("/"))
+                os.makedirs(os.path.dirname(dest), exist_ok=True)
+                with z.open(info) as src, open(dest, "wb") as out:
+                    shutil.copyfileobj(src, out)
+        manifest = read_manifest(tmp)
+        verify_files(tmp, manifest)
+        yield tmp, manifest
+
+
+def _units(manifest):
+    """[(unit id, probe dict or None, [part entries])]: the probes, or the whole model."""
+    if manifest.get("model"):
+        return [(manifest["id"], None, manifest["model"]["parts"])]
+    return [(p["id"], p, p["parts"]) for p in manifest["probes"]]
+
+
+# ---------------------------------------------------------------------------------------------
+# running (the host harness)
+# ---------------------------------------------------------------------------------------------
+def _trainer(bundle_dir, manifest, part, threads=None):
+    path = os.path.join(bundle_dir, *part["file"].split("/"))
+    if manifest["model_format"] == "onnx":
+        from .ort_trainer import OrtTrainer
+
+        return OrtTrainer(path, threads)
+    from .torchscript_train import TorchScriptTrainer
+
+    return TorchScriptTrainer(path)
+
+
+def run_bundle(path, *, meter=None, state_fn=None, settings=None, device=None, threads=None, on_probe=None):
+    """Measure every probe (or the model) of a bundle with the shared protocol; returns the results doc.
+
+    The files' sha256 are verified first. ``meter``: an energy meter (required when the manifest's
+    metric is energy); ``settings``: override the manifest's protocol settings; ``device``: a plain
+    description stored in the results; ``on_probe(index, total, unit_id)`` is called before each probe.
+    """
+    from thor_sdk.errors import MeasurementError
+    from thor_sdk.harness.protocol import ProtocolSettings, measure_parts
+
+    with open_bundle(path) as (bundle_dir, manifest):
+        metric = manifest["metric"]
+        if metric == "energy" and meter is None:
+            raise MeasurementError("the bundle asks for energy but no energy meter is readable here")
+        known = set(ProtocolSettings().to_dict())
+        s = settings or ProtocolSettings(**{k: v for k, v in manifest["settings"].items() if k in known})
+        units = _units(manifest)
+        out = {}
+        for i, (uid, _probe, parts) in enumerate(units):
+            if on_probe:
+                on_probe(i, len(units), uid)
+            trainers = {}
+            try:
+                for part in parts:
+                    trainers[part["name"]] = _trainer(bundle_dir, manifest, part, threads)
+                res = measure_parts(trainers, s, meter=meter if metric == "energy" else None, metric=metric,
+                                    state_fn=state_fn)
+            finally:
+                for t in trainers.values():
+                    t.close()
+            out[uid] = {p: r.to_dict() for p, r in res.items()}
+    doc = {"format": RESULTS_FORMAT, "version": VERSION, "harness": _producer(), "bundle": manifest["id"],
+           "created_utc": _now(), "metric": metric, "device": device, "settings": s.to_dict()}
+    if len(units) == 1 and "parts" in manifest:
+        doc["parts"] = out[units[0][0]]
+    else:
+        doc["probes"] = {uid: {"parts": parts} for uid, parts in out.items()}
+    validate_results_doc(doc)
+    return doc
+
+
+def run_harness(bundle_path, out, *, threads=None, on_probe=None, root="/"):
+    """``thor-sdk harness run``: run a bundle on this machine (a host or a board reached over ssh) with
+    its energy meter when the bundle asks for energy, its sysfs state per window, and write ``out``."""
+    from thor_sdk.devices.host import HostDevice
+    from thor_sdk.devices.state import sysfs_state
+
+    with open_bundle(bundle_path) as (_d, manifest):
+        metric = manifest["metric"]
+    host = HostDevice(root=root, threads=threads)
+    meter = host.require_meter(metric)
+    doc = run_bundle(bundle_path, meter=meter, state_fn=lambda: sysfs_state(root), device=host.info(),
+                     threads=threads, on_probe=on_probe)
+    write_results(doc, out)
+    return doc
+
+
+def ingest_file(results_path, bundle_path, campaign_path):
+    """``thor-sdk harness ingest``: a results file -> the campaign the bundle came from."""
+    from thor_sdk.store import Campaign
+
+    with open_bundle(bundle_path) as (_d, manifest):
+        pass
+    doc = load_json(results_path, "harness results")
+    with Campaign.open(campaign_path) as c:
+        return ingest_results(c, doc, manifest)
+
+
+def write_results(doc, path):
+    tmp = f"{path}.tmp{os.getpid()}"
+    try:
+        with open(tmp, "w", encoding="utf-8") as f:
+            json.dump(doc, f, indent=1, allow_nan=False)
+            f.write("\n")
+    except ValueError as e:  # NaN / infinity
+        raise FormatError(f"results cannot be written as JSON: {e}") from None
+    os.replace(tmp, path)
+
+
+# ---------------------------------------------------------------------------------------------
+# validating and ingesting results
+# ---------------------------------------------------------------------------------------------
+def _check_finite(obj, what, where=""):
+    if isinstance(obj, bool) or obj is None or isinstance(obj, str):
+        return
+    if isinstance(obj, (int, float)):
+        if not math.isfinite(obj):
+            raise FormatError(f"{what}: {where or 'a value'} is {obj} (NaN and infinity are not allowed)")
+        return
+    if isinstance(obj, dict):
+        for k, v in obj.items():
+            _check_finite(v, what, f"{where}/{k}" if where else str(k))
+    elif isinstance(obj, (list, tuple)):
+        for i, v in enumerate(obj):
+            _check_finite(v, what, f"{where}/{i}")
+
+
+def validate_results_doc(doc, what="results"):
+    """Schema, finiteness and path checks of a results document on its own."""
+    from thor_sdk.layers import validate
+
+    if not isinstance(doc, dict):
+        raise FormatError(f"{what} is not a JSON object")
+    if doc.get("error") and "format" not in doc:
+        raise FormatError(f"{what}: the harness failed: {str(doc['error'])[:300]}")
+    if doc.get("format") == RESULTS_FORMAT and doc.get("version") not in (None, VERSION):
+        raise FormatError(f"{what} is results format version {doc.get('version')}; this thor-sdk reads version {VERSION}")
+    _check_finite(doc, what)
+    validate(doc, "results.schema.json", what)
+    for f in doc.get("files", []):
+        check_relpath(f["path"], f"{what}: file")
+    return doc
+
+
+def _part_result(name, d, metric, what):
+    from thor_sdk.harness.protocol import PartResult
+
+    n = len(d["time_s"])
+    energy = list(d.get("energy_j") or [])
+    net = list(d.get("net_energy_j") or [])
+    if energy and len(energy) != n:
+        raise FormatError(f"{what}: part {name} has {len(energy)} energy values for {n} rounds")
+    if net and len(net) != n:
+        raise FormatError(f"{what}: part {name} has {len(net)} net energy values for {n} rounds")
+    if metric == "energy" and not energy:
+        raise FormatError(f"{what}: part {name} has no energy_j but the bundle's metric is energy")
+    times = d.get("window_times_s") or [[w["t_start_s"], w["t_end_s"]] for w in d.get("windows") or []
+                                         if "t_start_s" in w and "t_end_s" in w]
+    for a, b in times:
+        if b < a:
+            raise FormatError(f"{what}: part {name} has a window that ends before it starts")
+    states = list(d.get("states") or [w["state"] for w in d.get("windows") or [] if isinstance(w.get("state"), dict)])
+    return PartResult(name, int(d["steps_per_window"]), [float(v) for v in d["time_s"]], [float(v) for v in energy],
+                      [float(v) for v in net], d.get("idle_power_w"), states, [tuple(w) for w in times])
+
+
+def parse_results(doc, manifest, what="results"):
+    """{unit id: {part: PartResult}} of a results document checked against the manifest it ran.
+
+    Refuses (FormatError): schema violations, NaN/infinity, non-positive step times, negative energy,
+    unsafe file paths, results for another bundle or another metric, unknown probe ids or parts,
+    and probes missing parts.
+    """
+    validate_results_doc(doc, what)
+    if doc.get("bundle") not in (None, manifest["id"]):
+        raise FormatError(f"{what} are for bundle {doc['bundle']}, not {manifest['id']}")
+    if doc["metric"] != manifest["metric"]:
+        raise FormatError(f"{what} measured {doc['metric']} but the bundle asks for {manifest['metric']}")
+    units = {uid: [p["name"] for p in parts] for uid, _probe, parts in _units(manifest)}
+    if "parts" in doc:
+        if len(units) != 1:
+            raise FormatError(f"{what} give top-level parts but the bundle holds {len(units)} probes")
+        by_unit = {next(iter(units)): doc["parts"]}
+    else:
+        by_unit = {uid: v["parts"] for uid, v in doc["probes"].items()}
+    out = {}
+    for uid, parts in by_unit.items():
+        if uid not in units:
+            raise FormatError(f"{what} name probe {uid}, which is not in the bundle")
+        missing = [p for p in units[uid] if p not in parts]
+        extra = [p for p in parts if p not in units[uid]]
+        if missing or extra:
+            raise FormatError(f"{what}: probe {uid} has parts {sorted(parts)}, expected {units[uid]}")
+        out[uid] = {p: _part_result(p, parts[p], manifest["metric"], f"{what}: probe {uid}") for p in units[uid]}
+        rounds = {len(r.time_s) for r in out[uid].values()}
+        if len(rounds) != 1:
+            raise FormatError(f"{what}: probe {uid}: its parts have different numbers of rounds {sorted(rounds)}")
+    return out
+
+
+def read_probe_parts(results_path, bundle_dir):
+    """{part: PartResult} of a one-probe (or whole-model) bundle's results file."""
+    manifest = read_manifest(bundle_dir)
+    parsed = parse_results(load_json(results_path, "harness results"), manifest, f"results {results_path}")
+    if len(parsed) != 1:
+        raise FormatError(f"results {results_path} hold {len(parsed)} probes; expected one")
+    return next(iter(parsed.values()))
+
+
+def ingest_results(campaign, results_doc, manifest):
+    """Validate ``results_doc`` against ``manifest`` and ``campaign`` -- everything, before writing
+    anything -- then store each measured probe's windows and per-layer samples and mark it done.
+
+    Returns ``{"probes": [ids ingested], "windows": count, "samples": count}``. Probes of the bundle
+    the results do not cover stay planned. FormatError (one line) and the campaign untouched on any
+    problem; StoreError when a probe is not planned in this campaign or already measured.
+    """
+    from thor_sdk.fit.active import derive_samples
+    from thor_sdk.probes import Probe
+
+    if isinstance(campaign, (str, os.PathLike)):
+        raise UsageError("ingest_results(campaign, results_doc, manifest) takes an open Campaign; to read one "
+                         "probe's parts from a results file use read_probe_parts(results_path, bundle_dir)")
+    validate_manifest(manifest)
+    if manifest.get("model"):
+        raise UsageError("a whole-model bundle's results have no probes to store in a campaign")
+    meta = campaign.meta
+    if meta.get("metric", "time") != manifest["metric"]:
+        raise FormatError(f"the bundle measured {manifest['metric']} but campaign {campaign.path} is for "
+                          f"{meta.get('metric')}")
+    parsed = parse_results(results_doc, manifest)
+    probes = {p["id"]: Probe.from_dict(p) for p in manifest["probes"]}
+    status = dict(campaign.conn.execute("SELECT id, status FROM probes").fetchall())
+    plan = []
+    for uid, parts in parsed.items():
+        st = status.get(uid)
+        if st is None:
+            raise StoreError(f"probe {uid} is not in campaign {campaign.path}")
+        if st == "done":
+            raise StoreError(f"probe {uid} is already measured in {campaign.path}")
+        samples = derive_samples(probes[uid], parts, manifest["metric"])
+        plan.append((uid, parts, samples))
+    windows = n_samples = 0
+    for uid, parts, samples in plan:
+        campaign.discard_partial(uid)
+        for name, r in parts.items():
+            for rnd, t in enumerate(r.time_s):
+                campaign.add_window(uid, name, rnd, t, r.energy_j[rnd] if r.energy_j else None)
+                windows += 1
+        campaign.complete(uid, samples)
+        n_samples += len(samples)
+    return {"probes": [uid for uid, _, _ in plan], "windows": windows, "samples": n_samples}

@@ -1,0 +1,192 @@
+"""Decompositions used while tracing a training step for ONNX export.
+
+The ONNX translation library (onnxscript's torch_lib) has no implementations of most *backward*
+ATen ops, so the traced step must be written in forward ops only. torch ships decompositions for
+many backward ops; the ones it lacks for CPU tracing (``convolution_backward``,
+``avg_pool2d_backward``, ``_adaptive_avg_pool2d_backward``) are written here in terms of plain
+(transposed) convolutions, which every ONNX runtime executes.
+
+Only backward ops are decomposed, plus forward ops ONNX has no (correct) translation for, so the
+forward part of the exported graph keeps its natural ONNX ops (Conv, MaxPool, Gemm, ...). Training-mode
+batch norm is one of those: onnxscript 0.7 exports it as an inference-mode ``BatchNormalization``
+(normalising with the running statistics and never updating them -- silently wrong numbers), so it is
+decomposed into mean/variance arithmetic here. The same goes for ``nll_loss_forward`` (its
+``total_weight`` is faked); thor-sdk's own loss never emits it, the decomposition is a second guard.
+"""
+
+
+def _pair(v):
+    if isinstance(v, (list, tuple)):
+        return [int(i) for i in v] if len(v) == 2 else [int(v[0])] * 2
+    return [int(v)] * 2
+
+
+def convolution_backward(grad_output, input, weight, bias_sizes, stride, padding, dilation, transposed,
+                         output_padding, groups, output_mask):
+    """``aten.convolution_backward`` for 2-D, non-transposed convolutions as two convolutions.
+
+    grad_input is the transposed convolution of grad_output with the weight; grad_weight is a
+    grouped convolution of the input (batch moved into channels) with grad_output used as the
+    kernel (stride and dilation swap roles); grad_bias is a sum.
+    """
+    import torch
+
+    aten = torch.ops.aten
+    if transposed or input.dim() != 4:
+        return NotImplemented
+    stride, padding, dilation = _pair(stride), _pair(padding), _pair(dilation)
+    n, c_in, h, w = input.shape
+    c_out, cig, kh, kw = weight.shape
+    ho, wo = grad_output.shape[2], grad_output.shape[3]
+    g = int(groups)
+    grad_input = grad_weight = grad_bias = None
+    if output_mask[0]:
+        out_pad = [
+            h - ((ho - 1) * stride[0] - 2 * padding[0] + dilation[0] * (kh - 1) + 1),
+            w - ((wo - 1) * stride[1] - 2 * padding[1] + dilation[1] * (kw - 1) + 1),
+        ]
+        if any(p < 0 or (p >= s and p >= d) for p, s, d in zip(out_pad, stride, dilation)):
+            return NotImplemented
+        grad_input = aten.convolution(grad_output, weight, None, stride, padding, dilation, True, out_pad, g)
+    if output_mask[1]:
+        cog = c_out // g
+        # input (N, g*cig, H, W) -> (cig, g*N, H, W): batch = cig, channels = (group, sample)
+        x = input.reshape(n, g, cig, h, w).permute(2, 1, 0, 3, 4).reshape(cig, g * n, h, w)
+        # grad_output (N, g*cog, Ho, Wo) -> kernel (g*cog, N, Ho, Wo)
+        k = grad_output.reshape(n, g, cog, ho, wo).permute(1, 2, 0, 3, 4).reshape(g * cog, n, ho, wo)
+        gw = aten.convolution(x, k, None, dilation, padding, stride, False, [0, 0], g)
+        grad_weight = gw[:, :, :kh, :kw].permute(1, 0, 2, 3).contiguous()
+    if output_mask[2]:
+        grad_bias = grad_output.sum(dim=(0, 2, 3))
+    return grad_input, grad_weight, grad_bias
+
+
+def native_batch_norm(input, weight, bias, running_mean, running_var, training, momentum, eps):
+    """Training-mode batch norm in elementwise ops, updating the running statistics as torch does
+    (biased variance to normalise, unbiased variance into ``running_var``)."""
+    if not training:
+        return NotImplemented
+    dims = [0] + list(range(2, input.dim()))
+    shape = [1, input.shape[1]] + [1] * (input.dim() - 2)
+    n = input.numel() // input.shape[1]
+    mean = input.mean(dim=dims)
+    centered = input - mean.reshape(shape)
+    var = (centered * centered).mean(dim=dims)
+    rstd = (var + eps).rsqrt()
+    out = centered * rstd.reshape(shape)
+    if weight is not None:
+        out = out * weight.reshape(shape)
+    if bias is not None:
+        out = out + bias.reshape(shape)
+    if running_mean is not None:
+        running_mean.copy_(running_mean * (1.0 - momentum) + mean * momentum)
+    if running_var is not None:
+        running_var.copy_(running_var * (1.0 - momentum) + var * (momentum * n / max(n - 1, 1)))
+    return out, mean, rstd
+
+
+def native_batch_norm_backward(grad_out, input, weight, running_mean, running_var, save_mean, save_invstd, train,
+                               eps, output_mask):
+    """Training-mode batch-norm backward in a few elementwise ops and two reductions (torch's own
+    decomposition emits several times more nodes, which makes tracing and export slow)."""
+    if not train or save_mean is None or save_invstd is None:
+        return NotImplemented
+    dims = [0] + list(range(2, input.dim()))
+    shape = [1, input.shape[1]] + [1] * (input.dim() - 2)
+    n = input.numel() // input.shape[1]
+    rstd = save_invstd.reshape(shape)
+    xhat = (input - save_mean.reshape(shape)) * rstd
+    sum_dy = grad_out.sum(dim=dims)
+    sum_dy_xhat = (grad_out * xhat).sum(dim=dims)
+    grad_input = grad_weight = grad_bias = None
+    if output_mask[0]:
+        scale = rstd if weight is None else rstd * weight.reshape(shape)
+        grad_input = scale * (grad_out - (sum_dy / n).reshape(shape) - xhat * (sum_dy_xhat / n).reshape(shape))
+    if output_mask[1]:
+        grad_weight = sum_dy_xhat
+    if output_mask[2]:
+        grad_bias = sum_dy
+    return grad_input, grad_weight, grad_bias
+
+
+def _pool_backward(grad_output, input, kernel, stride, padding):
+    """Gradient of an average pooling that divides by the full kernel area (count_include_pad)."""
+    import torch
+
+    aten = torch.ops.aten
+    c = input.shape[1]
+    h, w = input.shape[2], input.shape[3]
+    ho, wo = grad_output.shape[2], grad_output.shape[3]
+    out_pad = [h - ((ho - 1) * stride[0] - 2 * padding[0] + kernel[0]),
+               w - ((wo - 1) * stride[1] - 2 * padding[1] + kernel[1])]
+    if any(p < 0 or p >= s for p, s in zip(out_pad, stride)):
+        return NotImplemented
+    ones = torch.full((c, 1, kernel[0], kernel[1]), 1.0 / (kernel[0] * kernel[1]), dtype=grad_output.dtype)
+    return aten.convolution(grad_output, ones, None, stride, padding, [1, 1], True, out_pad, c)
+
+
+def avg_pool2d_backward(grad_output, input, kernel_size, stride, padding, ceil_mode, count_include_pad,
+                        divisor_override):
+    if ceil_mode or divisor_override is not None or input.dim() != 4:
+        return NotImplemented
+    kernel = _pair(kernel_size)
+    stride = _pair(stride) if stride else kernel
+    padding = _pair(padding)
+    if not count_include_pad and any(padding):
+        return NotImplemented
+    return _pool_backward(grad_output, input, kernel, stride, padding)
+
+
+def adaptive_avg_pool2d_backward(grad_output, input):
+    if input.dim() != 4:
+        return NotImplemented
+    h, w = input.shape[2], input.shape[3]
+    ho, wo = grad_output.shape[2], grad_output.shape[3]
+    if h % ho or w % wo:
+        return NotImplemented
+    if ho == 1 and wo == 1:
+        return (grad_output / float(h * w)).expand(input.shape).contiguous()
+    kernel = [h // ho, w // wo]
+    return _pool_backward(grad_output, input, kernel, kernel, [0, 0])
+
+
+def decomposition_table():
+    """The decomposition table for ``make_fx`` when tracing a training step for ONNX."""
+    import torch
+    from torch._decomp import get_decompositions
+
+    aten = torch.ops.aten
+    table = get_decompositions([
+        aten.native_batch_norm_backward,
+        aten.native_layer_norm_backward,
+        aten.embedding_dense_backward,
+        aten.max_pool2d_with_indices_backward,
+        aten.threshold_backward,
+        aten.hardtanh_backward,
+        aten.gelu_backward,
+        aten.tanh_backward,
+        aten.sigmoid_backward,
+        aten._softmax_backward_data,
+        aten._log_softmax_backward_data,
+        aten.native_dropout_backward,
+        aten._adaptive_avg_pool2d,
+        aten.mse_loss_backward,
+        aten.mse_loss,
+        aten.nll_loss_forward,
+        aten.nll_loss_backward,
+    ])
+    # onnxscript translates training-mode batch norm as inference-mode BatchNormalization
+    # (normalises with the running statistics and never updates them): decompose it instead
+    table[aten.native_batch_norm.default] = native_batch_norm
+    fallback = table[aten.native_batch_norm_backward.default]
+
+    def bn_backward(*args):
+        out = native_batch_norm_backward(*args)
+        return fallback(*args) if out is NotImplemented else out
+
+    table[aten.native_batch_norm_backward.default] = bn_backward
+    table[aten._native_batch_norm_legit.default] = native_batch_norm
+    table[aten.convolution_backward.default] = convolution_backward
+    table[aten.avg_pool2d_backward.default] = avg_pool2d_backward
+    table[aten._adaptive_avg_pool2d_backward.default] = adaptive_avg_pool2d_backward
+    return table

@@ -1,0 +1,56 @@
+"""``export_model``: one reference network's training step in one format (what ``thor-sdk export`` runs)."""
+
+import os
+import time
+
+from thor_sdk.errors import UsageError
+
+FORMATS = ("onnx", "torchscript", "coreml")
+
+
+def export_model(model, batch_size, fmt, out, *, optimizer="sgd", loss="ce", lr=0.01, epochs=1):
+    """Export ``model`` (a reference network name) at ``batch_size`` to ``out`` in ``fmt``.
+
+    Returns a summary dict: format, path, bytes, seconds, and the format's own description (ONNX:
+    inputs/outputs/state pairs; TorchScript: shapes; Core ML: updatable and frozen layers).
+    """
+    from thor_sdk.models import build_model, model_spec
+
+    from .bundle import sha256_file
+    from .onnx_train import LOSSES, OPTIMIZERS, example_batch
+
+    if fmt not in FORMATS:
+        raise UsageError(f"unknown export format {fmt!r} (known: {', '.join(FORMATS)})")
+    if optimizer not in OPTIMIZERS:
+        raise UsageError(f"unknown optimizer {optimizer!r} (known: {', '.join(OPTIMIZERS)})")
+    if loss not in LOSSES:
+        raise UsageError(f"unknown loss {loss!r} (known: {', '.join(LOSSES)})")
+    if batch_size < 1:
+        raise UsageError(f"batch size must be >= 1, got {batch_size}")
+    spec = model_spec(model)
+    if loss == "mse" and spec.label_shape:
+        raise UsageError(f"--loss mse needs one label per sample; {model} predicts a sequence (use ce)")
+    module = build_model(model)
+    t0 = time.perf_counter()
+    if fmt == "coreml":
+        from .coreml_train import export_coreml, validate_updatable
+
+        detail = export_coreml(module, spec.input_shape, spec.num_classes, out, optimizer=optimizer, lr=lr,
+                               batch_size=batch_size, epochs=epochs, loss=loss)
+        detail["validated"] = validate_updatable(out)
+    else:
+        x, y = example_batch(model, batch_size, loss)
+        if fmt == "onnx":
+            from .onnx_train import export_training_step
+
+            d = export_training_step(module, x, y, out, loss=loss, optimizer=optimizer, lr=lr)
+            detail = {"format": d["format"], "inputs": len(d["inputs"]), "outputs": len(d["outputs"]),
+                      "state_tensors": len(d["state_pairs"]), "metadata_key": "thor_sdk.training_step"}
+        else:
+            from .torchscript_train import export_torchscript
+
+            detail = export_torchscript(module, x, y, out, loss=loss, optimizer=optimizer, lr=lr)
+    seconds = time.perf_counter() - t0
+    return {"model": model, "batch_size": int(batch_size), "format": fmt, "path": os.fspath(out),
+            "bytes": os.path.getsize(out), "sha256": sha256_file(out), "seconds": round(seconds, 3),
+            "optimizer": optimizer, "loss": loss, "lr": float(lr), "detail": detail}
