@@ -4,6 +4,7 @@
 #
 #   android_harness/build.sh                  # build into android_harness/build/harness
 #   BUILD_DIR=/tmp/x android_harness/build.sh
+#   RESULTS_OUT=/tmp/r.json android_harness/build.sh   # also keep a results document the app format writes
 #
 # Needs javac (JDK 17+) and JUnit 4 + hamcrest (Debian: apt-get install -y junit4).
 set -euo pipefail
@@ -23,5 +24,6 @@ javac --release 17 -Xlint:all -Werror -d "$BUILD_DIR/main" \
   "$HERE"/app/src/main/java/dev/thorsdk/harness/*.java "$HERE"/runtime/src/main/java/dev/thorsdk/runtime/*.java
 javac --release 17 -Xlint:all -d "$BUILD_DIR/test" -cp "$BUILD_DIR/main:$JUNIT_JAR" \
   "$HERE"/app/src/test/java/dev/thorsdk/harness/*.java
-java -cp "$BUILD_DIR/main:$BUILD_DIR/test:$JUNIT_JAR:$HAMCREST_JAR" org.junit.runner.JUnitCore \
+java ${RESULTS_OUT:+-Dthor.results.out="$RESULTS_OUT"} -cp "$BUILD_DIR/main:$BUILD_DIR/test:$JUNIT_JAR:$HAMCREST_JAR" \
+  org.junit.runner.JUnitCore \
   dev.thorsdk.harness.BatteryPowerTest dev.thorsdk.harness.ProtocolTest dev.thorsdk.harness.HarnessTest

@@ -17,10 +17,19 @@ JUNIT = os.environ.get("JUNIT_JAR", "/usr/share/java/junit4.jar")
 @pytest.mark.skipif(shutil.which("javac") is None or shutil.which("java") is None, reason="no JDK (javac)")
 @pytest.mark.skipif(not os.path.exists(JUNIT), reason="JUnit 4 not installed (apt-get install junit4)")
 def test_android_harness_junit(tmp_path):
-    p = subprocess.run(["bash", str(BUILD)], env=dict(os.environ, BUILD_DIR=str(tmp_path / "build")),
+    out = tmp_path / "results.json"
+    p = subprocess.run(["bash", str(BUILD)], env=dict(os.environ, BUILD_DIR=str(tmp_path / "build"),
+                                                      RESULTS_OUT=str(out)),
                        capture_output=True, text=True, timeout=300)
     assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
     assert "OK (" in p.stdout
+    # what the app writes passes the same checks as any harness's results
+    import json
+
+    from thor_sdk.exporters.bundle import validate_results_doc
+
+    doc = validate_results_doc(json.loads(out.read_text()))
+    assert doc["harness"] == "android" and doc["parts"]["head"]["windows"][0]["t_end_s"] > 0
 
 
 def test_android_only_sources_are_kept_apart():

@@ -2,9 +2,10 @@
 harness, pull results, ingest) and the real campaign loop and store; it survives a dropped connection
 mid-campaign (and a reboot that wipes the device's files), and every probe ends in the campaign exactly once.
 
-The transport is the real LocalTransport (files really copied into a 'device' folder) with one fake step:
-its harness command measures the bundle's probe in-process with the host device (eager PyTorch) and writes
-the results file -- what `thor-sdk harness run` does on a board. Disconnects are injected there.
+Bundles are the real ones (exported ONNX training steps, manifest, sha256) and results are read by the real
+ingest checks. The transport is the real LocalTransport (files really copied into a 'board' folder) with one
+simulated step: `thor-sdk harness run BUNDLE --out RESULTS` runs the host harness in-process
+(``thor_sdk.exporters.bundle.run_harness``: onnxruntime, the shared protocol). Disconnects are injected there.
 """
 
 import json
@@ -22,26 +23,12 @@ from thor_sdk.transports.local import LocalTransport
 SETTINGS = ProtocolSettings(warmup_steps=1, min_window_s=0.002, min_rounds=2, max_rounds=2, max_steps_per_window=5)
 
 
-class SpecCodec:
-    """Bundle = the probe's spec + settings (manifest.json); results = PartResult dicts per part."""
-
-    def write_probe(self, probe, out_dir, settings, metric, runtime):
-        os.makedirs(out_dir)
-        with open(os.path.join(out_dir, "manifest.json"), "w") as f:
-            json.dump({"probe": probe.to_dict(), "settings": settings.to_dict(), "metric": metric}, f)
-        return out_dir
-
-    def read_parts(self, results_path, bundle_dir):
-        with open(results_path) as f:
-            doc = json.load(f)
-        out = {}
-        for part, d in doc["parts"].items():
-            r = PartResult(part, d["steps_per_window"], d["time_s"], d["energy_j"])
-            out[part] = r
-        return out
-
-    def window_times(self, results_path):
-        return {}
+@pytest.fixture(autouse=True, scope="module")
+def export_cache(tmp_path_factory):
+    """Exports are cached by content: one cache for this module, not the user's home."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("THOR_SDK_CACHE", str(tmp_path_factory.mktemp("export-cache")))
+        yield
 
 
 class SimBoard(LocalTransport):
@@ -78,19 +65,11 @@ class SimBoard(LocalTransport):
         return super().run(argv, timeout_s, check, input)
 
     def _harness(self, bundle, out):
-        from thor_sdk.devices.host import HostDevice
-        from thor_sdk.probes import Probe
-
-        with open(os.path.join(bundle, "manifest.json")) as f:
-            m = json.load(f)
-        probe = Probe.from_dict(m["probe"])
-        res = HostDevice().measure_probe(probe, metric=m["metric"], settings=ProtocolSettings(**m["settings"]))
-        self.measured.append(probe.id)
-        with open(out, "w") as f:
-            json.dump({"parts": {p: {"steps_per_window": r.steps_per_window, "time_s": r.time_s,
-                                     "energy_j": r.energy_j} for p, r in res.items()}}, f)
+        from thor_sdk.exporters.bundle import read_manifest, run_harness
         from thor_sdk.transports.base import CommandResult
 
+        run_harness(bundle, out)
+        self.measured.append(read_manifest(bundle)["id"])
         return CommandResult(["thor-sdk"], 0, "", "")
 
     def reconnect(self, timeout_s=60.0):
@@ -116,8 +95,7 @@ def _campaign(tmp_path, board, out, resume=False, retries=2):
 
     model = tmp_path / "tiny.json"
     model.write_text(json.dumps(TINY))
-    dev = RemoteDevice(board, CliHarness(), codec=SpecCodec(), retries=retries, reconnect_timeout_s=1,
-                       name="sim-board")
+    dev = RemoteDevice(board, CliHarness(), retries=retries, reconnect_timeout_s=1, name="sim-board")
     return dev, probe([str(model)] if not resume else [], device=dev, batch_sizes=[4], out=str(out),
                       resume=resume, settings=SETTINGS, runtime="onnxruntime")
 
@@ -231,10 +209,19 @@ class FakePhone:
             assert not args["out"].startswith("/")      # relative to the app's files folder
             out = self.local(self.PKG_FILES + args["out"])
             os.makedirs(os.path.dirname(out))
-            parts = ["head", manifest["probe"]["role"]]
-            with open(out, "w") as f:
-                json.dump({"parts": {p: {"steps_per_window": 10, "time_s": [0.01 * (i + 1)] * 3,
-                                         "energy_j": []} for i, p in enumerate(parts)}}, f)
+            # the app checks each part file's sha256 before running it; so does this fake
+            from thor_sdk.exporters.bundle import sha256_file
+
+            for part in manifest["parts"]:
+                assert sha256_file(os.path.join(self.local(args["bundle"]), part["file"])) == part["sha256"]
+            parts = [part["name"] for part in manifest["parts"]]
+            with open(out, "w") as f:   # what HarnessInstrumentation writes (results schema)
+                json.dump({"format": "thor-sdk/results", "version": 1, "harness": "android",
+                           "bundle": manifest["id"], "metric": manifest["metric"],
+                           "parts": {p: {"steps_per_window": 10, "time_s": [0.01 * (i + 1)] * 3, "energy_j": [],
+                                         "windows": [{"t_start_s": 100.0 + k, "t_end_s": 100.5 + k,
+                                                      "state": {"battery_pct": 80.0}} for k in range(3)]}
+                                     for i, p in enumerate(parts)}}, f)
             return RunOutput(0, b"INSTRUMENTATION_RESULT: results=x\nINSTRUMENTATION_CODE: -1\n")
         raise AssertionError(words)
 
@@ -245,18 +232,19 @@ def test_android_device_runs_the_app_through_adb(tmp_path):
     from thor_sdk.transports.adb import AdbTransport
 
     phone = FakePhone(tmp_path / "phone")
-    dev = AndroidDevice("PIXEL 6;x", transport=AdbTransport("PIXEL 6;x", runner=phone), codec=SpecCodec())
+    dev = AndroidDevice("PIXEL 6;x", transport=AdbTransport("PIXEL 6;x", runner=phone))
     probe = Probe("linear", {"in_features": 8, "out_features": 4, "tokens": 1, "bias": 1}, 4, "hidden")
     rounds = []
     res = dev.measure_probe(probe, settings=SETTINGS, on_round=lambda r, row: rounds.append(row))
     assert res["hidden"].time_s == [0.02] * 3 and len(rounds) == 3
+    assert res["hidden"].states[0]["battery_pct"] == 80.0 and res["hidden"].window_times_s[1] == (101.0, 101.5)
     (words,) = phone.instruments
     assert words[words.index("bundle") + 1].startswith("/data/local/tmp/thor-sdk/run-")
     # everything cleaned up on the phone afterwards
     assert not os.listdir(phone.local("/data/local/tmp/thor-sdk"))
     assert not os.listdir(phone.local(FakePhone.PKG_FILES))
 
-    charging = AndroidDevice("PIXEL 6;x", codec=SpecCodec(), transport=AdbTransport(
+    charging = AndroidDevice("PIXEL 6;x", transport=AdbTransport(
         "PIXEL 6;x", runner=FakePhone(tmp_path / "p2", app_error="IllegalStateException: the device is on external "
                                                                 "power (usb power is plugged in)")))
     with pytest.raises(DeviceError, match="external power"):

@@ -51,7 +51,7 @@ class BundleCodec:
         """{part: PartResult} from a harness's results file (checked against the bundle it ran)."""
         from thor_sdk.exporters import bundle
 
-        return bundle.ingest_results(results_path, bundle_dir)
+        return bundle.read_probe_parts(results_path, bundle_dir)
 
     def window_times(self, results_path):
         """{part: [(t_start_s, t_end_s), ...]} on the device's wall clock (for a bench meter's log)."""
@@ -96,7 +96,7 @@ class CliHarness(Harness):
         self.command = list(command)
 
     def run(self, transport, remote_bundle, remote_out, timeout_s):
-        res = transport.run([*self.command, "harness", "run", remote_bundle, "--out", remote_out],
+        res = transport.run([*self.command, "harness", "run", remote_bundle, "--out", remote_out, "--quiet"],
                             timeout_s=timeout_s, check=False)
         if res.returncode == 127 or "command not found" in res.stderr:
             raise DeviceError(f"`{self.command[0]}` is not installed on the device: pip install thor-sdk there "

@@ -136,7 +136,7 @@ enum Harness {
     static func runAndReport(_ job: LaunchArgs) -> Int32 {
         var doc: [String: Any]
         var code: Int32 = 0
-        do { doc = try run(job) } catch { doc = ["format": "thor-sdk/results", "version": 1, "error": "\(error)"]; code = 1 }
+        do { doc = try run(job) } catch { doc = ["error": "\(error)"]; code = 1 }  // the results schema's failure form
         do {
             try FileManager.default.createDirectory(at: job.out.deletingLastPathComponent(),
                                                     withIntermediateDirectories: true)

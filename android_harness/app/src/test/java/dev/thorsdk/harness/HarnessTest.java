@@ -72,6 +72,39 @@ public class HarnessTest {
         assertTrue(!new File(out.getPath() + ".tmp").exists());
     }
 
+    /** The layout exporters/bundle.py writes: parts and files as lists (thor_sdk/schemas/manifest.schema.json). */
+    @Test
+    @SuppressWarnings("unchecked")
+    public void readsTheExportersManifestLayout() throws Exception {
+        File dir = tmp.newFolder("real");
+        File parts = new File(dir, "parts");
+        parts.mkdirs();
+        Files.write(new File(parts, "aaa.onnx").toPath(), "HEAD".getBytes(StandardCharsets.UTF_8));
+        Files.write(new File(parts, "bbb.onnx").toPath(), "HIDDEN".getBytes(StandardCharsets.UTF_8));
+        String ha = Bundle.sha256(new File(parts, "aaa.onnx"));
+        String hb = Bundle.sha256(new File(parts, "bbb.onnx"));
+        String manifest = "{\"format\": \"thor-sdk/bundle\", \"version\": 1, \"id\": \"relu-hidden-b4-2dda05cc04eb\","
+                + " \"model_format\": \"onnx\", \"runtime\": \"onnxruntime\", \"metric\": \"time\","
+                + " \"settings\": {\"warmup_steps\": 1, \"min_rounds\": 2, \"max_rounds\": 2, \"min_window_s\": 0.01,"
+                + " \"measure_idle\": true, \"outlier_k\": 3.5},"
+                + " \"parts\": [{\"name\": \"head\", \"file\": \"parts/aaa.onnx\", \"sha256\": \"" + ha + "\"},"
+                + " {\"name\": \"hidden\", \"file\": \"parts/bbb.onnx\", \"sha256\": \"" + hb + "\"}],"
+                + " \"files\": [{\"path\": \"parts/aaa.onnx\", \"sha256\": \"" + ha + "\", \"bytes\": 4},"
+                + " {\"path\": \"parts/bbb.onnx\", \"sha256\": \"" + hb + "\", \"bytes\": 6}]}";
+        Files.write(new File(dir, "manifest.json").toPath(), manifest.getBytes(StandardCharsets.UTF_8));
+        FakeRunners f = new FakeRunners();
+        File out = new File(tmp.getRoot(), "real.json");
+        Map<String, Object> doc = new Harness(f, f.b, f.b, f.b).run(dir, out, null, null, null);
+        assertEquals("relu-hidden-b4-2dda05cc04eb", doc.get("bundle"));
+        assertEquals(List.of("HEAD", "HIDDEN"), f.opened);
+        Map<String, Object> head = (Map<String, Object>) ((Map<String, Object>) doc.get("parts")).get("head");
+        assertEquals(2, ((List<Object>) head.get("time_s")).size());
+        String keep = System.getProperty("thor.results.out");
+        if (keep != null) {  // the Python test checks this file against thor_sdk/schemas/results.schema.json
+            Files.copy(out.toPath(), new File(keep).toPath(), java.nio.file.StandardCopyOption.REPLACE_EXISTING);
+        }
+    }
+
     @Test
     public void refusesCorruptOrEscapingBundles() throws Exception {
         FakeRunners f = new FakeRunners();
