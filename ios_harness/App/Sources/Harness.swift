@@ -108,19 +108,23 @@ enum Harness {
         guard let manifest = try JSONSerialization.jsonObject(with: data) as? [String: Any] else {
             throw HarnessError.bad("manifest.json is not a JSON object")
         }
-        if let files = manifest["files"] as? [String: Any] {
-            for (rel, v) in files {
-                let want = (v as? String) ?? ((v as? [String: Any])?["sha256"] as? String) ?? ""
-                if try sha256(file(job.bundle, rel)) != want.lowercased() {
-                    throw HarnessError.bad("sha256 mismatch for \(rel) (bundle corrupted in transfer?)")
-                }
+        // manifest layout: thor_sdk/schemas/manifest.schema.json (files and parts are lists)
+        for f in (manifest["files"] as? [[String: Any]]) ?? [] {
+            guard let rel = f["path"] as? String, let want = f["sha256"] as? String else {
+                throw HarnessError.bad("manifest file entry without path or sha256")
+            }
+            if try sha256(file(job.bundle, rel)) != want.lowercased() {
+                throw HarnessError.bad("sha256 mismatch for \(rel) (bundle corrupted in transfer?)")
             }
         }
-        guard let partsSpec = manifest["parts"] as? [String: Any] else { throw HarnessError.bad("no parts") }
+        guard let partsSpec = manifest["parts"] as? [[String: Any]], !partsSpec.isEmpty else {
+            throw HarnessError.bad("the bundle has no top-level parts (one probe or one model per bundle)")
+        }
         var parts: [(String, StepRunner)] = []
-        for name in partsSpec.keys.sorted(by: { $0 == "head" ? true : ($1 == "head" ? false : $0 < $1) }) {
-            let v = partsSpec[name]
-            let rel = (v as? String) ?? ((v as? [String: Any])?["model"] as? String) ?? ""
+        for p in partsSpec {
+            guard let name = p["name"] as? String, let rel = p["file"] as? String else {
+                throw HarnessError.bad("manifest part without name or file")
+            }
             parts.append((name, try OrtStepRunner(model: try file(job.bundle, rel))))
         }
         if (manifest["metric"] as? String) == "energy" {
