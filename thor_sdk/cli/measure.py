@@ -9,16 +9,17 @@ from .probe import protocol_options, settings_from
 @click.option("--model", required=True, help="Reference network name.")
 @click.option("--batch-size", type=int, default=32, show_default=True)
 @click.option("--metric", type=click.Choice(["time", "energy"]), default="time", show_default=True)
+@click.option("--meter", help="Energy meter overriding the device's own, e.g. external:monsoon.csv[,offset=S].")
 @click.option("--runtime", type=click.Choice(["torch", "onnxruntime"]), default="torch", show_default=True)
 @click.option("--out", type=click.Path(dir_okay=False), help="Also record the run in this campaign database.")
 @protocol_options
 @json_option
-def cmd(device, model, batch_size, metric, runtime, out, min_rounds, max_rounds, window_s, cv_target, threads, as_json):
+def cmd(device, meter, model, batch_size, metric, runtime, out, min_rounds, max_rounds, window_s, cv_target, threads, as_json):
     """Measure MODEL's whole training step on DEVICE: the ground truth estimates are checked against."""
     from thor_sdk.api import measure
 
     r = measure(model, device=device, batch_size=batch_size, metric=metric, runtime=runtime,
-                settings=settings_from(min_rounds, max_rounds, window_s, cv_target), out=out, threads=threads)
+                settings=settings_from(min_rounds, max_rounds, window_s, cv_target), out=out, threads=threads, meter=meter)
     if as_json:
         emit_json(r)
         return

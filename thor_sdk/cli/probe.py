@@ -36,6 +36,7 @@ def settings_from(min_rounds, max_rounds, window_s, cv_target):
 @click.option("--input-shape", help="Per-sample input shape for file.py:Class models, e.g. 3,32,32.")
 @click.option("--batch-size", "batch_sizes", type=int, multiple=True, default=(32,), show_default=True)
 @click.option("--metric", type=click.Choice(["time", "energy"]), default="time", show_default=True)
+@click.option("--meter", help="Energy meter overriding the device's own, e.g. external:monsoon.csv[,offset=S].")
 @click.option("--runtime", type=click.Choice(["torch", "onnxruntime"]), default="torch", show_default=True,
               help="What executes the training steps on the host.")
 @click.option("--out", required=True, type=click.Path(dir_okay=False), help="Campaign database (SQLite).")
@@ -46,7 +47,7 @@ def settings_from(min_rounds, max_rounds, window_s, cv_target):
 @protocol_options
 @quiet_option
 @json_option
-def cmd(device, models, input_shape, batch_sizes, metric, runtime, out, resume, max_probes, max_seconds, target_std,
+def cmd(device, meter, models, input_shape, batch_sizes, metric, runtime, out, resume, max_probes, max_seconds, target_std,
         min_rounds, max_rounds, window_s, cv_target, threads, quiet, as_json):
     """Profile DEVICE with THOR probes for the layers of the target model(s)."""
     from thor_sdk.api import probe
@@ -65,7 +66,8 @@ def cmd(device, models, input_shape, batch_sizes, metric, runtime, out, resume, 
     settings = None if resume else settings_from(min_rounds, max_rounds, window_s, cv_target)
     summary = probe(list(models), device=device, batch_sizes=batch_sizes, metric=metric, out=out, resume=resume,
                     max_probes=max_probes, max_seconds=max_seconds, target_rel_std=target_std, runtime=runtime,
-                    settings=settings, input_shape=input_shape, progress=progress, threads=threads)
+                    settings=settings, input_shape=input_shape, progress=progress, threads=threads,
+                    meter=meter)
     if as_json:
         emit_json(summary)
         return

@@ -169,9 +169,14 @@ def select_cmd(table_json, power_cap, as_json):
 @click.option("--target", "targets", multiple=True, metavar="DATASET=VALUE",
               help="Target metric for a workload (default: Zeus's simulator defaults).")
 @click.option("--cases", "with_cases", is_flag=True, help="Include every case in the JSON.")
+@click.option("--ratio-model", type=click.Choice(["unimodal", "mccandlish", "mean"]), default="unimodal",
+              show_default=True, help="Batch-size efficiency model fitted on the selection half.")
+@click.option("--splits", type=int, default=None, help="Also score N seeded random half-splits of the runs.")
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the random half-splits.")
 @json_option
 @quiet_option
-def replay_cmd(power_trace, train_trace, power_column, cap_step, targets, with_cases, as_json, quiet):
+def replay_cmd(power_trace, train_trace, power_column, cap_step, targets, with_cases, ratio_model, splits, seed,
+               as_json, quiet):
     """Replay selection, baselines and oracle on real GPU traces (power limit as the frequency knob)."""
     from thor_sdk.errors import UsageError
     from thor_sdk.power.replay import replay
@@ -186,7 +191,7 @@ def replay_cmd(power_trace, train_trace, power_column, cap_step, targets, with_c
         if not sep:
             raise UsageError(f"--target wants DATASET=VALUE, got {t!r}")
     res = replay(power_trace, train_trace, power_column, cap_step, targets=tg, with_cases=with_cases,
-                 progress=_progress(quiet, "replaying"))
+                 progress=_progress(quiet, "replaying"), ratio_model=ratio_model, splits=splits, seed=seed)
     if as_json:
         emit_json(res)
         return

@@ -55,6 +55,12 @@ class HostDevice(Device):
             "meters": [m.describe() for m in self.meters()],
         }
 
+    def _state(self):
+        """Clocks, temperatures and battery read from sysfs, recorded with every window."""
+        from .state import sysfs_state
+
+        return sysfs_state(self.root)
+
     def _trainer(self, probe_model, runtime):
         if runtime == "torch":
             from thor_sdk.harness.torch_trainer import trainer_for_probe_model
@@ -73,7 +79,8 @@ class HostDevice(Device):
         with self._threads():
             trainers = {part: self._trainer(probe.build(part), runtime) for part in probe.parts()}
             try:
-                return measure_parts(trainers, settings, meter=meter, metric=metric, on_round=on_round)
+                return measure_parts(trainers, settings, meter=meter, metric=metric, on_round=on_round,
+                                     state_fn=self._state)
             finally:
                 for t in trainers.values():
                     t.close()
@@ -99,6 +106,7 @@ class HostDevice(Device):
         else:
             raise UsageError(f"unknown runtime {runtime!r} (known: {', '.join(RUNTIMES)})")
         try:
-            return measure_parts({"model": trainer}, settings, meter=meter, metric=metric, on_round=on_round)["model"]
+            return measure_parts({"model": trainer}, settings, meter=meter, metric=metric, on_round=on_round,
+                                 state_fn=self._state)["model"]
         finally:
             trainer.close()
