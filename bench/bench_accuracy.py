@@ -57,8 +57,10 @@ def main(argv=None):
                      f"{x['probe_seconds']:.0f} | {x['flagged']} |")
     lines += ["", f"THOR MAPE {r['thor_mape']:.1f}% (max {r['thor_max_ape']:.1f}%); FLOPs-baseline MAPE "
                   f"{r['flops_mape']:.1f}%; FLOPs / THOR = {r['flops_over_thor']:.1f}x.", "",
-              "Measured = median over two whole-model runs (before and after the campaign); the spread between them "
-              "is in the JSON (`measured_before`, `measured_after`)."]
+              "Measured = median over the windows of whole-model runs before, during (every third of the probes) and "
+              "after the campaign; each run's median is in the JSON (`measured_runs`) and shows the machine's drift.",
+              "", "Per-run medians (ms): " + "; ".join(
+                  f"{x['model']} " + ", ".join(f"{v * 1e3:.1f}" for v in x["measured_runs"]) for x in r["rows"])]
     with open(report, "w", encoding="utf-8") as f:
         f.write("\n".join(lines) + "\n")
     with open(report[:-3] + ".json", "w", encoding="utf-8") as f:

@@ -1,8 +1,9 @@
 """Accuracy benchmark: THOR's estimate and the FLOPs baseline against direct measurement.
 
-For each model: measure the whole training step, run a THOR campaign for that model alone, fit,
-estimate, and measure again; the measured value is the median over both measurement runs (so
-slow drift of a shared machine during the campaign is seen, not hidden). Absolute percentage
+For each model: measure the whole training step, run a THOR campaign for that model alone
+(measuring the whole model again after every third of the probes), fit, estimate, and measure
+once more; the measured value is the median over all those runs' windows, so the reference sees
+the same spread of machine load as the probes (and the per-run medians show the drift). Absolute percentage
 errors of THOR and of the FLOPs baseline are reported side by side from one run.
 """
 
@@ -32,21 +33,41 @@ def evaluate(models, device="host", batch_size=32, metric="time", out_dir="thor-
         est_path = os.path.join(out_dir, f"{name}-b{batch_size}-estimator.json")
         if os.path.exists(db):
             os.remove(db)
-        before = dev.measure_model(name, batch_size, metric=metric, settings=settings, runtime=runtime)
+        runs = [dev.measure_model(name, batch_size, metric=metric, settings=settings, runtime=runtime)]
+        probe_s = 0.0
+        state = {"since": 0}
+
+        def during(event, info, _name=name):
+            # measure the whole model again every few probes, so the reference sees the same
+            # spread of machine load as the probes (timed separately from probing)
+            nonlocal probe_s
+            if event == "start":
+                state["every"] = max(1, (info["total"] - info["done"]) // 3)
+            elif event == "probe":
+                state["since"] += 1
+                if state["since"] >= state["every"]:
+                    state["since"] = 0
+                    t = time.monotonic()
+                    runs.append(dev.measure_model(_name, batch_size, metric=metric, settings=settings,
+                                                  runtime=runtime))
+                    probe_s -= time.monotonic() - t
+
         t0 = time.monotonic()
         summary = probe([name], device=dev, batch_sizes=[batch_size], metric=metric, out=db, runtime=runtime,
-                        settings=settings, max_probes=max_probes, max_seconds=max_seconds)
-        probe_s = time.monotonic() - t0
+                        settings=settings, max_probes=max_probes, max_seconds=max_seconds, progress=during)
+        probe_s += time.monotonic() - t0
         fit(db, out=est_path)
         est = estimate(est_path, name, batch_size=batch_size)
-        after = dev.measure_model(name, batch_size, metric=metric, settings=settings, runtime=runtime)
-        values = before.values(metric) + after.values(metric)
+        runs.append(dev.measure_model(name, batch_size, metric=metric, settings=settings, runtime=runtime))
+        values = [v for r in runs for v in r.values(metric)]
         measured = statistics.median(values)
+        before, after = runs[0], runs[-1]
         thor, flops = est["total"]["mean"], est["flops_baseline"]["total"]
         rows.append({
             "model": name, "batch_size": batch_size, "measured": measured,
             "measured_before": statistics.median(before.values(metric)),
             "measured_after": statistics.median(after.values(metric)),
+            "measured_runs": [statistics.median(r.values(metric)) for r in runs],
             "thor": thor, "thor_std": est["total"]["std"], "thor_ape": _ape(thor, measured),
             "flops": flops, "flops_ape": _ape(flops, measured),
             "probes": summary["probes_done"], "probe_seconds": probe_s, "flagged": summary["flagged"],
