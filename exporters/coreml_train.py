@@ -47,14 +47,22 @@ def _tracer():
     return LeafTracer()
 
 
-def _silence_coremltools():
-    """coremltools logs import-time warnings (missing native libs off macOS, untested torch);
-    they are not about this export."""
+@contextlib.contextmanager
+def _quiet_coremltools():
+    """coremltools warns on import (no native libraries off macOS, an untested torch or scikit-learn
+    version): not about this export. Logger level and warning filters are restored afterwards."""
     import logging
     import warnings
 
-    warnings.filterwarnings("ignore", module="coremltools")
-    logging.getLogger("coremltools").setLevel(logging.ERROR)
+    logger = logging.getLogger("coremltools")
+    level = logger.level
+    logger.setLevel(logging.ERROR)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            yield
+    finally:
+        logger.setLevel(level)
 
 
 def export_coreml(module, input_shape, num_classes, path, *, optimizer="sgd", lr=0.01, batch_size=32, epochs=1,
@@ -71,13 +79,20 @@ def export_coreml(module, input_shape, num_classes, path, *, optimizer="sgd", lr
         raise UsageError(f"unknown loss {loss!r} (known: ce, mse)")
     if batch_size < 1:
         raise UsageError(f"batch size must be >= 1, got {batch_size}")
-    _silence_coremltools()
-    import torch.fx
+    was_training = module.training
+    module.eval()
+    try:
+        with _quiet_coremltools():
+            return _export(module, input_shape, num_classes, path, optimizer, lr, batch_size, epochs, loss)
+    finally:
+        module.train(was_training)
+
+
+def _export(module, input_shape, num_classes, path, optimizer, lr, batch_size, epochs, loss):
     from coremltools.models import datatypes
     from coremltools.models.neural_network import AdamParams, NeuralNetworkBuilder, SgdParams
     from coremltools.models.utils import save_spec
 
-    module = module.eval()
     try:
         graph = _tracer().trace(module)
     except Exception as e:  # torch.fx raises TraceError, TypeError, ... on dynamic Python
@@ -318,11 +333,11 @@ def validate_updatable(path):
     """Reload a saved spec and check it is an updatable NeuralNetwork Core ML would accept for
     training; returns a summary dict, ExportError on the first problem. (Structural only: Core ML
     itself, and so prediction and updates, exist only on macOS/iOS.)"""
-    _silence_coremltools()
-    from coremltools.models.utils import load_spec
-
     try:
-        spec = load_spec(os.fspath(path))
+        with _quiet_coremltools():
+            from coremltools.models.utils import load_spec
+
+            spec = load_spec(os.fspath(path))
     except Exception as e:  # protobuf DecodeError, OSError: not a Core ML model
         raise ExportError(f"{path} is not a Core ML model: {type(e).__name__}") from e
     if not spec.isUpdatable:

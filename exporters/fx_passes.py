@@ -86,8 +86,12 @@ def functionalize_copies(gm):
             plan.append((n, dst, None, op))
     for n, dst, src, op in plan:
         if src is None:
+            kwargs = dict(n.kwargs)
+            for a in _schema(n).arguments[len(n.args):]:  # defaults the trace left out (bernoulli_'s p=0.5)
+                if a.name not in kwargs and a.has_default_value():
+                    kwargs[a.name] = a.default_value
             with graph.inserting_before(n):
-                src = graph.call_function(op, n.args, dict(n.kwargs))
+                src = graph.call_function(op, n.args, kwargs)
             src.meta = dict(n.meta)
             order[src] = order[n]
         pos = order[n]

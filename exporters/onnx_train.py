@@ -180,6 +180,27 @@ def initial_values(module, x, y, optimizer="sgd", lr=0.01):
     return vals
 
 
+class _quiet:
+    """Silence torch's notes while exporting (the TF32 note of the mkldnn switch, torch.onnx's
+    registry warnings about torchvision): they are not about the user's model. Restored on exit."""
+
+    def __enter__(self):
+        import logging
+        import warnings
+
+        self._warnings = warnings.catch_warnings()
+        self._warnings.__enter__()
+        warnings.simplefilter("ignore")
+        self._logger = logging.getLogger("torch.onnx")
+        self._level = self._logger.level
+        self._logger.setLevel(logging.ERROR)
+        return self
+
+    def __exit__(self, *exc):
+        self._logger.setLevel(self._level)
+        return self._warnings.__exit__(*exc)
+
+
 class _tracing_context:
     """Math kernels while tracing: no mkldnn LSTM/conv kernels, no fused attention."""
 
@@ -189,6 +210,7 @@ class _tracing_context:
         import torch
 
         self._stack = contextlib.ExitStack()
+        self._stack.enter_context(_quiet())
         self._stack.enter_context(torch.backends.mkldnn.flags(enabled=False))
         try:
             from torch.nn.attention import SDPBackend, sdpa_kernel
@@ -267,8 +289,9 @@ class OnnxStepExporter:
             self.method = "public"
             return
         self._internals = internals
-        self._registry = internals["registry"](self.opset)
-        self._table = internals["table"](self._registry)
+        with _quiet():
+            self._registry = internals["registry"](self.opset)
+            self._table = internals["table"](self._registry)
 
     def export(self, module, x, y, path, *, loss="ce", optimizer="sgd", x_requires_grad=False, lr=0.01,
                check=True):
@@ -285,12 +308,14 @@ class OnnxStepExporter:
         out_names = [s["name"] for s in layout["outputs"]]
         if self.method == "public":
             gm, args = trace_step(module, x, y, loss, optimizer, x_requires_grad, lr)
-            model = _translate_public(gm, args, in_names, out_names, self.opset)
+            with _quiet():
+                model = _translate_public(gm, args, in_names, out_names, self.opset)
         else:
             gm, args = trace_step(module, x, y, loss, optimizer, x_requires_grad, lr,
                                   extra_decompositions=self._table)
-            model = _translate_direct(self._internals, self._registry, self._table, gm, args, in_names,
-                                      out_names)
+            with _quiet():
+                model = _translate_direct(self._internals, self._registry, self._table, gm, args, in_names,
+                                          out_names)
         model = _finish(model, layout, args, loss, optimizer, lr, x_requires_grad)
         if check:
             verify_model(model)
