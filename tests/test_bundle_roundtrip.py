@@ -275,3 +275,15 @@ def test_bundle_cli(measured, tmp_path, capsys):
     assert zipfile.is_zipfile(r["zip"])
     code, out = run_cli(["bundle", "--campaign", measured["db"], "--out", str(tmp_path / "b")], capsys)
     assert code != 0 and "not an empty folder" in out.err
+
+
+def test_harness_cli_runs_a_zip_and_ingests(measured, tmp_path, capsys):
+    out = tmp_path / "r.json"
+    code, res = run_cli(["harness", "run", measured["zip"], "--out", str(out), "--quiet", "--json"], capsys)
+    assert code == 0 and json.loads(res.out)["probes"] == len(PROBES)
+    db = fresh_campaign(measured, tmp_path)
+    code, res = run_cli(["harness", "ingest", str(out), "--bundle", measured["zip"], "--campaign", db, "--json"],
+                        capsys)
+    assert code == 0 and len(json.loads(res.out)["probes"]) == len(PROBES)
+    with Campaign.open(db) as c:
+        assert c.status_counts() == {"done": len(PROBES)}
