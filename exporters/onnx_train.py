@@ -571,18 +571,10 @@ def example_batch(model_name, batch_size, loss="ce", seed=0):
     """A random batch for a reference net: ``(x, y)``; for MSE, ``y`` is the one-hot of random labels."""
     import torch
 
-    from thor_sdk.models import model_spec
+    from thor_sdk.models import example_batch as model_batch, model_spec
 
-    if batch_size < 1:
-        raise UsageError(f"batch size must be >= 1, got {batch_size}")
     spec = model_spec(model_name)
-    g = torch.Generator().manual_seed(seed)
-    shape = (batch_size, *spec.input_shape)
-    if spec.input_dtype == "int64":
-        x = torch.randint(0, spec.vocab, shape, generator=g)
-    else:
-        x = torch.randn(shape, generator=g)
-    y = torch.randint(0, spec.num_classes, (batch_size, *spec.label_shape), generator=g)
+    x, y = model_batch(model_name, batch_size, seed)
     if loss == "mse":
         y = torch.nn.functional.one_hot(y, spec.num_classes).float()
     return x, y

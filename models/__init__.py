@@ -71,6 +71,25 @@ def model_spec(name):
         raise NotFoundError(f"unknown model {name!r}; known: {', '.join(SPECS)}") from None
 
 
+def example_batch(name, batch_size, seed=0):
+    """A random ``(x, y)`` batch for a reference network: inputs (or token ids) and class labels."""
+    spec = model_spec(name)
+    if batch_size < 1:
+        from thor_sdk.errors import UsageError
+
+        raise UsageError(f"batch size must be >= 1, got {batch_size}")
+    import torch
+
+    g = torch.Generator().manual_seed(seed)
+    shape = (batch_size, *spec.input_shape)
+    if spec.input_dtype == "int64":
+        x = torch.randint(0, spec.vocab, shape, generator=g)
+    else:
+        x = torch.randn(shape, generator=g)
+    y = torch.randint(0, spec.num_classes, (batch_size, *spec.label_shape), generator=g)
+    return x, y
+
+
 def build_model(name, seed=0):
     """A freshly initialised reference network (deterministic for a given seed)."""
     spec = model_spec(name)

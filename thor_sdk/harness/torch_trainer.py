@@ -51,15 +51,8 @@ def trainer_for_probe_model(pm, optimizer="sgd", lr=0.01):
 
 def trainer_for_model(model_name, batch_size, optimizer="sgd", lr=0.01, seed=0):
     """A trainer for a whole reference network on one random batch."""
-    from thor_sdk.models import build_model, model_spec
+    from thor_sdk.models import build_model, example_batch
     from thor_sdk.probes.torch_build import cross_entropy
 
-    spec = model_spec(model_name)
-    g = torch.Generator().manual_seed(seed)
-    shape = (batch_size, *spec.input_shape)
-    if spec.input_dtype == "int64":
-        x = torch.randint(0, spec.vocab, shape, generator=g)
-    else:
-        x = torch.randn(shape, generator=g)
-    y = torch.randint(0, spec.num_classes, (batch_size, *spec.label_shape), generator=g)
+    x, y = example_batch(model_name, batch_size, seed)
     return TorchTrainer(build_model(model_name, seed), x, y, cross_entropy, False, optimizer, lr)
