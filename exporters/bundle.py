@@ -242,13 +242,10 @@ def zip_bundle(bundle_dir, zip_path):
 # reading and verifying
 # ---------------------------------------------------------------------------------------------
 def load_json(path, what):
-    if not os.path.isfile(path):
-        raise NotFoundError(f"no such file: {path}")
-    try:
-        with open(path, encoding="utf-8") as f:
-            return json.load(f)
-    except (json.JSONDecodeError, UnicodeDecodeError) as e:
-        raise FormatError(f"{path} is not valid JSON ({what}): {e}") from None
+    """A JSON file, or one-line NotFoundError / FormatError (the layer lists' reader)."""
+    from thor_sdk.layers import read_json
+
+    return read_json(path, what)
 
 
 def validate_manifest(doc, what="bundle manifest"):
