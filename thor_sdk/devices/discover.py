@@ -18,21 +18,25 @@ def host_entry(root="/"):
             "meters": [m.describe() for m in host_meters(root)]}
 
 
+def _listed(transport, none_why):
+    """``(devices, why)``: the transport's devices, or an empty list and why there are none."""
+    why = transport.why_unavailable()
+    if why:
+        return [], why
+    try:
+        devs = transport.devices()
+    except ThorError as e:
+        return [], str(e)
+    return devs, ("" if devs else none_why)
+
+
 def android_entries(transport=None):
     from thor_sdk.transports.adb import AdbTransport, state_problem
 
     from .android import AndroidDevice
 
     t = transport or AdbTransport()
-    why = t.why_unavailable()
-    if not why:
-        try:
-            devs = t.devices()
-        except ThorError as e:
-            devs, why = [], str(e)
-        else:
-            if not devs:
-                why = "no adb device attached (adb devices lists none; USB debugging on? adb connect HOST:PORT?)"
+    devs, why = _listed(t, "no adb device attached (adb devices lists none; USB debugging on? adb connect HOST:PORT?)")
     if why:
         return [{"kind": "android", "spec": None, "status": "absent", "why": why, "meters": []}]
     out = []
@@ -78,15 +82,7 @@ def ios_entries(transport=None):
     from thor_sdk.transports.xcode import XcodeTransport
 
     t = transport or XcodeTransport()
-    why = t.why_unavailable()
-    if not why:
-        try:
-            devs = t.devices()
-        except ThorError as e:
-            devs, why = [], str(e)
-        else:
-            if not devs:
-                why = "no iOS device paired with this Mac"
+    devs, why = _listed(t, "no iOS device paired with this Mac")
     if why:
         return [{"kind": "ios", "spec": None, "status": "absent", "why": why, "meters": []}]
     from .ios import IosDevice

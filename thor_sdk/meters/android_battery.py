@@ -31,35 +31,30 @@ AUTO_UA_THRESHOLD = 10000
 AUTO_UV_THRESHOLD = 100000
 
 
-def current_scale_a(raw_values, unit="auto"):
-    """Amps per raw unit for ``current_now`` values (``unit`` "uA", "mA" or "auto")."""
+def _micro_or_milli(raw_values, unit, micro, milli, threshold, option):
+    """1e-6 for micro units, 1e-3 for milli; "auto" decides by the median magnitude vs ``threshold``."""
     from thor_sdk.errors import UsageError
 
-    if unit == "uA":
+    if unit == micro:
         return 1e-6
-    if unit == "mA":
+    if unit == milli:
         return 1e-3
     if unit != "auto":
-        raise UsageError(f"current_unit must be 'uA', 'mA' or 'auto', got {unit!r}")
+        raise UsageError(f"{option} must be '{micro}', '{milli}' or 'auto', got {unit!r}")
     mags = [abs(v) for v in raw_values if v]
     if not mags:
         return 1e-6
-    return 1e-6 if statistics.median(mags) >= AUTO_UA_THRESHOLD else 1e-3
+    return 1e-6 if statistics.median(mags) >= threshold else 1e-3
+
+
+def current_scale_a(raw_values, unit="auto"):
+    """Amps per raw unit for ``current_now`` values (``unit`` "uA", "mA" or "auto")."""
+    return _micro_or_milli(raw_values, unit, "uA", "mA", AUTO_UA_THRESHOLD, "current_unit")
 
 
 def voltage_scale_v(raw_values, unit="auto"):
-    from thor_sdk.errors import UsageError
-
-    if unit == "uV":
-        return 1e-6
-    if unit == "mV":
-        return 1e-3
-    if unit != "auto":
-        raise UsageError(f"voltage_unit must be 'uV', 'mV' or 'auto', got {unit!r}")
-    mags = [abs(v) for v in raw_values if v]
-    if not mags:
-        return 1e-6
-    return 1e-6 if statistics.median(mags) >= AUTO_UV_THRESHOLD else 1e-3
+    """Volts per raw unit for ``voltage_now`` values (``unit`` "uV", "mV" or "auto")."""
+    return _micro_or_milli(raw_values, unit, "uV", "mV", AUTO_UV_THRESHOLD, "voltage_unit")
 
 
 def discharge_sign_of(raw_currents, sign="auto", charging=False):

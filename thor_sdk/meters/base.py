@@ -61,6 +61,13 @@ class Meter:
         """End the window started by ``start()`` and return its ``EnergyWindow``."""
         raise NotImplementedError
 
+    def _check(self):
+        """Raise NoMeterError (with the reason) unless the meter is readable."""
+        from thor_sdk.errors import NoMeterError
+
+        if not self.is_available():
+            raise NoMeterError(f"{self.name}: {self.why_unavailable()}")
+
     def describe(self):
         return {"name": self.name, "available": self.is_available(), "why_unavailable": self.why_unavailable(),
                 "sample_period_s": self.sample_period_s}
@@ -329,12 +336,6 @@ class SamplingMeter(Meter):
         """``[(t_s, raw sample)]`` -> ``[(t_s, power_w)]`` (meters that decide units per window override it)."""
         return [(t, float(v)) for t, v in samples]
 
-    def _check(self):
-        from thor_sdk.errors import NoMeterError
-
-        if not self.is_available():
-            raise NoMeterError(f"{self.name}: {self.why_unavailable()}")
-
     def start(self):
         self._check()
         self._active = self.sampler or ThreadSampler(self.poll_period_s, self.clock)
@@ -370,12 +371,6 @@ class CounterMeter(Meter):
 
     def read_counters(self):
         raise NotImplementedError
-
-    def _check(self):
-        from thor_sdk.errors import NoMeterError
-
-        if not self.is_available():
-            raise NoMeterError(f"{self.name}: {self.why_unavailable()}")
 
     def start(self):
         self._check()
