@@ -9,7 +9,6 @@ errors of THOR and of the FLOPs baseline are reported side by side from one run.
 
 import os
 import statistics
-import sys
 import time
 
 
@@ -82,6 +81,6 @@ def evaluate(models, device="host", batch_size=32, metric="time", out_dir="thor-
         "batch_size": batch_size, "rows": rows, "thor_mape": mean_thor, "flops_mape": mean_flops,
         "flops_over_thor": (mean_flops / mean_thor) if mean_thor and mean_flops else None,
         "thor_max_ape": max(thor_apes) if thor_apes else None,
-        "command": " ".join(["thor-sdk", *sys.argv[1:]]) if sys.argv and sys.argv[0].endswith("thor-sdk") else None,
+        "command": None,  # set by the caller that knows it (thor-sdk evaluate, bench/bench_accuracy.py)
         "settings": settings.to_dict(), "device_info": dev.info(),
     }
