@@ -7,12 +7,18 @@ TorchScript, SGD (lr 0.01) on every entry and Adam (lr 1e-3) on the entries whos
 1e-6 at every step -- next to the drift of eager float32 itself from float64 on the same steps,
 which bounds what any float32 runtime can achieve. Dropout is set to p = 0 for parity.
 
-    python bench/bench_export.py [--nets lenet5,cnn5] [--export-batch 32]
+With ``--cold``, each net's ONNX export is also timed as a user runs it: a fresh ``thor-sdk export``
+process (Python start, imports, torch.onnx's registry and all), wall clock, median of ``--repeats``.
+
+    python bench/bench_export.py [--nets lenet5,cnn5] [--export-batch 32] [--cold --repeats 3]
 """
 
 import argparse
 import copy
 import os
+import shutil
+import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -54,11 +60,37 @@ def max_diff(a, b, grads=None):
     return worst
 
 
+def cold_exports(nets, batch, repeats):
+    """{net: (median wall s, median in-command export s)} of fresh ``thor-sdk export`` processes."""
+    import json
+
+    exe = shutil.which("thor-sdk")
+    if exe is None:
+        sys.exit("thor-sdk is not on PATH (pip install -e . first)")
+    out = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        for name in nets:
+            walls, inner = [], []
+            for _ in range(repeats):
+                cmd = [exe, "export", "--model", name, "--batch-size", str(batch), "--format", "onnx",
+                       "--out", os.path.join(tmp, f"{name}.onnx"), "--json"]
+                t = time.perf_counter()
+                r = subprocess.run(cmd, capture_output=True, text=True, check=True)
+                walls.append(time.perf_counter() - t)
+                inner.append(json.loads(r.stdout)["seconds"])
+            out[name] = (statistics.median(walls), statistics.median(inner))
+            print(f"cold {name}: {out[name][0]:.1f} s", file=sys.stderr, flush=True)
+    return out
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--nets", default=",".join(NETS))
     ap.add_argument("--export-batch", type=int, default=32, help="batch size of the timed exports")
+    ap.add_argument("--cold", action="store_true", help="also time fresh `thor-sdk export` processes")
+    ap.add_argument("--repeats", type=int, default=3, help="cold runs per net (median reported)")
     args = ap.parse_args(argv)
+    cold = cold_exports(args.nets.split(","), args.export_batch, args.repeats) if args.cold else {}
     warnings.filterwarnings("ignore")
     import torch
 
@@ -128,6 +160,14 @@ def main(argv=None):
         for opt in ("sgd", "adam"):
             cells += [f"{v:.1e}" for v in par[opt]]
         print(" | ".join(cells))
+    if cold:
+        print()
+        print(f"# cold: a fresh `thor-sdk export --format onnx --optimizer sgd --batch-size {args.export_batch}` "
+              f"process per run, median of {args.repeats}")
+        print("net | wall s (whole command) | export s (reported by the command)")
+        print("--- | --- | ---")
+        for name, (wall, inner) in cold.items():
+            print(f"{name} | {wall:.1f} | {inner:.1f}")
 
 
 if __name__ == "__main__":

@@ -58,10 +58,7 @@ KIND_PROBES = {
     "output-tokens": Probe("output", dict(in_features=8, out_features=12, tokens=4), 2),
 }
 
-NETS_SGD = ["lenet5", "cnn5", "har", "lstm", "transformer", "resnet18", "mobilenetv2"]
-# Adam on the small nets here; every kind of the big ones is covered with Adam above, and
-# bench/bench_export.py runs the full 7 nets x 2 optimizers matrix
-NETS_ADAM = ["lenet5", "cnn5", "har"]
+NETS = ["lenet5", "cnn5", "har", "lstm", "transformer", "resnet18", "mobilenetv2"]
 NET_BATCH = {"lenet5": 4, "cnn5": 4, "har": 4}  # the big nets use batch 2
 
 
@@ -224,7 +221,7 @@ def test_batch_norm_trains_with_batch_statistics_and_updates_running_stats(kind_
 
 
 # -- whole reference nets -------------------------------------------------------------------------
-def _net_parity(name, opt, exporter, cache, conditioning=False):
+def _net_parity(name, opt, exporter, cache):
     from thor_sdk.models import build_model
 
     module = no_dropout(build_model(name))
@@ -234,34 +231,26 @@ def _net_parity(name, opt, exporter, cache, conditioning=False):
     p32, _, grads, loss = eager_steps(module, x, y, opt)
     masks = grads if opt == "adam" else None
     got = max_diff(state, p32, masks)
-    cond = None
-    if conditioning:
-        # float32 itself drifts from the exact (float64) trajectory on an ill-conditioned net: there the
-        # bar is "no further from eager float32 than eager float32 is from float64, twice over"
-        p64, _, _, _ = eager_steps(module, x, y, opt, dtype=torch.float64)
-        cond = max_diff(p32, p64, masks)
-    return got, cond, abs(losses[-1] - loss)
+    if got <= TOL:
+        return got, None, abs(losses[-1] - loss)
+    # float32 itself drifts from the exact (float64) trajectory on an ill-conditioned net (MobileNetV2,
+    # and ResNet-18 with Adam, freshly initialised at batch 2: eager float32 and float64 differ by 1e-3
+    # to 1e-1 after 3 steps): there the bar is "no further from eager float32 than eager float32 is
+    # from float64, twice over"
+    p64, _, _, _ = eager_steps(module, x, y, opt, dtype=torch.float64)
+    return got, max_diff(p32, p64, masks), abs(losses[-1] - loss)
 
 
-@pytest.mark.parametrize("name", NETS_SGD)
-def test_whole_net_parity_sgd(name, exporter, export_cache):
-    # MobileNetV2 (CIFAR variant, batch 2, freshly initialised) is ill-conditioned: eager float32 and
-    # float64 gradients differ by up to ~30% on some entries, so no float32 runtime can match to 1e-5
-    ill = name == "mobilenetv2"
-    got, cond, dloss = _net_parity(name, "sgd", exporter, export_cache, conditioning=ill)
-    if ill:
-        assert cond > TOL  # the premise: float32 cannot do better here
-        assert got <= 2 * cond, (got, cond)
-    else:
-        assert got <= TOL
+@pytest.mark.parametrize("opt", ["sgd", "adam"])
+@pytest.mark.parametrize("name", NETS)
+def test_whole_net_parity(name, opt, exporter, export_cache):
+    got, cond, dloss = _net_parity(name, opt, exporter, export_cache)
+    if cond is None:
         assert dloss <= 1e-4
-
-
-@pytest.mark.parametrize("name", NETS_ADAM)
-def test_whole_net_parity_adam(name, exporter, export_cache):
-    got, _, dloss = _net_parity(name, "adam", exporter, export_cache)
-    assert got <= TOL
-    assert dloss <= 1e-4
+        return
+    # missing 1e-5 is only allowed where eager float32 cannot meet it either
+    assert cond > TOL, f"{name}/{opt}: ONNX is {got:.1e} from eager, while eager float32 is within {cond:.1e} of float64"
+    assert got <= 2 * cond, (got, cond)
 
 
 # -- dropout, trainers, cache, methods ----------------------------------------------------------------
