@@ -55,7 +55,7 @@ import os
 
 from thor_sdk.errors import ExportError, UsageError
 
-EXPORTER_VERSION = "thor-sdk onnx_train 1"
+EXPORTER_VERSION = "thor-sdk onnx_train 2"  # 2: static views as one Reshape
 OPTIMIZERS = ("sgd", "adam")
 LOSSES = ("ce", "mse")
 OPSET = 18
