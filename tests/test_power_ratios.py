@@ -7,27 +7,41 @@ import pytest
 
 from thor_sdk.errors import FormatError, MeasurementError, NotFoundError, UsageError
 from thor_sdk.power.data import adapt, load_proxy
-from thor_sdk.power.ratios import estimate_ratios, parse_batch_sizes
+from thor_sdk.power.ratios import EfficiencyModel, estimate_ratios, parse_batch_sizes
 from thor_sdk.power.table import validate
 
 
 @pytest.fixture(scope="module")
 def digits_ratios():
-    return estimate_ratios("mlp", "digits", [16, 128], target_accuracy=0.85, seeds=(0, 1), max_epochs=20)
+    return estimate_ratios("mlp", "digits", [16, 32, 128], target_accuracy=0.85, seeds=(0, 1), max_epochs=20)
 
 
 def test_ratios_document(digits_ratios):
     doc = validate(digits_ratios, "ratios", "ratios")
     by = {e["batch_size"]: e for e in doc["ratios"]}
+    assert doc["ratio_model"] == "unimodal"
     assert doc["reference_batch_size"] == 128 and by[128]["ratio"] == 1.0
     assert by[128]["lr"] == pytest.approx(0.1) and by[16]["lr"] == pytest.approx(0.1 * math.sqrt(16 / 128))
+    fitted = EfficiencyModel("unimodal").fit({b: e["samples_to_target"] for b, e in by.items()})
     for e in doc["ratios"]:
         assert e["reached"] == 2 and all(s >= doc["eval_every_samples"] for s in e["samples_to_target"])
         assert e["mean_samples"] == pytest.approx(np.mean(e["samples_to_target"]))
-        assert e["ratio"] == pytest.approx(e["mean_samples"] / by[128]["mean_samples"])
-    assert doc["reference_samples_to_target"] == by[128]["mean_samples"]
+        # the ratio is the unimodal fit's, not the raw means' (they differ where the means are not a valley)
+        assert e["expected_samples"] == pytest.approx(fitted.expected_[e["batch_size"]])
+        assert e["ratio"] == pytest.approx(e["expected_samples"] / by[128]["expected_samples"])
+    assert doc["reference_samples_to_target"] == by[128]["expected_samples"]
     # on digits a small batch needs fewer samples than the largest one (more updates per sample)
     assert by[16]["ratio"] < 1.0
+
+
+def test_mean_ratio_model_is_the_per_batch_mean():
+    doc = estimate_ratios("mlp", "digits", [16, 128], target_accuracy=0.85, seeds=(0,), max_epochs=20,
+                          ratio_model="mean")
+    by = {e["batch_size"]: e for e in validate(doc, "ratios", "ratios")["ratios"]}
+    assert doc["ratio_model"] == "mean"
+    assert by[16]["ratio"] == pytest.approx(by[16]["mean_samples"] / by[128]["mean_samples"])
+    with pytest.raises(UsageError, match="ratio model"):
+        estimate_ratios("mlp", "digits", [16], ratio_model="median")
 
 
 def test_folder_proxy_npy_and_csv(tmp_path):

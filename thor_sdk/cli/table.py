@@ -77,10 +77,13 @@ def profile_cmd(device, sysfs_root, sim_flavor, model, batch_sizes, power_cap, s
 @click.option("--seeds", default="0,1,2", show_default=True)
 @click.option("--base-lr", type=float, default=0.1, show_default=True, help="Learning rate of the largest batch.")
 @click.option("--max-epochs", type=int, default=30, show_default=True)
+@click.option("--ratio-model", type=click.Choice(["unimodal", "mccandlish", "mean"]), default="unimodal",
+              show_default=True, help="Estimator of the expected samples per batch size (docs/power-aware-training.md).")
 @click.option("--out", type=click.Path(dir_okay=False), help="Write the ratios JSON here.")
 @json_option
 @quiet_option
-def ratios_cmd(model, proxy, batch_sizes, target_accuracy, seeds, base_lr, max_epochs, out, as_json, quiet):
+def ratios_cmd(model, proxy, batch_sizes, target_accuracy, seeds, base_lr, max_epochs, ratio_model, out, as_json,
+               quiet):
     """Samples-to-accuracy per batch size on an offline proxy, relative to the largest batch."""
     from thor_sdk.errors import UsageError
     from thor_sdk.power.ratios import estimate_ratios, parse_batch_sizes
@@ -91,7 +94,7 @@ def ratios_cmd(model, proxy, batch_sizes, target_accuracy, seeds, base_lr, max_e
     except ValueError:
         raise UsageError(f"seeds must be comma-separated integers, got {seeds!r}") from None
     doc = estimate_ratios(model, proxy, parse_batch_sizes(batch_sizes), target_accuracy, seed_list, base_lr,
-                          max_epochs, progress=_progress(quiet, "training"))
+                          max_epochs, progress=_progress(quiet, "training"), ratio_model=ratio_model)
     validate(doc, "ratios", "batch ratios")
     if out:
         write_json(doc, out)
@@ -100,8 +103,9 @@ def ratios_cmd(model, proxy, batch_sizes, target_accuracy, seeds, base_lr, max_e
         return
     click.echo(table([(e["batch_size"], f"{e['lr']:.4g}", f"{e['reached']}/{len(doc['seeds'])}",
                        "-" if e["mean_samples"] is None else f"{e['mean_samples']:.0f}",
+                       "-" if e["expected_samples"] is None else f"{e['expected_samples']:.0f}",
                        "-" if e["ratio"] is None else f"{e['ratio']:.3f}") for e in doc["ratios"]],
-                     ["batch", "lr", "reached", "samples", "ratio"]))
+                     ["batch", "lr", "reached", "mean samples", f"{ratio_model} fit", "ratio"]))
     click.echo(f"{model} on {doc['proxy']} to {target_accuracy}" + (f" -> {out}" if out else ""))
 
 

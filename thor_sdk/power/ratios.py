@@ -4,8 +4,11 @@ For each batch size b and seed s the network is trained from scratch with SGD (m
 ``lr(b) = base_lr * sqrt(b / b_max)`` (square-root scaling from the largest batch) until the
 validation accuracy first reaches the target; validation runs every ``eval_every_samples`` samples
 (default: the largest batch size, so every batch size is judged at the same sample resolution).
-``ratio(b) = mean_s samples(b, s) / mean_s samples(b_max, s)``. A batch size that misses the target
-within ``max_epochs`` in any seed gets no ratio (``ratio: null``, with how many seeds reached it).
+The expected samples per batch size come from an ``EfficiencyModel`` fitted on all batch sizes' runs
+(``ratio_model``: ``unimodal`` by default, the estimator the Zeus-trace replay validated; ``mean`` is
+the plain per-batch mean) and ``ratio(b) = expected(b) / expected(b_max)``. A batch size that misses
+the target within ``max_epochs`` in any seed gets no ratio (``ratio: null``, with how many seeds
+reached it).
 The document (format ``thor-sdk/batch-ratios``) is checked against ``$defs/ratios`` of
 ``thor_sdk/schemas/table.schema.json``.
 """
@@ -30,8 +33,11 @@ def parse_batch_sizes(text):
 
 
 def estimate_ratios(model="mlp", proxy="digits", batch_sizes=(16, 32, 64, 128), target_accuracy=0.9,
-                    seeds=(0, 1, 2), base_lr=0.1, max_epochs=30, eval_every_samples=None, progress=None):
+                    seeds=(0, 1, 2), base_lr=0.1, max_epochs=30, eval_every_samples=None, progress=None,
+                    ratio_model="unimodal"):
     """Train on the proxy per batch size and seed; return the ratios document (a dict)."""
+    if ratio_model not in EFFICIENCY_MODELS:
+        raise UsageError(f"ratio model must be one of {', '.join(EFFICIENCY_MODELS)}, got {ratio_model!r}")
     import torch
 
     from .data import Trainer, adapt, build_net, load_proxy, split
@@ -78,12 +84,16 @@ def estimate_ratios(model="mlp", proxy="digits", batch_sizes=(16, 32, 64, 128), 
         raise MeasurementError(
             f"the largest batch ({b_max}) did not reach {target_accuracy} in every seed within {max_epochs} "
             "epochs: lower --target-accuracy, raise --max-epochs or --base-lr")
+    fitted = EfficiencyModel(ratio_model).fit({e["batch_size"]: e["samples_to_target"] for e in entries})
+    ratios = fitted.ratios(b_max)
     for e in entries:
-        e["ratio"] = e["mean_samples"] / ref["mean_samples"] if e["mean_samples"] is not None else None
+        e["expected_samples"] = fitted.expected_.get(e["batch_size"])
+        e["ratio"] = ratios.get(e["batch_size"])
     return {"format": RATIOS_FORMAT, "version": RATIOS_VERSION, "model": model, "proxy": info["name"],
             "proxy_source": info["source"], "target_accuracy": target_accuracy, "seeds": list(seeds),
             "lr_rule": "sqrt", "base_lr": base_lr, "optimizer": "sgd momentum 0.9",
-            "reference_batch_size": b_max, "reference_samples_to_target": ref["mean_samples"],
+            "ratio_model": ratio_model, "ratio_model_definition": EFFICIENCY_DEFINITIONS[ratio_model],
+            "reference_batch_size": b_max, "reference_samples_to_target": fitted.expected_[b_max],
             "eval_every_samples": every, "max_epochs": max_epochs, "train_samples": len(xt),
             "val_samples": len(xv), "ratios": entries}
 
