@@ -169,6 +169,33 @@ def test_graphs_are_standard_and_keep_the_input_gradient(kind_exports, name):
     assert [o for o, _ in desc["state_pairs"]] == outputs[1:len(desc["state_pairs"]) + 1]
 
 
+def test_static_views_are_one_reshape_of_a_constant_shape(kind_exports):
+    # batch norm reshapes its per-channel statistics forward and backward: every Reshape's shape must
+    # be one Constant, not torch_lib's Constant-per-dimension + Concat (7 nodes per view)
+    pm, path = kind_exports[("batchnorm2d-hidden", "sgd")]
+    graph = onnx.load(path).graph
+    producer = {o: n for n in graph.node for o in n.output}
+    shapes = [n.input[1] for n in graph.node if n.op_type == "Reshape"]
+    assert len(shapes) >= 4
+    assert all(producer[s].op_type == "Constant" for s in shapes if s in producer), \
+        sorted({producer[s].op_type for s in shapes if s in producer})
+    assert all(s in producer or s in {i.name for i in graph.initializer} for s in shapes)
+
+
+def test_signature_cache_restores_onnx_ir():
+    from onnx_ir import schemas
+
+    from thor_sdk.exporters import onnx_ops
+
+    before = schemas.OpSignature.__dict__["from_op_schema"]
+    schema = onnx.defs.get_schema("Relu", 14)
+    with onnx_ops.signature_cache():
+        a = schemas.OpSignature.from_op_schema(schema)
+        assert schemas.OpSignature.from_op_schema(schema) is a  # cached while the block runs
+    assert schemas.OpSignature.__dict__["from_op_schema"] is before
+    assert schemas.OpSignature.from_op_schema(schema) is not a
+
+
 def test_hidden_probe_input_gradient_matches_torch(kind_exports):
     pm, path = kind_exports[("conv2d-hidden-strided", "sgd")]
     tr = OrtTrainer(path)
