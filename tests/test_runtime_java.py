@@ -1,8 +1,10 @@
-"""The Java estimator runtime (android_harness/runtime): compile it and run its JUnit 4 tests, which
-reproduce the shared vectors in tests/vectors. Skips where javac or JUnit 4 is missing
+"""The Java runtime (android_harness/runtime: estimator + power-table select): compile it and run its
+JUnit 4 tests, which reproduce the shared vectors in tests/vectors. Skips where javac or JUnit 4 is missing
 (Debian: ``apt-get install -y junit4``)."""
 
+import json
 import os
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -24,3 +26,12 @@ def test_java_runtime_junit(tmp_path):
     out = proc.stdout + proc.stderr
     assert proc.returncode == 0, out[-4000:]
     assert "OK (" in proc.stdout and "FAILURES" not in proc.stdout, out[-4000:]
+    # PowerTableTest ran and went through every power-table vector
+    vec = json.loads((ROOT / "tests" / "vectors" / "table_select.json").read_text())
+    answers = [q for c in vec["cases"] for q in c["queries"]] + vec["malformed"]
+    m = re.search(r"PowerTableTest: (\d+) selections, (\d+) infeasible, (\d+) usage errors, (\d+) format errors",
+                  proc.stdout)
+    assert m, out[-4000:]
+    got = dict(zip(["result", "infeasible", "usage", "format"], map(int, m.groups())))
+    want = {k: sum(1 for q in answers if q.get("error", "result") == k) for k in got}
+    assert got == want

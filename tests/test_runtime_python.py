@@ -335,3 +335,75 @@ def test_attributes(good_doc):
     assert set(est.kinds) == set(good_doc["kinds"])
     assert est.kinds["output"] == good_doc["kinds"]["output"]["features"]
     assert "role" not in est.kinds["output"]
+
+
+# ----------------------------------------------------------------------------- power-table select vectors
+TABLE_VECTORS = VECTORS / "table_select.json"
+
+
+def _make_vectors_module():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("thor_make_vectors", VECTORS / "make_vectors.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_table_vectors_are_what_make_vectors_makes_now():
+    """The committed table_select.json is byte for byte what make_vectors.py writes today (regenerate
+    with ``python tests/vectors/make_vectors.py --table-only`` after changing the runtime or the cases)."""
+    assert TABLE_VECTORS.read_text(encoding="utf-8") == _make_vectors_module().table_select_text()
+
+
+def _select_answer(doc, cap):
+    from thor_sdk.runtime.table import InfeasibleCapError, select
+
+    try:
+        return {"result": select(doc, cap)}
+    except InfeasibleCapError as e:
+        return {"error": "infeasible", "lowest": e.lowest_feasible_power_w}
+    except FormatError:
+        return {"error": "format"}
+    except UsageError:
+        return {"error": "usage"}
+
+
+def test_table_vectors_reproduced_by_the_python_runtime():
+    vec = json.loads(TABLE_VECTORS.read_text())
+    queries = [(c["table"], q) for c in vec["cases"] for q in c["queries"]]
+    queries += [(m["table"], m) for m in vec["malformed"]]
+    for table, q in queries:
+        got = _select_answer(table, q["power_cap_w"])
+        assert got.get("error") == q.get("error"), (q, got)
+        if "result" in q:
+            assert got["result"] == q["result"]
+        elif q["error"] == "infeasible":
+            assert got["lowest"] == q["lowest_feasible_power_w"]
+
+
+def test_table_vectors_cover_the_promised_cases():
+    vec = json.loads(TABLE_VECTORS.read_text())
+    results = [q["result"] for c in vec["cases"] for q in c["queries"] if "result" in q]
+    errors = [q["error"] for c in vec["cases"] for q in c["queries"] if "error" in q]
+    assert len(results) >= 20 and {"infeasible", "usage"} <= set(errors)
+    assert any(r["non_monotone_batch_sizes"] for r in results)
+    assert any(not c["monotone"] for r in results for c in r["candidates"])
+    assert any(r["est_time_to_accuracy_s"] is not None for r in results)
+    assert any(r["est_time_to_accuracy_s"] is None for r in results)
+    # equal scores: the larger batch listed first
+    assert any(a["score_s"] == b["score_s"] and a["batch_size"] > b["batch_size"]
+               for r in results for a, b in zip(r["candidates"], r["candidates"][1:]))
+    # a batch with rows but no ratio, and a ratio with no rows
+    for c in vec["cases"]:
+        rows = {int(r["batch_size"]) for r in c["table"]["rows"]}
+        ratios = {int(r["batch_size"]) for r in c["table"]["ratios"]}
+        if rows - ratios and ratios - rows:
+            break
+    else:
+        raise AssertionError("no table lacks a ratio for a batch size")
+    # an infeasible cap whose lowest power is NOT the table-wide lowest (that batch has no ratio)
+    assert any(q.get("error") == "infeasible" and q["lowest_feasible_power_w"] > min(r["peak_power_w"]
+               for r in c["table"]["rows"]) for c in vec["cases"] for q in c["queries"])
+    malformed = [m["error"] for m in vec["malformed"]]
+    assert malformed.count("format") >= 20 and set(malformed) <= {"format", "usage"}

@@ -1,6 +1,7 @@
 // swift-tools-version:5.7
-// The thor-sdk estimator runtime for iOS / macOS: `swift test` runs Tests/ThorRuntimeTests against
-// the shared vectors in ../../tests/vectors. Untested on the development machine (no Swift toolchain).
+// The thor-sdk runtime for iOS / macOS (estimator + power-table select): `swift test` runs
+// Tests/ThorRuntimeTests against the shared vectors in ../../tests/vectors. Untested on the
+// development machine (no Swift toolchain).
 import PackageDescription
 
 let package = Package(

@@ -13,6 +13,15 @@ Cases:
   repeated identical layers.
 - ``energy_linear``: costs from a noisy subtraction, some <= 0 -> "linear" targets; kind linear, a
   kind fitted on ONE sample (dropout), a kind fitted on duplicated training rows (relu).
+
+It also writes ``table_select.json``: power tables (format ``thor-sdk/power-table``, made-up numbers,
+not measurements) with, per power cap, what ``thor_sdk.runtime.table.select`` answers -- the
+selection, or the error it raises (``infeasible`` with the lowest peak power, ``usage``, ``format``)
+-- and malformed tables it rejects. The Python, Java and Swift runtimes must give the same answers
+(numbers to 1e-12 relative). ``tests/test_runtime_python.py`` checks the committed file is exactly
+what :func:`table_select_text` makes now.
+
+    python tests/vectors/make_vectors.py --table-only     # rewrite table_select.json only
 """
 
 import json
@@ -26,7 +35,9 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(HERE)))
 
 from thor_sdk.fit.estimator import build_estimator, dumps_estimator  # noqa: E402
 from thor_sdk.fit.gp import KindGP  # noqa: E402
+from thor_sdk.errors import FormatError, UsageError  # noqa: E402
 from thor_sdk.layers.kinds import feature_vector, get_kind, gp_features  # noqa: E402
+from thor_sdk.runtime.table import InfeasibleCapError, select  # noqa: E402
 
 ROLE_NAME = {1.0: "input", 0.0: "hidden"}
 
@@ -150,7 +161,184 @@ def write(case, doc, expected):
         f.write("\n")
 
 
+# ----------------------------------------------------------------------------- power-table selection
+TABLE_VECTORS = "table_select.json"
+MHZ = 1_000_000
+
+
+def _table(rows, ratios, **top):
+    doc = {"format": "thor-sdk/power-table", "version": 1}
+    doc.update(top)
+    doc["rows"] = [{"batch_size": b, "freq_hz": f, "time_per_sample_s": t, "peak_power_w": p} for b, f, t, p in rows]
+    doc["ratios"] = [{"batch_size": b, "ratio": r} for b, r in ratios]
+    return doc
+
+
+def _grid(batches, freqs, power, time):
+    return [(b, f, time(b, f), power(b, f)) for b in batches for f in freqs]
+
+
+def _caps(doc, extra=()):
+    """Caps probing every boundary: each distinct peak power exactly, midpoints, below all, above all."""
+    powers = sorted({r["peak_power_w"] for r in doc["rows"]})
+    caps = [powers[0] - 0.25, powers[-1] + 1.0]
+    caps += powers[::2] + [(a + b) / 2 for a, b in zip(powers[1::3], powers[2::3])]
+    return sorted(set(caps) | set(extra))
+
+
+def _answer(doc, cap):
+    """What the Python runtime answers: the selection, or the error it raises."""
+    try:
+        return {"result": select(doc, cap)}
+    except InfeasibleCapError as e:
+        return {"error": "infeasible", "lowest_feasible_power_w": e.lowest_feasible_power_w, "message": str(e)}
+    except FormatError as e:
+        return {"error": "format", "message": str(e)}
+    except UsageError as e:
+        return {"error": "usage", "message": str(e)}
+
+
+def table_tables():
+    """``[(name, what, table, caps)]``: the well-formed tables the vectors query (made-up numbers)."""
+    out = []
+    # monotone: power rises with frequency and batch; time per sample falls with both
+    t = _table(_grid([16, 32, 64, 128], [306 * MHZ, 510 * MHZ, 714 * MHZ, 918 * MHZ],
+                     lambda b, f: round(1.0 + f / MHZ / 200 * (0.5 + b / 128), 6),
+                     lambda b, f: round(1e-3 * (600 / (f / MHZ)) * (1 + 16 / b), 9)),
+               [(16, 0.55), (32, 0.6), (64, 0.75), (128, 1.0)], reference_batch_size=128,
+               reference_samples_to_target=None)
+    out.append(("monotone", "power monotone in frequency for every batch: binary search everywhere", t,
+                _caps(t, extra=(0, -1, 5))))
+    # non-monotone: batch 8 dips (1, 3, 2, 4 W); batch 16 has a duplicated frequency listed out of order
+    rows = [(8, 400 * MHZ, 0.0010, 4.0), (8, 100 * MHZ, 0.0040, 1.0), (8, 300 * MHZ, 0.0014, 2.0),
+            (8, 200 * MHZ, 0.0020, 3.0),
+            (16, 300 * MHZ, 0.0011, 2.6), (16, 100 * MHZ, 0.0031, 1.5), (16, 300 * MHZ, 0.0012, 2.4),
+            (16, 200 * MHZ, 0.0016, 2.2),
+            (32, 100 * MHZ, 0.0025, 2.0), (32, 200 * MHZ, 0.0013, 2.5), (32, 300 * MHZ, 0.0009, 3.5),
+            (32, 400 * MHZ, 0.0007, 5.0)]
+    t = _table(rows, [(8, 0.4), (16, 0.7), (32, 1.0)], reference_batch_size=32)
+    out.append(("non_monotone", "batch 8 power dips with frequency, batch 16 has a duplicated frequency "
+                "(rows out of order): linear scan there, listed in non_monotone_batch_sizes", t,
+                _caps(t, extra=(2.3, 2.45, 2.5, 3.0))))
+    # reference_samples_to_target known: est_time_to_accuracy_s is a number; replayed-trace knob; simulated
+    t = _table(_grid([32, 64, 128, 256], [100, 150, 200, 250],
+                     lambda b, f: round(0.92 * f * (0.8 + b / 1280), 3),
+                     lambda b, f: round(2e-4 * (250 / f) ** 0.7 * (1 + 64 / b), 9)),
+               [(32, 0.45), (64, 0.55), (128, 0.8), (256, 1.0)], reference_batch_size=256,
+               reference_samples_to_target=60000.0, knob="power_limit_w", simulated=True)
+    out.append(("reference_samples", "reference_samples_to_target known, knob power_limit_w, simulated", t,
+                _caps(t)))
+    # a batch without a ratio (8: lowest power of all, never selected) and a ratio without rows (128)
+    t = _table(_grid([8, 16, 32, 64], [200 * MHZ, 400 * MHZ, 600 * MHZ],
+                     lambda b, f: round(0.5 + f / MHZ / 250 * (0.4 + b / 64), 4),
+                     lambda b, f: round(1e-3 * (400 / (f / MHZ)) * (1 + 8 / b), 9)),
+               [(16, 0.6), (64, 1.0), (128, 1.2)], reference_batch_size=64, reference_samples_to_target=None)
+    low8 = min(r["peak_power_w"] for r in t["rows"] if r["batch_size"] == 8)
+    out.append(("missing_ratio", "batch 8 has rows but no ratio (ignored, also for the lowest peak power), "
+                "batch 128 a ratio but no rows", t, _caps(t, extra=(low8,))))
+    # equal scores (0.5 s x 2 = 1 s x 1): the larger batch wins; a batch size written as 8.0
+    t = _table([(4, 100 * MHZ, 0.5, 1.0), (8.0, 100 * MHZ, 1.0, 1.5), (8, 200 * MHZ, 0.25, 3.0),
+                (4, 200 * MHZ, 0.125, 2.0)], [(4, 2.0), (8, 1.0)], reference_batch_size=8,
+               reference_samples_to_target=1000)
+    out.append(("tie", "equal scores: the larger batch first; batch_size 8.0 groups with 8", t,
+                _caps(t, extra=(1.75, 2.5))))
+    return out
+
+
+def table_malformed():
+    """``[(name, table)]``: documents ``select`` must reject (each is the monotone table, broken once)."""
+    def good():
+        return _table([(16, 100 * MHZ, 0.002, 1.0), (16, 200 * MHZ, 0.001, 2.0), (32, 100 * MHZ, 0.0015, 1.5)],
+                      [(16, 0.5), (32, 1.0)], reference_batch_size=32)
+
+    def broken(how):
+        d = good()
+        r0 = d["rows"][0]
+        if how == "not_object":
+            return [d]
+        if how == "format":
+            d["format"] = "thor-sdk/estimator"
+        elif how == "no_format":
+            del d["format"]
+        elif how == "version":
+            d["version"] = 2
+        elif how == "no_rows":
+            d["rows"] = []
+        elif how == "rows_not_list":
+            d["rows"] = {"0": r0}
+        elif how == "row_not_object":
+            d["rows"][1] = [16, 200 * MHZ, 0.001, 2.0]
+        elif how == "missing_time":
+            del r0["time_per_sample_s"]
+        elif how == "negative_power":
+            r0["peak_power_w"] = -0.5
+        elif how == "string_power":
+            r0["peak_power_w"] = "1.0"
+        elif how == "bool_batch":
+            r0["batch_size"] = True
+        elif how == "null_freq":
+            r0["freq_hz"] = None
+        elif how == "zero_batch":
+            r0["batch_size"] = 0
+        elif how == "zero_time":
+            r0["time_per_sample_s"] = 0.0
+        elif how == "no_ratios":
+            del d["ratios"]
+        elif how == "empty_ratios":
+            d["ratios"] = []
+        elif how == "ratio_not_object":
+            d["ratios"][0] = 0.5
+        elif how == "ratio_zero":
+            d["ratios"][0]["ratio"] = 0
+        elif how == "ratio_negative":
+            d["ratios"][1]["ratio"] = -1.0
+        elif how == "ratio_no_batch":
+            del d["ratios"][0]["batch_size"]
+        elif how == "no_common_batch":
+            d["ratios"] = [{"batch_size": 64, "ratio": 1.0}]
+        else:
+            raise ValueError(how)
+        return d
+
+    names = ["not_object", "format", "no_format", "version", "no_rows", "rows_not_list", "row_not_object",
+             "missing_time", "negative_power", "string_power", "bool_batch", "null_freq", "zero_batch",
+             "zero_time", "no_ratios", "empty_ratios", "ratio_not_object", "ratio_zero", "ratio_negative",
+             "ratio_no_batch", "no_common_batch"]
+    return [(n, broken(n)) for n in names]
+
+
+def table_select_vectors():
+    """The ``table_select.json`` document: every answer computed by ``thor_sdk.runtime.table.select``."""
+    cases = []
+    for name, what, doc, caps in table_tables():
+        cases.append({"name": name, "what": what, "table": doc,
+                      "queries": [dict({"power_cap_w": cap}, **_answer(doc, cap)) for cap in caps]})
+    malformed = []
+    for name, doc in table_malformed():
+        for cap in (5.0, 0):  # a broken table is reported before a bad cap
+            malformed.append(dict({"name": name, "table": doc, "power_cap_w": cap}, **_answer(doc, cap)))
+    return {"format": "thor-sdk/table-select-vectors", "version": 1,
+            "generated_by": "tests/vectors/make_vectors.py",
+            "note": "SYNTHETIC tables (made-up numbers, not measurements); every expected answer is what "
+                    "thor_sdk.runtime.table.select returns or raises. 'why' and 'message' are English text "
+                    "the Java and Swift runtimes need not reproduce.",
+            "cases": cases, "malformed": malformed}
+
+
+def table_select_text():
+    """``table_select.json`` exactly as written (UTF-8 text)."""
+    return json.dumps(table_select_vectors(), indent=1, allow_nan=False) + "\n"
+
+
+def write_table_vectors():
+    with open(os.path.join(HERE, TABLE_VECTORS), "w", encoding="utf-8") as f:
+        f.write(table_select_text())
+
+
 def main():
+    write_table_vectors()
+    if "--table-only" in sys.argv[1:]:
+        return
     rng = np.random.default_rng(20250101)
     prov = {"note": "SYNTHETIC test vector, not a measurement", "generator": "tests/vectors/make_vectors.py"}
 

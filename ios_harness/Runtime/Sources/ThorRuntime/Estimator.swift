@@ -21,10 +21,16 @@ public enum ThorError: Error, CustomStringConvertible, Equatable {
     case notFound(String)
     /// Bad input: a missing feature, a bad role, a batch size of 0.
     case usage(String)
+    /// A usage error of `PowerTable.select`: no (batch size, frequency) in the table stays under the
+    /// power cap; the lowest peak power in the table is the smallest cap that would work.
+    case infeasibleCap(powerCapW: Double, lowestFeasiblePowerW: Double)
 
     public var description: String {
         switch self {
         case .format(let m), .notFound(let m), .usage(let m): return m
+        case .infeasibleCap(let cap, let lowest):
+            return "power cap \(cap) W is infeasible: the lowest peak power in the table is "
+                + String(format: "%.3f", lowest) + " W (give a cap of at least that)"
         }
     }
 }
