@@ -407,3 +407,13 @@ def test_table_vectors_cover_the_promised_cases():
                for r in c["table"]["rows"]) for c in vec["cases"] for q in c["queries"])
     malformed = [m["error"] for m in vec["malformed"]]
     assert malformed.count("format") >= 20 and set(malformed) <= {"format", "usage"}
+
+
+def test_table_rejects_what_json_cannot_carry_like_java_and_swift():
+    # an infinite cap and "version": true pass Python's == checks but not Java's or Swift's: all
+    # three runtimes refuse them
+    vec = json.loads(TABLE_VECTORS.read_text())
+    table = vec["cases"][0]["table"]
+    assert _select_answer(table, float("inf")) == {"error": "usage"}
+    assert _select_answer(dict(table, version=True), 1e3) == {"error": "format"}
+    assert "result" in _select_answer(table, 1e3)

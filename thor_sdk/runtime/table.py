@@ -21,6 +21,7 @@ No cap can be met -> ``InfeasibleCapError`` naming the lowest peak power in the 
 Only ``thor_sdk.errors`` and the standard library are imported, like the rest of ``thor_sdk.runtime``.
 """
 
+import math
 from bisect import bisect_right
 
 from thor_sdk.errors import FormatError, UsageError
@@ -42,7 +43,7 @@ class InfeasibleCapError(UsageError):
 
 
 def _num(v):
-    return isinstance(v, (int, float)) and not isinstance(v, bool) and v == v  # not NaN
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
 
 
 def is_monotone(powers):
@@ -92,7 +93,7 @@ def check_table(doc):
     """Light structural check (the full JSON Schema check needs ``jsonschema``; this needs nothing)."""
     if not isinstance(doc, dict) or doc.get("format") != TABLE_FORMAT:
         raise FormatError(f"not a power table: format must be {TABLE_FORMAT!r}")
-    if doc.get("version") != TABLE_VERSION:
+    if doc.get("version") != TABLE_VERSION or isinstance(doc.get("version"), bool):
         raise FormatError(f"power table version {doc.get('version')!r} not supported (expected {TABLE_VERSION})")
     rows = doc.get("rows")
     if not isinstance(rows, list) or not rows:
