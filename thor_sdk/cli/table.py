@@ -26,8 +26,10 @@ def cmd():
 
 @cmd.command("profile")
 @click.option("--device", default="jetson", show_default=True,
-              help="jetson (run on the Jetson itself), sim (SIMULATED Jetson under --sysfs-root), host.")
-@click.option("--sysfs-root", type=click.Path(file_okay=False), help="sysfs root (/ on a Jetson; a folder for sim).")
+              help="jetson (run on the Jetson itself), jetson://user@host[:port] (over ssh; thor-sdk installed "
+                   "there), sim (SIMULATED Jetson under --sysfs-root), host.")
+@click.option("--sysfs-root", type=click.Path(file_okay=False),
+              help="sysfs root (/ on a Jetson; a folder for sim; a folder on the board for jetson://).")
 @click.option("--sim-flavor", type=click.Choice(["nano", "orin"]), default="nano", show_default=True)
 @click.option("--model", default="mlp", show_default=True, help="mlp or a reference network (thor-sdk models).")
 @click.option("--batch-sizes", default="8,16,32,64,128", show_default=True)
@@ -37,16 +39,23 @@ def cmd():
 @click.option("--resume", is_flag=True, help="Continue an interrupted profile in --out.")
 @click.option("--reset-frequency", is_flag=True,
               help="Only reopen the GPU's whole frequency range (after a hard kill) and exit.")
+@click.option("--remote-sudo", is_flag=True, help="jetson://: run thor-sdk on the board with `sudo -n` (root).")
+@click.option("--remote-command", default="thor-sdk", show_default=True,
+              help="jetson://: the thor-sdk executable on the board (a full path when it is not on PATH).")
 @json_option
 @quiet_option
 def profile_cmd(device, sysfs_root, sim_flavor, model, batch_sizes, power_cap, steps, out, resume,
-                reset_frequency, as_json, quiet):
+                reset_frequency, remote_sudo, remote_command, as_json, quiet):
     """Measure time per sample and peak power per (batch size, GPU frequency)."""
     from thor_sdk.errors import UsageError
     from thor_sdk.power.board import board_from
     from thor_sdk.power.profile import profile
     from thor_sdk.power.ratios import parse_batch_sizes
+    from thor_sdk.power.remote import is_remote
 
+    if is_remote(device):
+        return _profile_remote(device, sysfs_root, model, batch_sizes, power_cap, steps, out, resume,
+                               reset_frequency, remote_sudo, remote_command, as_json, quiet)
     board = board_from(device, sysfs_root, sim_flavor)
     if reset_frequency:
         ctl = board.controller()
@@ -63,10 +72,38 @@ def profile_cmd(device, sysfs_root, sim_flavor, model, batch_sizes, power_cap, s
     if as_json:
         emit_json({"out": out, "simulated": board.simulated, "device": board.describe(), "rows": rows})
         return
+    _print_profile(rows, out, sim)
+
+
+def _print_profile(rows, out, sim):
     click.echo(table([(r["batch_size"], f"{r['freq_hz'] / 1e6:g}", f"{r['time_per_sample_s'] * 1e3:.3f}",
                        f"{r['peak_power_w']:.3f}") for r in rows],
                      ["batch", "MHz", "ms/sample", "peak W"]))
     click.echo(f"{len(rows)} pairs -> {out}{sim}")
+
+
+def _profile_remote(device, sysfs_root, model, batch_sizes, power_cap, steps, out, resume, reset_frequency,
+                    remote_sudo, remote_command, as_json, quiet):
+    """``--device jetson://user@host``: the same command on the board over ssh (thor_sdk.power.remote)."""
+    from thor_sdk.errors import UsageError
+    from thor_sdk.power.ratios import parse_batch_sizes
+    from thor_sdk.power.remote import profile_remote, reset_frequency_remote, transport_for
+
+    log = None if quiet else (lambda line: click.echo(line, err=True))
+    kw = {"command": (remote_command,), "sudo": remote_sudo, "sysfs_root": sysfs_root, "log": log}
+    if reset_frequency:
+        r = reset_frequency_remote(transport_for(device), **kw)
+        emit_json(r) if as_json else click.echo(f"GPU frequency range reopened on {device}: "
+                                                f"{r['min_freq']}..{r['max_freq']} Hz")
+        return
+    if not out:
+        raise UsageError("give --out FILE.db")
+    doc = profile_remote(transport_for(device), model, parse_batch_sizes(batch_sizes), out, power_cap_w=power_cap,
+                         n_steps=steps, resume=resume, **kw)
+    if as_json:
+        emit_json(doc)
+        return
+    _print_profile(doc["rows"], out, " (SIMULATED Jetson: modelled time and power)" if doc.get("simulated") else "")
 
 
 @cmd.command("ratios")

@@ -7,8 +7,10 @@ from .common import emit_json, json_option, table
 
 @click.command("train")
 @click.option("--device", default="host", show_default=True,
-              help="host, jetson (run on the Jetson itself) or sim (SIMULATED Jetson under --sysfs-root).")
-@click.option("--sysfs-root", type=click.Path(file_okay=False), help="sysfs root (/ on a Jetson; a folder for sim).")
+              help="host, jetson (run on the Jetson itself), jetson://user@host[:port] (over ssh; thor-sdk "
+                   "installed there) or sim (SIMULATED Jetson under --sysfs-root).")
+@click.option("--sysfs-root", type=click.Path(file_okay=False),
+              help="sysfs root (/ on a Jetson; a folder for sim; a folder on the board for jetson://).")
 @click.option("--power-cap", type=float, help="Power cap in watts.")
 @click.option("--table", "table_path", type=click.Path(dir_okay=False), help="Power table from `thor-sdk table build`.")
 @click.option("--model", default="mlp", show_default=True)
@@ -20,21 +22,33 @@ from .common import emit_json, json_option, table
 @click.option("--max-epochs", type=int, default=30, show_default=True)
 @click.option("--seed", type=int, default=0, show_default=True)
 @click.option("--out", type=click.Path(dir_okay=False), help="Write the run report JSON here.")
+@click.option("--remote-sudo", is_flag=True, help="jetson://: run thor-sdk on the board with `sudo -n` (root).")
+@click.option("--remote-command", default="thor-sdk", show_default=True,
+              help="jetson://: the thor-sdk executable on the board (a full path when it is not on PATH).")
 @json_option
 def cmd(device, sysfs_root, power_cap, table_path, model, data, target_accuracy, batch_size, base_lr, max_epochs,
-        seed, out, as_json):
+        seed, out, remote_sudo, remote_command, as_json):
     """Fine-tune MODEL on DATA under a power cap until the target accuracy; write a run report."""
     from thor_sdk.power.board import board_from
+    from thor_sdk.power.remote import is_remote, train_remote, transport_for
     from thor_sdk.power.table import read_json, validate, write_json
     from thor_sdk.power.train import train_under_cap
 
-    board = board_from(device, sysfs_root)
     doc = read_json(table_path) if table_path else None
     log = None if as_json else click.echo
-    if board.simulated and log:
-        log("SIMULATED Jetson: frequency, power and energy are modelled, not measured")
-    rep = train_under_cap(board, power_cap, model, data, target_accuracy, table=doc, batch_size=batch_size,
-                          base_lr=base_lr, max_epochs=max_epochs, seed=seed, log=log)
+    if is_remote(device):  # the same command on the board over ssh; its report comes back
+        rep = train_remote(transport_for(device), power_cap, model, data, target_accuracy, table_path=table_path,
+                           batch_size=batch_size, base_lr=base_lr, max_epochs=max_epochs, seed=seed,
+                           command=(remote_command,), sudo=remote_sudo, sysfs_root=sysfs_root,
+                           log=lambda line: click.echo(line, err=True))
+        if rep.get("simulated") and log:
+            log("SIMULATED Jetson: frequency, power and energy are modelled, not measured")
+    else:
+        board = board_from(device, sysfs_root)
+        if board.simulated and log:
+            log("SIMULATED Jetson: frequency, power and energy are modelled, not measured")
+        rep = train_under_cap(board, power_cap, model, data, target_accuracy, table=doc, batch_size=batch_size,
+                              base_lr=base_lr, max_epochs=max_epochs, seed=seed, log=log)
     validate(rep, "run_report", "run report")
     if out:
         write_json(rep, out)

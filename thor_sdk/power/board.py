@@ -11,8 +11,12 @@ A board answers three questions: can the GPU frequency be set (``controller()``)
   INA3221 code reads and writes the fake sysfs; power follows the simulator's model, and so does the
   profiled time per sample (the host CPU's speed does not depend on the simulated frequency).
 
-Remote Jetsons (``jetson://user@host``) are reached by the devices/transports area; profiling over
-ssh is not wired here yet: run the command on the Jetson itself.
+Remote Jetsons (``jetson://user@host[:port]``) are not a ``Board`` here: ``thor_sdk.power.remote``
+(``profile_remote``, ``train_remote``; the CLI's ``--device jetson://...``) runs the same thor-sdk command
+ON the board over ssh with ``--device jetson`` (``--remote-sudo`` for root), then pulls the profile
+database or the run report back. Tested with the real ssh transport against a fake ``ssh`` that runs
+commands in a local folder whose thor-sdk profiles a SIMULATED Jetson; not yet run against a real
+Jetson (none was available).
 """
 
 import os
@@ -178,14 +182,16 @@ class SimJetsonBoard(JetsonBoard):
 def board_from(device, sysfs_root=None, sim_flavor="nano"):
     """``host`` | ``jetson`` (this machine is the Jetson) | ``sim`` (SIMULATED Jetson under ``sysfs_root``).
 
+    ``jetson://user@host`` is refused here: see ``thor_sdk.power.remote``.
+
     A ``jetson`` whose ``sysfs_root`` holds a simulated tree is treated as simulated (and says so).
     """
     if device in (None, "host"):
         return HostBoard(sysfs_root or "/")
     if device.startswith("jetson://"):
-        raise DeviceUnavailableError(
-            f"{device}: profiling/training a remote Jetson over ssh is not wired into the power area yet; "
-            "run the same thor-sdk command on the Jetson itself with --device jetson")
+        raise UsageError(
+            f"{device}: a remote Jetson is not a local board; use thor_sdk.power.remote.profile_remote / "
+            "train_remote (the CLI does for --device jetson://...)")
     if device == "jetson":
         root = sysfs_root or "/"
         if SimulatedJetson.is_simulated(root):
