@@ -215,6 +215,30 @@ def test_train_over_ssh_with_a_local_table_and_data_folder(board, tmp_path, caps
     assert board.leftovers() == []
 
 
+def test_train_over_ssh_without_a_table_profiles_on_the_board_with_pushed_ratios(board, tmp_path, capsys):
+    ratios = {"format": "thor-sdk/batch-ratios", "version": 1, "model": "mlp", "proxy": "digits",
+              "target_accuracy": 0.85, "reference_batch_size": 64,
+              "ratios": [{"batch_size": 16, "ratio": 0.5, "samples_to_target": [2000.0]},
+                         {"batch_size": 64, "ratio": 1.0, "samples_to_target": [4000.0]}]}
+    rpath = str(tmp_path / "ratios.json")
+    with open(rpath, "w") as f:
+        json.dump(ratios, f)
+    code, text, err = cli(["train", "--device", "jetson://ubuntu@nano", "--sysfs-root", board.sim_root,
+                           "--power-cap", "4", "--ratios", rpath, "--batch-sizes", "16,64", "--profile-steps", "2",
+                           "--target-accuracy", "0.85", "--max-epochs", "1", "--json"], capsys)
+    assert code == 0, err
+    rep = json.loads(text)
+    assert rep["batch_size"] in (16, 64) and rep["freq_hz"] in board.sim.params["freqs_hz"]
+    assert any("profiled on the spot" in n for n in rep["notes"])
+    assert not any("equally sample-efficient" in n for n in rep["notes"])
+    (_, words), = board.thor_calls()
+    run_dir = posixpath.dirname(words[words.index("--out") + 1])
+    assert words[words.index("--ratios") + 1] == run_dir + "/ratios.json"
+    assert words[words.index("--batch-sizes") + 1] == "16,64" and "--table" not in words
+    board.assert_full_range()
+    assert board.leftovers() == []
+
+
 def test_sudo_wanting_a_password_is_one_line_on_the_cli(board, tmp_path, capsys):
     _script(board.bin / "sudo", SUDO_WANTS_PASSWORD)
     out = tmp_path / "p.db"

@@ -76,12 +76,56 @@ def test_train_on_the_simulated_jetson_pins_then_restores(tmp_path, capsys):
     assert any("SIMULATED" in n for n in rep["notes"])
 
 
-def test_jetson_without_a_table_or_with_an_infeasible_cap(tmp_path, capsys):
+def test_jetson_without_a_table_profiles_for_the_cap_first(tmp_path, capsys):
+    # the command: `thor-sdk train --device jetson --power-cap 5 ...` with no table
+    root = str(tmp_path / "sim")
+    sim = SimulatedJetson.create(root, "nano")
+    db, out = str(tmp_path / "p.db"), str(tmp_path / "run.json")
+    cap = 4.0
+    code, text, err = cli(["train", "--device", "sim", "--sysfs-root", root, "--power-cap", str(cap),
+                           "--batch-sizes", "16,64", "--profile-steps", "2", "--profile-out", db,
+                           "--target-accuracy", "0.85", "--out", out], capsys)
+    assert code == 0, err
+    rep = validate(json.loads(open(out).read()), "run_report", "run report")
+    # the pair is what the table made from that very profile selects, with flat ratios (said so)
+    from thor_sdk.power.profile import load_profile
+    from thor_sdk.runtime.table import select as runtime_select
+
+    meta, rows = load_profile(db)
+    assert meta["power_cap_w"] == cap and {r["batch_size"] for r in rows} == {16, 64}
+    flat = make_table([{k: r[k] for k in ("batch_size", "freq_hz", "time_per_sample_s", "peak_power_w")}
+                       for r in rows], {16: 1.0, 64: 1.0})
+    chosen = runtime_select(flat, cap)
+    assert (rep["batch_size"], rep["freq_hz"]) == (chosen["batch_size"], chosen["freq_hz"])
+    assert any("profiled on the spot" in n for n in rep["notes"])
+    assert any("equally sample-efficient" in n for n in rep["notes"])
+    assert rep["reached_target"] is True and rep["epochs_over_cap"] == 0
+    assert GpuFrequencyController(root).state()["max_freq"] == sim.params["freqs_hz"][-1]
+    # with ratios from `table ratios`, they are used (and no flat-ratio note)
+    ratios = {"format": "thor-sdk/batch-ratios", "version": 1, "model": "mlp", "proxy": "digits",
+              "target_accuracy": 0.85, "reference_batch_size": 64, "ratio_model": "unimodal",
+              "ratios": [{"batch_size": 16, "ratio": 0.25, "samples_to_target": [1000.0]},
+                         {"batch_size": 64, "ratio": 1.0, "samples_to_target": [4000.0]}]}
+    rpath = str(tmp_path / "ratios.json")
+    with open(rpath, "w") as f:
+        json.dump(ratios, f)
+    code, text, err = cli(["train", "--device", "sim", "--sysfs-root", root, "--power-cap", str(cap),
+                           "--batch-sizes", "16,64", "--profile-steps", "2", "--ratios", rpath,
+                           "--target-accuracy", "0.85", "--max-epochs", "1", "--json"], capsys)
+    assert code == 0, err
+    rep = json.loads(text)
+    weighted = make_table([{k: r[k] for k in ("batch_size", "freq_hz", "time_per_sample_s", "peak_power_w")}
+                           for r in rows], {16: 0.25, 64: 1.0})
+    assert rep["batch_size"] == runtime_select(weighted, cap)["batch_size"]
+    assert not any("equally sample-efficient" in n for n in rep["notes"])
+
+
+def test_jetson_without_a_cap_or_with_an_infeasible_cap(tmp_path, capsys):
     root = str(tmp_path / "sim")
     sim = SimulatedJetson.create(root, "nano")
     assert isinstance(board_from("jetson", root), SimJetsonBoard)  # a simulated tree is never taken as real
-    code, _, err = cli(["train", "--device", "jetson", "--sysfs-root", root, "--power-cap", "4"], capsys)
-    assert code == 2 and "give --table" in err
+    code, _, err = cli(["train", "--device", "jetson", "--sysfs-root", root], capsys)
+    assert code == 2 and "give --power-cap" in err
     tab = str(tmp_path / "t.json")
     with open(tab, "w") as f:
         json.dump(sim_table(sim), f)

@@ -286,16 +286,19 @@ def reset_frequency_remote(transport, command=("thor-sdk",), sudo=False, sysfs_r
 
 def train_remote(transport, power_cap_w, model="mlp", data="digits", target_accuracy=0.9, table_path=None,
                  batch_size=None, base_lr=0.1, max_epochs=30, seed=0, command=("thor-sdk",), sudo=False,
-                 sysfs_root=None, timeout_s=None, log=None):
+                 sysfs_root=None, timeout_s=None, log=None, ratios_path=None, batch_sizes=None, profile_steps=None):
     """``thor-sdk train`` on the board; returns its run report (pulled back from the board).
 
-    ``table_path`` (a local power table) is pushed to the board; ``data`` naming a local folder is
-    pushed too (anything else, ``digits``, ``synthetic`` or a path on the board, is passed unchanged).
+    ``table_path`` (a local power table) and ``ratios_path`` (local batch-size ratios, for a board that
+    profiles for the cap itself when there is no table) are pushed to the board; ``data`` naming a
+    local folder is pushed too (anything else, ``digits``, ``synthetic`` or a path on the board, is
+    passed unchanged).
     """
-    if table_path is not None and not os.path.isfile(table_path):
-        from thor_sdk.errors import NotFoundError
+    for path in (table_path, ratios_path):
+        if path is not None and not os.path.isfile(path):
+            from thor_sdk.errors import NotFoundError
 
-        raise NotFoundError(f"no such file: {table_path}")
+            raise NotFoundError(f"no such file: {path}")
     bc = BoardCommand(transport, command, sudo, sysfs_root, timeout_s, log)
     run_dir = bc.make_run_dir()
     remote_out = posixpath.join(run_dir, "run.json")
@@ -312,6 +315,14 @@ def train_remote(transport, power_cap_w, model="mlp", data="digits", target_accu
             remote_table = posixpath.join(run_dir, "table.json")
             transport.push(table_path, remote_table)
             args += ["--table", remote_table]
+        if ratios_path is not None:
+            remote_ratios = posixpath.join(run_dir, "ratios.json")
+            transport.push(ratios_path, remote_ratios)
+            args += ["--ratios", remote_ratios]
+        if batch_sizes:
+            args += ["--batch-sizes", ",".join(str(int(b)) for b in batch_sizes)]
+        if profile_steps is not None:
+            args += ["--profile-steps", int(profile_steps)]
         if os.path.isdir(data):
             name = os.path.basename(os.path.normpath(os.path.abspath(data)))
             remote_data = posixpath.join(run_dir, "data", validate_device_path(name))

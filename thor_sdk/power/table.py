@@ -75,8 +75,9 @@ def build_table(profile_meta, profile_rows, ratios_doc, samples_to_target=None, 
     else:
         ref_samples = ratios_doc.get("reference_samples_to_target")
         ref_source = f"proxy {ratios_doc['proxy']} (time-to-accuracy on the proxy's scale)"
-    notes = [f"batch-size ratios: {ratios_doc.get('ratio_model', 'mean')} estimator over seeds "
-             f"{ratios_doc.get('seeds', [])}"]
+    notes = []
+    if "ratio_model" in ratios_doc:
+        notes.append(f"batch-size ratios: {ratios_doc['ratio_model']} estimator over seeds {ratios_doc.get('seeds', [])}")
     if missing_ratio:
         notes.append(f"batch sizes {missing_ratio} were profiled but have no ratio: left out")
     if dropped:

@@ -1,6 +1,8 @@
 """Fine-tune under a power cap with the selected (batch size, GPU frequency); log every epoch; report.
 
-The pair comes from a power table (``select(table, cap)``). On a Jetson (real or SIMULATED) the
+The pair comes from a power table (``select(table, cap)``): the one given, or, on a board with
+frequency control and no table, one profiled on the spot for the cap (``profile_for_cap``: the
+economical order, then the given batch-size ratios or flat ones, said in the report). On a Jetson (real or SIMULATED) the
 frequency is pinned through devfreq for the whole run and restored afterwards (also on Ctrl-C or an
 exception); on the host there is no frequency control and the report says so. Energy per epoch is
 logged only when a meter is readable (INA3221 on a Jetson, a host meter from
@@ -20,12 +22,57 @@ from thor_sdk.errors import UsageError
 from .simjetson import LABEL
 
 NO_METER = "no energy meter readable; time only"
+DEFAULT_BATCH_SIZES = (8, 16, 32, 64, 128)
+
+
+def profile_for_cap(board, power_cap_w, model, target_accuracy, ratios=None, batch_sizes=DEFAULT_BATCH_SIZES,
+                    n_steps=5, profile_out=None, log=None):
+    """A power table made on the spot: profile ``board`` in the economical order for ``power_cap_w``
+    (``thor_sdk.power.profile``), then combine it with ``ratios`` (a ratios document from
+    ``thor-sdk table ratios``) or, without one, with *flat* ratios (every batch size counted as equally
+    sample-efficient: the selection then minimises time per sample alone, and the table says so).
+
+    Returns ``(table, notes)``. ``profile_out``: keep the profile database there (default: a
+    temporary file, removed).
+    """
+    import os
+    import tempfile
+
+    from .profile import load_profile, profile
+    from .ratios import RATIOS_FORMAT, RATIOS_VERSION
+    from .table import build_table
+
+    say = log or (lambda line: None)
+    notes = []
+    batch_sizes = sorted({int(b) for b in batch_sizes})
+    if ratios is None:
+        ratios = {"format": RATIOS_FORMAT, "version": RATIOS_VERSION, "model": model, "proxy": "none",
+                  "target_accuracy": target_accuracy, "reference_batch_size": batch_sizes[-1],
+                  "ratios": [{"batch_size": b, "ratio": 1.0, "samples_to_target": []} for b in batch_sizes]}
+        notes.append("no batch-size ratios were given (--ratios from `thor-sdk table ratios`): every batch size "
+                     "is counted as equally sample-efficient, so the pair was chosen for time per sample alone")
+    elif ratios.get("model") != model:
+        raise UsageError(f"the ratios are of {ratios.get('model')!r}, not {model!r}")
+    with tempfile.TemporaryDirectory(prefix="thor-train-profile-") as tmp:
+        db = profile_out or os.path.join(tmp, "profile.db")
+        say(f"profiling {model} on {board.name} for a {power_cap_w:g} W cap (economical order, batch sizes "
+            f"{', '.join(map(str, batch_sizes))})")
+        profile(board, model, batch_sizes, db, power_cap_w=power_cap_w, n_steps=n_steps)
+        meta, rows = load_profile(db)
+    table = build_table(meta, rows, ratios, sources={"profile": profile_out or "measured by thor-sdk train"})
+    notes.append(f"power table profiled on the spot: {len(rows)} (batch size, frequency) pairs measured "
+                 f"for the {power_cap_w:g} W cap" + (f", kept in {profile_out}" if profile_out else ""))
+    return table, notes
 
 
 def train_under_cap(board, power_cap_w, model="mlp", data="digits", target_accuracy=0.9, table=None,
                     batch_size=None, base_lr=0.1, reference_batch_size=None, max_epochs=30, seed=0,
-                    log=None):
-    """Run the fine-tuning; returns the run report (dict). ``log(line)`` receives one line per event."""
+                    log=None, ratios=None, batch_sizes=DEFAULT_BATCH_SIZES, profile_steps=5, profile_out=None):
+    """Run the fine-tuning; returns the run report (dict). ``log(line)`` receives one line per event.
+
+    On a board with frequency control and no ``table``, the table is made first (``profile_for_cap``:
+    ``batch_sizes``, ``profile_steps``, ``ratios``, ``profile_out``).
+    """
     import torch
 
     from .data import Trainer, adapt, build_net, load_proxy, split
@@ -39,6 +86,12 @@ def train_under_cap(board, power_cap_w, model="mlp", data="digits", target_accur
         raise UsageError(f"target accuracy must be in (0, 1], got {target_accuracy}")
     choice = None
     ctl = board.controller()
+    if table is None and ctl is not None:
+        if power_cap_w is None:
+            raise UsageError(f"{board.name}: give --power-cap (and optionally --table from `thor-sdk table build`)")
+        table, made = profile_for_cap(board, power_cap_w, model, target_accuracy, ratios, batch_sizes,
+                                      profile_steps, profile_out, log=say)
+        notes += made
     if table is not None:
         if power_cap_w is None:
             raise UsageError("a power table needs --power-cap")
@@ -49,9 +102,6 @@ def train_under_cap(board, power_cap_w, model="mlp", data="digits", target_accur
         ref_b = reference_batch_size or table["reference_batch_size"]
         say(f"selected batch {bs} at {freq / 1e6:g} MHz under {power_cap_w:g} W: {choice['why']}")
     else:
-        if ctl is not None:
-            raise UsageError(f"{board.name}: give --table (from `thor-sdk table build`) to pick the frequency "
-                             "under the cap")
         bs, freq = int(batch_size or 32), None
         ref_b = reference_batch_size or 128
         notes.append(f"no power table: batch size {bs} was given (or the default), not selected")
