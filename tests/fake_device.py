@@ -51,7 +51,12 @@ class FakeDevice(Device):
             row = {}
             for p, v in values.items():
                 t = v * (1 + rng.gauss(0, self.noise))
-                results[p].time_s.append(t)
+                r = results[p]
+                r.time_s.append(t)
+                # what a device records beside each window: wall-clock span and its state after it
+                start = 1.7e9 + len(self.calls) * 100.0 + rnd * 10.0 + (5.0 if p == "head" else 0.0)
+                r.window_times_s.append((start, start + 10 * abs(t)))
+                r.states.append({"call": len(self.calls), "round": rnd, "part": p})
                 row[p] = (t, None)
             if on_round:
                 on_round(rnd, row)

@@ -8,6 +8,7 @@ import pytest
 import thor_sdk
 from thor_sdk.api import estimate, fit, probe
 from thor_sdk.errors import StoreError, UsageError
+from thor_sdk.harness.protocol import ProtocolSettings
 from thor_sdk.layers.kinds import get_kind
 
 from fake_device import FakeDevice, planted_cost
@@ -76,6 +77,50 @@ def test_implausible_negative_difference_is_remeasured_flagged_and_excluded(tmp_
     assert values and all(v < 0 for v in values)
 
 
+def test_windows_keep_their_wall_clock_span_and_device_state(tmp_path):
+    from thor_sdk.store import Campaign
+
+    db = str(tmp_path / "c.db")
+    dev = FakeDevice(negative_kinds={"maxpool2d"})  # maxpool2d probes are measured twice: merged rounds
+    probe(["lenet5"], device=dev, batch_sizes=[32], out=db)
+    with Campaign.open(db) as c:
+        done = c.probes("done")
+        pool = next(p for p in done if p.kind == "maxpool2d")
+        wins = c.windows(pool.id, detail=True)
+        rounds = sorted({w["round"] for w in wins})
+        st = ProtocolSettings()  # the re-measurement runs at least max_rounds rounds
+        assert rounds == list(range(st.min_rounds + st.max_rounds))
+        for w in wins:
+            assert w["end_s"] > w["start_s"] and w["state"]["part"] == w["part"]
+            assert w["net_energy_j"] is None  # no meter: nothing made up
+        # the second measurement's rounds follow the first's, each with its own state
+        calls = [w["state"]["call"] for w in sorted(wins, key=lambda w: w["round"]) if w["part"] == "head"]
+        assert calls == sorted(calls) and len(set(calls)) == 2
+        # the plain view is unchanged
+        assert [tuple(r) for r in c.windows(pool.id)] == [(w["part"], w["round"], w["time_s"], w["energy_j"])
+                                                            for w in wins]
+
+
+def test_old_campaign_files_gain_the_window_detail_columns(tmp_path):
+    from thor_sdk.store import Campaign
+
+    db = str(tmp_path / "old.db")
+    probe(["lenet5"], device=FakeDevice(), batch_sizes=[32], out=db, max_probes=1)
+    with sqlite3.connect(db) as c:  # a file written before the columns existed
+        c.execute("CREATE TABLE w2 AS SELECT probe_id, part, round, time_s, energy_j FROM windows")
+        c.execute("DROP TABLE windows")
+        c.execute("ALTER TABLE w2 RENAME TO windows")
+    with Campaign.open(db) as c:
+        first = c.probes("done")[0].id
+        assert all(w["start_s"] is None and w["state"] is None for w in c.windows(first, detail=True))
+    dev = FakeDevice()
+    probe(["lenet5"], device=dev, batch_sizes=[32], out=db, resume=True, max_probes=2)
+    with Campaign.open(db) as c:
+        second = next(p.id for p in c.probes("done") if p.id != first)
+        assert all(w["start_s"] is not None and w["state"] for w in c.windows(second, detail=True))
+        assert all(w["start_s"] is None for w in c.windows(first, detail=True))
+
+
 def test_crash_then_resume_measures_each_probe_exactly_once(tmp_path):
     db = str(tmp_path / "c.db")
     with pytest.raises(KeyboardInterrupt):
@@ -128,3 +173,29 @@ def test_samples_csv_fit(tmp_path):
     assert doc["provenance"]["n_samples"] == {"linear": 4, "relu": 4, "output": 1}
     est = json.loads((tmp_path / "e.json").read_text())
     assert est["format"] == "thor-sdk/estimator"
+
+
+def test_host_campaign_stores_each_windows_clock_span_and_sysfs_state(tmp_path):
+    # the real host device and protocol, its state read from a fake sysfs tree
+    from thor_sdk.devices.host import HostDevice
+    from thor_sdk.store import Campaign
+
+    root = tmp_path / "sys-root"
+    (root / "sys/devices/system/cpu/cpu0/cpufreq").mkdir(parents=True)
+    (root / "sys/devices/system/cpu/cpu0/cpufreq/scaling_cur_freq").write_text("1800000\n")
+    (root / "sys/class/thermal/thermal_zone0").mkdir(parents=True)
+    (root / "sys/class/thermal/thermal_zone0/temp").write_text("47500\n")
+    (root / "sys/class/thermal/thermal_zone0/type").write_text("x86_pkg_temp\n")
+    db = str(tmp_path / "host.db")
+    settings = ProtocolSettings(warmup_steps=1, min_window_s=0.005, min_rounds=2, max_rounds=2,
+                                measure_idle=False)
+    probe(["har"], device=HostDevice(root=str(root)), batch_sizes=[4], out=db, max_probes=1, settings=settings)
+    with Campaign.open(db) as c:
+        (done,) = c.probes("done")
+        wins = c.windows(done.id, detail=True)
+    assert {w["part"] for w in wins} == set(done.parts()) and len(wins) == 2 * len(done.parts())
+    for w in wins:
+        assert w["state"] == {"cpu_khz": {"cpu0": 1800000}, "temps_c": {"x86_pkg_temp": 47.5}}
+        assert w["end_s"] - w["start_s"] >= w["time_s"] * 0.5
+    spans = sorted((w["start_s"], w["end_s"]) for w in wins)
+    assert all(a[1] <= b[0] for a, b in zip(spans, spans[1:]))  # windows never overlap

@@ -144,14 +144,36 @@ def measure_and_store(campaign, device, probe, metric, settings, runtime, on_pro
             merged = res
         else:
             for part, r in res.items():
-                merged[part].time_s += r.time_s
-                merged[part].energy_j += r.energy_j
+                m = merged[part]
+                n_before = len(m.time_s)
+                m.time_s += r.time_s
+                m.energy_j += r.energy_j
+                m.net_energy_j += r.net_energy_j
+                # states and window times are indexed by window: pad a part that lacked them
+                m.states += [None] * (n_before - len(m.states)) + list(r.states)
+                m.window_times_s += [None] * (n_before - len(m.window_times_s)) + list(r.window_times_s)
         offset += max(len(r.time_s) for r in res.values())
         samples = derive_samples(probe, merged, metric)
         if not any(x["flagged"] for x in samples):
             break
-    campaign.complete(probe.id, samples)
+    campaign.complete(probe.id, samples, window_detail=window_detail(merged))
     return samples
+
+
+def window_detail(results_by_part):
+    """Per-window rows for ``Campaign.complete``: net energy, wall-clock start/end and device state,
+    where the device recorded them (window ``i`` of a part is round ``i``)."""
+    out = []
+    for part, r in results_by_part.items():
+        nets = r.net_energy_j if len(r.net_energy_j) == len(r.time_s) else []
+        for i in range(len(r.time_s)):
+            w = r.window_times_s[i] if i < len(r.window_times_s) else None
+            d = {"part": part, "round": i, "net_energy_j": nets[i] if nets else None,
+                 "start_s": w[0] if w else None, "end_s": w[1] if w else None,
+                 "state": r.states[i] if i < len(r.states) else None}
+            if any(d[k] is not None for k in ("net_energy_j", "start_s", "state")):
+                out.append(d)
+    return out
 
 
 def run_campaign(campaign, device, model_layers, batch_sizes, metric="time", settings=None, runtime="torch",

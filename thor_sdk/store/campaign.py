@@ -6,7 +6,13 @@ Tables (schema version in ``meta``):
   models, protocol settings, runtime.
 - ``probes(id, seq, kind, role, batch_size, config, status, ...)``: every probe the campaign planned,
   in order; ``status`` is ``planned`` until its measurement is committed, then ``done``.
-- ``windows(probe_id, part, round, time_s, energy_j)``: each measured window, committed per round.
+- ``windows(probe_id, part, round, time_s, energy_j, net_energy_j, start_s, end_s, state)``: each
+  measured window, committed per round (time and gross energy per step); when the probe completes,
+  the same transaction adds what is known only then or is bulkier: the energy per step with the idle
+  baseline subtracted, the window's start and end on the wall clock (``time.time()``, to align an
+  external meter's log) and the device state read after it (clocks, temperatures, battery: JSON).
+  Files made before these columns existed get them on the first completed probe; their old rows
+  keep NULL there.
 - ``samples(probe_id, metric, value, std, n, flagged, flag_reason, parts)``: the per-layer cost
   derived by subtraction, written in the same transaction that marks the probe ``done``.
 - ``model_runs(...)``: whole-model measurements (``thor-sdk measure --out``).
@@ -46,6 +52,10 @@ CREATE TABLE IF NOT EXISTS windows (
     round INTEGER NOT NULL,
     time_s REAL NOT NULL,
     energy_j REAL,
+    net_energy_j REAL,
+    start_s REAL,
+    end_s REAL,
+    state TEXT,
     PRIMARY KEY (probe_id, part, round)
 );
 CREATE TABLE IF NOT EXISTS samples (
@@ -173,12 +183,32 @@ class Campaign:
             self.conn.execute("INSERT OR REPLACE INTO windows(probe_id, part, round, time_s, energy_j) "
                               "VALUES (?, ?, ?, ?, ?)", (probe_id, part, rnd, time_s, energy_j))
 
-    def complete(self, probe_id, samples):
+    _WINDOW_DETAIL = (("net_energy_j", "REAL"), ("start_s", "REAL"), ("end_s", "REAL"), ("state", "TEXT"))
+
+    def _ensure_window_detail_columns(self):
+        have = {row[1] for row in self.conn.execute("PRAGMA table_info(windows)")}
+        for name, typ in self._WINDOW_DETAIL:
+            if name not in have:
+                self.conn.execute(f"ALTER TABLE windows ADD COLUMN {name} {typ}")
+
+    def complete(self, probe_id, samples, window_detail=None):
         """Store the derived samples and mark the probe done, atomically.
 
         ``samples``: list of dicts with metric, value, std, n, flagged, flag_reason, parts.
+        ``window_detail``: optional list of dicts with ``part``, ``round`` and any of
+        ``net_energy_j``, ``start_s``, ``end_s``, ``state`` (a dict), written onto those windows in the
+        same transaction.
         """
+        if window_detail:
+            self._ensure_window_detail_columns()
         with self.conn:
+            for w in window_detail or ():
+                self.conn.execute(
+                    "UPDATE windows SET net_energy_j = ?, start_s = ?, end_s = ?, state = ? "
+                    "WHERE probe_id = ? AND part = ? AND round = ?",
+                    (w.get("net_energy_j"), w.get("start_s"), w.get("end_s"),
+                     None if w.get("state") is None else json.dumps(w["state"], sort_keys=True),
+                     probe_id, w["part"], int(w["round"])))
             status = self.conn.execute("SELECT status FROM probes WHERE id = ?", (probe_id,)).fetchone()
             if status is None:
                 raise StoreError(f"probe {probe_id} is not in campaign {self.path}")
@@ -216,9 +246,23 @@ class Campaign:
                         "parts": json.loads(parts)})
         return out
 
-    def windows(self, probe_id):
-        return self.conn.execute("SELECT part, round, time_s, energy_j FROM windows WHERE probe_id = ? "
-                                 "ORDER BY round, part", (probe_id,)).fetchall()
+    def windows(self, probe_id, detail=False):
+        """``(part, round, time_s, energy_j)`` per window; ``detail=True``: dicts that also hold
+        ``net_energy_j``, ``start_s``, ``end_s`` and ``state`` (None where not recorded)."""
+        if not detail:
+            return self.conn.execute("SELECT part, round, time_s, energy_j FROM windows WHERE probe_id = ? "
+                                     "ORDER BY round, part", (probe_id,)).fetchall()
+        have = {row[1] for row in self.conn.execute("PRAGMA table_info(windows)")}
+        cols = ["part", "round", "time_s", "energy_j"] + [n for n, _ in self._WINDOW_DETAIL if n in have]
+        out = []
+        for row in self.conn.execute(f"SELECT {', '.join(cols)} FROM windows WHERE probe_id = ? "
+                                     "ORDER BY round, part", (probe_id,)):
+            d = dict.fromkeys(n for n, _ in self._WINDOW_DETAIL)
+            d.update(zip(cols, row))
+            if d["state"] is not None:
+                d["state"] = json.loads(d["state"])
+            out.append(d)
+        return out
 
     # -- whole-model runs ------------------------------------------------------------------------
     def add_model_run(self, model, batch_size, metric, mean, std, n, runtime, detail=None):
