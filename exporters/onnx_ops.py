@@ -19,7 +19,8 @@ onnxscript 0.7:
   afterwards; the signatures are read-only descriptions of the schema.
 
 All three leave the numbers unchanged (the parity tests run on the graphs made this way). Together they
-take MobileNetV2's ONNX export from 14.5 s to about 9 s here (``bench/bench_export.py``).
+take MobileNetV2's ONNX export from 13-14.5 s to about 10 s in a warm process, and a cold
+``thor-sdk export`` from 16-19 s to 13.7 s (``bench/bench_export.py --cold``).
 """
 
 import contextlib
