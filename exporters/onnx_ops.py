@@ -1,6 +1,6 @@
 """Leaner ONNX translations for the training-step exporter, and a cache for torch.onnx's translator.
 
-Two costs dominated exporting MobileNetV2's training step (3,500 traced ATen nodes) with torch 2.13 /
+Three costs dominated exporting MobileNetV2's training step (3,500 traced ATen nodes) with torch 2.13 /
 onnxscript 0.7:
 
 - ``aten.view`` is translated by onnxscript's torch_lib as one ``Constant`` per dimension, a
