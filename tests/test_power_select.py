@@ -125,6 +125,21 @@ def test_baselines_and_oracle():
         assert cmp[k]["slowdown_vs_oracle"] >= 1.0 - 1e-12
 
 
+def test_baseline2_says_when_the_proxy_best_batch_was_not_profiled_at_that_setting():
+    # an economical profile measures a smaller batch only from the previous batch's last feasible
+    # setting upward: batch 16 has no row at or below baseline 1's frequency
+    rows = [r for r in std_rows() if not (r["batch_size"] == 16 and r["freq_hz"] < 800 * MHZ)]
+    ratios = {16: 0.3, 32: 0.35, 64: 0.7, 128: 1.0}
+    cap = 4.0
+    b1 = baseline_largest_batch(rows, cap)
+    assert b1.freq_hz < 800 * MHZ
+    b2 = baseline_proxy_best(rows, ratios, cap)
+    assert (b2.batch_size, b2.freq_hz) == (32, b1.freq_hz)
+    assert "proxy-best batch 16 has no profiled setting" in b2.note
+    # with the row present, no note
+    assert baseline_proxy_best(std_rows(), ratios, cap).note == ""
+
+
 def test_baseline1_moves_to_a_smaller_batch_when_the_largest_cannot_fit():
     rows = std_rows()
     lowest128 = min(r["peak_power_w"] for r in rows if r["batch_size"] == 128)

@@ -196,7 +196,8 @@ def select_cmd(table_json, power_cap, as_json):
     for name in ("baseline1", "baseline2"):
         b = res[name]
         e = "" if b["est_time_to_accuracy_s"] is None else f", est. {b['est_time_to_accuracy_s']:.1f} s"
-        click.echo(f"{name}: batch {b['batch_size']} at {b['freq_hz'] / 1e6:g} MHz{e}")
+        click.echo(f"{name}: batch {b['batch_size']} at {b['freq_hz'] / 1e6:g} MHz{e}"
+                   + (f" ({b['note']})" if b.get("note") else ""))
 
 
 @cmd.command("replay")

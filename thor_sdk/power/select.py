@@ -93,14 +93,21 @@ def baseline_proxy_best(rows, ratios, power_cap_w):
     """Baseline 2: the batch with the smallest ratio, at baseline 1's (cap-safe) frequency."""
     b1 = baseline_largest_batch(rows, power_cap_w, batch_sizes=ratios)
     by_batch = group_rows(rows)
+    skipped = []
     for bs in sorted((b for b in ratios if b in by_batch), key=lambda b: (ratios[b], -b)):
         lst = [r for r in by_batch[bs] if r["freq_hz"] <= b1.freq_hz and r["peak_power_w"] <= power_cap_w]
         if not lst:
+            skipped.append(bs)
             continue
         row = lst[-1]
-        note = "" if row["freq_hz"] == b1.freq_hz else (
-            f"batch {bs} was not profiled (or is over the cap) at baseline 1's setting; highest below it")
-        return _pair(row, note)
+        notes = []
+        if skipped:
+            notes.append(f"the proxy-best batch{'es' if len(skipped) > 1 else ''} {', '.join(map(str, skipped))} "
+                         f"{'have' if len(skipped) > 1 else 'has'} no profiled setting at or below baseline 1's "
+                         "(an economical profile skips a smaller batch's lower settings); the next best ratio is used")
+        if row["freq_hz"] != b1.freq_hz:
+            notes.append(f"batch {bs} was not profiled (or is over the cap) at baseline 1's setting; highest below it")
+        return _pair(row, "; ".join(notes))
     raise InfeasibleCapError(power_cap_w, _lowest(by_batch), "the proxy-best batch sizes")
 
 
