@@ -7,8 +7,6 @@ import static org.junit.Assert.fail;
 
 import java.io.File;
 import java.io.IOException;
-import java.nio.charset.StandardCharsets;
-import java.nio.file.Files;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.LinkedHashMap;
@@ -23,19 +21,9 @@ import org.junit.Test;
 public class EstimatorTest {
     private static final double RTOL = 1e-9;
 
-    private static File vectors() {
-        File dir = new File(System.getProperty("thor.vectors", "../../tests/vectors"));
-        assertTrue("vectors folder not found: " + dir, dir.isDirectory());
-        return dir;
-    }
-
-    private static String read(File f) throws IOException {
-        return new String(Files.readAllBytes(f.toPath()), StandardCharsets.UTF_8);
-    }
-
     private static List<File> expectedFiles() {
         List<File> out = new ArrayList<>();
-        File[] all = vectors().listFiles();
+        File[] all = TestVectors.folder().listFiles();
         for (File f : all) {
             if (f.getName().startsWith("expected_") && f.getName().endsWith(".json")) {
                 out.add(f);
@@ -69,8 +57,8 @@ public class EstimatorTest {
     public void reproducesSharedVectors() throws IOException {
         int checked = 0;
         for (File f : expectedFiles()) {
-            Map<String, Object> exp = (Map<String, Object>) Json.parse(read(f));
-            Estimator est = Estimator.load(read(new File(vectors(), (String) exp.get("estimator"))));
+            Map<String, Object> exp = (Map<String, Object>) Json.parse(TestVectors.read(f));
+            Estimator est = Estimator.load(TestVectors.read((String) exp.get("estimator")));
             for (Object o : (List<Object>) exp.get("predict_layer")) {
                 Map<String, Object> q = (Map<String, Object>) o;
                 double[] ms = est.predictLayer((String) q.get("kind"), (Map<String, Object>) q.get("features"));
@@ -101,7 +89,7 @@ public class EstimatorTest {
     }
 
     private static String vectorText() throws IOException {
-        return read(new File(vectors(), "estimator_time_log.json"));
+        return TestVectors.read("estimator_time_log.json");
     }
 
     private static void assertFormatError(String json, String fragment) {

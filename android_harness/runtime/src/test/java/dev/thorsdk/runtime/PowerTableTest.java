@@ -6,10 +6,7 @@ import static org.junit.Assert.assertNull;
 import static org.junit.Assert.assertTrue;
 import static org.junit.Assert.fail;
 
-import java.io.File;
 import java.io.IOException;
-import java.nio.charset.StandardCharsets;
-import java.nio.file.Files;
 import java.util.List;
 import java.util.Map;
 import org.junit.Test;
@@ -23,18 +20,9 @@ import org.junit.Test;
 public class PowerTableTest {
     private static final double RTOL = 1e-12;
 
-    private static File vectors() {
-        File dir = new File(System.getProperty("thor.vectors", "../../tests/vectors"));
-        assertTrue("vectors folder not found: " + dir, dir.isDirectory());
-        return dir;
-    }
-
     @SuppressWarnings("unchecked")
     private static Map<String, Object> vectorDoc() throws IOException {
-        File f = new File(vectors(), "table_select.json");
-        assertTrue("missing " + f, f.isFile());
-        String text = new String(Files.readAllBytes(f.toPath()), StandardCharsets.UTF_8);
-        Map<String, Object> doc = (Map<String, Object>) Json.parse(text);
+        Map<String, Object> doc = (Map<String, Object>) Json.parse(TestVectors.read("table_select.json"));
         assertEquals("thor-sdk/table-select-vectors", doc.get("format"));
         return doc;
     }
@@ -48,14 +36,20 @@ public class PowerTableTest {
                 Math.abs(got - expected) <= RTOL * Math.abs(expected) + 1e-300);
     }
 
+    /** The (batch size, frequency) pair and its numbers, as the selection and every candidate carry them. */
+    private static void checkPair(String where, Map<String, Object> exp, int batchSize, double freqHz,
+                                  double timePerSampleS, double peakPowerW, double ratio, double scoreS) {
+        assertEquals(where + " batch_size", (int) num(exp.get("batch_size")), batchSize);
+        close(where + " freq_hz", num(exp.get("freq_hz")), freqHz);
+        close(where + " time_per_sample_s", num(exp.get("time_per_sample_s")), timePerSampleS);
+        close(where + " peak_power_w", num(exp.get("peak_power_w")), peakPowerW);
+        close(where + " ratio", num(exp.get("ratio")), ratio);
+        close(where + " score_s", num(exp.get("score_s")), scoreS);
+    }
+
     @SuppressWarnings("unchecked")
     private static void checkSelection(String where, Map<String, Object> exp, PowerTable.Selection got) {
-        assertEquals(where + " batch_size", (int) num(exp.get("batch_size")), got.batchSize);
-        close(where + " freq_hz", num(exp.get("freq_hz")), got.freqHz);
-        close(where + " time_per_sample_s", num(exp.get("time_per_sample_s")), got.timePerSampleS);
-        close(where + " peak_power_w", num(exp.get("peak_power_w")), got.peakPowerW);
-        close(where + " ratio", num(exp.get("ratio")), got.ratio);
-        close(where + " score_s", num(exp.get("score_s")), got.scoreS);
+        checkPair(where, exp, got.batchSize, got.freqHz, got.timePerSampleS, got.peakPowerW, got.ratio, got.scoreS);
         Object est = exp.get("est_time_to_accuracy_s");
         if (est == null) {
             assertNull(where + " est_time_to_accuracy_s", got.estTimeToAccuracyS);
@@ -72,12 +66,7 @@ public class PowerTableTest {
             Map<String, Object> c = (Map<String, Object>) cands.get(i);
             PowerTable.Candidate g = got.candidates.get(i);
             String w = where + " candidate " + i;
-            assertEquals(w + " batch_size", (int) num(c.get("batch_size")), g.batchSize);
-            close(w + " freq_hz", num(c.get("freq_hz")), g.freqHz);
-            close(w + " time_per_sample_s", num(c.get("time_per_sample_s")), g.timePerSampleS);
-            close(w + " peak_power_w", num(c.get("peak_power_w")), g.peakPowerW);
-            close(w + " ratio", num(c.get("ratio")), g.ratio);
-            close(w + " score_s", num(c.get("score_s")), g.scoreS);
+            checkPair(w, c, g.batchSize, g.freqHz, g.timePerSampleS, g.peakPowerW, g.ratio, g.scoreS);
             assertEquals(w + " monotone", c.get("monotone"), g.monotone);
         }
         List<Object> nm = (List<Object>) exp.get("non_monotone_batch_sizes");
