@@ -10,15 +10,7 @@ import ThorRuntime
 final class EstimatorTests: XCTestCase {
     let rtol = 1e-9
 
-    var vectors: URL {
-        if let dir = ProcessInfo.processInfo.environment["THOR_VECTORS"] {
-            return URL(fileURLWithPath: dir)
-        }
-        // ios_harness/Runtime/Tests/ThorRuntimeTests/EstimatorTests.swift -> repository root
-        var url = URL(fileURLWithPath: #filePath)
-        for _ in 0..<5 { url.deleteLastPathComponent() }
-        return url.appendingPathComponent("tests").appendingPathComponent("vectors")
-    }
+    var vectors: URL { TestVectors.folder }
 
     func read(_ name: String) throws -> String {
         return try String(contentsOf: vectors.appendingPathComponent(name), encoding: .utf8)

@@ -13,15 +13,7 @@ import ThorRuntime
 final class PowerTableTests: XCTestCase {
     let rtol = 1e-12
 
-    var vectors: URL {
-        if let dir = ProcessInfo.processInfo.environment["THOR_VECTORS"] {
-            return URL(fileURLWithPath: dir)
-        }
-        // ios_harness/Runtime/Tests/ThorRuntimeTests/PowerTableTests.swift -> repository root
-        var url = URL(fileURLWithPath: #filePath)
-        for _ in 0..<5 { url.deleteLastPathComponent() }
-        return url.appendingPathComponent("tests").appendingPathComponent("vectors")
-    }
+    var vectors: URL { TestVectors.folder }
 
     func vectorDoc() throws -> [String: Any] {
         let data = try Data(contentsOf: vectors.appendingPathComponent("table_select.json"))
@@ -39,13 +31,19 @@ final class PowerTableTests: XCTestCase {
                                  "\(what): expected \(expected) got \(got)")
     }
 
+    /// The (batch size, frequency) pair and its numbers, as the selection and every candidate carry them.
+    func checkPair(_ w: String, _ exp: [String: Any], _ batchSize: Int, _ freqHz: Double, _ timePerSampleS: Double,
+                   _ peakPowerW: Double, _ ratio: Double, _ scoreS: Double) {
+        XCTAssertEqual(batchSize, Int(num(exp["batch_size"])), "\(w) batch_size")
+        close("\(w) freq_hz", num(exp["freq_hz"]), freqHz)
+        close("\(w) time_per_sample_s", num(exp["time_per_sample_s"]), timePerSampleS)
+        close("\(w) peak_power_w", num(exp["peak_power_w"]), peakPowerW)
+        close("\(w) ratio", num(exp["ratio"]), ratio)
+        close("\(w) score_s", num(exp["score_s"]), scoreS)
+    }
+
     func checkSelection(_ w: String, _ exp: [String: Any], _ got: PowerTable.Selection) {
-        XCTAssertEqual(got.batchSize, Int(num(exp["batch_size"])), "\(w) batch_size")
-        close("\(w) freq_hz", num(exp["freq_hz"]), got.freqHz)
-        close("\(w) time_per_sample_s", num(exp["time_per_sample_s"]), got.timePerSampleS)
-        close("\(w) peak_power_w", num(exp["peak_power_w"]), got.peakPowerW)
-        close("\(w) ratio", num(exp["ratio"]), got.ratio)
-        close("\(w) score_s", num(exp["score_s"]), got.scoreS)
+        checkPair(w, exp, got.batchSize, got.freqHz, got.timePerSampleS, got.peakPowerW, got.ratio, got.scoreS)
         if let est = exp["est_time_to_accuracy_s"] as? NSNumber {
             XCTAssertNotNil(got.estTimeToAccuracyS, "\(w) est_time_to_accuracy_s is nil")
             close("\(w) est_time_to_accuracy_s", est.doubleValue, got.estTimeToAccuracyS ?? .nan)
@@ -60,12 +58,7 @@ final class PowerTableTests: XCTestCase {
         for (i, c) in cands.enumerated() where i < got.candidates.count {
             let g = got.candidates[i]
             let cw = "\(w) candidate \(i)"
-            XCTAssertEqual(g.batchSize, Int(num(c["batch_size"])), "\(cw) batch_size")
-            close("\(cw) freq_hz", num(c["freq_hz"]), g.freqHz)
-            close("\(cw) time_per_sample_s", num(c["time_per_sample_s"]), g.timePerSampleS)
-            close("\(cw) peak_power_w", num(c["peak_power_w"]), g.peakPowerW)
-            close("\(cw) ratio", num(c["ratio"]), g.ratio)
-            close("\(cw) score_s", num(c["score_s"]), g.scoreS)
+            checkPair(cw, c, g.batchSize, g.freqHz, g.timePerSampleS, g.peakPowerW, g.ratio, g.scoreS)
             XCTAssertEqual(g.monotone, c["monotone"] as? Bool, "\(cw) monotone")
         }
         let nm = (exp["non_monotone_batch_sizes"] as! [NSNumber]).map { $0.intValue }
