@@ -35,7 +35,7 @@ import re
 import secrets
 import tempfile
 
-from thor_sdk.errors import DeviceError, DeviceUnavailableError, FormatError, ThorError, UsageError
+from thor_sdk.errors import DeviceError, DeviceUnavailableError, FormatError, NotFoundError, ThorError, UsageError
 from thor_sdk.transports.base import TransportDisconnected, validate_device_path
 
 SCHEME = "jetson://"
@@ -296,8 +296,6 @@ def train_remote(transport, power_cap_w, model="mlp", data="digits", target_accu
     """
     for path in (table_path, ratios_path):
         if path is not None and not os.path.isfile(path):
-            from thor_sdk.errors import NotFoundError
-
             raise NotFoundError(f"no such file: {path}")
     bc = BoardCommand(transport, command, sudo, sysfs_root, timeout_s, log)
     run_dir = bc.make_run_dir()
