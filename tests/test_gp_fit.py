@@ -1,258 +1,308 @@
-"""KindGP: fitting, the back-transform, export to the estimator format, and the estimator file itself."""
+"""KindGP (format version 2): the mean function, floors, the sparse posterior against the exact GP,
+graceful fallback far from data, export, and the estimator file itself."""
 
 import json
 import math
-import warnings
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from thor_sdk.errors import FormatError, UsageError
 from thor_sdk.fit.estimator import build_estimator, dumps_estimator, write_estimator
-from thor_sdk.fit.gp import KindGP
-from thor_sdk.layers.kinds import KINDS, feature_vector, get_kind, gp_features
+from thor_sdk.fit.fitting import sample_terms
+from thor_sdk.fit.gp import KindGP, fit_mean_function
+from thor_sdk.layers.kinds import feature_vector, gp_features
 from thor_sdk.runtime import load_estimator
+from thor_sdk.runtime.terms import at_batch, cost_terms
 
 RELU = gp_features("relu")  # numel, batch_size, role
 
 
-def relu_data(n, seed=0, offset=0.0, noise=0.05):
-    """SYNTHETIC relu costs: proportional to numel * batch_size, lognormal noise (+ offset)."""
-    rng = np.random.default_rng(seed)
-    numel = rng.choice([84, 120, 400, 1600, 4704, 16384], n)
-    bs = rng.choice([1, 8, 32, 64], n)
-    role = rng.integers(0, 2, n)
-    X = np.column_stack([numel, bs, role]).astype(float)
-    y = 1e-9 * numel * bs * (1.5 - 0.5 * role) * np.exp(rng.normal(0, noise, n)) + 1e-5 + offset
-    return X, y
+def _relu_samples(n, rng, noise=0.03, law=lambda f, b: 2e-5 + f / 1e9 + b / 3e9):
+    out = []
+    for _ in range(n):
+        numel = int(rng.integers(100, 300000))
+        batch = int(rng.choice([1, 4, 16, 64]))
+        role = str(rng.choice(["input", "hidden"]))
+        flops, nbytes = at_batch(cost_terms("relu", {"numel": numel}, role), batch)
+        out.append({"kind": "relu", "config": {"numel": numel}, "batch_size": batch, "role": role,
+                    "value": law(flops, nbytes) * math.exp(rng.normal(0, noise))})
+    return out
+
+
+def _xy(samples):
+    X = [feature_vector(s["kind"], s["config"], s["batch_size"], s["role"]) for s in samples]
+    return X, [s["value"] for s in samples], sample_terms(samples)
 
 
 @pytest.fixture(scope="module")
-def log_gp():
-    X, y = relu_data(16)
-    return KindGP(features=RELU, random_state=0).fit(X, y), X, y
+def relu_gp():
+    rng = np.random.default_rng(0)
+    S = _relu_samples(40, rng)
+    X, y, T = _xy(S)
+    return KindGP(RELU).fit(X, y, noise_std=[0.03 * v for v in y], terms=T), S
 
 
-def test_fit_returns_self_with_fitted_attributes(log_gp):
-    gp, X, _ = log_gp
-    assert gp.target_transform_ == "log"
-    assert gp.n_samples_ == len(X)
-    assert gp.x_mean_.shape == (3,) and np.all(gp.x_scale_ > 0)
-    for attr in ("gpr_", "x_mean_", "x_scale_", "warnings_", "log_marginal_likelihood_"):
-        assert hasattr(gp, attr)
+def test_fit_returns_self_with_fitted_attributes(relu_gp):
+    gp, S = relu_gp
+    for attr in ("mean_coef_", "x_mean_", "x_scale_", "length_scale_", "constant_", "noise_level_", "inducing_",
+                 "alpha_", "var_factor_", "n_samples_", "warnings_"):
+        assert hasattr(gp, attr), attr
+    assert gp.n_samples_ == len(S)
+    assert all(c >= 0 for c in gp.mean_coef_) and gp.mean_coef_[0] > 0
 
 
-def test_fit_interpolates_training_costs(log_gp):
-    gp, X, y = log_gp
-    mean, std = gp.predict(X, return_std=True)
-    assert np.all(std > 0)
-    # 5 % lognormal noise: the fit stays within a few noise widths of the data
-    assert np.max(np.abs(np.log(mean / y))) < 0.25
+def test_mean_function_recovers_a_planted_law():
+    rng = np.random.default_rng(1)
+    T = np.column_stack([rng.uniform(1e6, 1e9, 60), rng.uniform(1e5, 1e8, 60)])
+    y = 3e-5 + T[:, 0] / 2e9 + T[:, 1] / 5e8
+    a, bf, bb = fit_mean_function(T, y)
+    assert a == pytest.approx(3e-5, rel=1e-3)
+    assert bf == pytest.approx(1 / 2e9, rel=1e-3) and bb == pytest.approx(1 / 5e8, rel=1e-3)
 
 
-def test_log_back_transform_is_lognormal(log_gp):
-    gp, X, _ = log_gp
-    Z = (np.log1p(X) - gp.x_mean_) / gp.x_scale_
-    mu, s = gp.gpr_.predict(Z, return_std=True)
-    mean, std = gp.predict(X, return_std=True)
-    np.testing.assert_allclose(mean, np.exp(mu + s**2 / 2), rtol=1e-12)
-    np.testing.assert_allclose(std, mean * np.sqrt(np.exp(s**2) - 1), rtol=1e-9)
-    np.testing.assert_allclose(gp.predict(X), mean, rtol=1e-12)
+def test_predictions_track_the_training_costs(relu_gp):
+    gp, S = relu_gp
+    X, y, T = _xy(S)
+    mean = gp.predict(X, terms=T)
+    assert np.median(np.abs(mean - y) / y) < 0.05
 
 
-def test_return_cov_diagonal_matches_return_std(log_gp):
-    gp, X, _ = log_gp
-    mean, std = gp.predict(X[:5], return_std=True)
-    mc, cov = gp.predict(X[:5], return_cov=True)
-    np.testing.assert_allclose(mc, mean, rtol=1e-9)
-    np.testing.assert_allclose(np.sqrt(np.diag(cov)), std, rtol=1e-7)
-    assert np.allclose(cov, cov.T)
-    with pytest.raises(UsageError):
-        gp.predict(X, return_std=True, return_cov=True)
+def test_back_transform_is_lognormal(relu_gp):
+    gp, S = relu_gp
+    X, _, T = _xy(S[:5])
+    logm, mu, var, _ = gp.predict_log(X, terms=T)
+    mean, std = gp.predict(X, terms=T, return_std=True)
+    assert np.allclose(mean, np.exp(logm + mu + var / 2))
+    assert np.allclose(std, mean * np.sqrt(np.expm1(var)))
 
 
-def test_linear_target_when_costs_not_all_positive():
-    X, y = relu_data(10, seed=1, offset=-3e-5)
-    assert np.any(y <= 0)
-    gp = KindGP(features=RELU).fit(X, y)
-    assert gp.target_transform_ == "linear"
-    Z = (np.log1p(X) - gp.x_mean_) / gp.x_scale_
-    mu, s = gp.gpr_.predict(Z, return_std=True)
-    mean, std = gp.predict(X, return_std=True)
-    np.testing.assert_allclose(mean, mu, rtol=1e-12)
-    np.testing.assert_allclose(std, s, rtol=1e-12)
-    assert gp.to_dict()["target_transform"] == "linear"
+def test_return_cov_diagonal_matches_return_std(relu_gp):
+    gp, S = relu_gp
+    X, _, T = _xy(S[:6])
+    _, std = gp.predict(X, terms=T, return_std=True)
+    _, cov = gp.predict(X, terms=T, return_cov=True)
+    assert np.allclose(np.sqrt(np.diag(cov)), std)
+
+
+def test_sparse_posterior_with_every_sample_equals_the_exact_gp():
+    """DTC with all (distinct) samples as inducing points and full rank is the exact GP posterior."""
+    from sklearn.gaussian_process import GaussianProcessRegressor
+    from sklearn.gaussian_process.kernels import ConstantKernel, Matern, WhiteKernel
+
+    rng = np.random.default_rng(2)
+    S = _relu_samples(18, rng)  # relu has 3 features: at most 8 + 4 * 3 = 20 inducing points
+    X, y, T = _xy(S)
+    noise = [0.03 * v for v in y]
+    gp = KindGP(RELU, max_inducing=100, max_rank=100).fit(X, y, noise_std=noise, terms=T)
+    assert len(gp.inducing_) == 18 and gp.rank_dropped_gain_ < 1e-9
+    Z = gp._z(np.asarray(X, dtype=float))
+    resid = np.log(y) - np.log(gp._mean_fn(np.asarray(T))) - gp.residual_offset_
+    kern = (ConstantKernel(gp.constant_, "fixed") * Matern(gp.length_scale_, "fixed", nu=2.5)
+            + WhiteKernel(gp.noise_level_, "fixed"))
+    lam = (np.asarray(noise) / np.asarray(y)) ** 2
+    ref = GaussianProcessRegressor(kern, alpha=lam, optimizer=None, normalize_y=False).fit(Z, resid)
+    Xq, _, Tq = _xy(_relu_samples(8, np.random.default_rng(3)))
+    _, mu, var, _ = gp.predict_log(Xq, terms=Tq)
+    rmu, rstd = ref.predict(gp._z(np.asarray(Xq, dtype=float)), return_std=True)
+    # the kernel matrix carries a 1e-6 relative jitter on the inducing set: agreement to ~1e-4
+    assert np.allclose(mu - gp.residual_offset_, rmu, atol=2e-4)
+    assert np.allclose(var, rstd ** 2, rtol=2e-3, atol=1e-6)
+
+
+def test_truncating_the_variance_factor_only_widens_the_std():
+    rng = np.random.default_rng(4)
+    S = _relu_samples(60, rng)
+    X, y, T = _xy(S)
+    full = KindGP(RELU, max_rank=60).fit(X, y, terms=T)
+    low = KindGP(RELU, max_rank=3).fit(X, y, terms=T)
+    Xq, _, Tq = _xy(_relu_samples(30, np.random.default_rng(5)))
+    assert np.all(low.predict_log(Xq, Tq)[2] >= full.predict_log(Xq, Tq)[2] - 1e-12)
+
+
+def test_a_negative_sample_within_noise_is_floored_not_a_new_transform():
+    rng = np.random.default_rng(6)
+    S = _relu_samples(12, rng)
+    S[3] = dict(S[3], value=-0.037)  # the -37 +- 14 ms relu of a busy machine (2.6 sigma: not flagged)
+    X, y, T = _xy(S)
+    noise = [0.03 * abs(v) for v in y]
+    noise[3] = 0.014
+    gp = KindGP(RELU).fit(X, y, noise_std=noise, terms=T)
+    assert gp.n_floored_ == 1 and any("floored" in w for w in gp.warnings_)
+    mean = gp.predict(X, terms=T)
+    assert np.all(mean > 0)
+    good = [i for i in range(len(S)) if i != 3]
+    assert np.median(np.abs(mean[good] - np.array(y)[good]) / np.array(y)[good]) < 0.15
+
+
+def test_a_feature_never_varied_gets_a_fixed_length_scale_and_a_new_value_widens_the_std():
+    rng = np.random.default_rng(8)
+    S = [dict(s, role="hidden") for s in _relu_samples(20, rng)]
+    X, y, T = _xy(S)
+    gp = KindGP(RELU).fit(X, y, terms=T)
+    assert gp.length_scale_[RELU.index("role")] == 1.0
+    q = dict(S[0])
+    seen = gp.predict(*_xy([q])[::2], return_std=True)
+    unseen = gp.predict(*_xy([dict(q, role="input")])[::2], return_std=True)
+    assert unseen[1][0] / unseen[0][0] > seen[1][0] / seen[0][0]
+    assert unseen[0][0] < 10 * seen[0][0]  # no explosion (1.2e26 J before)
 
 
 def test_single_sample_fits_and_predicts():
-    gp = KindGP(features=RELU).fit([[400, 32, 0]], [2e-4])
-    assert gp.n_samples_ == 1
-    assert any("one sample" in w for w in gp.warnings_)
-    mean, std = gp.predict([[400, 32, 0], [16384, 64, 1]], return_std=True)
-    assert np.all(np.isfinite(mean)) and np.all(std > 0)
-    assert mean[0] == pytest.approx(2e-4, rel=0.2)  # the one observation, up to the lognormal shift
-    assert std[1] > std[0]  # far from the only sample -> less certain
+    S = _relu_samples(1, np.random.default_rng(9))
+    X, y, T = _xy(S)
+    gp = KindGP(RELU).fit(X, y, terms=T)
+    m, s = gp.predict(X, terms=T, return_std=True)
+    assert m[0] > 0 and s[0] > 0 and any("not optimised" in w for w in gp.warnings_)
 
 
-def test_duplicated_rows_fit():
-    X, y = relu_data(6, seed=2)
-    X2 = np.vstack([X, X, X])
-    y2 = np.concatenate([y, y * 1.02, y * 0.98])
-    gp = KindGP(features=RELU).fit(X2, y2)
-    mean, std = gp.predict(X, return_std=True)
-    assert np.all(np.isfinite(mean)) and np.all(std > 0)
-    np.testing.assert_allclose(mean, y, rtol=0.1)
+def test_duplicated_rows_fit_with_fewer_inducing_points():
+    S = _relu_samples(10, np.random.default_rng(10))
+    X, y, T = _xy(S)
+    gp = KindGP(RELU).fit(X + X, y + [v * 1.02 for v in y], terms=T + T)
+    assert len(gp.inducing_) == 10 and gp.n_samples_ == 20
 
 
-def test_convergence_warnings_recorded_not_emitted():
-    rng = np.random.default_rng(3)
-    # batch_size and role carry no signal -> their length scales run to the upper bound
-    X = np.column_stack([rng.choice([100, 1000, 10000, 100000], 12), np.full(12, 32), np.zeros(12)]).astype(float)
-    y = 1e-9 * X[:, 0] * 32
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        gp = KindGP(features=RELU).fit(X, y)
-    from sklearn.exceptions import ConvergenceWarning
-
-    assert not [w for w in caught if issubclass(w.category, ConvergenceWarning)]
-    assert gp.warnings_ and all(isinstance(w, str) for w in gp.warnings_)
-
-
-@pytest.mark.parametrize("X, y", [
-    ([[1, 2]], [1.0]),                      # wrong number of features
-    ([[1, 2, 0]], [1.0, 2.0]),              # rows != costs
-    ([[1, 2, 0]], [float("nan")]),          # NaN cost
-    ([[-2, 2, 0]], [1.0]),                  # log1p undefined
-    ([], []),                               # nothing to fit
+@pytest.mark.parametrize("X,y", [
+    ([[1, 2]], [1.0]),
+    ([[1, 2, 0]], [float("nan")]),
+    ([[1, 2, float("inf")]], [1.0]),
+    ([[1, 2, 0], [3, 4, 0]], [1.0]),
+    ([[-2, 2, 0]], [1.0]),
+    ([], []),
 ])
 def test_fit_rejects_bad_input(X, y):
     with pytest.raises(UsageError):
-        KindGP(features=RELU).fit(X, y)
+        KindGP(RELU).fit(X, y)
+
+
+def test_fit_rejects_bad_terms_and_noise():
+    with pytest.raises(UsageError):
+        KindGP(RELU).fit([[1, 2, 0]], [1.0], terms=[[-1.0, 2.0]])
+    with pytest.raises(UsageError):
+        KindGP(RELU).fit([[1, 2, 0]], [1.0], noise_std=[float("nan")])
+    with pytest.raises(UsageError):
+        KindGP(RELU).fit([[1, 2, 0]], [1.0], extra_log_var=float("inf"))
 
 
 def test_predict_before_fit_is_usage_error():
-    with pytest.raises(UsageError, match="not fitted"):
-        KindGP(features=RELU).predict([[1, 2, 0]])
+    with pytest.raises(UsageError):
+        KindGP(RELU).predict([[1, 2, 0]])
 
 
-def test_to_dict_is_plain_json_and_from_dict_matches(log_gp):
-    gp, X, _ = log_gp
+def test_to_dict_is_plain_json_and_from_dict_matches(relu_gp):
+    gp, S = relu_gp
     d = gp.to_dict()
-    text = json.dumps(d, allow_nan=False)  # plain JSON, no NaN
-    d = json.loads(text)
-    n = len(X)
-    assert d["features"] == RELU and d["feature_transform"] == "log1p" and d["n_samples"] == n
-    assert len(d["x_train"]) == n and all(len(r) == 3 for r in d["x_train"]) and len(d["alpha"]) == n
-    assert len(d["kernel"]["length_scale"]) == 3 and d["kernel"]["nu"] == 2.5
-    # x_train is stored transformed + standardised
-    np.testing.assert_allclose(d["x_train"], (np.log1p(X) - gp.x_mean_) / gp.x_scale_, rtol=1e-9, atol=1e-12)
-    # ~10 significant digits, stored as given
-    assert all(len(repr(v).replace("-", "").replace(".", "").split("e")[0].lstrip("0")) <= 10 for v in d["alpha"])
-    g2 = KindGP.from_dict(d)
-    m1, s1 = gp.predict(X, return_std=True)
-    m2, s2 = g2.predict(X, return_std=True)
-    # rounding to 10 digits moves predictions by far less than their uncertainty
-    np.testing.assert_allclose(m2, m1, rtol=1e-5)
-    np.testing.assert_allclose(s2, s1, rtol=1e-4)
+    d2 = json.loads(json.dumps(d))
+    g2 = KindGP.from_dict(d2)
+    X, _, T = _xy(S[:5])
+    m1, s1 = gp.predict(X, terms=T, return_std=True)
+    m2, s2 = g2.predict(X, terms=T, return_std=True)
+    assert np.allclose(m1, m2, rtol=1e-6) and np.allclose(s1, s2, rtol=1e-5)
 
 
-def test_from_dict_rejects_malformed(log_gp):
-    d = log_gp[0].to_dict()
+def test_from_dict_rejects_malformed(relu_gp):
+    d = relu_gp[0].to_dict()
     del d["alpha"]
     with pytest.raises(FormatError):
         KindGP.from_dict(d)
-    d = log_gp[0].to_dict()
-    d["target_transform"] = "sqrt"
+    d = relu_gp[0].to_dict()
+    d["var_factor"] = [[1.0]]
     with pytest.raises(FormatError):
         KindGP.from_dict(d)
 
 
+# ----------------------------------------------------------------------------- never negative (property)
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(values=st.lists(st.floats(-1.0, 1.0, allow_nan=False), min_size=1, max_size=8),
+       stds=st.lists(st.floats(0.0, 0.5, allow_nan=False), min_size=8, max_size=8),
+       numel=st.integers(1, 10 ** 7), batch=st.integers(1, 10 ** 4), role=st.sampled_from(["input", "hidden"]))
+def test_no_estimate_is_negative_whatever_the_samples(values, stds, numel, batch, role):
+    """Adversarial samples (negative, zero, huge noise) and any query: estimates stay finite and > 0."""
+    rng = np.random.default_rng(len(values))
+    S = _relu_samples(len(values), rng)
+    X, _, T = _xy(S)
+    gp = KindGP(RELU, n_restarts_optimizer=0).fit(X, values, noise_std=stds[:len(values)], terms=T)
+    doc = _estimator({"relu": gp})
+    est = load_estimator(json.loads(dumps_estimator(doc)))
+    layers = [{"name": "r", "kind": "relu", "role": role, "config": {"numel": numel}}] * 3
+    out = est.estimate(layers, batch)
+    assert out["total"]["mean"] > 0 and math.isfinite(out["total"]["std"])
+    assert all(l["mean"] > 0 for l in out["layers"])
+
+
+# ----------------------------------------------------------------------------- the estimator file
 def _estimator(gps, metric="time", unit="s"):
-    return build_estimator(gps, device={"name": "test-host"}, metric=metric, unit=unit,
+    return build_estimator(gps, device={"name": "test-host"}, runtime="torch", metric=metric, unit=unit,
                            flops_baseline={"unit_per_flop": 1e-11}, provenance={"campaign": "test"})
 
 
-def test_build_estimator_top_level(log_gp):
-    doc = _estimator({"relu": log_gp[0]})
-    assert doc["format"] == "thor-sdk/estimator" and doc["version"] == 1
+def test_build_estimator_top_level(relu_gp):
+    doc = _estimator({"relu": relu_gp[0]})
+    assert doc["format"] == "thor-sdk/estimator" and doc["version"] == 2
     assert doc["producer"].startswith("thor-sdk ")
     assert doc["created_utc"].endswith("Z")
-    assert doc["metric"] == "time" and doc["unit"] == "s"
+    assert doc["metric"] == "time" and doc["unit"] == "s" and doc["runtime"] == "torch"
     assert set(doc["kinds"]) == {"relu"}
     assert doc["flops_baseline"]["unit_per_flop"] == 1e-11
+    assert doc["whole_model"]["rel_std"] == 0.0
 
 
-@pytest.mark.parametrize("kw", [
-    {"metric": "time", "unit": "J"},
-    {"metric": "power", "unit": "W"},
-])
-def test_build_estimator_rejects_metric_unit(log_gp, kw):
+@pytest.mark.parametrize("kw", [{"metric": "time", "unit": "J"}, {"metric": "power", "unit": "W"}])
+def test_build_estimator_rejects_metric_unit(relu_gp, kw):
     with pytest.raises(UsageError):
-        _estimator({"relu": log_gp[0]}, **kw)
+        _estimator({"relu": relu_gp[0]}, **kw)
 
 
-def test_build_estimator_needs_flops_baseline(log_gp):
+def test_build_estimator_needs_flops_baseline_kinds_and_runtime(relu_gp):
     with pytest.raises(UsageError):
-        build_estimator({"relu": log_gp[0]}, device={}, metric="time", unit="s", flops_baseline={},
-                        provenance={})
+        build_estimator({"relu": relu_gp[0]}, device={}, metric="time", unit="s", flops_baseline={}, provenance={})
     with pytest.raises(UsageError):
-        build_estimator({}, device={}, metric="time", unit="s", flops_baseline={"unit_per_flop": 1.0},
-                        provenance={})
+        build_estimator({}, device={}, metric="time", unit="s", flops_baseline={"unit_per_flop": 1.0}, provenance={})
+    with pytest.raises(UsageError):
+        build_estimator({"relu": relu_gp[0]}, device={}, metric="time", unit="s", runtime="",
+                        flops_baseline={"unit_per_flop": 1.0}, provenance={})
 
 
-def test_write_estimator_round_trip(log_gp, tmp_path):
-    gp, X, _ = log_gp
+def test_write_estimator_round_trip(relu_gp, tmp_path):
+    gp, S = relu_gp
     doc = _estimator({"relu": gp})
     path = tmp_path / "est.json"
     write_estimator(doc, str(path))
     assert [p.name for p in tmp_path.iterdir()] == ["est.json"]  # no temporary file left
     est = load_estimator(str(path))
-    mean, std = gp.predict(X[:3], return_std=True)
-    for row, m, s in zip(X[:3], mean, std):
-        rm, rs = est.predict_layer("relu", dict(zip(RELU, row)))
-        assert rm == pytest.approx(m, rel=1e-5) and rs == pytest.approx(s, rel=1e-4)
+    X, _, T = _xy(S[:3])
+    mean, std = gp.predict(X, terms=T, return_std=True)
+    for s, m, sd in zip(S[:3], mean, std):
+        rm, rs = est.predict_layer("relu", dict(s["config"], batch_size=s["batch_size"], role=s["role"]))
+        assert rm == pytest.approx(m, rel=1e-5) and rs == pytest.approx(sd, rel=1e-4)
 
 
-def _synthetic_kind_data(kind, n, rng):
-    """Random but valid configs of a kind with SYNTHETIC costs ~ training FLOPs."""
-    k = get_kind(kind)
-    X, y = [], []
-    for _ in range(n):
-        c = {f: int(rng.choice([1, 2, 3, 8, 16, 28, 64, 120, 400])) for f in k.features}
-        if kind == "conv2d":
-            c.update(groups=1, kernel=int(rng.choice([1, 3, 5])), stride=int(rng.choice([1, 2])),
-                     padding=int(rng.choice([0, 1])), bias=1, height=int(rng.choice([8, 16, 28])))
-            c["width"] = c["height"]
-        if kind in ("maxpool2d", "avgpool2d"):
-            c.update(kernel=2, stride=2, padding=0, height=int(rng.choice([8, 16, 28])))
-            c["width"] = c["height"]
-        if kind == "dropout":
-            c["p"] = 0.5
-        if "bias" in c:
-            c["bias"] = 1
-        bs = int(rng.choice([1, 8, 32, 64]))
-        role = k.roles[int(rng.integers(len(k.roles)))]
-        flops = k.train_flops(c, bs, role)
-        X.append(feature_vector(kind, c, bs, role))
-        y.append((1e-11 * flops + 1e-5) * math.exp(rng.normal(0, 0.05)))
-    return X, y
+def test_a_profile_sized_kind_fits_in_seconds_and_stays_small():
+    """2,000 conv2d samples: the fit is bounded (hyperparameters on a subset, m inducing points)."""
+    import time
 
-
-def test_estimator_size_for_lenet5_scale_is_under_64kb():
-    """Realistic worst case for a small CNN: 10 kinds, 30 samples each, 10-digit floats."""
-    kinds = ["conv2d", "relu", "maxpool2d", "flatten", "linear", "output", "dropout", "batchnorm2d",
-             "avgpool2d", "add"]
-    assert all(k in KINDS for k in kinds)
-    rng = np.random.default_rng(7)
-    gps = {}
-    for kind in kinds:
-        X, y = _synthetic_kind_data(kind, 30, rng)
-        gps[kind] = KindGP(features=gp_features(kind), n_restarts_optimizer=0).fit(X, y)
-    doc = _estimator(gps)
-    size = len(dumps_estimator(doc).encode())
-    assert size <= 64 * 1024, f"estimator is {size} bytes"
-    est = load_estimator(json.loads(dumps_estimator(doc)))
-    assert set(est.kinds) == set(kinds)
+    rng = np.random.default_rng(11)
+    S = []
+    for _ in range(2000):
+        k = int(rng.choice([1, 3, 5]))
+        h = int(rng.integers(4, 64))
+        c = {"in_channels": int(rng.integers(3, 256)), "out_channels": int(rng.integers(8, 256)), "kernel": k,
+             "stride": int(rng.choice([1, 2])), "padding": k // 2, "groups": 1, "height": h, "width": h,
+             "bias": int(rng.integers(0, 2))}
+        S.append({"kind": "conv2d", "config": c, "batch_size": int(rng.choice([1, 8, 32, 128])),
+                  "role": str(rng.choice(["input", "hidden"]))})
+    T = sample_terms(S)
+    y = [(2e-5 + f / 5e9 + b / 2e9) * math.exp(rng.normal(0, 0.05)) for f, b in T]
+    X = [feature_vector("conv2d", s["config"], s["batch_size"], s["role"]) for s in S]
+    t0 = time.process_time()
+    gp = KindGP(gp_features("conv2d")).fit(X, y, terms=T)
+    cpu = time.process_time() - t0
+    size = len(json.dumps(gp.to_dict()))
+    assert len(gp.inducing_) <= 48 and size < 24 * 1024, size
+    assert cpu < 60, cpu  # generous here; the benchmark reports the real figure
 
 
 def test_vector_estimators_pass_schema():
@@ -268,3 +318,4 @@ def test_vector_estimators_pass_schema():
     doc["kinds"][next(iter(doc["kinds"]))]["kernel"]["nu"] = 0.5
     with pytest.raises(FormatError, match="nu"):
         validate_estimator(doc)
+

@@ -1,4 +1,5 @@
-"""The stdlib estimator runtime: golden values vs scikit-learn, shared vectors, validation, no-deps import."""
+"""The stdlib estimator runtime (format version 2): agreement with the numpy model, shared vectors,
+validation, bounds that keep every number finite, and no heavy imports."""
 
 import json
 import math
@@ -11,9 +12,11 @@ import pytest
 
 from thor_sdk.errors import FormatError, NotFoundError, ThorError, UsageError
 from thor_sdk.fit.estimator import build_estimator
+from thor_sdk.fit.fitting import sample_terms
 from thor_sdk.fit.gp import KindGP
 from thor_sdk.layers.kinds import feature_vector, gp_features
 from thor_sdk.runtime import Estimator, load_estimator
+from thor_sdk.runtime.terms import at_batch, cost_terms
 
 VECTORS = Path(__file__).resolve().parent / "vectors"
 CASES = sorted(p.name[len("expected_"):-len(".json")] for p in VECTORS.glob("expected_*.json"))
@@ -24,141 +27,135 @@ def close(a, b, rtol=RTOL):
     return abs(a - b) <= rtol * abs(b) + 1e-300
 
 
-# ----------------------------------------------------------------------------- scikit-learn reference
-def sk_layers(gp, rows):
-    """Per-row mean/std straight from the fitted sklearn regressor + the documented back-transform."""
-    Z = (np.log1p(np.asarray(rows, dtype=float)) - gp.x_mean_) / gp.x_scale_
-    mu, s = gp.gpr_.predict(Z, return_std=True)
-    if gp.target_transform_ == "log":
-        m = np.exp(mu + s**2 / 2)
-        return m, m * np.sqrt(np.expm1(s**2))
-    return mu, s
+def _samples(kind, configs, rng, roles=("input", "hidden")):
+    out = []
+    for c in configs:
+        b = int(rng.choice([1, 4, 16, 64]))
+        role = "output" if kind == "output" else str(rng.choice(roles))
+        flops, nbytes = at_batch(cost_terms(kind, c, role), b)
+        out.append({"kind": kind, "config": c, "batch_size": b, "role": role,
+                    "value": (3e-5 + flops / 4e9 + nbytes / 8e9) * float(np.exp(rng.normal(0, 0.05)))})
+    return out
 
 
-def sk_total(gps, layers, batch_size):
-    """Whole-model mean/std: per kind, sklearn return_cov on the stacked rows (duplicates included)."""
-    mean, var = 0.0, 0.0
-    for kind, gp in gps.items():
-        rows = [feature_vector(kind, l["config"], batch_size, l["role"]) for l in layers if l["kind"] == kind]
-        if not rows:
-            continue
-        Z = (np.log1p(np.asarray(rows, dtype=float)) - gp.x_mean_) / gp.x_scale_
-        mu, cov = gp.gpr_.predict(Z, return_cov=True)
-        d = np.maximum(np.diag(cov), 0.0)
-        np.fill_diagonal(cov, d)
-        if gp.target_transform_ == "log":
-            m = np.exp(mu + d / 2)
-            cov = np.outer(m, m) * np.expm1(cov)
-            mu = m
-        mean += float(np.sum(mu))
-        var += float(np.sum(cov))
-    return mean, math.sqrt(max(var, 0.0))
-
-
-def _data(kind, n, rng, linear=False):
-    feats = gp_features(kind)
-    X, y = [], []
-    for _ in range(n):
-        if kind == "relu":
-            c = {"numel": int(rng.choice([84, 120, 400, 1600, 4704]))}
-        else:  # linear
-            c = {"in_features": int(rng.choice([84, 120, 400])), "out_features": int(rng.choice([10, 84, 120])),
-                 "tokens": 1, "bias": 1}
-        bs = int(rng.choice([1, 8, 32]))
-        role = str(rng.choice(["input", "hidden"]))
-        X.append(feature_vector(kind, c, bs, role))
-        size = float(np.prod([v for v in c.values()])) * bs
-        y.append(1e-9 * size * math.exp(rng.normal(0, 0.05)) + (rng.normal(0, 3e-4) if linear else 1e-5))
-    return feats, X, y
+def _fit(samples, **kw):
+    kind = samples[0]["kind"]
+    X = [feature_vector(kind, s["config"], s["batch_size"], s["role"]) for s in samples]
+    y = [s["value"] for s in samples]
+    return KindGP(gp_features(kind), **kw).fit(X, y, noise_std=[0.05 * v for v in y], terms=sample_terms(samples))
 
 
 @pytest.fixture(scope="module")
 def fitted():
-    """Freshly fitted GPs (via the exported dict, so sklearn and the runtime see the same numbers):
-    log targets, linear targets, a one-sample kind, a kind trained on duplicated rows."""
-    rng = np.random.default_rng(11)
-    gps = {}
-    f, X, y = _data("relu", 9, rng)
-    gps["relu"] = KindGP(f).fit(X, y)
-    f, X, y = _data("linear", 10, rng, linear=True)
-    gps["linear"] = KindGP(f).fit(X, y)
-    gps["flatten"] = KindGP(gp_features("flatten")).fit([[400, 32, 0]], [3e-6])
-    f, X, y = _data("relu", 4, rng)
-    gps["relu6"] = KindGP(gp_features("relu6")).fit(X + X, y + [v * 1.03 for v in y])
-    assert gps["linear"].target_transform_ == "linear" and gps["relu"].target_transform_ == "log"
-    doc = build_estimator(gps, device={"name": "t"}, metric="time", unit="s", flops_baseline={"unit_per_flop": 1e-11},
-                          provenance={})
-    # sklearn side rebuilt from the exported (rounded) numbers: the reference the runtime must match
+    rng = np.random.default_rng(7)
+    relu = _samples("relu", [{"numel": int(n)} for n in rng.integers(64, 200000, 40)], rng)
+    lin = _samples("linear", [{"in_features": int(a), "out_features": int(b), "tokens": 1, "bias": 1}
+                              for a, b in rng.integers(8, 1024, (30, 2))], rng)
+    out = _samples("output", [{"in_features": int(a), "out_features": 10, "tokens": 1}
+                              for a in rng.integers(8, 2048, 12)], rng)
+    gps = {"relu": _fit(relu, max_inducing=16), "linear": _fit(lin), "output": _fit(out)}
+    doc = build_estimator(gps, device={"name": "test"}, runtime="torch", metric="time", unit="s",
+                          flops_baseline={"unit_per_flop": 1e-10}, provenance={}, whole_model={"rel_std": 0.05})
+    doc = json.loads(json.dumps(doc))
     ref = {k: KindGP.from_dict(d) for k, d in doc["kinds"].items()}
     return doc, ref, load_estimator(doc)
 
 
-LAYERS = [
-    {"name": "a", "kind": "linear", "role": "input", "config": {"in_features": 400, "out_features": 120, "tokens": 1, "bias": 1}},
-    {"name": "b", "kind": "relu", "role": "hidden", "config": {"numel": 120}},
-    {"name": "c", "kind": "flatten", "role": "hidden", "config": {"numel": 120}},
-    {"name": "d", "kind": "linear", "role": "hidden", "config": {"in_features": 120, "out_features": 84, "tokens": 1, "bias": 1}},
-    {"name": "e", "kind": "relu", "role": "hidden", "config": {"numel": 84}},
-    {"name": "f", "kind": "relu6", "role": "hidden", "config": {"numel": 84}},
-    {"name": "g", "kind": "relu", "role": "hidden", "config": {"numel": 120}},   # same as b
-    {"name": "h", "kind": "relu6", "role": "hidden", "config": {"numel": 84}},   # same as f
-    {"name": "i", "kind": "relu6", "role": "hidden", "config": {"numel": 84}},   # same as f
-    {"name": "j", "kind": "flatten", "role": "hidden", "config": {"numel": 120}},  # same as c
-]
+def _layers(rng, n):
+    layers = [{"name": "in", "kind": "linear", "role": "input",
+               "config": {"in_features": 300, "out_features": 128, "tokens": 1, "bias": 1}}]
+    for i in range(n):
+        if i % 2:
+            layers.append({"name": f"r{i}", "kind": "relu", "role": "hidden",
+                           "config": {"numel": int(rng.choice([128, 5000, 128]))}})
+        else:
+            layers.append({"name": f"l{i}", "kind": "linear", "role": "hidden",
+                           "config": {"in_features": 128, "out_features": 128, "tokens": 1, "bias": 1}})
+    layers.append({"name": "head", "kind": "output", "role": "output",
+                   "config": {"in_features": 128, "out_features": 10, "tokens": 1}})
+    return layers
 
 
-@pytest.mark.parametrize("kind", ["relu", "linear", "flatten", "relu6"])
-def test_predict_layer_matches_sklearn(fitted, kind):
-    _, ref, est = fitted
-    gp = ref[kind]
-    rows = [feature_vector(kind, l["config"], bs, l["role"]) for l in LAYERS if l["kind"] == kind for bs in (1, 32, 7)]
-    m, s = sk_layers(gp, rows)
-    for row, em, es in zip(rows, m, s):
-        rm, rs = est.predict_layer(kind, dict(zip(gp.features, row)))
-        assert close(rm, em) and close(rs, es), (kind, row, rm, em, rs, es)
+def _numpy_total(ref, doc, layers, b):
+    mean, var = 0.0, 0.0
+    for kind, gp in ref.items():
+        ls = [l for l in layers if l["kind"] == kind]
+        if not ls:
+            continue
+        X = [feature_vector(kind, l["config"], b, l["role"]) for l in ls]
+        T = [at_batch(cost_terms(kind, l["config"], l["role"]), b) for l in ls]
+        m, cov = gp.predict(X, terms=T, return_cov=True)
+        mean += float(m.sum())
+        var += float(cov.sum())
+    rel = doc["whole_model"]["rel_std"]
+    return mean, math.sqrt(var + (rel * mean) ** 2)
 
 
-@pytest.mark.parametrize("batch_size", [1, 32])
-def test_estimate_matches_sklearn_return_cov(fitted, batch_size):
-    _, ref, est = fitted
-    out = est.estimate(LAYERS, batch_size)
-    mean, std = sk_total(ref, LAYERS, batch_size)
-    assert close(out["total"]["mean"], mean) and close(out["total"]["std"], std), (out["total"], mean, std)
-    for layer, got in zip(LAYERS, out["layers"]):
-        m, s = sk_layers(ref[layer["kind"]], [feature_vector(layer["kind"], layer["config"], batch_size, layer["role"])])
-        assert close(got["mean"], m[0]) and close(got["std"], s[0])
-        assert {k: got[k] for k in ("name", "kind", "role", "config")} == layer
-    assert out["metric"] == "time" and out["unit"] == "s" and out["batch_size"] == batch_size
-    assert math.isclose(out["total"]["mean"], sum(l["mean"] for l in out["layers"]), rel_tol=1e-12)
+@pytest.mark.parametrize("kind", ["relu", "linear", "output"])
+def test_predict_layer_matches_the_numpy_model(fitted, kind):
+    doc, ref, est = fitted
+    rng = np.random.default_rng(1)
+    for s in _samples(kind, [{"numel": 777}] if kind == "relu" else
+                      [{"in_features": 100, "out_features": 50, "tokens": 1, "bias": 0}] if kind == "linear" else
+                      [{"in_features": 64, "out_features": 10, "tokens": 1}], rng):
+        feats = dict(s["config"], batch_size=s["batch_size"], role=s["role"])
+        m, sd = est.predict_layer(kind, feats)
+        X = [feature_vector(kind, s["config"], s["batch_size"], s["role"])]
+        mr, sr = ref[kind].predict(X, terms=sample_terms([s]), return_std=True)
+        assert close(m, mr[0]) and close(sd, sr[0])
 
 
-def test_identical_layers_are_correlated(fitted):
-    """Three identical layers: the std of their sum lies between sqrt(3) and 3 single stds."""
+@pytest.mark.parametrize("batch_size", [1, 16, 1000])
+def test_estimate_matches_numpy_joint_covariance(fitted, batch_size):
+    doc, ref, est = fitted
+    layers = _layers(np.random.default_rng(3), 9)
+    out = est.estimate(layers, batch_size)
+    mean, std = _numpy_total(ref, doc, layers, batch_size)
+    assert close(out["total"]["mean"], mean) and close(out["total"]["std"], std)
+    assert out["layers_total"]["std"] < out["total"]["std"]
+    assert out["runtime"] == "torch" and out["device"] == "test"
+
+
+def test_identical_layers_share_their_cost(fitted):
     _, _, est = fitted
-    layer = LAYERS[5]
-    one = est.estimate([layer], 32)["total"]
-    three = est.estimate([layer] * 3, 32)["total"]
-    assert close(three["mean"], 3 * one["mean"])
-    assert math.sqrt(3) * one["std"] < three["std"] <= 3 * one["std"] * (1 + 1e-12)
+    one = [{"name": "r", "kind": "relu", "role": "hidden", "config": {"numel": 5000}}]
+    a, b = est.estimate(one, 8)["layers_total"], est.estimate(one * 4, 8)["layers_total"]
+    assert close(b["mean"], 4 * a["mean"])
+    # strongly correlated (shared latent cost), not independent: std grows about 4x, not 2x
+    assert 3.0 * a["std"] < b["std"] <= 4.0 * a["std"] * (1 + 1e-9)
 
 
-def test_role_as_string_or_number(fitted):
+def test_batch_size_moves_the_estimate_and_far_batches_are_less_sure(fitted):
     _, _, est = fitted
-    f = {"numel": 400, "batch_size": 8}
-    assert est.predict_layer("relu", dict(f, role="input")) == est.predict_layer("relu", dict(f, role=1))
-    assert est.predict_layer("relu", dict(f, role="hidden")) == est.predict_layer("relu", dict(f, role=0))
+    layer = [{"name": "l", "kind": "linear", "role": "hidden",
+              "config": {"in_features": 256, "out_features": 256, "tokens": 1, "bias": 1}}]
+    got = {b: est.estimate(layer, b)["layers_total"] for b in (8, 32, 1024, 100000)}
+    assert got[8]["mean"] < got[32]["mean"] < got[1024]["mean"] < got[100000]["mean"]
+    rel = {b: g["std"] / g["mean"] for b, g in got.items()}
+    assert rel[100000] > rel[32]
 
 
-def test_fitted_vs_runtime_close(fitted):
-    """The exported (rounded) GP predicts what the fitted one does, to rounding."""
+def test_far_from_every_sample_falls_back_to_the_mean_function_with_the_prior_width(fitted):
     doc, _, est = fitted
-    rng = np.random.default_rng(11)
-    feats, X, y = _data("relu", 9, rng)
-    gp = KindGP(feats).fit(X, y)
-    m, s = gp.predict(X, return_std=True)
-    for row, em, es in zip(X, m, s):
-        rm, rs = est.predict_layer("relu", dict(zip(feats, row)))
-        assert rm == pytest.approx(em, rel=1e-5) and rs == pytest.approx(es, rel=1e-4)
+    k = doc["kinds"]["linear"]
+    cfg = {"in_features": 10 ** 6, "out_features": 10 ** 5, "tokens": 4096, "bias": 1}
+    m, sd = est.predict_layer("linear", dict(cfg, batch_size=4096, role="input"))
+    flops, nbytes = at_batch(cost_terms("linear", cfg, "input"), 4096)
+    mf = k["mean_function"]
+    base = mf["overhead"] + mf["per_flop"] * flops + mf["per_byte"] * nbytes
+    var = k["kernel"]["constant"] + k["kernel"]["noise_level"]
+    assert close(m, base * math.exp(k["residual_offset"] + var / 2), 1e-6)
+    assert close(sd / m, math.sqrt(math.expm1(var)), 1e-6)
+    assert math.isfinite(m) and m > 0
+
+
+def test_fitted_vs_runtime_close_on_the_training_samples(fitted):
+    doc, ref, est = fitted
+    rng = np.random.default_rng(7)
+    relu = _samples("relu", [{"numel": int(n)} for n in rng.integers(64, 200000, 40)], rng)
+    for s in relu[:10]:
+        m, _ = est.predict_layer("relu", dict(s["config"], batch_size=s["batch_size"], role=s["role"]))
+        assert abs(m - s["value"]) / s["value"] < 0.25
 
 
 # ----------------------------------------------------------------------------- shared vectors
@@ -167,34 +164,38 @@ def test_vectors_reproduced(case):
     exp = json.loads((VECTORS / f"expected_{case}.json").read_text())
     est = load_estimator(VECTORS / exp["estimator"])
     for q in exp["predict_layer"]:
-        m, s = est.predict_layer(q["kind"], q["features"])
+        m, s = est.predict_layer(q["kind"], q["features"], cost=q["cost"])
         assert close(m, q["mean"]) and close(s, q["std"]), q
     for e in exp["estimate"]:
         out = est.estimate(e["layers"], e["batch_size"])
-        assert close(out["total"]["mean"], e["total"]["mean"]) and close(out["total"]["std"], e["total"]["std"])
         for got, m, s in zip(out["layers"], e["layer_means"], e["layer_stds"]):
             assert close(got["mean"], m) and close(got["std"], s)
+        for key in ("total", "layers_total"):
+            assert close(out[key]["mean"], e[key]["mean"]) and close(out[key]["std"], e[key]["std"])
 
 
 @pytest.mark.parametrize("case", CASES)
-def test_vectors_still_match_sklearn(case):
-    """The committed expected values are what scikit-learn computes from the committed estimator."""
+def test_vectors_still_match_the_numpy_model(case):
     exp = json.loads((VECTORS / f"expected_{case}.json").read_text())
     doc = json.loads((VECTORS / exp["estimator"]).read_text())
     ref = {k: KindGP.from_dict(d) for k, d in doc["kinds"].items()}
     for e in exp["estimate"]:
-        mean, std = sk_total(ref, e["layers"], e["batch_size"])
+        mean, std = _numpy_total(ref, dict(doc, whole_model=doc.get("whole_model", {"rel_std": 0.0})),
+                                 e["layers"], e["batch_size"])
         assert close(mean, e["total"]["mean"], 1e-9) and close(std, e["total"]["std"], 1e-9)
 
 
 def test_vectors_cover_the_promised_cases():
+    assert set(CASES) == {"time_profile", "energy_floored"}
     docs = [json.loads(p.read_text()) for p in VECTORS.glob("estimator_*.json")]
     gps = [g for d in docs for g in d["kinds"].values()]
-    assert {g["target_transform"] for g in gps} == {"log", "linear"}
     assert any(g["n_samples"] == 1 for g in gps)
-    assert any(len({tuple(r) for r in g["x_train"]}) < g["n_samples"] for g in gps)  # duplicated rows
+    assert any(g["fit"]["floored_samples"] > 0 for g in gps)
+    assert any(len(g["inducing"]) < g["n_samples"] for g in gps)  # duplicated rows: fewer inducing points
+    assert any(d.get("whole_model", {}).get("rel_std", 0) > 0 for d in docs)
     exps = [json.loads(p.read_text()) for p in VECTORS.glob("expected_*.json")]
     layer_lists = [e["layers"] for x in exps for e in x["estimate"]]
+    assert all("cost" in l for ls in layer_lists for l in ls)
     assert any(len({json.dumps([l["kind"], l["config"]], sort_keys=True) for l in ls}) < len(ls) for ls in layer_lists)
 
 
@@ -212,7 +213,8 @@ from thor_sdk.runtime import load_estimator
 est = load_estimator(sys.argv[1])
 exp = json.load(open(sys.argv[2]))
 e = exp["estimate"][0]
-out = est.estimate(e["layers"], e["batch_size"])
+layers = [{k: v for k, v in l.items() if k != "cost"} for l in e["layers"]]   # terms computed from kinds.py
+out = est.estimate(layers, e["batch_size"])
 heavy = sorted(m for m in sys.modules if m.split(".")[0] in ("numpy", "scipy", "sklearn", "torch") and sys.modules[m] is not None)
 print(json.dumps({"total": out["total"], "heavy": heavy}))
 """
@@ -234,63 +236,88 @@ def test_runtime_runs_without_numpy_sklearn_torch():
 # ----------------------------------------------------------------------------- errors
 @pytest.fixture
 def good_doc():
-    return json.loads((VECTORS / "estimator_time_log.json").read_text())
+    return json.loads((VECTORS / "estimator_time_profile.json").read_text())
 
 
 def _broken(doc, how):
     k = doc["kinds"]["relu"]
     if how == "version":
-        doc["version"] = 2
+        doc["version"] = 3
+    elif how == "version1":
+        doc["version"] = 1
     elif how == "format":
         doc["format"] = "something-else"
     elif how == "missing_kinds":
         del doc["kinds"]
+    elif how == "missing_runtime":
+        del doc["runtime"]
     elif how == "missing_alpha":
         del k["alpha"]
     elif how == "nan_in_dict":
         k["alpha"][0] = float("nan")
     elif how == "x_mean_length":
         k["x_mean"].append(0.0)
-    elif how == "x_train_row_length":
-        k["x_train"][1] = k["x_train"][1][:-1]
+    elif how == "inducing_row_length":
+        k["inducing"][0] = k["inducing"][0][:-1]
     elif how == "alpha_length":
         k["alpha"].pop()
+    elif how == "var_factor_row_length":
+        k["var_factor"][0] = k["var_factor"][0] + [0.0]
     elif how == "n_samples":
-        k["n_samples"] += 1
+        k["n_samples"] = 0
     elif how == "unit":
         doc["unit"] = "J"
     elif how == "string_number":
-        k["y_mean"] = "1.0"
+        k["residual_offset"] = "1.0"
     elif how == "bool_number":
         k["kernel"]["constant"] = True
     elif how == "negative_scale":
         k["x_scale"][0] = -1.0
     elif how == "nu":
         k["kernel"]["nu"] = 1.5
-    elif how == "not_pd":  # duplicated training rows, no noise, no jitter -> singular kernel matrix
-        k["x_train"][1] = list(k["x_train"][0])
-        k["kernel"]["noise_level"] = 0.0
-        k["jitter"] = 0.0
+    elif how == "negative_per_flop":
+        k["mean_function"]["per_flop"] = -1e-9
+    elif how == "zero_overhead":
+        k["mean_function"]["overhead"] = 0.0
+    elif how == "residual_bound":  # y_mean-like blow-up: exp(1000) would overflow
+        k["residual_offset"] = 1000.0
+    elif how == "variance_bound":
+        k["kernel"]["constant"] = 1e6
+    elif how == "tiny_length_scale":  # 1e-300: every distance infinite
+        k["kernel"]["length_scale"][0] = 1e-300
+    elif how == "huge_integer":
+        k["residual_offset"] = 10 ** 400
+    elif how == "whole_model":
+        doc["whole_model"] = {"rel_std": -0.1}
     elif how == "kind_not_object":
         doc["kinds"]["relu"] = [1, 2]
     return doc
 
 
-@pytest.mark.parametrize("how", ["version", "format", "missing_kinds", "missing_alpha", "nan_in_dict", "x_mean_length",
-                                 "x_train_row_length", "alpha_length", "n_samples", "unit", "string_number",
-                                 "bool_number", "negative_scale", "nu", "not_pd", "kind_not_object"])
+HOW = ["version", "version1", "format", "missing_kinds", "missing_runtime", "missing_alpha", "nan_in_dict",
+       "x_mean_length", "inducing_row_length", "alpha_length", "var_factor_row_length", "n_samples", "unit",
+       "string_number", "bool_number", "negative_scale", "nu", "negative_per_flop", "zero_overhead", "residual_bound",
+       "variance_bound", "tiny_length_scale", "huge_integer", "whole_model", "kind_not_object"]
+
+
+@pytest.mark.parametrize("how", HOW)
 def test_invalid_estimator_is_format_error(good_doc, how):
     with pytest.raises(FormatError) as ei:
         load_estimator(_broken(good_doc, how))
     assert "\n" not in str(ei.value) and str(ei.value)
 
 
+def test_version_1_says_to_refit(good_doc):
+    with pytest.raises(FormatError, match="refit"):
+        load_estimator(_broken(good_doc, "version1"))
+
+
 def test_corrupt_files_are_format_errors(tmp_path, good_doc):
     p = tmp_path / "e.json"
-    p.write_text('{"format": "thor-sdk/estimator", "version": 1, "kinds": {')
+    p.write_text('{"format": "thor-sdk/estimator", "version": 2, "kinds": {')
     with pytest.raises(FormatError, match="not valid JSON"):
         load_estimator(p)
-    text = json.dumps(good_doc).replace('"y_mean":', '"y_mean": NaN, "was":', 1)
+    text = json.dumps(good_doc).replace('"residual_offset":', '"residual_offset": NaN, "was":', 1)
     p.write_text(text)
     with pytest.raises(FormatError, match="NaN"):
         load_estimator(str(p))
@@ -302,13 +329,16 @@ def test_corrupt_files_are_format_errors(tmp_path, good_doc):
     p.write_text("[1, 2]")
     with pytest.raises(FormatError, match="object"):
         load_estimator(p)
+    p.write_text(json.dumps(good_doc).replace('"residual_offset":', '"residual_offset": ' + "9" * 5000 + ', "was":', 1))
+    with pytest.raises(FormatError):
+        load_estimator(p)
 
 
 def test_unknown_kind_names_it(good_doc):
     est = Estimator(good_doc)
     layers = [{"name": "x", "kind": "lstm", "role": "hidden",
                "config": {"input_size": 8, "hidden_size": 8, "seq_len": 4, "num_layers": 1}}]
-    with pytest.raises(ThorError, match="no GP for kind 'lstm'; probe it on this device"):
+    with pytest.raises(ThorError, match="no model for kind 'lstm'; probe it on this device"):
         est.estimate(layers, 8)
     with pytest.raises(NotFoundError, match="'lstm'"):
         est.predict_layer("lstm", {})
@@ -322,19 +352,26 @@ def test_bad_layer_inputs_are_usage_errors(good_doc):
         est.predict_layer("relu", {"numel": 8, "batch_size": 8, "role": "sideways"})
     with pytest.raises(UsageError, match="role"):
         est.estimate([{"name": "r", "kind": "relu", "role": "output", "config": {"numel": 8}}], 8)
-    with pytest.raises(UsageError, match="batch size"):
-        est.estimate([{"name": "r", "kind": "relu", "role": "hidden", "config": {"numel": 8}}], 0)
+    for b in (0, 16.7, 10 ** 12, True, float("nan")):
+        with pytest.raises(UsageError, match="batch size"):
+            est.estimate([{"name": "r", "kind": "relu", "role": "hidden", "config": {"numel": 8}}], b)
     with pytest.raises(UsageError):
         est.predict_layer("relu", {"numel": float("inf"), "batch_size": 8, "role": 0})
+    with pytest.raises(UsageError, match="cost"):
+        est.estimate([{"name": "r", "kind": "relu", "role": "hidden", "config": {"numel": 8},
+                       "cost": {"flops_per_sample": -1}}], 8)
+    with pytest.raises(UsageError):
+        est.estimate([{"name": "r", "kind": "relu", "role": "hidden", "config": {"numel": 10 ** 400}}], 8)
 
 
 def test_attributes(good_doc):
     est = load_estimator(good_doc)
-    assert est.metric == "time" and est.unit == "s"
+    assert est.metric == "time" and est.unit == "s" and est.runtime == "torch"
     assert est.device == good_doc["device"]
     assert set(est.kinds) == set(good_doc["kinds"])
     assert est.kinds["output"] == good_doc["kinds"]["output"]["features"]
     assert "role" not in est.kinds["output"]
+    assert est.whole_model_rel_std == good_doc["whole_model"]["rel_std"]
 
 
 # ----------------------------------------------------------------------------- power-table select vectors

@@ -8,11 +8,13 @@ whole-model predictions computed by scikit-learn (``KindGP.from_dict`` + ``predi
 and ``predict(return_cov=True)`` on the stacked rows of each kind, with the documented back-transform).
 The Python, Java and Swift runtimes must reproduce the expected numbers to 1e-9 relative.
 
-Cases:
-- ``time_log``: all costs > 0 -> "log" targets; kinds conv2d, relu, maxpool2d, output; a model with
-  repeated identical layers.
-- ``energy_linear``: costs from a noisy subtraction, some <= 0 -> "linear" targets; kind linear, a
-  kind fitted on ONE sample (dropout), a kind fitted on duplicated training rows (relu).
+Cases (estimator format version 2; every layer carries its ``cost`` terms, which the Java and Swift
+runtimes read):
+- ``time_profile``: kinds conv2d, relu, maxpool2d, output fitted on positive costs; a model with
+  repeated identical layers; a whole-model ``rel_std`` of 0.08.
+- ``energy_floored``: costs from a noisy subtraction, some <= 0 (floored by the fit); kind linear, a
+  kind fitted on ONE sample (dropout), a kind fitted on duplicated training rows (relu); queries far
+  outside the samples (the fallback).
 
 It also writes ``table_select.json``: power tables (format ``thor-sdk/power-table``, made-up numbers,
 not measurements) with, per power cap, what ``thor_sdk.runtime.table.select`` answers -- the
@@ -38,6 +40,7 @@ from thor_sdk.fit.gp import KindGP  # noqa: E402
 from thor_sdk.errors import FormatError, UsageError  # noqa: E402
 from thor_sdk.layers.kinds import feature_vector, get_kind, gp_features  # noqa: E402
 from thor_sdk.runtime.table import InfeasibleCapError, select  # noqa: E402
+from thor_sdk.runtime.terms import at_batch, cost_terms  # noqa: E402
 
 ROLE_NAME = {1.0: "input", 0.0: "hidden"}
 
@@ -79,7 +82,7 @@ def synthetic_cost(kind, config, batch_size, role, rng, noise=0.05):
 
 def sample(kind, n, rng, linear=False):
     feats = gp_features(kind)
-    X, y, layers = [], [], []
+    X, y, T = [], [], []
     for _ in range(n):
         c = _fix(kind, _random_config(kind, rng))
         bs = int(rng.choice([1, 8, 16, 32, 64]))
@@ -89,19 +92,24 @@ def sample(kind, n, rng, linear=False):
             cost = cost + float(rng.normal(0.0, 4e-5))
         X.append(feature_vector(kind, c, bs, role))
         y.append(cost)
-        layers.append((c, bs, role))
-    return feats, X, y
+        T.append(at_batch(cost_terms(kind, c, role), bs))
+    return feats, X, y, T
 
 
 def fit_kinds(spec, rng, linear=False):
     gps = {}
     for kind, n, dup in spec:
-        feats, X, y = sample(kind, n, rng, linear=linear)
+        feats, X, y, T = sample(kind, n, rng, linear=linear)
         if dup:  # repeat every training row with a fresh noisy cost
-            X = X + X
+            X, T = X + X, T + T
             y = y + [v + float(rng.normal(0.0, 4e-5 if linear else 1e-6)) for v in y]
-        gps[kind] = KindGP(features=feats, random_state=0).fit(X, y)
+        noise = [max(abs(v) * 0.05, 4e-5 if linear else 0.0) for v in y]
+        gps[kind] = KindGP(features=feats, random_state=0).fit(X, y, noise_std=noise, terms=T)
     return gps
+
+
+def with_cost(layer):
+    return dict(layer, cost=cost_terms(layer["kind"], layer["config"], layer["role"]))
 
 
 def model_layers(kinds, rng, n_layers, n_distinct, batch_size):
@@ -117,22 +125,28 @@ def model_layers(kinds, rng, n_layers, n_distinct, batch_size):
     layers = []
     for i in range(n_layers):
         layer = dict(pool[int(rng.integers(len(pool)))])
-        layers.append(dict(layer, name=f"l{i}", config=dict(layer["config"])))
+        layers.append(with_cost(dict(layer, name=f"l{i}", config=dict(layer["config"]))))
     if "output" in kinds:
-        layers.append({"name": "head", "kind": "output", "role": "output",
-                       "config": _fix("output", _random_config("output", rng))})
+        layers.append(with_cost({"name": "head", "kind": "output", "role": "output",
+                                 "config": _fix("output", _random_config("output", rng))}))
     return layers
 
 
 def expected_for(doc, layer_queries, models):
+    """Per-layer and whole-model predictions by numpy (``KindGP.from_dict`` + ``predict``)."""
     gps = {k: KindGP.from_dict(d) for k, d in doc["kinds"].items()}
+    rel = doc.get("whole_model", {}).get("rel_std", 0.0)
     out = {"predict_layer": [], "estimate": []}
     for kind, feats in layer_queries:
         gp = gps[kind]
         row = [float(feats[f] if f != "role" else {"input": 1, "hidden": 0}.get(feats[f], feats[f]))
                for f in gp.features]
-        m, s = gp.predict([row], return_std=True)
-        out["predict_layer"].append({"kind": kind, "features": feats, "mean": float(m[0]), "std": float(s[0])})
+        role = "output" if kind == "output" else {1: "input", 0: "hidden"}.get(feats.get("role"), feats.get("role"))
+        config = {f: v for f, v in feats.items() if f not in ("batch_size", "role")}
+        cost = cost_terms(kind, config, role)
+        m, s = gp.predict([row], terms=[at_batch(cost, feats["batch_size"])], return_std=True)
+        out["predict_layer"].append({"kind": kind, "features": feats, "cost": cost, "mean": float(m[0]),
+                                     "std": float(s[0])})
     for layers, bs in models:
         means, stds, total_mean, total_var = [None] * len(layers), [None] * len(layers), 0.0, 0.0
         for kind, gp in gps.items():
@@ -140,14 +154,18 @@ def expected_for(doc, layer_queries, models):
             if not idx:
                 continue
             rows = [feature_vector(kind, layers[i]["config"], bs, layers[i]["role"]) for i in idx]
-            m, s = gp.predict(rows, return_std=True)
-            mc, cov = gp.predict(rows, return_cov=True)
+            T = [at_batch(layers[i]["cost"], bs) for i in idx]
+            m, s = gp.predict(rows, terms=T, return_std=True)
+            mc, cov = gp.predict(rows, terms=T, return_cov=True)
             for j, i in enumerate(idx):
                 means[i], stds[i] = float(m[j]), float(s[j])
             total_mean += float(np.sum(mc))
             total_var += float(np.sum(cov))
+        layers_std = float(np.sqrt(max(total_var, 0.0)))
         out["estimate"].append({"batch_size": bs, "layers": layers, "layer_means": means, "layer_stds": stds,
-                                "total": {"mean": total_mean, "std": float(np.sqrt(max(total_var, 0.0)))}})
+                                "layers_total": {"mean": total_mean, "std": layers_std},
+                                "total": {"mean": total_mean,
+                                          "std": float(np.sqrt(max(total_var, 0.0) + (rel * total_mean) ** 2))}})
     return out
 
 
@@ -155,7 +173,7 @@ def write(case, doc, expected):
     with open(os.path.join(HERE, f"estimator_{case}.json"), "w", encoding="utf-8") as f:
         f.write(dumps_estimator(doc))
     expected = dict(expected, estimator=f"estimator_{case}.json", generated_by="tests/vectors/make_vectors.py",
-                    note="synthetic costs; expected values computed by scikit-learn")
+                    note="synthetic costs; expected values computed with numpy (KindGP.from_dict + predict)")
     with open(os.path.join(HERE, f"expected_{case}.json"), "w", encoding="utf-8") as f:
         json.dump(expected, f, indent=1)
         f.write("\n")
@@ -342,10 +360,11 @@ def main():
     rng = np.random.default_rng(20250101)
     prov = {"note": "SYNTHETIC test vector, not a measurement", "generator": "tests/vectors/make_vectors.py"}
 
-    # --- time, log targets
+    # --- time: positive costs, repeated layers, a whole-model term
     gps = fit_kinds([("conv2d", 14, False), ("relu", 8, False), ("maxpool2d", 6, False), ("output", 5, False)], rng)
-    doc = build_estimator(gps, device={"name": "synthetic"}, metric="time", unit="s",
-                          flops_baseline={"unit_per_flop": 2e-11}, provenance=prov)
+    doc = build_estimator(gps, device={"name": "synthetic"}, runtime="torch", metric="time", unit="s",
+                          flops_baseline={"unit_per_flop": 2e-11}, provenance=prov,
+                          whole_model={"rel_std": 0.08, "source": "synthetic"})
     doc["created_utc"] = "2025-01-01T00:00:00Z"
     queries = [("conv2d", {**_fix("conv2d", _random_config("conv2d", rng)), "batch_size": 32, "role": "input"}),
                ("conv2d", {**_fix("conv2d", _random_config("conv2d", rng)), "batch_size": 8, "role": 0}),
@@ -354,22 +373,23 @@ def main():
                ("output", {"in_features": 84, "out_features": 10, "tokens": 1, "batch_size": 32})]
     kinds = ["conv2d", "relu", "maxpool2d", "output"]
     models = [(model_layers(kinds, rng, 20, 9, 32), 32), (model_layers(kinds, rng, 7, 7, 4), 4)]
-    write("time_log", doc, expected_for(doc, queries, models))
+    write("time_profile", doc, expected_for(doc, queries, models))
 
-    # --- energy, linear targets (noisy subtraction), n=1 kind, duplicated training rows
+    # --- energy: noisy subtraction (some costs <= 0, floored), n=1 kind, duplicated rows, far queries
     gps = fit_kinds([("linear", 10, False), ("dropout", 1, False), ("relu", 6, True)], rng, linear=True)
-    for k in ("linear", "relu"):
-        assert gps[k].target_transform_ == "linear", (k, "regenerate with more noise")
-    doc = build_estimator(gps, device={"name": "synthetic"}, metric="energy", unit="J",
+    assert sum(g.n_floored_ for g in gps.values()) > 0, "regenerate with more noise: no sample was floored"
+    doc = build_estimator(gps, device={"name": "synthetic"}, runtime="onnxruntime", metric="energy", unit="J",
                           flops_baseline={"unit_per_flop": 5e-11}, provenance=prov)
     doc["created_utc"] = "2025-01-01T00:00:00Z"
     queries = [("linear", {"in_features": 400, "out_features": 120, "tokens": 1, "bias": 1, "batch_size": 32,
                            "role": "hidden"}),
+               ("linear", {"in_features": 8192, "out_features": 4096, "tokens": 1, "bias": 0, "batch_size": 1024,
+                           "role": "input"}),
                ("dropout", {"numel": 120, "p": 0.5, "batch_size": 32, "role": "hidden"}),
                ("relu", {"numel": 84, "batch_size": 1, "role": "input"})]
     kinds = ["linear", "relu", "dropout"]
     models = [(model_layers(kinds, rng, 15, 5, 16), 16), (model_layers(kinds, rng, 3, 3, 1), 1)]
-    write("energy_linear", doc, expected_for(doc, queries, models))
+    write("energy_floored", doc, expected_for(doc, queries, models))
 
 
 if __name__ == "__main__":

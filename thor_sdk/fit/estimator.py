@@ -1,4 +1,4 @@
-"""The estimator file: one GP per layer kind for one device and one metric, as plain versioned JSON.
+"""The estimator file: one cost model per layer kind for one device, runtime and metric, as plain versioned JSON.
 
 Format and prediction math: ``docs/estimator-format.md``; schema:
 ``thor_sdk/schemas/estimator.schema.json``. Readers: ``thor_sdk.runtime.load_estimator`` (Python
@@ -13,7 +13,7 @@ import os
 from thor_sdk.errors import FormatError, UsageError
 
 ESTIMATOR_FORMAT = "thor-sdk/estimator"
-ESTIMATOR_VERSION = 1
+ESTIMATOR_VERSION = 2
 METRIC_UNITS = {"time": "s", "energy": "J"}
 
 
@@ -35,8 +35,14 @@ def _finite_floats(d, what):
     return out
 
 
-def build_estimator(kind_gps, *, device, metric, unit, flops_baseline, provenance):
+def build_estimator(kind_gps, *, device, metric, unit, flops_baseline, provenance, runtime="torch",
+                    whole_model=None):
     """The estimator document (a dict) for fitted ``KindGP``s keyed by layer kind.
+
+    ``runtime``: what ran the training steps (``torch``, ``onnxruntime``, ...): costs differ many-fold
+    between runtimes, so it is part of the estimator's key. ``whole_model``: ``{"rel_std": s, ...}``,
+    the relative error of whole models beyond the layers' own uncertainty (composition, drift),
+    added to every total's variance as ``(s * total)^2``.
 
     ``device``: what identifies the device (e.g. ``{"name", "platform", ...}``); ``metric``: ``"time"``
     or ``"energy"``; ``unit``: ``"s"`` or ``"J"`` (must match the metric); ``flops_baseline``: at least
@@ -54,6 +60,9 @@ def build_estimator(kind_gps, *, device, metric, unit, flops_baseline, provenanc
     upf = flops_baseline["unit_per_flop"]
     if isinstance(upf, bool) or not isinstance(upf, (int, float)) or not math.isfinite(upf):
         raise UsageError(f"flops_baseline['unit_per_flop'] must be a finite number, got {upf!r}")
+    if not isinstance(runtime, str) or not runtime:
+        raise UsageError(f"runtime must be a non-empty string, got {runtime!r}")
+    whole_model = dict(whole_model or {"rel_std": 0.0})
     kinds = {}
     for name in sorted(kind_gps):
         entry = kind_gps[name].to_dict()
@@ -64,10 +73,12 @@ def build_estimator(kind_gps, *, device, metric, unit, flops_baseline, provenanc
         "created_utc": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
         "producer": _producer(),
         "device": dict(device),
+        "runtime": runtime,
         "metric": metric,
         "unit": unit,
         "kinds": kinds,
         "flops_baseline": _finite_floats(dict(flops_baseline, unit_per_flop=float(upf)), "flops_baseline"),
+        "whole_model": _finite_floats(whole_model, "whole_model"),
         "provenance": dict(provenance),
     }
     validate_estimator(doc)

@@ -1,25 +1,32 @@
-"""One Gaussian Process per layer kind: raw layer features -> per-layer cost (seconds or joules).
+"""One cost model per layer kind: a physical mean (overhead + FLOPs + bytes) times a sparse GP on the log residual.
 
-Model (documented with the estimator format in ``docs/estimator-format.md``):
+Model (the math every runtime reproduces is in ``docs/estimator-format.md``, version 2):
 
-- features: ``x' = ln(1 + x)``, then standardised per column (``(x' - x_mean) / x_scale``; the scale
-  is 1 where a column is constant in the training data);
-- target: ``"log"`` (``y' = ln y``) when every training cost is > 0, else ``"linear"`` (``y' = y``;
-  per-layer costs obtained by subtracting two noisy measurements can be zero or negative);
-- scikit-learn ``GaussianProcessRegressor`` with kernel
-  ``ConstantKernel * Matern(length_scale=ones(d), nu=2.5) + WhiteKernel`` and ``normalize_y=True``;
-- back-transform of a ``"log"`` target: the GP posterior ``N(mu, s^2)`` in log space is a lognormal
-  in original units, so ``mean = exp(mu + s^2/2)`` and ``std = mean * sqrt(exp(s^2) - 1)``;
-  ``"linear"``: mean and std as they are.
+- **mean function**, in the metric's unit: ``m(x) = overhead + per_flop * F(x) + per_byte * B(x)`` with
+  ``F``, ``B`` the layer's training FLOPs and bytes moved at its batch size and role
+  (``thor_sdk.runtime.terms``) and the three coefficients >= 0, fitted by non-negative least squares on
+  the *relative* error (``sum ((m_i - y_i) / y_i)^2``). Far from every sample an estimate falls back to
+  this roofline-like law, never to a wild extrapolation, and it moves with batch size by construction;
+- **residual**: ``r = ln(y) - ln(m(x))`` is modelled by a Gaussian Process on the standardised
+  ``ln(1 + feature)`` inputs: ``constant * Matern52(length_scale) + noise_level``, prior mean ``r0``.
+  The target is *always* logarithmic, so every estimate is positive by construction. A sample <= 0
+  (a subtraction within its noise) is floored at twice its standard error and given a log-noise of 1,
+  so it barely pulls the fit and never flips the kind to another transform;
+- **noise**: each sample's log-variance is its measured ``(stderr / y)^2`` plus ``extra_log_var`` (the
+  campaign's run-to-run drift), plus the fitted ``noise_level`` (misfit the kernel cannot explain);
+- **hyperparameters** (scikit-learn, on at most ``hyper_subset`` samples): length scales bounded to
+  ``[0.2, 50]`` standardised units; a feature that never varied in the samples is not optimised
+  (it cannot be) and gets length scale 1 in ``ln(1 + x)`` units, so a new value of it (a role never seen)
+  widens the std instead of exploding the mean;
+- **sparse posterior** (deterministic training conditional, DTC) on ``m <= max_inducing`` inducing
+  points chosen farthest-first among the samples, with every sample's information:
+  ``mu_r(x) = r0 + k_m(x) . alpha``, ``var_r(x) = constant + noise_level - |W k_m(x)|^2``.
+  ``W`` (``rank x m``) is stored, so readers do no matrix factorisation; dropping low-information rows
+  of ``W`` only ever *raises* the variance (conservative). With every sample as an inducing point and
+  no truncation this is the exact GP posterior;
+- back-transform: ``mean = m(x) exp(mu_r + var_r / 2)``, ``std = mean sqrt(exp(var_r) - 1)``.
 
-``to_dict()`` exports everything needed to predict without scikit-learn; the runtimes in
-``thor_sdk/runtime``, ``android_harness/runtime`` and ``ios_harness/Runtime`` read it. The Cholesky
-factor ``L_`` is not stored (it would triple the file) but recomputed from ``x_train`` and the
-kernel when loading, exactly as ``GaussianProcessRegressor.fit`` computes it.
-``from_dict()`` rebuilds a scikit-learn regressor from such a dict without refitting, so tests can
-check that a runtime reproduces scikit-learn on exactly the exported numbers.
-
-scikit-learn and numpy are imported inside the methods that need them.
+numpy, scipy and scikit-learn are imported inside the methods that need them.
 """
 
 import math
@@ -27,18 +34,20 @@ import warnings
 
 from thor_sdk.errors import FormatError, UsageError
 
-TARGET_TRANSFORMS = ("log", "linear")
-SIGNIFICANT_DIGITS = 10
-
-# hyperparameter bounds, in standardised feature units and normalised target units
-CONSTANT_BOUNDS = (1e-3, 1e3)
-LENGTH_SCALE_BOUNDS = (1e-2, 1e3)
-# noise >= 1e-6 (normalised units, i.e. a noise std of 0.1 % of the targets' spread): keeps
-# K + noise * I well conditioned with duplicated rows, so every runtime's Cholesky agrees closely
-NOISE_BOUNDS = (1e-6, 1e0)
-NOISE_INIT = 1e-2
+SIGNIFICANT_DIGITS = 8
 NU = 2.5
-JITTER = 1e-10  # scikit-learn's GaussianProcessRegressor(alpha=...): added to K's diagonal
+LENGTH_SCALE_BOUNDS = (0.2, 50.0)
+CONSTANT_BOUNDS = (1e-4, 4.0)          # residual variance in (ln units)^2: std 1 % ... factor 7
+NOISE_BOUNDS = (1e-6, 1.0)
+FIXED_LENGTH_SCALE = 1.0               # ln(1 + x) units, for a feature that never varied
+FLOOR_LOG_NOISE = 1.0                  # log-std of a sample floored at twice its standard error
+MAX_INDUCING = 48                      # at most; a kind with d features gets min(48, 8 + 4 d)
+MAX_RANK = 16
+HYPER_SUBSET = 300
+KMM_JITTER = 1e-6                      # relative to the kernel constant
+MIN_COST = 1e-15                       # s or J: below any measurable layer cost; smaller samples are floored
+MAX_RESIDUAL = 20.0                    # ln units: a sample e^20 off the mean function is clipped there
+MAX_LOG_RESIDUAL = 60.0                # what readers accept: |residual_offset| + constant * sum|alpha|
 
 
 def round_sig(x, digits=SIGNIFICANT_DIGITS):
@@ -46,8 +55,8 @@ def round_sig(x, digits=SIGNIFICANT_DIGITS):
     return float(f"{float(x):.{digits}g}")
 
 
-def _round_list(values):
-    return [round_sig(v) for v in values]
+def _round_list(values, digits=SIGNIFICANT_DIGITS):
+    return [round_sig(v, digits) for v in values]
 
 
 def lognormal_moments(mu, var):
@@ -58,19 +67,55 @@ def lognormal_moments(mu, var):
     return mean, mean * np.sqrt(np.expm1(var))
 
 
-class KindGP:
-    """A Gaussian Process for one layer kind, scikit-learn style.
+def _matern52(u1, u2):
+    """Matern 5/2 correlation between rows of ``u1`` and ``u2`` (already divided by length scales)."""
+    import numpy as np
 
-    >>> gp = KindGP(features=["numel", "batch_size", "role"]).fit(X, y)      # doctest: +SKIP
-    >>> mean, std = gp.predict(X_new, return_std=True)                        # doctest: +SKIP
+    d = np.sqrt(np.maximum(((u1[:, None, :] - u2[None, :, :]) ** 2).sum(-1), 0.0))
+    t = math.sqrt(5.0) * d
+    return (1.0 + t + t * t / 3.0) * np.exp(-t)
+
+
+def fit_mean_function(terms, y, weights=None):
+    """(overhead, per_flop, per_byte) >= 0 minimising the relative squared error of
+    ``overhead + per_flop * F + per_byte * B`` against positive costs ``y``."""
+    import numpy as np
+    from scipy.optimize import nnls
+
+    terms = np.asarray(terms, dtype=float).reshape(-1, 2)
+    y = np.asarray(y, dtype=float)
+    w = np.ones_like(y) if weights is None else np.asarray(weights, dtype=float)
+    A = np.column_stack([np.ones_like(y), terms[:, 0], terms[:, 1]]) / y[:, None]
+    scale = np.maximum(np.abs(A).max(axis=0), 1e-300)
+    A = A / scale * w[:, None]
+    coef, _ = nnls(A, w, maxiter=200)
+    coef = coef / scale
+    if not np.any(coef > 0):
+        coef = np.array([float(np.median(y)), 0.0, 0.0])
+    if coef[0] <= 0:  # keep m(x) > 0 at zero FLOPs and bytes
+        coef[0] = 1e-6 * float(np.min(y))
+    return [float(c) for c in coef]
+
+
+class KindGP:
+    """The cost model of one layer kind, scikit-learn style.
+
+    >>> gp = KindGP(features=["numel", "batch_size", "role"]).fit(X, y, terms=T)      # doctest: +SKIP
+    >>> mean, std = gp.predict(X_new, terms=T_new, return_std=True)                  # doctest: +SKIP
+
+    ``terms`` are the layers' ``(training FLOPs, bytes moved)`` at their batch size and role.
     """
 
-    def __init__(self, features, random_state=0, n_restarts_optimizer=2):
+    def __init__(self, features, random_state=0, n_restarts_optimizer=1, max_inducing=MAX_INDUCING,
+                 max_rank=MAX_RANK, hyper_subset=HYPER_SUBSET):
         self.features = list(features)
         self.random_state = random_state
         self.n_restarts_optimizer = n_restarts_optimizer
+        self.max_inducing = int(min(max_inducing, 8 + 4 * len(self.features)))
+        self.max_rank = int(max_rank)
+        self.hyper_subset = int(hyper_subset)
 
-    # ------------------------------------------------------------------ fitting
+    # ------------------------------------------------------------------ input checks
     def _check_X(self, X):
         import numpy as np
 
@@ -87,198 +132,294 @@ class KindGP:
             raise UsageError("features must be finite numbers > -1 (they are transformed with ln(1 + x))")
         return X
 
-    def _transform_X(self, X):
+    def _check_terms(self, terms, n):
+        import numpy as np
+
+        if terms is None:
+            return np.zeros((n, 2))
+        try:
+            T = np.asarray(terms, dtype=float).reshape(-1, 2)
+        except (TypeError, ValueError) as e:
+            raise UsageError(f"terms must be (flops, bytes) pairs: {e}") from None
+        if T.shape[0] != n or not np.all(np.isfinite(T)) or np.any(T < 0):
+            raise UsageError(f"need one finite, non-negative (flops, bytes) pair per row ({n}), got shape {T.shape}")
+        return T
+
+    def _z(self, X):
         import numpy as np
 
         return (np.log1p(X) - self.x_mean_) / self.x_scale_
 
-    def fit(self, X, y, noise_std=None):
-        """Fit on raw features ``X`` (n x d; role encoded input=1, hidden=0) and costs ``y`` (n).
+    def _u(self, X):
+        return self._z(X) / self.length_scale_
 
-        ``noise_std``: optional standard error of each cost as measured (repeat rounds). When given,
-        the white-noise level may not exceed 4x the mean measured noise variance (in the GP's
-        normalised target units): with few samples, maximum likelihood otherwise likes to explain
-        real differences between layers as noise and returns the average for every config.
-        """
+    # ------------------------------------------------------------------ fitting
+    def fit(self, X, y, noise_std=None, terms=None, extra_log_var=0.0):
+        """Fit on raw features ``X`` (n x d; role encoded input=1, hidden=0), costs ``y`` (n) and the
+        layers' ``terms`` (n x 2: training FLOPs, bytes moved). ``noise_std``: standard error of each
+        cost as measured; ``extra_log_var``: variance (ln units) added to every sample, e.g. the drift
+        of a reference probe re-measured through the campaign."""
+        import numpy as np
+
+        X = self._check_X(X)
+        y = np.asarray(y, dtype=float).ravel()
+        n, d = X.shape
+        if n == 0 or len(y) != n:
+            raise UsageError(f"need one cost per feature row and at least one row, got {n} rows and {len(y)} costs")
+        if not np.all(np.isfinite(y)):
+            raise UsageError("costs must be finite numbers")
+        T = self._check_terms(terms, n)
+        s = np.zeros(n) if noise_std is None else np.abs(np.asarray(noise_std, dtype=float).ravel())
+        if s.shape != (n,) or not np.all(np.isfinite(s)):
+            raise UsageError("noise_std needs one finite standard error per cost")
+        if not (math.isfinite(extra_log_var) and extra_log_var >= 0):
+            raise UsageError(f"extra_log_var must be a finite number >= 0, got {extra_log_var!r}")
+        self.warnings_ = []
+
+        # 1. floor costs at or below their noise (a layer cannot cost < 0); such samples get a wide noise
+        pos = y[y > 0]
+        tiny = max(1e-9 * (float(np.max(pos)) if len(pos) else 1.0), MIN_COST)
+        floor = np.maximum(2.0 * s, tiny)
+        floored = y < floor
+        y_eff = np.where(floored, floor, y)
+        log_noise_var = np.where(floored, FLOOR_LOG_NOISE ** 2, (s / y_eff) ** 2) + extra_log_var
+        log_noise_var = np.minimum(log_noise_var, FLOOR_LOG_NOISE ** 2)
+        self.n_floored_ = int(floored.sum())
+        if self.n_floored_:
+            self.warnings_.append(f"{self.n_floored_} sample(s) at or below twice their standard error were floored "
+                                  "there with a wide noise (a layer cannot cost less than nothing)")
+
+        # 2. the mean function, weighted so floored samples barely count
+        w = 1.0 / np.sqrt(1.0 + log_noise_var / 0.01)
+        self.mean_coef_ = fit_mean_function(T, y_eff, weights=w)
+        resid = np.log(y_eff) - np.log(self._mean_fn(T))
+        wild = np.abs(resid) > MAX_RESIDUAL
+        if wild.any():  # a "layer" e^20 off its FLOPs-and-bytes law is not a layer cost: keep it, barely
+            self.warnings_.append(f"{int(wild.sum())} sample(s) more than e^{MAX_RESIDUAL:g} off the mean function "
+                                  "were clipped there with a wide noise")
+            resid = np.clip(resid, -MAX_RESIDUAL, MAX_RESIDUAL)
+            log_noise_var = np.where(wild, FLOOR_LOG_NOISE ** 2, log_noise_var)
+
+        # 3. standardise features; constant columns get a fixed length scale in ln(1 + x) units
+        Xl = np.log1p(X)
+        self.x_mean_ = np.array(_round_list(Xl.mean(axis=0)))
+        sd = Xl.std(axis=0)
+        varies = sd > 1e-9 * np.maximum(1.0, np.abs(self.x_mean_))
+        self.x_scale_ = np.array(_round_list(np.where(varies, sd, 1.0)))
+        Z = self._z(X)
+
+        # 4. hyperparameters on a subset (scikit-learn), residual offset r0 = precision-weighted mean
+        prec = 1.0 / (log_noise_var + 1e-4)
+        self.residual_offset_ = float(np.sum(prec * resid) / np.sum(prec))
+        rt = resid - self.residual_offset_
+        self.constant_, ls, self.noise_level_, self.log_marginal_likelihood_ = self._hyper(
+            Z[:, varies], rt, log_noise_var)
+        length = np.full(d, FIXED_LENGTH_SCALE)
+        length[varies] = ls
+        # a fixed length scale is given in ln(1 + x) units; x_scale is 1 for those columns
+        self.length_scale_ = np.array(_round_list(length))
+        self.x_mean_, self.x_scale_ = np.array(self.x_mean_), np.array(self.x_scale_)
+
+        # 5. sparse posterior on farthest-first inducing points
+        U = Z / self.length_scale_
+        idx = self._inducing(U)
+        self.inducing_ = np.array([_round_list(r) for r in Z[idx]])
+        self.alpha_, self.var_factor_ = self._dtc(U, rt, log_noise_var)
+        # readers refuse a residual that could exceed e^60: regularise (more white noise) until it cannot
+        for _ in range(12):
+            if abs(self.residual_offset_) + self.constant_ * float(np.abs(self.alpha_).sum()) <= 0.8 * MAX_LOG_RESIDUAL:
+                break
+            self.noise_level_ = round_sig(min(max(10.0 * self.noise_level_, 1e-2), NOISE_BOUNDS[1]))
+            self.alpha_, self.var_factor_ = self._dtc(U, rt, log_noise_var)
+            self.warnings_.append(f"ill-conditioned samples: noise level raised to {self.noise_level_:g}")
+        self.n_samples_ = n
+        self.sample_stats_ = {"n": n, "floored": self.n_floored_,
+                              "residual_rms": float(np.sqrt(np.mean(resid ** 2))),
+                              "mean_function_mape": float(np.mean(np.abs(np.expm1(-resid))))}
+        return self
+
+    def _mean_fn(self, T):
+        a, bf, bb = self.mean_coef_
+        return a + bf * T[:, 0] + bb * T[:, 1]
+
+    def _hyper(self, Zv, rt, noise_var):
+        """(constant, length scales of the varying columns, noise_level, log marginal likelihood)."""
         import numpy as np
         from sklearn.exceptions import ConvergenceWarning
         from sklearn.gaussian_process import GaussianProcessRegressor
         from sklearn.gaussian_process.kernels import ConstantKernel, Matern, WhiteKernel
 
-        X = self._check_X(X)
-        y = np.asarray(y, dtype=float).ravel()
-        if len(y) == 0 or len(y) != X.shape[0]:
-            raise UsageError(f"need one cost per feature row and at least one row, got {X.shape[0]} rows "
-                             f"and {len(y)} costs")
-        if not np.all(np.isfinite(y)):
-            raise UsageError("costs must be finite numbers")
-        n, d = X.shape
-
-        Xl = np.log1p(X)
-        self.x_mean_ = np.array(_round_list(Xl.mean(axis=0)))
-        std = Xl.std(axis=0)
-        self.x_scale_ = np.array(_round_list(np.where(std > 1e-12 * np.maximum(1.0, np.abs(self.x_mean_)), std, 1.0)))
-        Z = self._transform_X(X)
-
-        self.target_transform_ = "log" if np.all(y > 0) else "linear"
-        yt = np.log(y) if self.target_transform_ == "log" else y
-
-        noise_bounds, noise_init = NOISE_BOUNDS, NOISE_INIT
-        self.measured_noise_var_ = None
-        if noise_std is not None:
-            s_ = np.abs(np.asarray(noise_std, dtype=float).ravel())
-            if s_.shape != y.shape or not np.all(np.isfinite(s_)):
-                raise UsageError("noise_std needs one finite standard error per cost")
-            var_t = (s_ / y) ** 2 if self.target_transform_ == "log" else s_ ** 2
-            y_var = float(np.var(yt)) if n > 1 and np.var(yt) > 0 else 1.0
-            measured = float(np.mean(var_t)) / y_var
-            if measured > 0:
-                self.measured_noise_var_ = measured
-                upper = min(NOISE_BOUNDS[1], max(4.0 * measured, 10.0 * NOISE_BOUNDS[0]))
-                noise_bounds = (NOISE_BOUNDS[0], upper)
-                noise_init = min(max(measured, NOISE_BOUNDS[0]), upper)
-        kernel = (ConstantKernel(1.0, CONSTANT_BOUNDS)
-                  * Matern(length_scale=np.ones(d), length_scale_bounds=LENGTH_SCALE_BOUNDS, nu=NU)
-                  + WhiteKernel(noise_init, noise_bounds))
-        self.warnings_ = []
-        if n < 2:
-            # one point says nothing about length scales or noise: keep the initial hyperparameters
-            optimizer, restarts = None, 0
-            self.warnings_.append("only one sample: kernel hyperparameters not optimised")
-        else:
-            optimizer, restarts = "fmin_l_bfgs_b", self.n_restarts_optimizer
-        gpr = GaussianProcessRegressor(kernel=kernel, normalize_y=True, optimizer=optimizer,
-                                       n_restarts_optimizer=restarts, random_state=self.random_state, alpha=JITTER)
+        n, dv = Zv.shape
+        c0 = float(np.clip(np.var(rt) if n > 1 else 0.05, 0.01, 1.0))
+        if n < 3 or dv == 0:
+            self.warnings_.append(f"{n} sample(s): kernel hyperparameters not optimised")
+            return c0, np.ones(dv), 1e-3, float("nan")
+        rng = np.random.default_rng(self.random_state)
+        sub = np.arange(n) if n <= self.hyper_subset else np.sort(rng.choice(n, self.hyper_subset, replace=False))
+        kernel = (ConstantKernel(c0, CONSTANT_BOUNDS)
+                  * Matern(length_scale=np.ones(dv), length_scale_bounds=LENGTH_SCALE_BOUNDS, nu=NU)
+                  + WhiteKernel(1e-3, NOISE_BOUNDS))
+        gpr = GaussianProcessRegressor(kernel=kernel, alpha=noise_var[sub] + 1e-10, normalize_y=False,
+                                       n_restarts_optimizer=self.n_restarts_optimizer,
+                                       random_state=self.random_state)
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
-            gpr.fit(Z, yt)
+            gpr.fit(Zv[sub], rt[sub])
         for w in caught:
             if issubclass(w.category, ConvergenceWarning):
                 self.warnings_.append(str(w.message))
-            else:
-                warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
-        self.gpr_ = gpr
-        self.n_samples_ = n
-        self.log_marginal_likelihood_ = float(gpr.log_marginal_likelihood_value_)
-        return self
+        k = gpr.kernel_
+        return (round_sig(k.k1.k1.constant_value), np.atleast_1d(k.k1.k2.length_scale),
+                round_sig(k.k2.noise_level), float(gpr.log_marginal_likelihood_value_))
+
+    def _inducing(self, U):
+        """Indices of at most ``max_inducing`` distinct rows, farthest-first from the one nearest the centre."""
+        import numpy as np
+
+        _, first = np.unique(np.round(U, 9), axis=0, return_index=True)
+        cand = np.sort(first)
+        if len(cand) <= self.max_inducing:
+            return cand
+        P = U[cand]
+        chosen = [int(np.argmin(((P - P.mean(0)) ** 2).sum(1)))]
+        dmin = ((P - P[chosen[0]]) ** 2).sum(1)
+        while len(chosen) < self.max_inducing:
+            j = int(np.argmax(dmin))
+            chosen.append(j)
+            dmin = np.minimum(dmin, ((P - P[j]) ** 2).sum(1))
+        return cand[np.array(sorted(chosen))]
+
+    def _dtc(self, U, rt, noise_var):
+        """alpha (m) and the variance factor W (rank x m) of the DTC posterior (see the module doc)."""
+        import numpy as np
+        from scipy.linalg import cho_solve, cholesky, eigh, solve_triangular
+
+        c = self.constant_
+        Um = self.inducing_ / self.length_scale_
+        m = len(Um)
+        Kmm = c * _matern52(Um, Um) + KMM_JITTER * c * np.eye(m)
+        Kmn = c * _matern52(Um, U)
+        lam = noise_var + self.noise_level_
+        Lm = cholesky(Kmm, lower=True)
+        V = solve_triangular(Lm, Kmn, lower=True)            # m x n  (Lm^-1 Kmn)
+        B = np.eye(m) + (V / lam) @ V.T                        # I + Lm^-1 Kmn Lam^-1 Knm Lm^-T
+        B = (B + B.T) / 2.0
+        LB = cholesky(B, lower=True)
+        # alpha = Lm^-T B^-1 Lm^-1 Kmn Lam^-1 r
+        alpha = solve_triangular(Lm.T, cho_solve((LB, True), V @ (rt / lam)), lower=False)
+        beta, Ub = eigh(B)                                     # B = Ub diag(beta) Ub^T, beta >= 1
+        gain = np.clip(1.0 - 1.0 / beta, 0.0, 1.0)             # I - B^-1 = Ub diag(gain) Ub^T
+        order = np.argsort(gain)[::-1][: self.max_rank]
+        order = order[gain[order] > 1e-9]
+        G = solve_triangular(Lm.T, Ub[:, order], lower=False)  # m x r:  Q = G diag(gain) G^T
+        W = (G * np.sqrt(gain[order])).T                       # r x m:  |W k|^2 = k^T Q_r k <= k^T Q k
+        if W.shape[0] == 0:
+            W = np.zeros((1, m))
+        self.rank_dropped_gain_ = float(gain.sum() - gain[order].sum())
+        return np.array(_round_list(alpha)), np.array([_round_list(r) for r in W])
 
     def _check_fitted(self):
-        if not hasattr(self, "gpr_"):
+        if not hasattr(self, "alpha_"):
             raise UsageError("this KindGP is not fitted yet; call fit(X, y) first")
 
     # ---------------------------------------------------------------- predicting
-    def predict(self, X, return_std=False, return_cov=False):
-        """Mean (and std, or covariance) of the cost of each row of raw features, in ORIGINAL units.
+    def predict_log(self, X, terms=None):
+        """(ln of the mean function, residual posterior mean, residual variance incl. noise_level, k_m)."""
+        import numpy as np
 
-        ``return_cov=True`` gives the joint covariance of the rows (white noise only on the
-        diagonal, as scikit-learn's ``predict(return_cov=True)``), converted to original units with
-        the lognormal identity ``Cov(a, b) = m_a m_b (exp(Cov_log(a, b)) - 1)`` for a ``"log"`` target.
-        """
+        self._check_fitted()
+        X = self._check_X(X)
+        T = self._check_terms(terms, X.shape[0])
+        K = self.constant_ * _matern52(self._u(X), self.inducing_ / self.length_scale_)
+        mu = self.residual_offset_ + K @ self.alpha_
+        v = K @ self.var_factor_.T
+        var = np.maximum(self.constant_ + self.noise_level_ - (v * v).sum(1), 1e-12)
+        return np.log(self._mean_fn(T)), mu, var, v
+
+    def predict(self, X, terms=None, return_std=False, return_cov=False):
+        """Mean (and std, or joint covariance) of the cost of each row, in the metric's unit."""
         import numpy as np
 
         if return_std and return_cov:
             raise UsageError("ask for return_std or return_cov, not both")
-        self._check_fitted()
-        Z = self._transform_X(self._check_X(X))
-        with warnings.catch_warnings():
-            warnings.filterwarnings("ignore", message="Predicted variances smaller than 0")
-            if return_cov:
-                mu, cov = self.gpr_.predict(Z, return_cov=True)
-            elif return_std:
-                mu, std = self.gpr_.predict(Z, return_std=True)
-            else:
-                mu = self.gpr_.predict(Z)
+        logm, mu, var, v = self.predict_log(X, terms)
+        mean, std = lognormal_moments(logm + mu, var)
         if return_cov:
-            cov = np.array(cov, dtype=float)
-            var = np.maximum(np.diag(cov), 0.0)
-            np.fill_diagonal(cov, var)
-            if self.target_transform_ == "log":
-                mean, _ = lognormal_moments(mu, var)
-                return mean, np.outer(mean, mean) * np.expm1(cov)
-            return mu, cov
-        if not return_std:
-            if self.target_transform_ == "log":
-                # the mean of the lognormal needs the variance too
-                mu, std = self.gpr_.predict(Z, return_std=True)
-                return lognormal_moments(mu, std ** 2)[0]
-            return mu
-        if self.target_transform_ == "log":
-            return lognormal_moments(mu, std ** 2)
-        return mu, std
+            U = self._u(self._check_X(X))
+            cov_log = self.constant_ * _matern52(U, U) - v @ v.T
+            np.fill_diagonal(cov_log, var)
+            return mean, np.outer(mean, mean) * np.expm1(cov_log)
+        if return_std:
+            return mean, std
+        return mean
+
+    def latent_cov(self, X1, X2):
+        """Posterior covariance (ln units, no white noise) of the residual between rows of X1 and X2."""
+        self._check_fitted()
+        U1, U2 = self._u(self._check_X(X1)), self._u(self._check_X(X2))
+        Um = self.inducing_ / self.length_scale_
+        c = self.constant_
+        v1 = (c * _matern52(U1, Um)) @ self.var_factor_.T
+        v2 = (c * _matern52(U2, Um)) @ self.var_factor_.T
+        return c * _matern52(U1, U2) - v1 @ v2.T
 
     # ------------------------------------------------------------------ export
     def to_dict(self):
-        """The JSON-able per-kind entry of an estimator (floats rounded to 10 significant digits)."""
-        import numpy as np
-
+        """The JSON-able per-kind entry of an estimator (version 2; floats to 8 significant digits)."""
         self._check_fitted()
-        g = self.gpr_
-        k = g.kernel_
+        a, bf, bb = self.mean_coef_
         return {
             "features": list(self.features),
             "feature_transform": "log1p",
-            "x_mean": [float(v) for v in self.x_mean_],
-            "x_scale": [float(v) for v in self.x_scale_],
-            "target_transform": self.target_transform_,
-            "y_mean": round_sig(np.ravel(g._y_train_mean)[0]),
-            "y_scale": round_sig(np.ravel(g._y_train_std)[0]),
-            "kernel": {
-                "constant": round_sig(k.k1.k1.constant_value),
-                "length_scale": _round_list(np.atleast_1d(k.k1.k2.length_scale)),
-                "nu": NU,
-                "noise_level": round_sig(k.k2.noise_level),
-            },
-            "x_train": [_round_list(row) for row in np.asarray(g.X_train_)],
-            "jitter": float(g.alpha),
-            "alpha": _round_list(np.ravel(g.alpha_)),
+            "x_mean": _round_list(self.x_mean_),
+            "x_scale": _round_list(self.x_scale_),
+            "mean_function": {"overhead": round_sig(a), "per_flop": round_sig(bf), "per_byte": round_sig(bb)},
+            "residual_offset": round_sig(self.residual_offset_),
+            "kernel": {"constant": round_sig(self.constant_), "length_scale": _round_list(self.length_scale_),
+                       "nu": NU, "noise_level": round_sig(self.noise_level_)},
+            "inducing": [_round_list(r) for r in self.inducing_],
+            "alpha": _round_list(self.alpha_),
+            "var_factor": [_round_list(r) for r in self.var_factor_],
             "n_samples": int(self.n_samples_),
-            "log_marginal_likelihood": round_sig(self.log_marginal_likelihood_),
-            "fit_warnings": list(self.warnings_),
+            "fit": {"log_marginal_likelihood": (round_sig(self.log_marginal_likelihood_)
+                                                if math.isfinite(self.log_marginal_likelihood_) else None),
+                    "floored_samples": self.n_floored_,
+                    "residual_rms": round_sig(self.sample_stats_["residual_rms"], 4),
+                    "mean_function_mape": round_sig(self.sample_stats_["mean_function_mape"], 4),
+                    "warnings": list(self.warnings_)},
         }
 
     @classmethod
     def from_dict(cls, d):
-        """Rebuild a fitted KindGP from ``to_dict()`` output without refitting (predictions use
-        exactly the stored, rounded numbers, as the runtimes do)."""
+        """Rebuild a fitted KindGP from ``to_dict()`` output (exactly the stored, rounded numbers)."""
         import numpy as np
-        from scipy.linalg import LinAlgError, cholesky
-        from sklearn.gaussian_process import GaussianProcessRegressor
-        from sklearn.gaussian_process.kernels import ConstantKernel, Matern, WhiteKernel
 
         try:
             self = cls(features=d["features"])
-            kd = d["kernel"]
-            if d["target_transform"] not in TARGET_TRANSFORMS or d["feature_transform"] != "log1p":
-                raise FormatError(f"unknown transform in GP entry: {d['target_transform']!r} / {d['feature_transform']!r}")
-            kernel = (ConstantKernel(kd["constant"], "fixed")
-                      * Matern(length_scale=np.array(kd["length_scale"], dtype=float), length_scale_bounds="fixed",
-                               nu=float(kd["nu"]))
-                      + WhiteKernel(kd["noise_level"], "fixed"))
-            X_train = np.array(d["x_train"], dtype=float)
-            n = X_train.shape[0]
-            jitter = float(d["jitter"])
-            # exactly what GaussianProcessRegressor.fit factorises: K(X_train) + jitter * I
-            K = kernel(X_train)
-            K[np.diag_indices_from(K)] += jitter
-            L = cholesky(K, lower=True, check_finite=False)
-            gpr = GaussianProcessRegressor(kernel=kernel, normalize_y=True, optimizer=None, alpha=jitter)
-            gpr.kernel_ = kernel
-            gpr.X_train_ = X_train
-            gpr.y_train_ = np.zeros(n)
-            gpr.alpha_ = np.array(d["alpha"], dtype=float)
-            gpr.L_ = L
-            gpr._y_train_mean = np.array(float(d["y_mean"]))
-            gpr._y_train_std = np.array(float(d["y_scale"]))
-            gpr.n_features_in_ = X_train.shape[1]
+            if d["feature_transform"] != "log1p":
+                raise FormatError(f"unknown feature transform {d['feature_transform']!r}")
+            mf, k = d["mean_function"], d["kernel"]
+            self.mean_coef_ = [float(mf["overhead"]), float(mf["per_flop"]), float(mf["per_byte"])]
             self.x_mean_ = np.array(d["x_mean"], dtype=float)
             self.x_scale_ = np.array(d["x_scale"], dtype=float)
-            self.target_transform_ = d["target_transform"]
+            self.residual_offset_ = float(d["residual_offset"])
+            self.constant_ = float(k["constant"])
+            self.length_scale_ = np.array(k["length_scale"], dtype=float)
+            self.noise_level_ = float(k["noise_level"])
+            self.inducing_ = np.array(d["inducing"], dtype=float)
+            self.alpha_ = np.array(d["alpha"], dtype=float)
+            self.var_factor_ = np.array(d["var_factor"], dtype=float)
             self.n_samples_ = int(d["n_samples"])
-            self.log_marginal_likelihood_ = float(d.get("log_marginal_likelihood", math.nan))
-            self.warnings_ = list(d.get("fit_warnings", []))
-        except LinAlgError as e:
-            raise FormatError(f"GP entry is malformed: its kernel matrix is not positive definite ({e})") from None
+            fit = d.get("fit") or {}
+            lml = fit.get("log_marginal_likelihood")
+            self.log_marginal_likelihood_ = float("nan") if lml is None else float(lml)
+            self.n_floored_ = int(fit.get("floored_samples", 0))
+            self.warnings_ = list(fit.get("warnings", []))
+            self.sample_stats_ = {"n": self.n_samples_, "floored": self.n_floored_,
+                                  "residual_rms": float(fit.get("residual_rms", float("nan"))),
+                                  "mean_function_mape": float(fit.get("mean_function_mape", float("nan")))}
+            if self.var_factor_.ndim != 2 or self.var_factor_.shape[1] != len(self.alpha_):
+                raise ValueError("var_factor must have one column per inducing point")
         except (KeyError, TypeError, ValueError) as e:
-            raise FormatError(f"GP entry is malformed: {type(e).__name__}: {e}") from None
-        self.gpr_ = gpr
+            raise FormatError(f"kind entry is malformed: {type(e).__name__}: {e}") from None
         return self

@@ -273,5 +273,11 @@ class Campaign:
                 (model, batch_size, metric, mean, std, n, runtime, _now(), json.dumps(detail or {})))
 
     def model_runs(self):
-        cols = ("model", "batch_size", "metric", "mean", "std", "n", "runtime", "created_utc")
-        return [dict(zip(cols, r)) for r in self.conn.execute(f"SELECT {', '.join(cols)} FROM model_runs ORDER BY id")]
+        """Whole-model runs as dicts, ``detail`` parsed (``{}`` when none was stored)."""
+        cols = ("model", "batch_size", "metric", "mean", "std", "n", "runtime", "created_utc", "detail")
+        out = []
+        for r in self.conn.execute(f"SELECT {', '.join(cols)} FROM model_runs ORDER BY id"):
+            d = dict(zip(cols, r))
+            d["detail"] = json.loads(d["detail"]) if d["detail"] else {}
+            out.append(d)
+        return out

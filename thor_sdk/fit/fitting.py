@@ -1,0 +1,120 @@
+"""From samples (campaigns, CSVs) to an estimator document: per-kind fits, drift, whole-model calibration.
+
+- **drift**: a campaign that re-measured a fixed reference probe through its run (``thor-sdk profile``
+  stores those as model runs named ``reference:<probe id>``) gives the machine's run-to-run variance
+  in ln units; it is added to every sample's noise, so the GPs do not mistake drift for structure;
+- **whole-model calibration**: whole models measured in the campaign (model runs that carry their
+  layer list, ``calibration:<name>``) are estimated with the freshly fitted layer models; the RMS of
+  ``ln(measured / estimated)`` is the whole-model relative std (composition effects the layer sum
+  cannot see, plus drift). Without such runs the drift alone is used, and the estimator says so.
+"""
+
+import math
+
+from thor_sdk.errors import FormatError, UsageError
+
+UNITS = {"time": "s", "energy": "J"}
+REFERENCE_PREFIX = "reference:"
+CALIBRATION_PREFIX = "calibration:"
+
+
+def sample_terms(samples):
+    """(training FLOPs, bytes) of each sample at its batch size and role."""
+    from thor_sdk.runtime.terms import at_batch, cost_terms
+
+    return [at_batch(cost_terms(s["kind"], s["config"], s["role"]), s["batch_size"]) for s in samples]
+
+
+def drift_log_var(model_runs, metric):
+    """Variance in ln units of the reference probe's repeated measurements (0.0 without two of them),
+    and how many there were."""
+    by_ref = {}
+    for r in model_runs:
+        if r["model"].startswith(REFERENCE_PREFIX) and r["metric"] == metric and r["mean"] > 0:
+            by_ref.setdefault(r["model"], []).append(math.log(r["mean"]))
+    vals = [v for logs in by_ref.values() if len(logs) >= 2 for v in _centred(logs)]
+    if len(vals) < 2:
+        return 0.0, sum(len(v) for v in by_ref.values())
+    return sum(v * v for v in vals) / (len(vals) - len(by_ref)), len(vals)
+
+
+def _centred(logs):
+    mu = sum(logs) / len(logs)
+    return [x - mu for x in logs]
+
+
+def fit_kinds(samples, random_state=0, extra_log_var=0.0, progress=None):
+    """``{kind: fitted KindGP}`` from non-flagged samples of one metric."""
+    from thor_sdk.fit.gp import KindGP
+    from thor_sdk.layers.kinds import feature_vector, gp_features
+
+    by_kind = {}
+    for s in samples:
+        by_kind.setdefault(s["kind"], []).append(s)
+    gps = {}
+    for kind in sorted(by_kind):
+        rows = by_kind[kind]
+        X = [feature_vector(kind, r["config"], r["batch_size"], r["role"]) for r in rows]
+        gps[kind] = KindGP(gp_features(kind), random_state=random_state).fit(
+            X, [r["value"] for r in rows], noise_std=[r["std"] for r in rows], terms=sample_terms(rows),
+            extra_log_var=extra_log_var)
+        if progress:
+            progress(kind, len(rows))
+    return gps
+
+
+def calibrate(est, model_runs, metric, drift_var):
+    """Whole-model relative std from calibration runs (RMS of ln(measured / estimated)), with its evidence."""
+    runs = []
+    for r in model_runs:
+        if not (r["model"].startswith(CALIBRATION_PREFIX) and r["metric"] == metric and r["mean"] > 0):
+            continue
+        layers = (r.get("detail") or {}).get("layers")
+        if not layers:
+            continue
+        try:
+            got = est.estimate(layers, r["batch_size"])["layers_total"]["mean"]
+        except Exception as e:  # a kind the estimator lacks: that model cannot calibrate it
+            runs.append({"model": r["model"][len(CALIBRATION_PREFIX):], "batch_size": r["batch_size"],
+                         "skipped": f"{type(e).__name__}: {e}"})
+            continue
+        runs.append({"model": r["model"][len(CALIBRATION_PREFIX):], "batch_size": r["batch_size"],
+                     "measured": r["mean"], "estimated": got, "log_ratio": math.log(r["mean"] / got)})
+    used = [r["log_ratio"] for r in runs if "log_ratio" in r]
+    if used:
+        rms = math.sqrt(sum(x * x for x in used) / len(used))
+        rel = math.sqrt(max(rms * rms, drift_var))
+        source = f"RMS of ln(measured / estimated) over {len(used)} calibration run(s), at least the drift"
+    else:
+        rel = math.sqrt(drift_var)
+        source = ("no calibration runs: reference-probe drift only" if drift_var > 0 else
+                  "no calibration runs and no drift measurements: layer uncertainty only")
+    return {"rel_std": rel, "source": source, "drift_log_std": math.sqrt(drift_var), "runs": runs}
+
+
+def build(samples, *, device, runtime, metric, model_runs=(), sources=(), random_state=0, progress=None):
+    """The estimator document from samples of one device, runtime and metric."""
+    from thor_sdk import __version__
+    from thor_sdk.baselines.flops import fit_unit_per_flop
+    from thor_sdk.fit.estimator import build_estimator
+    from thor_sdk.runtime import load_estimator
+
+    if metric not in UNITS:
+        raise UsageError(f"unknown metric {metric!r} (time or energy)")
+    good = [s for s in samples if s["metric"] == metric and not s["flagged"]]
+    flagged = [{"kind": s["kind"], "role": s["role"], "config": s["config"], "reason": s["flag_reason"]}
+               for s in samples if s["metric"] == metric and s["flagged"]]
+    if not good:
+        raise FormatError(f"no usable {metric} samples in {', '.join(sources) or 'the input'}")
+    drift_var, n_ref = drift_log_var(model_runs, metric)
+    gps = fit_kinds(good, random_state=random_state, extra_log_var=drift_var, progress=progress)
+    provenance = {"sources": list(sources), "n_samples": {k: g.n_samples_ for k, g in gps.items()},
+                  "flagged_excluded": flagged, "reference_runs": n_ref, "producer": f"thor-sdk {__version__}",
+                  "fit_warnings": {k: g.warnings_ for k, g in gps.items() if g.warnings_}}
+    kw = dict(device=device, runtime=runtime, metric=metric, unit=UNITS[metric],
+              flops_baseline=fit_unit_per_flop(good), provenance=provenance)
+    doc = build_estimator(gps, whole_model={"rel_std": 0.0}, **kw)
+    cal = calibrate(load_estimator(doc), model_runs, metric, drift_var)
+    return build_estimator(gps, whole_model={"rel_std": cal["rel_std"], "source": cal["source"],
+                                             "drift_log_std": cal["drift_log_std"]},
+                           **dict(kw, provenance=dict(provenance, calibration=cal["runs"])))

@@ -1,0 +1,48 @@
+"""A layer's cost terms (training FLOPs and bytes moved, affine in batch size) for the estimator's mean function.
+
+Both are affine in the batch size ``b``: ``flops(b) = flops_per_sample * b + flops_fixed`` (the
+optimizer update is per step, not per sample), likewise bytes. A layer list may carry them as
+``layer["cost"] = {"flops_per_sample", "flops_fixed", "bytes_per_sample", "bytes_fixed"}`` (what the
+Java and Swift runtimes read); the Python runtime computes them from ``thor_sdk.layers.kinds`` (plain
+Python, no torch) when they are absent. Standard library only.
+"""
+
+import math
+
+from thor_sdk.errors import UsageError
+
+TERM_KEYS = ("flops_per_sample", "flops_fixed", "bytes_per_sample", "bytes_fixed")
+
+
+def cost_terms(kind, config, role):
+    """``{"flops_per_sample", "flops_fixed", "bytes_per_sample", "bytes_fixed"}`` of one layer."""
+    from thor_sdk.layers.kinds import get_kind
+
+    k = get_kind(kind)
+    f1, f2 = k.train_flops(config, 1, role), k.train_flops(config, 2, role)
+    b1, b2 = k.train_bytes(config, 1, role), k.train_bytes(config, 2, role)
+    out = {"flops_per_sample": f2 - f1, "flops_fixed": 2 * f1 - f2,
+           "bytes_per_sample": b2 - b1, "bytes_fixed": 2 * b1 - b2}
+    return {key: max(float(v), 0.0) for key, v in out.items()}
+
+
+def layer_terms(layer, where="layer"):
+    """The four cost terms of a layer dict: its ``cost`` entry when present (checked), else computed."""
+    given = layer.get("cost") if isinstance(layer, dict) else None
+    if given is None:
+        return cost_terms(layer["kind"], layer["config"], layer.get("role", "hidden"))
+    if not isinstance(given, dict):
+        raise UsageError(f"{where}: cost must be an object with {', '.join(TERM_KEYS)}")
+    out = {}
+    for key in TERM_KEYS:
+        v = given.get(key)
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v < 0:
+            raise UsageError(f"{where}: cost.{key} must be a finite number >= 0, got {v!r}")
+        out[key] = float(v)
+    return out
+
+
+def at_batch(terms, batch_size):
+    """(training FLOPs, bytes moved) of one step at ``batch_size``."""
+    return (terms["flops_per_sample"] * batch_size + terms["flops_fixed"],
+            terms["bytes_per_sample"] * batch_size + terms["bytes_fixed"])
