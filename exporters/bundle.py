@@ -538,7 +538,7 @@ def ingest_results(campaign, results_doc, manifest):
     the results do not cover stay planned. FormatError (one line) and the campaign untouched on any
     problem; StoreError when a probe is not planned in this campaign or already measured.
     """
-    from thor_sdk.fit.active import derive_samples
+    from thor_sdk.campaign.measure import derive_samples
     from thor_sdk.probes import Probe
 
     if isinstance(campaign, (str, os.PathLike)):

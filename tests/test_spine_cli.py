@@ -140,7 +140,7 @@ def test_kill_9_during_probe_then_resume(tmp_path):
         probes = c.execute("SELECT id, status FROM probes").fetchall()
         samples = c.execute("SELECT probe_id FROM samples WHERE metric = 'time'").fetchall()
         targets = json.loads(c.execute("SELECT value FROM meta WHERE key = 'targets'").fetchone()[0])
-    from thor_sdk.fit.active import target_points
+    from thor_sdk.campaign.targets import target_points
     from thor_sdk.layers import ModelLayers
 
     planned = target_points([ModelLayers(**{k: t[k] for k in ("name", "input_shape", "input_dtype", "layers")})

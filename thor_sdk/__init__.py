@@ -19,6 +19,7 @@ _LAZY = {
     "layers_of": ("thor_sdk.layers", "layers_of"),
     "list_kinds": ("thor_sdk.layers.kinds", "list_kinds"),
     "probe": ("thor_sdk.api", "probe"),
+    "profile": ("thor_sdk.api", "profile"),
     "fit": ("thor_sdk.api", "fit"),
     "estimate": ("thor_sdk.api", "estimate"),
     "measure": ("thor_sdk.api", "measure"),

@@ -49,7 +49,7 @@ def probe(models, device="host", batch_sizes=(32,), metric="time", out="campaign
           max_probes=None, max_seconds=None, target_rel_std=None, runtime="torch", settings=None,
           input_shape=None, meter=None, progress=None, threads=None):
     """Run (or resume) a THOR probing campaign on ``device`` for the layers of ``models``."""
-    from thor_sdk.fit.active import run_campaign
+    from thor_sdk.campaign.targets import run_campaign
     from thor_sdk.harness.protocol import ProtocolSettings
     from thor_sdk.layers import ModelLayers, layers_of
     from thor_sdk.store import Campaign
@@ -91,51 +91,126 @@ def probe(models, device="host", batch_sizes=(32,), metric="time", out="campaign
     return summary
 
 
-def fit(campaign=None, samples_csv=None, out=None, metric=None, random_state=0):
-    """Fit one GP per layer kind from a campaign and/or a samples CSV; returns the estimator dict."""
-    from thor_sdk.baselines.flops import fit_unit_per_flop
-    from thor_sdk.fit.estimator import build_estimator, write_estimator
-    from thor_sdk.fit.gp import KindGP
+def profile(device="host", metric="time", out="profile.db", resume=False, runtime="torch", max_probes=None,
+            max_seconds=None, target_rel_std=None, settings=None, meter=None, threads=None, models=(),
+            input_shape=None, kinds=None, seed=0, reference_every_s=120.0, calibration_models=None,
+            progress=None, prior_path=None):
+    """Profile ``device`` once over the model zoo's prior (``thor-sdk profile``); see
+    ``thor_sdk.campaign.profile``. ``models``: optional app models whose layers weigh more in the prior.
+    On the host, one intra-op thread unless ``threads`` says otherwise (recorded)."""
+    from thor_sdk.campaign.prior import load_prior, proxy_cost_s
+    from thor_sdk.campaign.profile import DEFAULT_CALIBRATION, ProfilePlan, run_profile
+    from thor_sdk.harness.protocol import ProtocolSettings
+    from thor_sdk.layers import layers_of
+    from thor_sdk.store import Campaign
+
+    _check_metric(metric)
+    for name, v in (("max_probes", max_probes), ("max_seconds", max_seconds), ("target_rel_std", target_rel_std)):
+        if v is not None and (isinstance(v, bool) or not isinstance(v, (int, float)) or not v > 0
+                              or v != v or v == float("inf")):
+            raise UsageError(f"{name} must be a finite number > 0, got {v!r}")
+    if resume:
+        campaign = Campaign.open(out)
+        meta = campaign.meta
+        if meta.get("campaign_kind") != "profile":
+            campaign.close()
+            raise UsageError(f"{out} is a target-driven campaign; continue it with `thor-sdk probe --resume`")
+        if threads is None and meta["device"].get("kind") == "host":
+            threads = meta["device"].get("torch_threads")
+        dev = _device(device, meter, threads)
+        metric, runtime, seed = meta["metric"], meta["runtime"], meta["seed"]
+        settings = ProtocolSettings(**meta["protocol"])
+        prior, kinds = meta["prior"], meta.get("profile_kinds")
+        calibration_models = meta.get("calibration_models", [])
+    else:
+        if threads is None and device == "host":
+            threads = 1
+        dev = _device(device, meter, threads)
+        dev.require_meter(metric)
+        prior = load_prior(prior_path)
+        for m in ([models] if isinstance(models, str) else list(models or ())):
+            for layer in layers_of(m, input_shape=input_shape).layers:  # an app's layers weigh 5x a zoo layer
+                entry = prior["kinds"].setdefault(layer["kind"], {"share": 0.0, "configs": []})
+                share = 5.0 * proxy_cost_s(layer["kind"], layer["config"], layer["role"])
+                entry["configs"].insert(0, {"config": layer["config"], "role": layer["role"], "count": 5,
+                                            "share": share, "models": [str(m)]})
+                entry["share"] += share
+        if kinds is not None:
+            unknown = sorted(set(kinds) - set(prior["kinds"]))
+            if unknown:
+                raise UsageError(f"kinds not in the prior: {', '.join(unknown)}")
+        calibration_models = list(DEFAULT_CALIBRATION if calibration_models is None else calibration_models)
+        settings = settings or ProtocolSettings()
+        campaign = Campaign.create(out, {
+            "campaign_kind": "profile", "device": dev.info(), "metric": metric, "unit": UNITS[metric],
+            "runtime": runtime, "protocol": settings.to_dict(), "prior": prior, "seed": seed,
+            "profile_kinds": None if kinds is None else sorted(kinds), "calibration_models": calibration_models,
+            "targets": [], "batch_sizes": [], "producer": f"thor-sdk {__version__}",
+        })
+    plan = ProfilePlan(prior, kinds=kinds, seed=seed)
+    with campaign:
+        summary = run_profile(campaign, dev, plan, metric=metric, settings=settings, runtime=runtime,
+                              max_probes=max_probes, max_seconds=max_seconds, target_rel_std=target_rel_std,
+                              reference_every_s=reference_every_s, calibration_models=calibration_models,
+                              progress=progress)
+    summary.update({"campaign": out, "device": dev.name, "runtime": runtime, "metric": metric})
+    return summary
+
+
+def fit(campaign=None, samples_csv=None, out=None, metric=None, random_state=0, runtime=None, progress=None):
+    """Fit one cost model per layer kind from campaign(s) and/or a samples CSV; returns the estimator dict.
+
+    ``campaign``: a path or a list of paths; several campaigns are merged when they share the device
+    and the runtime (refused otherwise: costs differ many-fold between runtimes). ``runtime`` names
+    what ran a samples CSV's steps (default ``torch``; a campaign records its own).
+    """
+    from thor_sdk.fit.fitting import build
     from thor_sdk.fit.samples_csv import read_samples_csv
-    from thor_sdk.layers.kinds import feature_vector, gp_features
     from thor_sdk.store import Campaign
 
     if campaign is None and samples_csv is None:
         raise UsageError("give a campaign database and/or --samples CSV")
-    samples, device, sources = [], {"name": "unknown"}, []
-    if campaign is not None:
-        with Campaign.open(campaign) as c:
+    paths = [] if campaign is None else [campaign] if isinstance(campaign, (str, os.PathLike)) else list(campaign)
+    samples, model_runs, sources = [], [], []
+    device, runtimes, device_keys = None, set(), set()
+    metrics = set()
+    for path in paths:
+        with Campaign.open(path) as c:
             meta = c.meta
-            metric = metric or meta["metric"]
-            device = meta["device"]
-            samples += c.samples(metric)
-            sources.append(os.path.basename(campaign))
+            metrics.add(meta["metric"])
+            device = device or meta["device"]
+            device_keys.add(_device_key(meta["device"]))
+            runtimes.add(meta.get("runtime", "torch"))
+            samples += c.samples()
+            model_runs += [r for r in c.model_runs() if r["runtime"] == meta.get("runtime", "torch")]
+            sources.append(os.path.basename(os.fspath(path)))
+    if len(device_keys) > 1:
+        raise UsageError(f"campaigns {', '.join(sources)} come from different devices "
+                         f"({', '.join(sorted(device_keys))}); fit one estimator per device")
+    if runtime is not None and runtimes and runtime not in runtimes:
+        raise UsageError(f"--runtime {runtime} but the campaigns were measured with {', '.join(sorted(runtimes))}")
+    if len(runtimes) > 1:
+        raise UsageError(f"campaigns {', '.join(sources)} were measured with different runtimes "
+                         f"({', '.join(sorted(runtimes))}); their costs differ many-fold: fit one estimator each")
     if samples_csv is not None:
-        metric = metric or "time"
-        extra = [s for s in read_samples_csv(samples_csv) if s["metric"] == metric]
-        samples += extra
+        samples += read_samples_csv(samples_csv)
         sources.append(os.path.basename(samples_csv))
+    metric = metric or (metrics.pop() if len(metrics) == 1 else "time")
     _check_metric(metric)
-    good = [s for s in samples if not s["flagged"]]
-    flagged = [{"kind": s["kind"], "role": s["role"], "config": s["config"], "reason": s["flag_reason"]}
-               for s in samples if s["flagged"]]
-    if not good:
-        raise FormatError(f"no usable {metric} samples in {', '.join(sources)}")
-    by_kind = {}
-    for s in good:
-        by_kind.setdefault(s["kind"], []).append(s)
-    gps = {}
-    for kind, rows in by_kind.items():
-        X = [feature_vector(kind, r["config"], r["batch_size"], r["role"]) for r in rows]
-        gps[kind] = KindGP(gp_features(kind), random_state=random_state).fit(
-            X, [r["value"] for r in rows], noise_std=[r["std"] for r in rows])
-    doc = build_estimator(
-        gps, device=device, metric=metric, unit=UNITS[metric], flops_baseline=fit_unit_per_flop(good),
-        provenance={"sources": sources, "n_samples": {k: len(v) for k, v in by_kind.items()},
-                    "flagged_excluded": flagged, "producer": f"thor-sdk {__version__}"})
+    doc = build(samples, device=device or {"name": "unknown"}, runtime=runtime or (runtimes.pop() if runtimes else "torch"),
+                metric=metric, model_runs=model_runs, sources=sources, random_state=random_state, progress=progress)
     if out:
+        from thor_sdk.fit.estimator import write_estimator
+
         write_estimator(doc, out)
     return doc
+
+
+def _device_key(info):
+    """What identifies a device across campaigns: kind, name, host, machine, serial and thread count where recorded."""
+    return "/".join(f"{k}={info.get(k)}" for k in ("kind", "name", "hostname", "machine", "serial", "torch_threads")
+                    if info.get(k) is not None) \
+        or "unknown"
 
 
 def estimate(estimator, model, batch_size=32, input_shape=None):

@@ -1,0 +1,45 @@
+"""The campaign's working cost models: one fitted ``KindGP`` per kind, refitted only when that kind gets new samples."""
+
+from thor_sdk.layers.kinds import feature_vector
+
+
+class GPCache:
+    """One fitted ``KindGP`` per kind of one metric, refitted only when that kind's sample count changes."""
+
+    def __init__(self, metric="time", random_state=0, extra_log_var=0.0):
+        self.metric = metric
+        self.random_state = random_state
+        self.extra_log_var = extra_log_var
+        self.gps = {}
+        self._n = {}
+
+    def update(self, samples):
+        from thor_sdk.fit.fitting import sample_terms
+        from thor_sdk.fit.gp import KindGP
+        from thor_sdk.layers.kinds import gp_features
+
+        by_kind = {}
+        for s in samples:
+            if s["metric"] == self.metric and not s["flagged"]:
+                by_kind.setdefault(s["kind"], []).append(s)
+        for kind, rows in by_kind.items():
+            if self._n.get(kind) == len(rows):
+                continue
+            X = [feature_vector(kind, r["config"], r["batch_size"], r["role"]) for r in rows]
+            self.gps[kind] = KindGP(gp_features(kind), random_state=self.random_state, n_restarts_optimizer=0).fit(
+                X, [r["value"] for r in rows], noise_std=[r["std"] for r in rows], terms=sample_terms(rows),
+                extra_log_var=self.extra_log_var)
+            self._n[kind] = len(rows)
+        return self
+
+    def predict(self, probe):
+        """(mean, std) of a probe's layer cost, or None while its kind has no model."""
+        from thor_sdk.fit.fitting import sample_terms
+
+        gp = self.gps.get(probe.kind)
+        if gp is None:
+            return None
+        p = {"kind": probe.kind, "config": probe.config, "batch_size": probe.batch_size, "role": probe.role}
+        mean, std = gp.predict([feature_vector(probe.kind, probe.config, probe.batch_size, probe.role)],
+                               terms=sample_terms([p]), return_std=True)
+        return float(mean[0]), float(std[0])

@@ -1,0 +1,106 @@
+"""Probe campaigns: per-layer costs by subtraction, measured, checked and committed one probe at a time.
+
+``derive_samples`` is THOR's subtraction; ``measure_and_store`` measures one planned probe, re-measures
+it once if its difference is implausible, and commits it with its per-window detail. Both the
+target-driven campaign (``targets.py``) and the device profile (``profile.py``) use them.
+
+Noise is handled in the open: a difference that is negative beyond its own noise is re-measured
+with more rounds; if it stays so, the sample is stored *flagged* (with the reason) and left out of
+the fit, and ``fit`` reports it. Nothing is clipped.
+"""
+
+import math
+
+from thor_sdk.harness.protocol import ProtocolSettings, paired_difference, robust_summary
+
+#: a difference below -FLAG_SIGMAS standard errors is implausible (a layer cannot cost < 0)
+FLAG_SIGMAS = 3.0
+
+
+def _part_summaries(results_by_part, metric):
+    out = {}
+    for part, r in results_by_part.items():
+        s = robust_summary(r.values(metric))
+        out[part] = {"median": s["median"], "std": s["std"], "n": s["n"], "steps_per_window": r.steps_per_window}
+    return out
+
+
+def derive_samples(probe, results_by_part, metric="time"):
+    """Per-layer cost samples from one probe's measured parts: THOR's subtraction.
+
+    Returns a list of sample dicts (``metric, value, std, n, flagged, flag_reason, parts``) for
+    ``Campaign.complete``: one for time, plus one for energy when energy was measured. ``value`` is
+    the median over rounds of the per-round difference (part - head); ``std`` its standard error.
+    """
+    metrics = ["time"]
+    if all(r.energy_j for r in results_by_part.values()):
+        metrics.append("energy")
+    samples = []
+    for m in metrics:
+        if probe.role == "output":
+            s = robust_summary(results_by_part["head"].values(m))
+        else:
+            s = paired_difference(results_by_part, probe.parts()[-1], "head", m)
+        n = max(s["n"], 1)
+        stderr = s["std"] / math.sqrt(n)
+        flagged, why = False, None
+        if not math.isfinite(s["median"]):
+            flagged, why = True, "no finite measurement"
+        elif s["median"] < -FLAG_SIGMAS * max(stderr, 1e-12):
+            flagged = True
+            why = f"negative difference {s['median']:.3g} beyond noise (stderr {stderr:.3g})"
+        samples.append({"metric": m, "value": s["median"], "std": stderr, "n": s["n"], "flagged": flagged,
+                        "flag_reason": why, "parts": _part_summaries(results_by_part, m)})
+    return samples
+
+
+def measure_and_store(campaign, device, probe, metric, settings, runtime, on_progress=None):
+    """Measure one planned probe, re-measuring once if its difference is implausible; commit it."""
+    campaign.discard_partial(probe.id)
+    offset = 0
+    merged = None
+    for attempt in range(2):
+        def on_round(rnd, row, _off=offset):
+            for part, (t, e) in row.items():
+                campaign.add_window(probe.id, part, _off + rnd, t, e)
+            if on_progress:
+                on_progress(probe, rnd)
+
+        s = settings if attempt == 0 else ProtocolSettings(**dict(settings.to_dict(),
+                                                                   max_rounds=2 * settings.max_rounds,
+                                                                   min_rounds=settings.max_rounds))
+        res = device.measure_probe(probe, metric=metric, settings=s, runtime=runtime, on_round=on_round)
+        if merged is None:
+            merged = res
+        else:
+            for part, r in res.items():
+                m = merged[part]
+                n_before = len(m.time_s)
+                m.time_s += r.time_s
+                m.energy_j += r.energy_j
+                m.net_energy_j += r.net_energy_j
+                # states and window times are indexed by window: pad a part that lacked them
+                m.states += [None] * (n_before - len(m.states)) + list(r.states)
+                m.window_times_s += [None] * (n_before - len(m.window_times_s)) + list(r.window_times_s)
+        offset += max(len(r.time_s) for r in res.values())
+        samples = derive_samples(probe, merged, metric)
+        if not any(x["flagged"] for x in samples):
+            break
+    campaign.complete(probe.id, samples, window_detail=window_detail(merged))
+    return samples
+
+
+def window_detail(results_by_part):
+    """Per-window rows for ``Campaign.complete``: net energy, wall-clock start/end and device state,
+    where the device recorded them (window ``i`` of a part is round ``i``)."""
+    out = []
+    for part, r in results_by_part.items():
+        nets = r.net_energy_j if len(r.net_energy_j) == len(r.time_s) else []
+        for i in range(len(r.time_s)):
+            w = r.window_times_s[i] if i < len(r.window_times_s) else None
+            d = {"part": part, "round": i, "net_energy_j": nets[i] if nets else None,
+                 "start_s": w[0] if w else None, "end_s": w[1] if w else None,
+                 "state": r.states[i] if i < len(r.states) else None}
+            if any(d[k] is not None for k in ("net_energy_j", "start_s", "state")):
+                out.append(d)
+    return out

@@ -1,0 +1,200 @@
+"""The config-space prior of a device profile: where realistic layers live, per kind, from the model zoo.
+
+The prior is plain, versioned data (``prior.json`` beside this file, format ``thor-sdk/prior``),
+built from the layer lists of the zoo (``thor_sdk.models.list_models("zoo")``: the 7 reference nets
+plus the zoo's common on-device architectures; the held-out nets never feed it) by
+``python -m thor_sdk.campaign.prior --write``. Per kind it lists each distinct (config, role) with
+its count in the zoo and a proxy cost share (training FLOPs and bytes at batch 16, one roofline-like
+number: ``2e-5 s + flops / 5e9 + bytes / 5e9``), so a profile spends its probes where the zoo's cost is.
+
+``candidates(kind, ...)`` turns a kind's prior into probe candidates: a scrambled Sobol sequence over
+(which zoo config, a log-uniform size factor in [1/2, 2] per size feature, a log-uniform batch size in
+[1, 128]), snapped to valid integer configs. Structural features (kernel, stride, padding, groups
+pattern, heads, layers) stay those of a real zoo layer, so every candidate is a layer someone builds.
+"""
+
+import json
+import math
+import os
+
+from thor_sdk.errors import FormatError
+
+PRIOR_FORMAT = "thor-sdk/prior"
+PRIOR_VERSION = 1
+PRIOR_FILE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "prior.json")
+PROXY_BATCH = 16
+BATCH_RANGE = (1, 128)
+SIZE_FACTOR = 2.0
+#: features scaled by the size factor (others are structural and kept as in the zoo layer)
+SIZE_FEATURES = {"in_channels", "out_channels", "channels", "height", "width", "length", "in_features",
+                 "out_features", "tokens", "numel", "seq_len", "hidden_size", "input_size", "d_model", "d_ff",
+                 "normalized", "embedding_dim"}
+#: features that scale together (one factor): spatial sides stay square
+TIED = (("height", "width"),)
+
+
+def proxy_cost_s(kind, config, role, batch_size=PROXY_BATCH):
+    """A device-free roofline proxy of one layer's step cost, only used to weight the prior."""
+    from thor_sdk.runtime.terms import at_batch, cost_terms
+
+    flops, nbytes = at_batch(cost_terms(kind, config, role), batch_size)
+    return 2e-5 + flops / 5e9 + nbytes / 5e9
+
+
+def build_prior(model_names=None):
+    """The prior document from the zoo's layer lists (imports torch to trace the nets)."""
+    from thor_sdk.layers import layers_of
+    from thor_sdk.models import list_models
+
+    names = list(model_names or list_models("zoo"))
+    kinds = {}
+    for name in names:
+        for layer in layers_of(name).layers:
+            key = json.dumps({"config": layer["config"], "role": layer["role"]}, sort_keys=True)
+            entry = kinds.setdefault(layer["kind"], {}).setdefault(
+                key, {"config": layer["config"], "role": layer["role"], "count": 0, "models": []})
+            entry["count"] += 1
+            if name not in entry["models"]:
+                entry["models"].append(name)
+    total = 0.0
+    out = {}
+    for kind, entries in kinds.items():
+        rows = []
+        for e in entries.values():
+            e["proxy_cost_s"] = proxy_cost_s(kind, e["config"], e["role"]) * e["count"]
+            total += e["proxy_cost_s"]
+            rows.append(e)
+        rows.sort(key=lambda e: -e["proxy_cost_s"])
+        out[kind] = rows
+    doc = {"format": PRIOR_FORMAT, "version": PRIOR_VERSION, "models": names, "proxy_batch_size": PROXY_BATCH,
+           "batch_range": list(BATCH_RANGE), "size_factor": SIZE_FACTOR,
+           "kinds": {k: {"share": sum(e["proxy_cost_s"] for e in rows) / total,
+                         "configs": [{"config": e["config"], "role": e["role"], "count": e["count"],
+                                      "share": e["proxy_cost_s"] / total, "models": e["models"]} for e in rows]}
+                     for k, rows in sorted(out.items())}}
+    return doc
+
+
+def load_prior(path=None):
+    """The shipped prior (or one at ``path``), checked."""
+    path = path or PRIOR_FILE
+    try:
+        with open(path, encoding="utf-8") as f:
+            doc = json.load(f)
+    except FileNotFoundError:
+        raise FormatError(f"no prior at {path}: build it with `python -m thor_sdk.campaign.prior --write`") from None
+    except (json.JSONDecodeError, UnicodeDecodeError, RecursionError) as e:
+        raise FormatError(f"{path} is not a readable prior: {e}") from None
+    if not isinstance(doc, dict) or doc.get("format") != PRIOR_FORMAT or doc.get("version") != PRIOR_VERSION:
+        raise FormatError(f"{path} is not a {PRIOR_FORMAT} version {PRIOR_VERSION} file")
+    if not isinstance(doc.get("kinds"), dict) or not doc["kinds"]:
+        raise FormatError(f"{path}: kinds is empty")
+    return doc
+
+
+def _valid(kind, config):
+    from thor_sdk.layers.kinds import get_kind
+
+    k = get_kind(kind)
+    try:
+        k.check_config(config)
+        shapes = list(k.in_shape(config)) + list(k.out_shape(config))
+    except Exception:
+        return False
+    if not all(isinstance(s, (int, float)) and s >= 1 for s in shapes):
+        return False
+    if "kernel" in config and "height" in config:
+        if config["kernel"] > config["height"] + 2 * config.get("padding", 0):
+            return False
+    if "kernel" in config and "length" in config:
+        if config["kernel"] > config["length"] + 2 * config.get("padding", 0):
+            return False
+    return True
+
+
+def _scaled(kind, base, factors):
+    """``base`` with its size features scaled by ``factors`` (dict feature -> factor), kept valid."""
+    c = dict(base)
+    for f, x in factors.items():
+        c[f] = max(1, int(round(base[f] * x)))
+    groups = base.get("groups", 1)
+    if groups > 1 and "in_channels" in base:
+        if groups == base["in_channels"] == base["out_channels"]:  # depthwise: channels tied to groups
+            c["in_channels"] = c["out_channels"] = c["groups"] = c["in_channels"]
+        elif groups == base["in_channels"]:  # depthwise with a channel multiplier
+            mult = base["out_channels"] // groups
+            c["groups"] = c["in_channels"]
+            c["out_channels"] = c["in_channels"] * mult
+        else:  # grouped: keep whole groups
+            c["in_channels"] = groups * max(1, round(c["in_channels"] / groups))
+            c["out_channels"] = groups * max(1, round(c["out_channels"] / groups))
+    for tie in TIED:
+        if all(t in c for t in tie):
+            for t in tie[1:]:
+                c[t] = c[tie[0]] if base[t] == base[tie[0]] else c[t]
+    if kind == "softmax" and "last_dim" in c:
+        c["numel"] = c["last_dim"] * max(1, round(c["numel"] / c["last_dim"]))
+    if kind == "cat" and "parts" in c:
+        c["numel"] = c["parts"] * max(1, round(c["numel"] / c["parts"]))
+    if kind == "transformer_block" and "d_model" in c:
+        c["d_model"] = max(c["d_model"], 8)
+    return c
+
+
+def candidates(prior, kind, n, seed=0):
+    """``n`` probe candidates ``(config, batch_size, role)`` for ``kind``, in Sobol order (deterministic)."""
+    from scipy.stats import qmc
+
+    entry = prior["kinds"][kind]
+    configs = entry["configs"]
+    weights = [math.sqrt(max(c["share"], 1e-12)) * c["count"] for c in configs]
+    cum, acc = [], 0.0
+    for w in weights:
+        acc += w
+        cum.append(acc)
+    size_feats = sorted({f for c in configs for f in c["config"] if f in SIZE_FEATURES} - {"width"})
+    lo, hi = prior.get("batch_range", BATCH_RANGE)
+    factor = float(prior.get("size_factor", SIZE_FACTOR))
+    dims = 2 + len(size_feats)
+    sob = qmc.Sobol(d=dims, scramble=True, seed=seed)
+    pts = sob.random(1 << max(1, math.ceil(math.log2(max(2 * n, 2)))))
+    out, seen = [], set()
+    for p in pts:
+        i = min(next((j for j, c in enumerate(cum) if p[0] * acc <= c), len(cum) - 1), len(configs) - 1)
+        base = configs[i]
+        factors = {f: factor ** (2.0 * p[2 + j] - 1.0) for j, f in enumerate(size_feats) if f in base["config"]}
+        if "height" in factors and "width" in base["config"]:
+            factors["width"] = factors["height"]
+        batch = int(round(math.exp(math.log(lo) + p[1] * (math.log(hi) - math.log(lo)))))
+        config = _scaled(kind, base["config"], factors)
+        if not _valid(kind, config):
+            config = dict(base["config"])
+        key = json.dumps([config, batch, base["role"]], sort_keys=True)
+        if key in seen:
+            continue
+        seen.add(key)
+        out.append((config, batch, base["role"]))
+        if len(out) >= n:
+            break
+    return out
+
+
+def main(argv=None):
+    import argparse
+
+    ap = argparse.ArgumentParser(description="Build the profile prior from the model zoo.")
+    ap.add_argument("--write", action="store_true", help=f"write {PRIOR_FILE}")
+    args = ap.parse_args(argv)
+    doc = build_prior()
+    text = json.dumps(doc, indent=1, sort_keys=False) + "\n"
+    if args.write:
+        tmp = PRIOR_FILE + f".tmp{os.getpid()}"
+        with open(tmp, "w", encoding="utf-8") as f:
+            f.write(text)
+        os.replace(tmp, PRIOR_FILE)
+    for k, e in doc["kinds"].items():
+        print(f"{k:20s} share {e['share']:.3f}  configs {len(e['configs'])}")
+
+
+if __name__ == "__main__":
+    main()

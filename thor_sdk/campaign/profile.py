@@ -1,0 +1,249 @@
+"""Device profiles (``thor-sdk profile``): a campaign over the zoo's prior, not over target models.
+
+1. **Space-filling start**: every kind of the prior gets its first ``start_per_kind`` probes from its
+   scrambled Sobol candidates (``prior.candidates``), costliest kinds first.
+2. **Active selection**: then the next probe is the candidate that most lowers the *integrated*
+   variance of estimates over the prior: for kind ``k``, integration points ``j`` (its zoo configs at
+   batch sizes 4, 16 and 64, weighted by their count in the zoo) and a candidate ``x``,
+   ``gain(x) = sum_j w_j mean_j^2 Cov(j, x)^2 / (Var(x) + noise)`` (in the metric's unit squared, so
+   kinds weigh by their share of the zoo's cost), divided by the probe's expected measuring time.
+3. **Drift**: a fixed reference probe is re-measured every ``reference_every_s`` seconds and stored as a
+   model run ``reference:<probe id>``; ``fit`` turns its spread into noise every sample carries.
+4. **Calibration**: at the end (the last ``calibration_share`` of the time budget), whole zoo models
+   are measured and stored as ``calibration:<name>`` with their layer lists; ``fit`` turns their
+   errors into the estimator's whole-model std.
+
+It stops on ``max_seconds``, ``max_probes`` or when the integrated relative std over the prior is
+below ``target_rel_std``. The store is the same SQLite campaign as ``probe`` (planned probes are
+measured first after a crash; each probe is measured exactly once).
+"""
+
+import math
+import time
+
+from thor_sdk.layers.kinds import feature_vector
+from thor_sdk.probes import Probe
+
+from .gpcache import GPCache
+from .measure import measure_and_store
+
+INTEGRATION_BATCHES = (4, 16, 64)
+MAX_INTEGRATION_CONFIGS = 40
+CANDIDATES_PER_KIND = 160
+REFERENCE = ("conv2d", {"in_channels": 16, "out_channels": 16, "kernel": 3, "stride": 1, "padding": 1, "groups": 1,
+                        "height": 16, "width": 16, "bias": 1}, 16, "hidden")
+DEFAULT_CALIBRATION = ("lenet5", "har", "cnn5")
+
+
+def reference_probe():
+    kind, config, batch, role = REFERENCE
+    return Probe(kind, config, batch, role)
+
+
+def _probe(kind, config, batch, role):
+    return Probe(kind, config, int(batch), role)
+
+
+class ProfilePlan:
+    """The candidates and integration points of every kind of a prior (deterministic for a seed)."""
+
+    def __init__(self, prior, kinds=None, seed=0, per_kind=CANDIDATES_PER_KIND):
+        from .prior import candidates
+
+        self.prior = prior
+        names = [k for k in prior["kinds"] if kinds is None or k in kinds]
+        self.share = {k: prior["kinds"][k]["share"] for k in names}
+        self.kinds = sorted(names, key=lambda k: -self.share[k])
+        self.candidates = {}
+        self.integration = {}
+        for k in self.kinds:
+            cands = []
+            for config, batch, role in candidates(prior, k, per_kind, seed=seed):
+                try:
+                    cands.append(_probe(k, config, batch, role))
+                except Exception:  # a prior row that is not a valid probe: skipped, never stored
+                    continue
+            self.candidates[k] = cands
+            pts = []
+            for e in prior["kinds"][k]["configs"][:MAX_INTEGRATION_CONFIGS]:
+                for b in INTEGRATION_BATCHES:
+                    try:
+                        pts.append((_probe(k, e["config"], b, e["role"]), e["count"] / len(INTEGRATION_BATCHES)))
+                    except Exception:
+                        continue
+            self.integration[k] = pts
+
+
+def _expected_probe_s(cost_s):
+    """Rough seconds to measure one probe whose layer costs ``cost_s`` per step (two parts, ~10 rounds)."""
+    return 1.0 + 20.0 * max(0.05, 3.0 * cost_s)
+
+
+def _terms(probes):
+    from thor_sdk.fit.fitting import sample_terms
+
+    return sample_terms([{"kind": p.kind, "config": p.config, "batch_size": p.batch_size, "role": p.role}
+                         for p in probes])
+
+
+def _rows(probes):
+    return [feature_vector(p.kind, p.config, p.batch_size, p.role) for p in probes]
+
+
+def kind_gain(gp, integ, cands):
+    """Per candidate: integrated variance reduction over ``integ`` per expected probing second, and
+    the integrated variance (metric unit squared) of the kind now."""
+    import numpy as np
+
+    Xi, Wi = _rows([p for p, _ in integ]), np.array([w for _, w in integ])
+    Ti = _terms([p for p, _ in integ])
+    Xc, Tc = _rows(cands), _terms(cands)
+    mi, si = gp.predict(Xi, terms=Ti, return_std=True)
+    mc = gp.predict(Xc, terms=Tc)
+    logm_c, _, var_c, _ = gp.predict_log(Xc, terms=Tc)
+    cov = gp.latent_cov(Xi, Xc)                                   # ln units
+    noise = gp.noise_level_ + 1e-3
+    red = (Wi[:, None] * (mi[:, None] ** 2) * cov ** 2).sum(0) / (var_c + noise)
+    secs = np.array([_expected_probe_s(m) for m in mc])
+    return red / secs, float((Wi * si ** 2).sum()), float((Wi * mi).sum())
+
+
+def run_profile(campaign, device, plan, metric="time", settings=None, runtime="torch", max_probes=None,
+                max_seconds=None, target_rel_std=None, start_per_kind=3, reference_every_s=120.0,
+                calibration_models=DEFAULT_CALIBRATION, calibration_batches=(8, 32), calibration_share=0.08,
+                progress=None, clock=time.monotonic):
+    """Profile ``device`` over ``plan`` until a stop condition holds; returns a summary dict.
+
+    ``progress(event, info)``: ("start", {...}), ("probe", {"probe", "done", "worst", "seconds_left"}),
+    ("reference", {...}), ("calibration", {...}), ("stop", {"reason"}).
+    """
+    from thor_sdk.harness.protocol import ProtocolSettings
+
+    settings = settings or ProtocolSettings()
+    t0 = clock()
+    budget_probe_s = None if max_seconds is None else max_seconds * (1.0 - calibration_share)
+    done = {p.id for p in campaign.probes("done")} | {p.id for p in campaign.probes("failed")}
+    counts = {}
+    for p in campaign.probes("done"):
+        counts[p.kind] = counts.get(p.kind, 0) + 1
+    if progress:
+        progress("start", {"done": len(done), "max_probes": max_probes, "max_seconds": max_seconds})
+    measured_now, last_ref = 0, None
+    worst = {"kind": None, "rel_std": None}
+
+    def seconds_left():
+        return None if max_seconds is None else max(0.0, max_seconds - (clock() - t0))
+
+    def measure(p):
+        nonlocal measured_now
+        try:
+            samples = measure_and_store(campaign, device, p, metric, settings, runtime)
+        except Exception as e:  # a probe that cannot be built or run is failed, not retried forever
+            from thor_sdk.errors import ThorError
+
+            if not isinstance(e, (ThorError, RuntimeError, ValueError)):
+                raise
+            campaign.fail(p.id, f"{type(e).__name__}: {e}")
+            samples = []
+        done.add(p.id)
+        counts[p.kind] = counts.get(p.kind, 0) + 1
+        measured_now += 1
+        if progress:
+            progress("probe", {"probe": p.to_dict(), "samples": samples, "done": len(done),
+                               "worst": dict(worst), "seconds_left": seconds_left()})
+
+    def reference():
+        nonlocal last_ref
+        last_ref = clock()
+        p = reference_probe()
+        res = device.measure_probe(p, metric=metric, settings=settings, runtime=runtime)
+        vals = sorted(res[p.role].values(metric))
+        med = vals[len(vals) // 2]
+        sd = (sum((v - med) ** 2 for v in vals) / max(len(vals) - 1, 1)) ** 0.5
+        campaign.add_model_run(f"reference:{p.id}", p.batch_size, metric, med, sd, len(vals), runtime,
+                               {"probe": p.to_dict(), "part": p.role, "values": vals, "t_s": clock() - t0})
+        if progress:
+            progress("reference", {"value": med})
+
+    for p in campaign.probes("planned"):  # planned before a crash: exactly those first
+        measure(p)
+
+    cache = GPCache(metric)
+    reason = None
+    while True:
+        if max_probes is not None and len(done) >= max_probes:
+            reason = f"probe budget of {max_probes} reached"
+            break
+        if budget_probe_s is not None and clock() - t0 >= budget_probe_s:
+            reason = f"time budget of {max_seconds:g} s reached"
+            break
+        if reference_every_s and (last_ref is None or clock() - last_ref >= reference_every_s):
+            reference()
+        # 1. space-filling start: the next Sobol candidate of the costliest kind still short of it
+        nxt = None
+        for k in plan.kinds:
+            if counts.get(k, 0) < start_per_kind:
+                nxt = next((p for p in plan.candidates[k] if p.id not in done), None)
+                if nxt is not None:
+                    break
+        # 2. active: the largest integrated-variance reduction per probing second over all kinds
+        if nxt is None:
+            cache.update(campaign.samples(metric))
+            best, tot_var, tot_mean, worst_k = None, 0.0, 0.0, (None, -1.0)
+            for k in plan.kinds:
+                gp = cache.gps.get(k)
+                cands = [p for p in plan.candidates[k] if p.id not in done]
+                if gp is None or not cands or not plan.integration[k]:
+                    continue
+                gains, iv, im = kind_gain(gp, plan.integration[k], cands)
+                tot_var, tot_mean = tot_var + iv, tot_mean + im
+                rel = math.sqrt(iv) / im if im > 0 else 0.0
+                if rel > worst_k[1]:
+                    worst_k = (k, rel)
+                j = int(gains.argmax())
+                if best is None or gains[j] > best[0]:
+                    best = (float(gains[j]), cands[j])
+            worst.update(kind=worst_k[0], rel_std=worst_k[1])
+            if target_rel_std is not None and tot_mean > 0 and math.sqrt(tot_var) / tot_mean <= target_rel_std:
+                reason = f"target relative uncertainty {target_rel_std:g} reached ({math.sqrt(tot_var) / tot_mean:.3g})"
+                break
+            if best is None:
+                reason = "every candidate of the prior is measured"
+                break
+            nxt = best[1]
+        campaign.plan(nxt)
+        measure(nxt)
+
+    cal = calibrate(campaign, device, metric, settings, runtime, calibration_models, calibration_batches,
+                    progress) if calibration_models else 0
+    if reference_every_s:
+        reference()
+    if progress:
+        progress("stop", {"reason": reason})
+    st = campaign.status_counts()
+    return {"stop_reason": reason, "probes_done": st.get("done", 0), "probes_failed": st.get("failed", 0),
+            "probes_measured_now": measured_now, "calibration_runs": cal, "seconds": clock() - t0,
+            "flagged": sum(1 for s in campaign.samples() if s["flagged"]), "kinds": dict(sorted(counts.items()))}
+
+
+def calibrate(campaign, device, metric, settings, runtime, models, batches, progress=None):
+    """Measure whole calibration models and store them with their layer lists; returns how many ran."""
+    from thor_sdk.layers import layers_of
+
+    have = {(r["model"], r["batch_size"]) for r in campaign.model_runs()}
+    n = 0
+    for name in models:
+        layers = layers_of(name).layers
+        for b in batches:
+            if (f"calibration:{name}", b) in have:
+                continue
+            r = device.measure_model(name, b, metric=metric, settings=settings, runtime=runtime)
+            vals = sorted(r.values(metric))
+            med = vals[len(vals) // 2]
+            sd = (sum((v - med) ** 2 for v in vals) / max(len(vals) - 1, 1)) ** 0.5
+            campaign.add_model_run(f"calibration:{name}", b, metric, med, sd, len(vals), runtime,
+                                   {"layers": layers, "values": vals})
+            n += 1
+            if progress:
+                progress("calibration", {"model": name, "batch_size": b, "value": med})
+    return n
