@@ -61,3 +61,15 @@ class FakeDevice(Device):
             if on_round:
                 on_round(rnd, row)
         return results
+
+    def measure_model(self, model, batch_size, metric="time", settings=None, runtime="torch", on_round=None):
+        """A whole model: the sum of its layers' planted costs (exactly what THOR's sum assumes), with noise."""
+        from thor_sdk.layers import layers_of
+
+        settings = settings or ProtocolSettings()
+        self.calls.append(f"model:{model}:b{batch_size}")
+        rng = random.Random(zlib.crc32(f"{model}-{batch_size}-{len(self.calls)}".encode()))
+        total = sum(planted_cost(l["kind"], l["config"], batch_size, l["role"]) for l in layers_of(model).layers)
+        r = PartResult("model", 10)
+        r.time_s = [total * (1 + rng.gauss(0, self.noise)) for _ in range(settings.min_rounds)]
+        return r

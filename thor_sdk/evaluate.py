@@ -84,3 +84,65 @@ def evaluate(models, device="host", batch_size=32, metric="time", out_dir="thor-
         "command": None,  # set by the caller that knows it (thor-sdk evaluate, bench/bench_accuracy.py)
         "settings": settings.to_dict(), "device_info": dev.info(),
     }
+
+
+def evaluate_unseen(estimator, models, device="host", batch_sizes=(16,), metric="time", runtime=None, settings=None,
+                    threads=None, reference="lenet5", progress=None):
+    """Generalization: estimate models the estimator never saw and measure them directly, side by side.
+
+    ``estimator``: a path or a loaded estimator (from ``thor-sdk profile`` + ``fit``). For every model
+    and batch size: a reference model is measured first (its drift across the run is reported), then
+    the model itself, then THOR's estimate (mean, std) and the FLOPs baseline of the same estimator.
+    Reports APE, whether the 95% interval (mean +- 1.96 std) covers the measurement, and z-scores.
+    """
+    from thor_sdk.api import _device, estimate
+    from thor_sdk.harness.protocol import ProtocolSettings
+    from thor_sdk.runtime import load_estimator
+
+    est = load_estimator(estimator) if not hasattr(estimator, "estimate") else estimator
+    runtime = runtime or est.runtime
+    if runtime != est.runtime:
+        from thor_sdk.errors import UsageError
+
+        raise UsageError(f"the estimator was fitted on runtime {est.runtime!r}; measuring with {runtime!r} "
+                         "would compare different things")
+    settings = settings or ProtocolSettings()
+    dev = _device(device, threads=threads)
+    rows, refs = [], []
+    t_start = time.monotonic()
+    for name in models:
+        for b in batch_sizes:
+            if progress:
+                progress("model", f"{name} b{b}")
+            if reference:
+                r = dev.measure_model(reference, 16, metric=metric, settings=settings, runtime=runtime)
+                refs.append({"t_s": time.monotonic() - t_start, "value": statistics.median(r.values(metric))})
+            m = dev.measure_model(name, b, metric=metric, settings=settings, runtime=runtime)
+            vals = m.values(metric)
+            measured = statistics.median(vals)
+            e = estimate(est, name, batch_size=b)
+            mean, std = e["total"]["mean"], e["total"]["std"]
+            flops = e["flops_baseline"]["total"]
+            z = (measured - mean) / std if std > 0 else float("inf")
+            rows.append({"model": name, "batch_size": b, "measured": measured,
+                         "measured_cv": (statistics.stdev(vals) / statistics.fmean(vals)) if len(vals) > 1 else None,
+                         "thor": mean, "thor_std": std, "thor_layers_std": e["layers_total"]["std"],
+                         "thor_ape": _ape(mean, measured), "z": z, "covered95": abs(z) <= 1.959964,
+                         "flops": flops, "flops_ape": _ape(flops, measured), "layers": len(e["layers"])})
+    thor = [r["thor_ape"] for r in rows]
+    fl = [r["flops_ape"] for r in rows if r["flops_ape"] is not None]
+    ref_vals = [r["value"] for r in refs]
+    return {
+        "device": dev.name, "runtime": runtime, "metric": metric, "unit": est.unit, "batch_sizes": list(batch_sizes),
+        "rows": rows, "thor_mape": statistics.fmean(thor) if thor else None,
+        "thor_max_ape": max(thor) if thor else None,
+        "flops_mape": statistics.fmean(fl) if fl else None,
+        "flops_over_thor": (statistics.fmean(fl) / statistics.fmean(thor)) if thor and fl else None,
+        "coverage95": sum(r["covered95"] for r in rows) / len(rows) if rows else None,
+        "median_abs_z": statistics.median(abs(r["z"]) for r in rows) if rows else None,
+        "reference": {"model": reference, "batch_size": 16, "runs": refs,
+                      "spread": (max(ref_vals) / min(ref_vals) - 1.0) if len(ref_vals) > 1 else None},
+        "estimator": {"device": est.device.get("name"), "runtime": est.runtime,
+                      "whole_model_rel_std": est.whole_model_rel_std, "kinds": sorted(est.kinds)},
+        "settings": settings.to_dict(), "device_info": dev.info(), "command": None,
+    }

@@ -1,0 +1,114 @@
+"""thor-sdk profile through the real campaign code on a fake device: coverage of the prior, active
+selection, drift references, calibration runs, kill and resume, and estimates of models never probed."""
+
+import json
+
+import pytest
+from fake_device import FakeDevice, planted_cost
+
+from thor_sdk.api import estimate, fit, probe, profile
+from thor_sdk.campaign.prior import build_prior, candidates, load_prior
+from thor_sdk.errors import UsageError
+from thor_sdk.layers import layers_of
+from thor_sdk.store import Campaign
+
+
+@pytest.fixture(scope="module")
+def small_prior(tmp_path_factory):
+    """A prior from two reference nets (the shipped one is built from the whole zoo)."""
+    doc = build_prior(["lenet5", "har"])
+    path = tmp_path_factory.mktemp("prior") / "prior.json"
+    path.write_text(json.dumps(doc))
+    return path, doc
+
+
+def test_prior_is_plain_data_with_shares(small_prior):
+    path, doc = small_prior
+    assert load_prior(path)["format"] == "thor-sdk/prior"
+    assert {"conv2d", "linear", "relu", "maxpool2d", "output"} <= set(doc["kinds"])
+    assert sum(k["share"] for k in doc["kinds"].values()) == pytest.approx(1.0)
+    assert doc["kinds"]["linear"]["configs"][0]["models"] == ["har"]
+
+
+def test_candidates_are_valid_deterministic_and_span_batch_sizes(small_prior):
+    _, doc = small_prior
+    a = candidates(doc, "conv2d", 40, seed=0)
+    assert a == candidates(doc, "conv2d", 40, seed=0)
+    assert len(a) == 40
+    batches = sorted(b for _, b, _ in a)
+    assert batches[0] <= 4 and batches[-1] >= 64
+    assert all(c["groups"] == 1 and c["width"] == c["height"] for c, _, _ in a)
+    assert len({json.dumps(c, sort_keys=True) for c, _, _ in a}) > 10  # sizes vary, not only the zoo's own
+
+
+def test_profile_covers_every_kind_then_stops_on_budget(tmp_path, small_prior):
+    path, doc = small_prior
+    dev = FakeDevice()
+    events = []
+    db = tmp_path / "p.db"
+    s = profile(device=dev, out=str(db), max_probes=30, prior_path=str(path), reference_every_s=1e-9,
+                calibration_models=["lenet5"], progress=lambda e, i: events.append((e, i)))
+    assert s["stop_reason"] == "probe budget of 30 reached" and s["probes_done"] == 30
+    assert set(s["kinds"]) == set(doc["kinds"])  # the space-filling start reaches every kind
+    probes = [i for e, i in events if e == "probe"]
+    assert any(p["worst"]["kind"] for p in probes)  # the bar shows the current worst uncertainty
+    with Campaign.open(str(db)) as c:
+        runs = c.model_runs()
+        assert c.meta["campaign_kind"] == "profile" and c.meta["runtime"] == "torch"
+    assert sum(r["model"].startswith("reference:") for r in runs) >= 2
+    cal = [r for r in runs if r["model"].startswith("calibration:")]
+    assert len(cal) == 2 and cal[0]["detail"]["layers"]
+
+
+def test_profile_estimates_a_model_it_never_probed(tmp_path, small_prior):
+    path, _ = small_prior
+    db = tmp_path / "p.db"
+    profile(device=FakeDevice(noise=0.01), out=str(db), max_probes=45, prior_path=str(path),
+            reference_every_s=0, calibration_models=[])
+    doc = fit(str(db), out=str(tmp_path / "e.json"))
+    assert doc["version"] == 2 and doc["runtime"] == "torch"
+    for model, b in (("cnn5", 8), ("lenet5", 100)):  # cnn5: never in the prior; lenet5 at an unprobed batch
+        truth = sum(planted_cost(l["kind"], l["config"], b, l["role"]) for l in layers_of(model).layers)
+        got = estimate(str(tmp_path / "e.json"), model, batch_size=b)["total"]
+        assert abs(got["mean"] - truth) / truth < 0.25, (model, got, truth)
+        assert abs(got["mean"] - truth) <= 3 * got["std"], (model, got, truth)
+
+
+def test_kill_then_resume_measures_each_probe_exactly_once(tmp_path, small_prior):
+    path, _ = small_prior
+    db = tmp_path / "p.db"
+    dev = FakeDevice(fail_after=7)
+    with pytest.raises(KeyboardInterrupt):
+        profile(device=dev, out=str(db), max_probes=12, prior_path=str(path), reference_every_s=0,
+                calibration_models=[])
+    dev2 = FakeDevice()
+    profile(device=dev2, out=str(db), resume=True, max_probes=12, reference_every_s=0)
+    with Campaign.open(str(db)) as c:
+        done = [p.id for p in c.probes("done")]
+    assert len(done) == len(set(done)) == 12
+    measured = [x for x in dev.calls[:7] + dev2.calls if not x.startswith("model:")]
+    assert sorted(set(measured)) == sorted(done)
+    # the probe interrupted mid-measurement is measured again once, nothing else twice
+    assert len(measured) <= len(done) + 1
+
+
+def test_resume_refuses_the_other_campaign_kind_and_fit_refuses_mixed_runtimes(tmp_path, small_prior):
+    path, _ = small_prior
+    t = tmp_path / "t.db"
+    probe(["har"], device=FakeDevice(), batch_sizes=[16], out=str(t), max_probes=3)
+    with pytest.raises(UsageError, match="probe --resume"):
+        profile(device=FakeDevice(), out=str(t), resume=True, max_probes=5)
+    o = tmp_path / "o.db"
+    probe(["har"], device=FakeDevice(), batch_sizes=[16], out=str(o), max_probes=3, runtime="onnxruntime")
+    with pytest.raises(UsageError, match="different runtimes"):
+        fit([str(t), str(o)])
+    merged = fit([str(t), str(t)])
+    assert merged["runtime"] == "torch"
+
+
+@pytest.mark.parametrize("kw", [{"max_seconds": float("nan")}, {"max_probes": 0}, {"target_rel_std": -1}])
+def test_profile_refuses_bad_budgets_before_any_work(tmp_path, small_prior, kw):
+    path, _ = small_prior
+    with pytest.raises(UsageError):
+        profile(device=FakeDevice(), out=str(tmp_path / "x.db"), prior_path=str(path), **kw)
+    assert not (tmp_path / "x.db").exists()
