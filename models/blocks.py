@@ -37,6 +37,18 @@ class LSTMSequence(nn.Module):
         return out
 
 
+class GRUSequence(nn.Module):
+    """``nn.GRU`` (batch first) returning only the output sequence ``(B, T, hidden)``."""
+
+    def __init__(self, input_size, hidden_size, num_layers=1):
+        super().__init__()
+        self.gru = nn.GRU(input_size, hidden_size, num_layers=num_layers, batch_first=True)
+
+    def forward(self, x):
+        out, _ = self.gru(x)
+        return out
+
+
 class TransformerBlock(nn.Module):
     """Pre-LayerNorm transformer encoder block with causal self-attention.
 

@@ -3,7 +3,7 @@
 import torch
 from torch import nn
 
-from thor_sdk.models.blocks import LSTMSequence, TokenPositionalEmbedding, TransformerBlock
+from thor_sdk.models.blocks import GRUSequence, LSTMSequence, TokenPositionalEmbedding, TransformerBlock
 
 
 class Add(nn.Module):
@@ -17,6 +17,47 @@ class Add(nn.Module):
 class Flatten(nn.Module):
     def forward(self, x):
         return x.reshape(x.shape[0], -1)
+
+
+class Mul(nn.Module):
+    """An elementwise product whose two operands both carry gradients: ``x * x`` (full size), or with
+    ``broadcast`` ``x * x[:, :1]``: each sample scaled by one of its own elements, standing in for a
+    squeeze-and-excitation scale (x also feeds the branch that computes the scale in such a block, so
+    its gradient is accumulated from two paths there too)."""
+
+    def __init__(self, broadcast=False):
+        super().__init__()
+        self.broadcast = bool(broadcast)
+
+    def forward(self, x):
+        return x * x[:, :1] if self.broadcast else x * x
+
+
+class Cat(nn.Module):
+    """Concatenation of ``parts`` slices of the input (``split`` then ``cat`` along dim 1): the output
+    has the input's numel and gradients flow back into every part."""
+
+    def __init__(self, parts):
+        super().__init__()
+        self.parts = max(int(parts), 1)
+
+    def forward(self, x):
+        n = x.shape[1]
+        parts = min(self.parts, n)
+        sizes = [n // parts + (1 if i < n % parts else 0) for i in range(parts)]
+        return torch.cat(x.split(sizes, dim=1), dim=1)
+
+
+class Permute(nn.Module):
+    """A transpose copied to contiguous memory, as a channel shuffle does: ``(B, g, n/g)`` transposed to
+    ``(B, n/g, g)`` with ``g`` the smallest divisor > 1 of ``n`` (a prime ``n``: reversed, also a copy)."""
+
+    def forward(self, x):
+        b, n = x.shape[0], x.shape[1]
+        g = next((d for d in range(2, int(n ** 0.5) + 1) if n % d == 0), None)
+        if g is None:
+            return x.flip(1)
+        return x.reshape(b, g, n // g).transpose(1, 2).reshape(b, n)
 
 
 def _i(v):
@@ -55,7 +96,30 @@ def build_layer(kind, c):
         return LSTMSequence(_i(c["input_size"]), _i(c["hidden_size"]), _i(c["num_layers"]))
     if kind == "transformer_block":
         return TransformerBlock(_i(c["d_model"]), _i(c["n_heads"]), _i(c["head_dim"]), _i(c["d_ff"]))
-    simple = {"relu": nn.ReLU, "relu6": nn.ReLU6, "gelu": nn.GELU, "tanh": nn.Tanh, "sigmoid": nn.Sigmoid}
+    if kind == "conv1d":
+        return nn.Conv1d(_i(c["in_channels"]), _i(c["out_channels"]), _i(c["kernel"]), _i(c["stride"]),
+                         _i(c["padding"]), groups=_i(c["groups"]), bias=bool(c["bias"]))
+    if kind == "batchnorm1d":
+        return nn.BatchNorm1d(_i(c["channels"]))
+    if kind == "maxpool1d":
+        return nn.MaxPool1d(_i(c["kernel"]), _i(c["stride"]), _i(c["padding"]))
+    if kind == "adaptive_avgpool1d":
+        return nn.AdaptiveAvgPool1d(_i(c["out_size"]))
+    if kind == "gru":
+        return GRUSequence(_i(c["input_size"]), _i(c["hidden_size"]), _i(c["num_layers"]))
+    if kind == "softmax":
+        return nn.Softmax(dim=-1)
+    if kind == "upsample":
+        return nn.Upsample(scale_factor=_i(c["scale"]), mode="nearest")
+    if kind == "mul":
+        return Mul(bool(c["broadcast"]))
+    if kind == "cat":
+        return Cat(_i(c["parts"]))
+    if kind == "permute":
+        return Permute()
+    simple = {"relu": nn.ReLU, "relu6": nn.ReLU6, "gelu": nn.GELU, "tanh": nn.Tanh, "sigmoid": nn.Sigmoid,
+              "hardswish": nn.Hardswish, "hardsigmoid": nn.Hardsigmoid, "silu": nn.SiLU,
+              "leaky_relu": nn.LeakyReLU, "elu": nn.ELU}
     return simple[kind]()
 
 

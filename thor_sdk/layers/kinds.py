@@ -9,7 +9,9 @@ points to a cost. Roles:
 - ``hidden``: the layer's input needs a gradient.
 - the model's last layer is kind ``output``: a Linear with the cross-entropy loss on top.
 
-Everything here is plain data except ``build`` (imports torch when called).
+Each kind also has two device-free cost terms of one training step: ``train_flops`` and
+``train_bytes`` (see ``cost_terms``), the inputs of the estimator's mean function and of the FLOPs
+baseline. Everything here is plain data except ``build`` (imports torch when called).
 """
 
 from dataclasses import dataclass
@@ -53,6 +55,52 @@ class Kind:
             update = 0.0
         return fwd + bwd + update
 
+    def backward_runs(self, role):
+        """Whether a training step runs this layer's backward at all (no: a parameter-free layer
+        whose input needs no gradient)."""
+        return self.has_params or role != "input"
+
+    def train_bytes(self, c, batch_size, role):
+        """Bytes moved by one training step of this layer alone (float32 = 4 bytes, int64 ids 8).
+
+        With ``I``/``O`` the per-sample input/output elements (products of ``in_shape``/``out_shape``),
+        ``P`` the parameters, ``b`` the batch size and ``s`` the input element size (8 for token ids,
+        else 4)::
+
+            forward   s*b*I  + 4*P_fwd + 4*b*O                       read input, params; write output
+            backward  4*b*O  + s*b*I   + 4*P*[role != input]          read output grad, saved input, params
+                      + 4*P + 4*b*I*[role != input]                   write weight grad, input grad
+            update    12*P                                            SGD: read + write params, read grads
+            extra     b * extra_per_sample                            kind-specific, see below
+
+        ``P_fwd = P`` except ``embedding``, whose forward reads only the ``seq_len`` rows it looks up
+        (``seq_len * embedding_dim * (1 + positional)``). The backward terms count only when the
+        backward runs (``backward_runs``: parameters, or an input that needs a gradient); the
+        ``P`` terms are zero for kinds without parameters. The extra per-sample bytes, written in the
+        forward and read back in the backward: ``lstm`` its gates and cell state per time step and
+        layer (``2*4*seq_len*num_layers*5*hidden``), ``gru`` its gates and hidden state
+        (``2*4*seq_len*num_layers*4*hidden``), ``transformer_block`` its attention scores and
+        probabilities (``2*seq_len^2*n_heads``) and its other saved activations
+        (``seq_len*(4*n_heads*head_dim + 4*d_model + 2*d_ff)``), both times ``2*4``; max pooling its
+        int64 argmax indices (``2*8*O``), dropout its byte mask (``2*numel``); ``add`` and a full-size
+        ``mul`` read a second operand (``4*numel``; ``mul`` also saves it for the backward and writes
+        its gradient, ``+8*numel``). Affine in ``b`` (per-sample + per-step terms), as the runtime needs.
+        """
+        b = float(batch_size)
+        n_in, n_out = float(_prod(self.in_shape(c))), float(_prod(self.out_shape(c)))
+        p = float(self.num_params(c)) if self.has_params else 0.0
+        s = 8.0 if self.input_dtype == "int64" else 4.0
+        grads_in = role != "input"
+        p_fwd = float(_FWD_PARAM_READS[self.name](c)) if self.name in _FWD_PARAM_READS else p
+        total = s * b * n_in + 4.0 * p_fwd + 4.0 * b * n_out
+        runs = self.backward_runs(role)
+        if runs:
+            total += 4.0 * b * n_out + s * b * n_in + 4.0 * p * grads_in + 4.0 * p + 4.0 * b * n_in * grads_in
+        total += 12.0 * p
+        if self.name in _EXTRA_BYTES:
+            total += b * float(_EXTRA_BYTES[self.name](c, runs))
+        return total
+
     def check_config(self, config):
         missing = [f for f in self.features if f not in config]
         if missing:
@@ -90,7 +138,9 @@ def _numel(c):
     return (c["numel"],)
 
 
-_ELEMENTWISE = ("relu", "relu6", "gelu", "tanh", "sigmoid", "dropout", "flatten", "add")
+_ACTIVATIONS = ("hardswish", "hardsigmoid", "silu", "leaky_relu", "elu")
+_ELEMENTWISE = ("relu", "relu6", "gelu", "tanh", "sigmoid", "dropout", "flatten", "add", "mul", "cat",
+                "permute") + _ACTIVATIONS
 
 KINDS = {
     k.name: k
@@ -120,6 +170,33 @@ KINDS = {
              "LSTM over a sequence (batch first), returning the whole output sequence", True),
         Kind("transformer_block", ("d_model", "n_heads", "head_dim", "d_ff", "seq_len"),
              "pre-LN transformer block: causal self-attention + GELU feed-forward", True),
+        Kind("conv1d", ("in_channels", "out_channels", "kernel", "stride", "padding", "groups", "length", "bias"),
+             "1-D convolution over (channels, length); depthwise when groups == in_channels", True),
+        Kind("batchnorm1d", ("channels", "length"),
+             "1-D batch normalisation (training mode) of (channels, length), or of (channels,) vectors when "
+             "length == 1", True),
+        Kind("maxpool1d", ("channels", "length", "kernel", "stride", "padding"), "1-D max pooling", False),
+        Kind("adaptive_avgpool1d", ("channels", "length", "out_size"),
+             "adaptive average pooling of (channels, length) to out_size (global pooling when 1)", False),
+        Kind("gru", ("input_size", "hidden_size", "seq_len", "num_layers"),
+             "GRU over a sequence (batch first), returning the whole output sequence", True),
+        Kind("softmax", ("numel", "last_dim"),
+             "softmax over the last dimension (last_dim elements) of numel elements per sample", False),
+        Kind("hardswish", ("numel",), "hard swish; numel = elements per sample", False),
+        Kind("hardsigmoid", ("numel",), "hard sigmoid; numel = elements per sample", False),
+        Kind("silu", ("numel",), "SiLU (swish); numel = elements per sample", False),
+        Kind("leaky_relu", ("numel",), "leaky ReLU; numel = elements per sample", False),
+        Kind("elu", ("numel",), "ELU; numel = elements per sample", False),
+        Kind("upsample", ("channels", "height", "width", "scale"),
+             "nearest-neighbour upsampling of (channels, height, width) by an integer scale", False),
+        Kind("mul", ("numel", "broadcast"),
+             "elementwise product of two tensors, numel = output elements per sample; broadcast = 1 when the "
+             "second operand is a per-channel scale (squeeze-and-excitation), 0 when both are full size", False),
+        Kind("cat", ("numel", "parts"),
+             "concatenation of parts tensors (along channels) into numel elements per sample", False),
+        Kind("permute", ("numel",),
+             "transpose/permute copied to contiguous memory (channel shuffle); numel = elements per sample",
+             False),
         Kind("output", ("in_features", "out_features", "tokens"),
              "the output head: Linear + softmax cross-entropy loss (cost includes the loss and the "
              "per-step fixed work of the optimizer)", True, roles=("output",)),
@@ -144,10 +221,27 @@ _SHAPES = {
     "embedding": (lambda c: (c["seq_len"],), lambda c: (c["seq_len"], c["embedding_dim"])),
     "lstm": (lambda c: (c["seq_len"], c["input_size"]), lambda c: (c["seq_len"], c["hidden_size"])),
     "transformer_block": (lambda c: (c["seq_len"], c["d_model"]),) * 2,
+    "conv1d": (lambda c: (c["in_channels"], c["length"]),
+               lambda c: (c["out_channels"], _conv_out(c["length"], c["kernel"], c["stride"], c["padding"]))),
+    "batchnorm1d": (lambda c: (c["channels"], c["length"]) if c["length"] > 1 else (c["channels"],),) * 2,
+    "maxpool1d": (lambda c: (c["channels"], c["length"]),
+                  lambda c: (c["channels"], _conv_out(c["length"], c["kernel"], c["stride"], c["padding"]))),
+    "adaptive_avgpool1d": (lambda c: (c["channels"], c["length"]), lambda c: (c["channels"], c["out_size"])),
+    "gru": (lambda c: (c["seq_len"], c["input_size"]), lambda c: (c["seq_len"], c["hidden_size"])),
+    "softmax": (lambda c: _softmax_shape(c),) * 2,
+    "upsample": (lambda c: (c["channels"], c["height"], c["width"]),
+                 lambda c: (c["channels"], c["height"] * c["scale"], c["width"] * c["scale"])),
 }
 _SHAPES["avgpool2d"] = _SHAPES["maxpool2d"]
 for _k in _ELEMENTWISE:
     _SHAPES[_k] = (_numel, _numel)
+
+
+def _softmax_shape(c):
+    """(rows, last_dim) per sample; rows = numel / last_dim, rounded (at least 1)."""
+    last = c["last_dim"]
+    rows = max(1, int(round(c["numel"] / last))) if last > 0 else 1
+    return (rows, last) if rows > 1 else (last,)
 
 
 def _prod(shape):
@@ -167,6 +261,16 @@ def _tb_flops(c):
     return 2.0 * t * (d * 3 * inner + inner * d + 2 * d * ff) + 4.0 * t * t * inner
 
 
+def _conv1d_flops(c):
+    oc, ol = _SHAPES["conv1d"][1](c)
+    return 2.0 * oc * ol * (c["in_channels"] / c["groups"]) * c["kernel"]
+
+
+def _rnn_layer_inputs(c):
+    """Input size of each stacked layer: input_size, then hidden_size."""
+    return [c["input_size"]] + [c["hidden_size"]] * max(int(c["num_layers"]) - 1, 0)
+
+
 _FLOPS = {
     "conv2d": _conv_flops,
     "linear": lambda c: 2.0 * c["tokens"] * c["in_features"] * c["out_features"],
@@ -177,15 +281,30 @@ _FLOPS = {
     "batchnorm2d": lambda c: 8.0 * c["channels"] * c["height"] * c["width"],
     "layernorm": lambda c: 8.0 * c["tokens"] * c["normalized"],
     "embedding": lambda c: c["seq_len"] * c["embedding_dim"] * (1 + c["positional"]),
-    "lstm": lambda c: 8.0 * c["seq_len"] * c["num_layers"] * c["hidden_size"] * (c["input_size"] + c["hidden_size"]),
+    "lstm": lambda c: 8.0 * c["seq_len"] * sum(c["hidden_size"] * (i + c["hidden_size"]) for i in _rnn_layer_inputs(c)),
     "transformer_block": _tb_flops,
     "gelu": lambda c: 8.0 * c["numel"],
     "tanh": lambda c: 4.0 * c["numel"],
     "sigmoid": lambda c: 4.0 * c["numel"],
     "dropout": lambda c: 2.0 * c["numel"],
     "flatten": lambda c: 0.0,
+    "conv1d": _conv1d_flops,
+    "batchnorm1d": lambda c: 8.0 * c["channels"] * c["length"],
+    "maxpool1d": lambda c: _prod(_SHAPES["maxpool1d"][1](c)) * c["kernel"],
+    "adaptive_avgpool1d": lambda c: c["channels"] * c["length"],
+    # 3 gates x 2 matmuls per time step and layer (multiply-add = 2), plus ~10 elementwise ops per unit
+    "gru": lambda c: c["seq_len"] * sum(6.0 * c["hidden_size"] * (i + c["hidden_size"]) + 10.0 * c["hidden_size"]
+                                        for i in _rnn_layer_inputs(c)),
+    "softmax": lambda c: 5.0 * _prod(_softmax_shape(c)),  # max, subtract, exp, sum, divide
+    "hardswish": lambda c: 4.0 * c["numel"],
+    "hardsigmoid": lambda c: 3.0 * c["numel"],
+    "silu": lambda c: 5.0 * c["numel"],
+    "leaky_relu": lambda c: 2.0 * c["numel"],
+    "elu": lambda c: 4.0 * c["numel"],
+    # data movement only: one operation per element written
+    "upsample": lambda c: _prod(_SHAPES["upsample"][1](c)),
 }
-for _k in ("relu", "relu6", "add"):
+for _k in ("relu", "relu6", "add", "mul", "cat", "permute"):
     _FLOPS[_k] = lambda c: float(c["numel"])
 
 _PARAMS = {
@@ -195,9 +314,39 @@ _PARAMS = {
     "batchnorm2d": lambda c: 2 * c["channels"],
     "layernorm": lambda c: 2 * c["normalized"],
     "embedding": lambda c: (c["num_embeddings"] + c["seq_len"] * c["positional"]) * c["embedding_dim"],
-    "lstm": lambda c: 4 * c["hidden_size"] * (c["input_size"] + c["hidden_size"] + 2) * c["num_layers"],
+    # per layer: 4 gates, input and hidden weights, two bias vectors (layers above the first eat hidden_size)
+    "lstm": lambda c: sum(4 * c["hidden_size"] * (i + c["hidden_size"] + 2) for i in _rnn_layer_inputs(c)),
     "transformer_block": lambda c: (c["d_model"] * 3 * c["n_heads"] * c["head_dim"] + c["n_heads"] * c["head_dim"] * c["d_model"]
-                                    + 2 * c["d_model"] * c["d_ff"] + 4 * c["d_model"]),
+                                    + 2 * c["d_model"] * c["d_ff"] + 4 * c["d_model"]
+                                    # biases of qkv, proj, ff1, ff2
+                                    + 3 * c["n_heads"] * c["head_dim"] + 2 * c["d_model"] + c["d_ff"]),
+    "conv1d": lambda c: (c["out_channels"] * (c["in_channels"] // c["groups"]) * c["kernel"]
+                         + c["out_channels"] * c["bias"]),
+    "batchnorm1d": lambda c: 2 * c["channels"],
+    "gru": lambda c: sum(3 * c["hidden_size"] * (i + c["hidden_size"] + 2) for i in _rnn_layer_inputs(c)),
+}
+
+# parameters read by the forward when not all of them (an embedding looks up seq_len rows)
+_FWD_PARAM_READS = {
+    "embedding": lambda c: c["seq_len"] * c["embedding_dim"] * (1 + c["positional"]),
+}
+
+
+def _tb_saved(c):
+    t, inner = c["seq_len"], c["n_heads"] * c["head_dim"]
+    return 2.0 * t * t * c["n_heads"] + t * (4.0 * inner + 4.0 * c["d_model"] + 2.0 * c["d_ff"])
+
+
+# kind-specific extra bytes per sample, f(config, backward_runs): saved work the generic formula misses
+_EXTRA_BYTES = {
+    "lstm": lambda c, runs: 2 * 4.0 * c["seq_len"] * c["num_layers"] * 5 * c["hidden_size"],
+    "gru": lambda c, runs: 2 * 4.0 * c["seq_len"] * c["num_layers"] * 4 * c["hidden_size"],
+    "transformer_block": lambda c, runs: 2 * 4.0 * _tb_saved(c),
+    "maxpool2d": lambda c, runs: 2 * 8.0 * _prod(_SHAPES["maxpool2d"][1](c)) if runs else 0.0,
+    "maxpool1d": lambda c, runs: 2 * 8.0 * _prod(_SHAPES["maxpool1d"][1](c)) if runs else 0.0,
+    "dropout": lambda c, runs: (2.0 if runs else 1.0) * c["numel"],
+    "add": lambda c, runs: 4.0 * c["numel"],
+    "mul": lambda c, runs: 0.0 if c["broadcast"] else 4.0 * c["numel"] * (3.0 if runs else 1.0),
 }
 
 
@@ -211,6 +360,13 @@ def get_kind(name):
 def list_kinds():
     """All kinds, as plain dicts (name, features, description, ...)."""
     return [k.to_dict() for k in KINDS.values()]
+
+
+def cost_terms(kind_name, config, batch_size, role):
+    """``{"flops": train_flops, "bytes": train_bytes}`` of one training step of one layer."""
+    kind = get_kind(kind_name)
+    return {"flops": kind.train_flops(config, batch_size, role),
+            "bytes": kind.train_bytes(config, batch_size, role)}
 
 
 def gp_features(kind_name):
