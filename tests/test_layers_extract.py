@@ -203,11 +203,11 @@ UNSUPPORTED_NET = """
         def __init__(self):
             super().__init__()
             self.conv = nn.Conv3d(1, 2, 3)
-            self.fc = nn.Linear(32, 2)
+            self.fc = nn.Linear(16, 2)
 
         def forward(self, x):
             h = torch.flatten(self.conv(x), 1)
-            return self.fc(torch.cat([h, h], dim=1))
+            return self.fc(torch.cumsum(h, dim=1))
 """
 
 UNTRACEABLE_NET = """
@@ -230,9 +230,9 @@ def test_unsupported_torch_ops_are_all_named_in_one_error(tmp_path, capsys):
     ref = _write(tmp_path, "conv3d_net.py", UNSUPPORTED_NET) + ":Net"
     with pytest.raises(UnsupportedOperatorError) as err:
         layers_of(ref, input_shape=[1, 4, 4, 4])
-    assert err.value.ops == ["Conv3d", "torch.cat"]
+    assert err.value.ops == ["Conv3d", "torch.cumsum"]
     _assert_one_line_error(capsys, ["layers", ref, "--input-shape", "1,4,4,4"], UnsupportedOperatorError.exit_code,
-                           "uses operators with no thor-sdk layer kind: Conv3d, torch.cat")
+                           "uses operators with no thor-sdk layer kind: Conv3d, torch.cumsum")
 
 
 def test_untraceable_and_wrongly_shaped_models(tmp_path, capsys):

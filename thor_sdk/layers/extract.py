@@ -29,9 +29,47 @@ def _module_layer(mod, in_shape, out_shape, unsupported):
     """(kind, config) for a leaf module, None for a free one (Identity), or records it unsupported."""
     from torch import nn
 
-    from thor_sdk.models.blocks import LSTMSequence, TokenPositionalEmbedding, TransformerBlock
+    from thor_sdk.models.blocks import GRUSequence, LSTMSequence, TokenPositionalEmbedding, TransformerBlock
 
     label = type(mod).__name__
+    if isinstance(mod, nn.Conv1d):
+        if isinstance(mod.padding, str):
+            unsupported.append(f"Conv1d(padding={mod.padding!r})")
+            return None
+        if _pair(mod.dilation, "dilation", unsupported, label) != 1:
+            unsupported.append("Conv1d(dilation>1)")
+        return "conv1d", {
+            "in_channels": mod.in_channels, "out_channels": mod.out_channels,
+            "kernel": _pair(mod.kernel_size, "kernel", unsupported, label),
+            "stride": _pair(mod.stride, "stride", unsupported, label),
+            "padding": _pair(mod.padding, "padding", unsupported, label),
+            "groups": mod.groups, "length": in_shape[-1], "bias": int(mod.bias is not None),
+        }
+    if isinstance(mod, nn.BatchNorm1d):
+        return "batchnorm1d", {"channels": in_shape[0], "length": in_shape[1] if len(in_shape) > 1 else 1}
+    if isinstance(mod, nn.MaxPool1d):
+        if _pair(mod.dilation, "dilation", unsupported, label) != 1 or mod.ceil_mode:
+            unsupported.append("MaxPool1d(dilation/ceil_mode)")
+        k = _pair(mod.kernel_size, "kernel", unsupported, label)
+        return "maxpool1d", {"channels": in_shape[0], "length": in_shape[1], "kernel": k,
+                             "stride": _pair(mod.stride if mod.stride is not None else k, "stride", unsupported,
+                                             label),
+                             "padding": _pair(mod.padding, "padding", unsupported, label)}
+    if isinstance(mod, nn.AdaptiveAvgPool1d):
+        return "adaptive_avgpool1d", {"channels": in_shape[0], "length": in_shape[1],
+                                      "out_size": _pair(mod.output_size, "output size", unsupported, label)}
+    if isinstance(mod, (GRUSequence, nn.GRU)):
+        gru = mod.gru if isinstance(mod, GRUSequence) else mod
+        if not gru.batch_first or gru.bidirectional:
+            unsupported.append("GRU(batch_first=False or bidirectional)")
+        return "gru", {"input_size": gru.input_size, "hidden_size": gru.hidden_size,
+                       "seq_len": in_shape[0], "num_layers": gru.num_layers}
+    if isinstance(mod, nn.Softmax):
+        return _softmax_layer(mod.dim, in_shape, unsupported, "Softmax")
+    if isinstance(mod, nn.Upsample):
+        return _upsample_layer(mod.mode, in_shape, out_shape, unsupported, "Upsample")
+    if isinstance(mod, nn.ChannelShuffle):
+        return "permute", {"numel": _prod(in_shape)}
     if isinstance(mod, nn.Conv2d):
         if isinstance(mod.padding, str):
             unsupported.append(f"Conv2d(padding={mod.padding!r})")
@@ -87,7 +125,9 @@ def _module_layer(mod, in_shape, out_shape, unsupported):
         return "flatten", {"numel": _prod(in_shape)}
     if isinstance(mod, nn.Identity):
         return None
-    simple = {nn.ReLU: "relu", nn.ReLU6: "relu6", nn.GELU: "gelu", nn.Tanh: "tanh", nn.Sigmoid: "sigmoid"}
+    simple = {nn.ReLU: "relu", nn.ReLU6: "relu6", nn.GELU: "gelu", nn.Tanh: "tanh", nn.Sigmoid: "sigmoid",
+              nn.Hardswish: "hardswish", nn.Hardsigmoid: "hardsigmoid", nn.SiLU: "silu", nn.LeakyReLU: "leaky_relu",
+              nn.ELU: "elu"}
     for cls, kind in simple.items():
         if type(mod) is cls:
             return kind, {"numel": _prod(in_shape)}
@@ -98,18 +138,93 @@ def _module_layer(mod, in_shape, out_shape, unsupported):
 def _leaf_types():
     from torch import nn
 
-    from thor_sdk.models.blocks import LSTMSequence, TokenPositionalEmbedding, TransformerBlock
+    from thor_sdk.models.blocks import GRUSequence, LSTMSequence, TokenPositionalEmbedding, TransformerBlock
 
-    return (LSTMSequence, TokenPositionalEmbedding, TransformerBlock, nn.LSTM)
+    return (LSTMSequence, GRUSequence, TokenPositionalEmbedding, TransformerBlock, nn.LSTM, nn.GRU)
+
+
+def _softmax_layer(dim, in_shape, unsupported, label):
+    """softmax over the last axis of a per-sample ``in_shape`` (``dim`` counts the batch axis)."""
+    ndim = len(in_shape) + 1
+    if not isinstance(dim, int) or not in_shape or dim % ndim != ndim - 1:
+        unsupported.append(f"{label}(dim={dim!r}, not the last dimension)")
+        return None
+    return "softmax", {"numel": _prod(in_shape), "last_dim": int(in_shape[-1])}
+
+
+def _upsample_layer(mode, in_shape, out_shape, unsupported, label):
+    """Nearest-neighbour upsampling of (C, H, W) by one integer scale (read from the shapes)."""
+    if mode != "nearest" or len(in_shape) != 3 or len(out_shape) != 3:
+        unsupported.append(f"{label}(mode={mode!r}, {len(in_shape)}-D per sample)")
+        return None
+    scales = {o / i for o, i in zip(out_shape[1:], in_shape[1:]) if i}
+    scale = scales.pop() if len(scales) == 1 else 0
+    if scale < 1 or scale != int(scale):
+        unsupported.append(f"{label}(scale not one integer)")
+        return None
+    return "upsample", {"channels": in_shape[0], "height": in_shape[1], "width": in_shape[2], "scale": int(scale)}
+
+
+def _mean_layer(dims, in_shape, unsupported, label):
+    """``mean`` over the spatial axes of (C, H, W) -> adaptive_avgpool2d; over the last axis of (C, L)
+    -> adaptive_avgpool1d; over the sequence of (T, D) (dim 1) -> adaptive_avgpool1d of D channels."""
+    ndim = len(in_shape) + 1
+    dims = (dims,) if isinstance(dims, int) else tuple(dims or ())
+    axes = {d % ndim for d in dims if isinstance(d, int)}
+    if len(in_shape) == 3 and axes == {2, 3}:
+        return "adaptive_avgpool2d", {"channels": in_shape[0], "height": in_shape[1], "width": in_shape[2],
+                                      "out_size": 1}
+    if len(in_shape) == 2 and axes == {2}:
+        return "adaptive_avgpool1d", {"channels": in_shape[0], "length": in_shape[1], "out_size": 1}
+    if len(in_shape) == 2 and axes == {1}:
+        return "adaptive_avgpool1d", {"channels": in_shape[1], "length": in_shape[0], "out_size": 1}
+    unsupported.append(f"{label}(dim={dims or None})")
+    return None
+
+
+def _arg(node, i, name, default=None):
+    if len(node.args) > i:
+        return node.args[i]
+    return node.kwargs.get(name, default)
 
 
 _FREE_FUNCS = {operator.getitem, getattr}
-_FREE_METHODS = {"size", "dim", "contiguous", "clone", "detach", "float", "type_as", "to"}
+_FREE_METHODS = {"size", "dim", "contiguous", "clone", "detach", "float", "type_as", "to", "chunk", "split",
+                 "tensor_split"}
 _RESHAPE_METHODS = {"view", "reshape", "flatten"}
-_ELEMENTWISE_METHODS = {"relu": "relu", "tanh": "tanh", "sigmoid": "sigmoid"}
+_ELEMENTWISE_METHODS = {"relu": "relu", "relu_": "relu", "tanh": "tanh", "sigmoid": "sigmoid"}
+_PERMUTE_METHODS = {"transpose", "permute"}
 
 
-def _function_layer(node, in_shape, out_shape, unsupported):
+def _mul_layer(node, out_shape, full_shape, unsupported, label):
+    """``a * b`` of two tensors: numel of the output; broadcast when one operand is smaller (a scale)."""
+    shapes = [full_shape(a) for a in node.args[:2]]
+    if len(shapes) < 2 or any(s is None for s in shapes):
+        unsupported.append(f"{label}(by a constant)")
+        return None
+    full = full_shape(node)
+    full = _prod(full) if full is not None else max(_prod(s) for s in shapes)
+    return "mul", {"numel": _prod(out_shape), "broadcast": int(any(_prod(s) < full for s in shapes))}
+
+
+def _cat_layer(node, out_shape, unsupported, label):
+    """``torch.cat`` of a list of tensors along any axis but the batch: numel of the output, parts."""
+    tensors = _arg(node, 0, "tensors")
+    dim = _arg(node, 1, "dim", 0)
+    ndim = len(out_shape) + 1
+    if not isinstance(dim, int) or dim % ndim == 0:
+        unsupported.append(f"{label}(along the batch)")
+        return None
+    if not isinstance(tensors, (list, tuple)):  # one node holding a tuple (x.chunk(2)[::-1]): count its metadata
+        meta = getattr(tensors, "meta", {}).get("tensor_meta")
+        tensors = meta if isinstance(meta, (list, tuple)) else None
+    if not tensors:
+        unsupported.append(f"{label}(of an unknown number of tensors)")
+        return None
+    return "cat", {"numel": _prod(out_shape), "parts": len(tensors)}
+
+
+def _function_layer(node, in_shape, out_shape, unsupported, full_shape=lambda n: None):
     import torch
     from torch.nn import functional as F
 
@@ -123,23 +238,48 @@ def _function_layer(node, in_shape, out_shape, unsupported):
             return _ELEMENTWISE_METHODS[t], {"numel": _prod(in_shape)}
         if t in ("add", "add_"):
             return "add", {"numel": _prod(out_shape)}
-        if t == "mean" and len(in_shape) == 3 and len(out_shape) <= 3:
-            return "adaptive_avgpool2d", {"channels": in_shape[0], "height": in_shape[1], "width": in_shape[2], "out_size": 1}
+        if t in ("mul", "mul_"):
+            return _mul_layer(node, out_shape, full_shape, unsupported, f"Tensor.{t}")
+        if t in _PERMUTE_METHODS:
+            return "permute", {"numel": _prod(in_shape)}
+        if t == "softmax":
+            return _softmax_layer(_arg(node, 1, "dim"), in_shape, unsupported, "Tensor.softmax")
+        if t == "mean":
+            return _mean_layer(_arg(node, 1, "dim"), in_shape, unsupported, "Tensor.mean")
         unsupported.append(f"Tensor.{t}")
         return None
-    if t in _FREE_FUNCS:
+    if t in _FREE_FUNCS or t in (torch.chunk, torch.split, torch.tensor_split):
         return None
     if t in (operator.add, operator.iadd, torch.add):
         return "add", {"numel": _prod(out_shape)}
+    if t in (operator.mul, operator.imul, torch.mul):
+        label = "torch.mul" if t is torch.mul else "_operator.mul"
+        return _mul_layer(node, out_shape, full_shape, unsupported, label)
+    if t in (torch.cat, torch.concat, torch.concatenate):
+        return _cat_layer(node, out_shape, unsupported, "torch.cat")
+    if t in (torch.transpose, torch.permute):
+        return "permute", {"numel": _prod(in_shape)}
+    if t in (torch.softmax, F.softmax):
+        return _softmax_layer(_arg(node, 1, "dim"), in_shape, unsupported, "softmax")
+    if t is torch.mean:
+        return _mean_layer(_arg(node, 1, "dim"), in_shape, unsupported, "torch.mean")
+    if t is F.interpolate:
+        return _upsample_layer(_arg(node, 3, "mode", "nearest"), in_shape, out_shape, unsupported, "interpolate")
     if t in (torch.flatten, torch.reshape):
         return "flatten", {"numel": _prod(in_shape)}
     table = {F.relu: "relu", torch.relu: "relu", F.relu6: "relu6", F.gelu: "gelu", torch.tanh: "tanh",
-             torch.sigmoid: "sigmoid", F.sigmoid: "sigmoid", F.tanh: "tanh"}
+             torch.sigmoid: "sigmoid", F.sigmoid: "sigmoid", F.tanh: "tanh", F.hardswish: "hardswish",
+             F.hardsigmoid: "hardsigmoid", F.silu: "silu", F.leaky_relu: "leaky_relu", F.leaky_relu_: "leaky_relu",
+             F.elu: "elu", F.elu_: "elu"}
     if t in table:
         return table[t], {"numel": _prod(in_shape)}
     if t is F.dropout:
         p = node.kwargs.get("p", node.args[1] if len(node.args) > 1 else 0.5)
         return "dropout", {"numel": _prod(in_shape), "p": float(p)}
+    if t is F.adaptive_avg_pool1d:
+        size = _arg(node, 1, "output_size")
+        return "adaptive_avgpool1d", {"channels": in_shape[0], "length": in_shape[1],
+                                      "out_size": int(size if isinstance(size, int) else size[0])}
     if t is F.adaptive_avg_pool2d:
         size = node.args[1] if len(node.args) > 1 else node.kwargs["output_size"]
         return "adaptive_avgpool2d", {"channels": in_shape[0], "height": in_shape[1], "width": in_shape[2],
@@ -193,11 +333,15 @@ def layers_from_module(module, input_shape, input_dtype="float32", vocab=None, s
     finally:
         module.train(was_training)
 
-    def shape_of(n):
+    def full_shape(n):
         meta = n.meta.get("tensor_meta") if isinstance(n, fx.Node) else None
         if meta is None or not hasattr(meta, "shape"):
             return None
-        return tuple(int(s) for s in meta.shape[1:])
+        return tuple(int(s) for s in meta.shape)
+
+    def shape_of(n):
+        full = full_shape(n)
+        return None if full is None else full[1:]
 
     layers, unsupported = [], []
     needs_grad = {}  # node -> whether its value requires grad in training
@@ -217,8 +361,10 @@ def layers_from_module(module, input_shape, input_dtype="float32", vocab=None, s
             mod = gm.get_submodule(node.target)
             got = _module_layer(mod, in_shape, out_shape, unsupported)
             has_params = any(p.requires_grad for p in mod.parameters())
+        elif out_shape is None and getattr(node.target, "__module__", None) == "_operator":
+            got, has_params = None, False  # arithmetic on sizes (c // 2), not on tensors: free
         else:
-            got = _function_layer(node, in_shape or (), out_shape or (), unsupported)
+            got = _function_layer(node, in_shape or (), out_shape or (), unsupported, full_shape)
             has_params = False
         needs_grad[node] = upstream or has_params
         if got is None:
