@@ -1,0 +1,348 @@
+"""Every layer kind: build alone, shapes, train_flops/train_bytes, 2- and 3-layer probes, and the torch.fx
+extraction of the kinds added for the model zoo (1-D CNNs, GRU, SE blocks, DenseNet/ShuffleNet ops)."""
+
+import math
+
+import pytest
+
+torch = pytest.importorskip("torch")
+from torch import nn  # noqa: E402
+from torch.nn import functional as F  # noqa: E402
+
+from thor_sdk.errors import UnsupportedOperatorError  # noqa: E402
+from thor_sdk.harness.torch_trainer import trainer_for_probe_model  # noqa: E402
+from thor_sdk.layers import layers_of  # noqa: E402
+from thor_sdk.layers.build import build_layer, example_input  # noqa: E402
+from thor_sdk.layers.kinds import KINDS, cost_terms, get_kind  # noqa: E402
+from thor_sdk.models.blocks import GRUSequence  # noqa: E402
+from thor_sdk.probes import Probe  # noqa: E402
+
+# one small valid config per kind (several for kinds whose shape rules branch)
+CONFIGS = {
+    "conv2d": [dict(in_channels=3, out_channels=4, kernel=3, stride=2, padding=1, groups=1, height=8, width=8,
+                    bias=1)],
+    "linear": [dict(in_features=6, out_features=5, tokens=1, bias=1), dict(in_features=6, out_features=5, tokens=3,
+                                                                           bias=0)],
+    "maxpool2d": [dict(channels=3, height=6, width=6, kernel=2, stride=2, padding=0)],
+    "avgpool2d": [dict(channels=3, height=6, width=6, kernel=3, stride=1, padding=1)],
+    "adaptive_avgpool2d": [dict(channels=3, height=4, width=4, out_size=1)],
+    "batchnorm2d": [dict(channels=3, height=4, width=4)],
+    "layernorm": [dict(normalized=8, tokens=3)],
+    "relu": [dict(numel=12)],
+    "relu6": [dict(numel=12)],
+    "gelu": [dict(numel=12)],
+    "tanh": [dict(numel=12)],
+    "sigmoid": [dict(numel=12)],
+    "dropout": [dict(numel=12, p=0.2)],
+    "flatten": [dict(numel=12)],
+    "add": [dict(numel=12)],
+    "embedding": [dict(num_embeddings=11, embedding_dim=4, seq_len=5, positional=0),
+                  dict(num_embeddings=11, embedding_dim=4, seq_len=5, positional=1)],
+    "lstm": [dict(input_size=4, hidden_size=6, seq_len=5, num_layers=2)],
+    "transformer_block": [dict(d_model=8, n_heads=2, head_dim=4, d_ff=16, seq_len=5)],
+    "conv1d": [dict(in_channels=3, out_channels=4, kernel=3, stride=1, padding=1, groups=1, length=10, bias=1),
+               dict(in_channels=4, out_channels=4, kernel=5, stride=2, padding=2, groups=4, length=9, bias=0)],
+    "batchnorm1d": [dict(channels=4, length=7), dict(channels=6, length=1)],
+    "maxpool1d": [dict(channels=3, length=9, kernel=3, stride=2, padding=1)],
+    "adaptive_avgpool1d": [dict(channels=3, length=9, out_size=1), dict(channels=3, length=9, out_size=3)],
+    "gru": [dict(input_size=4, hidden_size=6, seq_len=5, num_layers=1),
+            dict(input_size=4, hidden_size=6, seq_len=5, num_layers=2)],
+    "softmax": [dict(numel=24, last_dim=6), dict(numel=7, last_dim=7)],
+    "hardswish": [dict(numel=12)],
+    "hardsigmoid": [dict(numel=12)],
+    "silu": [dict(numel=12)],
+    "leaky_relu": [dict(numel=12)],
+    "elu": [dict(numel=12)],
+    "upsample": [dict(channels=2, height=3, width=4, scale=2)],
+    "mul": [dict(numel=12, broadcast=0), dict(numel=12, broadcast=1)],
+    "cat": [dict(numel=12, parts=2), dict(numel=13, parts=3)],
+    "permute": [dict(numel=12), dict(numel=13)],
+    "output": [dict(in_features=6, out_features=4, tokens=1)],
+}
+CASES = [(k, i) for k, cs in CONFIGS.items() for i in range(len(cs))]
+
+
+def test_every_kind_has_a_test_config():
+    assert set(CONFIGS) == set(KINDS)
+
+
+@pytest.mark.parametrize("kind, i", CASES)
+def test_layer_builds_and_trains_with_its_declared_shapes(kind, i):
+    k, c = get_kind(kind), CONFIGS[kind][i]
+    k.check_config(c)
+    torch.manual_seed(0)
+    layer = build_layer(kind, c).train()
+    x = example_input(k, c, 2)
+    if k.input_dtype == "float32":
+        x.requires_grad_(True)
+    out = layer(x)
+    assert tuple(out.shape) == (2, *k.out_shape(c))
+    out.float().square().sum().backward()
+    if k.input_dtype == "float32":
+        assert x.grad is not None and x.grad.shape == x.shape
+    assert sum(p.numel() for p in layer.parameters()) == k.num_params(c)
+    assert k.has_params == (k.num_params(c) > 0)
+
+
+@pytest.mark.parametrize("kind, i", CASES)
+def test_flops_and_bytes_are_positive_finite_and_grow_with_the_batch(kind, i):
+    k, c = get_kind(kind), CONFIGS[kind][i]
+    for role in k.roles:
+        t1, t4 = cost_terms(kind, c, 1, role), cost_terms(kind, c, 4, role)
+        assert t1 == {"flops": k.train_flops(c, 1, role), "bytes": k.train_bytes(c, 1, role)}
+        assert math.isfinite(t4["flops"]) and math.isfinite(t4["bytes"])
+        assert t1["bytes"] > 0 and t4["bytes"] > t1["bytes"]
+        if kind == "flatten":
+            assert t4["flops"] == 0
+        else:
+            assert t1["flops"] > 0 and t4["flops"] > t1["flops"]
+        # affine in the batch size (the runtime splits them into per-sample and per-step terms)
+        t2 = cost_terms(kind, c, 2, role)
+        assert t4["bytes"] - t2["bytes"] == pytest.approx(2 * (t2["bytes"] - t1["bytes"]))
+    if len(k.roles) == 2:
+        # the input gradient is extra work
+        assert k.train_bytes(c, 4, "hidden") > k.train_bytes(c, 4, "input")
+
+
+def test_bytes_formula_on_a_linear_layer():
+    c = dict(in_features=10, out_features=5, tokens=1, bias=1)
+    p, b = 55, 3
+    forward = 4 * b * 10 + 4 * p + 4 * b * 5
+    backward = 4 * b * 5 + 4 * b * 10 + 4 * p + 4 * p  # output grad, saved input, weight grad; + params read
+    update = 12 * p
+    assert get_kind("linear").train_bytes(c, b, "input") == forward + backward - 4 * p + update
+    assert get_kind("linear").train_bytes(c, b, "hidden") == forward + backward + 4 * b * 10 + update
+    relu = get_kind("relu")
+    assert relu.train_bytes({"numel": 10}, b, "input") == 4 * b * 20  # no backward at all
+
+
+def test_kind_specific_extra_bytes():
+    lstm, gru = get_kind("lstm"), get_kind("gru")
+    c = dict(input_size=8, hidden_size=8, seq_len=16, num_layers=1)
+    assert lstm.train_bytes(c, 2, "hidden") > gru.train_bytes(c, 2, "hidden")
+    tb = get_kind("transformer_block")
+    c1 = dict(d_model=16, n_heads=2, head_dim=8, d_ff=32, seq_len=8)
+    c2 = dict(c1, seq_len=16)
+    # attention matrices grow with seq_len^2: more than twice the bytes at twice the sequence
+    assert tb.train_bytes(c2, 1, "hidden") - tb.train_bytes(c1, 1, "hidden") > (
+        tb.train_bytes(c1, 1, "hidden") - 12 * 4 * tb.num_params(c1))
+    emb = get_kind("embedding")
+    small, big = (dict(num_embeddings=n, embedding_dim=4, seq_len=5, positional=0) for n in (10, 10000))
+    # a bigger table costs its gradient and update, not reads in the forward
+    diff = emb.train_bytes(big, 8, "input") - emb.train_bytes(small, 8, "input")
+    assert diff == (4 + 12) * (10000 - 10) * 4  # weight grad written, SGD update
+    mul = get_kind("mul")
+    assert mul.train_bytes(dict(numel=100, broadcast=0), 2, "hidden") > mul.train_bytes(
+        dict(numel=100, broadcast=1), 2, "hidden")
+
+
+@pytest.mark.parametrize("kind, i", CASES)
+def test_probe_parts_build_and_train_one_step(kind, i):
+    k, c = get_kind(kind), CONFIGS[kind][i]
+    for role in ("output",) if kind == "output" else k.roles:
+        probe = Probe(kind, c, 2, role)
+        for part in probe.parts():
+            pm = probe.build(part)
+            trainer = trainer_for_probe_model(pm)
+            trainer.step()
+            assert math.isfinite(float(trainer.last_loss))
+            if part == "hidden":
+                assert trainer.x.grad is not None
+
+
+# -- extraction of the new kinds ---------------------------------------------------------------------------
+
+class CNN1d(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv1d(3, 8, 5, padding=2)
+        self.bn = nn.BatchNorm1d(8)
+        self.pool = nn.MaxPool1d(2)
+        self.conv2 = nn.Conv1d(8, 8, 3, groups=8, bias=False)
+        self.gap = nn.AdaptiveAvgPool1d(1)
+        self.fc = nn.Linear(8, 16)
+        self.bn2 = nn.BatchNorm1d(16)
+        self.out = nn.Linear(16, 4)
+
+    def forward(self, x):
+        h = self.pool(F.elu(self.bn(self.conv(x))))
+        h = F.leaky_relu(self.conv2(h), 0.1)
+        h = torch.flatten(self.gap(h), 1)
+        h = F.silu(self.bn2(self.fc(h)))
+        return self.out(h)
+
+
+class GRUNet(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.gru = nn.GRU(6, 12, batch_first=True)
+        self.seq = GRUSequence(12, 10, num_layers=2)
+        self.fc = nn.Linear(10, 3)
+
+    def forward(self, x):
+        h, _ = self.gru(x)
+        h = self.seq(h)
+        return self.fc(h.mean(dim=1))
+
+
+class SEBlock(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 8, 3, padding=1)
+        self.act = nn.Hardswish()
+        self.pool = nn.AdaptiveAvgPool2d(1)
+        self.fc1 = nn.Conv2d(8, 2, 1)
+        self.fc2 = nn.Conv2d(2, 8, 1)
+        self.fc = nn.Linear(8, 5)
+
+    def forward(self, x):
+        h = self.act(self.conv(x))
+        s = F.hardsigmoid(self.fc2(F.relu(self.fc1(self.pool(h)))))
+        h = h * s
+        return self.fc(h.mean((2, 3)))
+
+
+class DenseAndShuffle(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(4, 4, 3, padding=1)
+        self.conv2 = nn.Conv2d(8, 8, 1)
+        self.up = nn.Upsample(scale_factor=2, mode="nearest")
+        self.fc = nn.Linear(8 * 8 * 8, 2)
+
+    def forward(self, x):
+        h = torch.cat([x, self.conv(x)], dim=1)  # DenseNet: 8 channels
+        b, c, hh, ww = h.shape
+        h = h.view(b, 2, c // 2, hh, ww).transpose(1, 2).contiguous().view(b, c, hh, ww)  # channel shuffle
+        a, r = h.chunk(2, dim=1)
+        h = torch.cat((a, r * torch.sigmoid(r)), 1)
+        h = self.up(self.conv2(h))
+        h = F.interpolate(h, scale_factor=1, mode="nearest")
+        return self.fc(torch.softmax(h, dim=-1).flatten(1))
+
+
+def _kinds(net, shape):
+    return [(l["kind"], l["role"]) for l in layers_of(net, input_shape=shape).layers]
+
+
+def test_extract_1d_cnn():
+    layers = layers_of(CNN1d(), input_shape=[3, 20]).layers
+    assert [l["kind"] for l in layers] == ["conv1d", "batchnorm1d", "elu", "maxpool1d", "conv1d", "leaky_relu",
+                                           "adaptive_avgpool1d", "flatten", "linear", "batchnorm1d", "silu",
+                                           "output"]
+    assert layers[0]["config"] == dict(in_channels=3, out_channels=8, kernel=5, stride=1, padding=2, groups=1,
+                                       length=20, bias=1)
+    assert layers[1]["config"] == dict(channels=8, length=20)
+    assert layers[3]["config"] == dict(channels=8, length=20, kernel=2, stride=2, padding=0)
+    assert layers[4]["config"]["groups"] == 8 and layers[4]["config"]["length"] == 10
+    assert layers[6]["config"] == dict(channels=8, length=8, out_size=1)
+    assert layers[9]["config"] == dict(channels=16, length=1)
+
+
+def test_extract_gru_net():
+    layers = layers_of(GRUNet(), input_shape=[7, 6]).layers
+    assert [(l["kind"], l["role"]) for l in layers] == [("gru", "input"), ("gru", "hidden"),
+                                                         ("adaptive_avgpool1d", "hidden"), ("output", "output")]
+    assert layers[0]["config"] == dict(input_size=6, hidden_size=12, seq_len=7, num_layers=1)
+    assert layers[1]["config"] == dict(input_size=12, hidden_size=10, seq_len=7, num_layers=2)
+    assert layers[2]["config"] == dict(channels=10, length=7, out_size=1)
+
+
+def test_extract_squeeze_and_excitation():
+    layers = layers_of(SEBlock(), input_shape=[3, 6, 6]).layers
+    assert [l["kind"] for l in layers] == ["conv2d", "hardswish", "adaptive_avgpool2d", "conv2d", "relu", "conv2d",
+                                           "hardsigmoid", "mul", "adaptive_avgpool2d", "output"]
+    assert layers[7] == {"name": "mul", "kind": "mul", "role": "hidden", "config": {"numel": 8 * 36, "broadcast": 1}}
+
+
+def test_extract_densenet_cat_shuffle_and_upsample():
+    kinds = _kinds(DenseAndShuffle(), [4, 4, 4])
+    # the concatenation reads the raw input too, but one input needs a gradient (the conv's output)
+    assert kinds == [("conv2d", "input"), ("cat", "hidden"), ("flatten", "hidden"), ("permute", "hidden"),
+                     ("flatten", "hidden"), ("sigmoid", "hidden"), ("mul", "hidden"), ("cat", "hidden"),
+                     ("conv2d", "hidden"), ("upsample", "hidden"), ("upsample", "hidden"), ("softmax", "hidden"),
+                     ("flatten", "hidden"), ("output", "output")]
+    layers = layers_of(DenseAndShuffle(), input_shape=[4, 4, 4]).layers
+    assert layers[1]["config"] == {"numel": 128, "parts": 2}
+    assert layers[3]["config"] == {"numel": 128}
+    assert layers[6]["config"] == {"numel": 64, "broadcast": 0}
+    assert layers[9]["config"] == {"channels": 8, "height": 4, "width": 4, "scale": 2}
+    assert layers[10]["config"]["scale"] == 1
+    assert layers[11]["config"] == {"numel": 512, "last_dim": 8}
+
+
+class _One(nn.Module):
+    """Linear(8 -> 8), viewed as ``shape`` per sample, one op ``f``, flattened, then a Linear head."""
+
+    def __init__(self, f, shape=(8,), head_in=8):
+        super().__init__()
+        self.f, self.shape = f, shape
+        self.inp = nn.Linear(8, 8)
+        self.fc = nn.Linear(head_in, 2)
+
+    def forward(self, x):
+        h = self.f(self.inp(x).view(-1, *self.shape))
+        return self.fc(h.reshape(h.shape[0], -1))
+
+
+def _middle(layers):
+    """The layers between the input Linear and the head, reshapes left out."""
+    assert layers[0]["kind"] == "linear" and layers[-1]["kind"] == "output"
+    return [l for l in layers[1:-1] if l["kind"] != "flatten"]
+
+
+@pytest.mark.parametrize("f, kind", [
+    (nn.Hardswish(), "hardswish"), (F.hardswish, "hardswish"), (nn.Hardsigmoid(), "hardsigmoid"),
+    (F.hardsigmoid, "hardsigmoid"), (nn.SiLU(), "silu"), (F.silu, "silu"), (nn.LeakyReLU(0.2), "leaky_relu"),
+    (F.leaky_relu, "leaky_relu"), (nn.ELU(), "elu"), (F.elu, "elu"), (nn.Softmax(dim=-1), "softmax"),
+    (lambda x: F.softmax(x, dim=-1), "softmax"), (lambda x: x.softmax(-1), "softmax"),
+    (lambda x: torch.softmax(x, 1), "softmax"), (lambda x: x * x, "mul"), (lambda x: torch.mul(x, x), "mul"),
+    (lambda x: x.mul(x), "mul"),
+])
+def test_single_op_forms(f, kind):
+    (layer,) = _middle(layers_of(_One(f), input_shape=[8]).layers)
+    assert layer["kind"] == kind and layer["role"] == "hidden" and layer["config"]["numel"] == 8
+
+
+@pytest.mark.parametrize("f, head_in, kind, config", [
+    (lambda x: x.transpose(1, 2), 8, "permute", {"numel": 8}),
+    (lambda x: torch.transpose(x, 1, 2), 8, "permute", {"numel": 8}),
+    (lambda x: x.permute(0, 2, 1), 8, "permute", {"numel": 8}),
+    (lambda x: x.mean(-1), 2, "adaptive_avgpool1d", {"channels": 2, "length": 4, "out_size": 1}),
+    (lambda x: torch.mean(x, dim=2, keepdim=True), 2, "adaptive_avgpool1d",
+     {"channels": 2, "length": 4, "out_size": 1}),
+    (lambda x: F.adaptive_avg_pool1d(x, 2), 4, "adaptive_avgpool1d", {"channels": 2, "length": 4, "out_size": 2}),
+    (lambda x: torch.cat(x.chunk(2, dim=1)[::-1], dim=1), 8, "cat", {"numel": 8, "parts": 2}),
+    (lambda x: torch.cat(torch.split(x, 2, dim=2), dim=-1), 8, "cat", {"numel": 8, "parts": 2}),
+])
+def test_single_op_forms_on_sequences(f, head_in, kind, config):
+    (layer,) = _middle(layers_of(_One(f, (2, 4), head_in), input_shape=[8]).layers)
+    assert layer["kind"] == kind and layer["config"] == config
+
+
+def test_channel_shuffle_module():
+    (layer,) = _middle(layers_of(_One(nn.ChannelShuffle(2), (4, 2, 1)), input_shape=[8]).layers)
+    assert layer["kind"] == "permute" and layer["config"] == {"numel": 8}
+
+
+class _Bad(nn.Module):
+    def __init__(self, f):
+        super().__init__()
+        self.f = f
+        self.fc = nn.Linear(8, 2)
+
+    def forward(self, x):
+        return self.fc(self.f(x))
+
+
+@pytest.mark.parametrize("f, name", [
+    (lambda x: torch.softmax(x, dim=1).mean((2, 3)), "softmax(dim=1, not the last dimension)"),
+    (lambda x: F.interpolate(x, scale_factor=2, mode="bilinear").mean((2, 3)), "interpolate(mode='bilinear'"),
+    (lambda x: (x * 2.0).mean((2, 3)), "_operator.mul(by a constant)"),
+    (lambda x: torch.cat([x, x], 0).mean((2, 3))[:2], "torch.cat(along the batch)"),
+    (lambda x: x.mean(1).flatten(1), "Tensor.mean(dim=(1,))"),
+])
+def test_unsupported_variants_are_named(f, name):
+    with pytest.raises(UnsupportedOperatorError) as err:
+        layers_of(_Bad(f), input_shape=[8, 2, 4])
+    assert any(op.startswith(name) for op in err.value.ops), err.value.ops
