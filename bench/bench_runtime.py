@@ -50,8 +50,8 @@ def _config(kind, rng):
 
 
 def fit_estimator(kinds, n, rng):
-    from thor_sdk.fit.estimator import build_estimator
-    from thor_sdk.fit.gp import KindGP
+    from thor_sdk.fitting.estimator import build_estimator
+    from thor_sdk.fitting.gp import KindGP
     from thor_sdk.layers.kinds import feature_vector, get_kind, gp_features
 
     gps = {}
@@ -140,7 +140,7 @@ def main():
         if args.save_case:
             with open(args.save_case, "w", encoding="utf-8") as f:
                 json.dump({"estimator": doc, "models": models}, f)
-    from thor_sdk.fit.estimator import dumps_estimator
+    from thor_sdk.fitting.estimator import dumps_estimator
 
     text = dumps_estimator(doc)
     kinds = sorted(doc["kinds"])

@@ -11,9 +11,9 @@ import numpy as np
 import pytest
 
 from thor_sdk.errors import FormatError, NotFoundError, ThorError, UsageError
-from thor_sdk.fit.estimator import build_estimator
-from thor_sdk.fit.fitting import sample_terms
-from thor_sdk.fit.gp import KindGP
+from thor_sdk.fitting.estimator import build_estimator
+from thor_sdk.fitting.pipeline import sample_terms
+from thor_sdk.fitting.gp import KindGP
 from thor_sdk.layers.kinds import feature_vector, gp_features
 from thor_sdk.runtime import Estimator, load_estimator
 from thor_sdk.runtime.terms import at_batch, cost_terms

@@ -164,8 +164,8 @@ def fit(campaign=None, samples_csv=None, out=None, metric=None, random_state=0, 
     and the runtime (refused otherwise: costs differ many-fold between runtimes). ``runtime`` names
     what ran a samples CSV's steps (default ``torch``; a campaign records its own).
     """
-    from thor_sdk.fit.fitting import build
-    from thor_sdk.fit.samples_csv import read_samples_csv
+    from thor_sdk.fitting.pipeline import build
+    from thor_sdk.fitting.samples_csv import read_samples_csv
     from thor_sdk.store import Campaign
 
     if campaign is None and samples_csv is None:
@@ -200,7 +200,7 @@ def fit(campaign=None, samples_csv=None, out=None, metric=None, random_state=0, 
     doc = build(samples, device=device or {"name": "unknown"}, runtime=runtime or (runtimes.pop() if runtimes else "torch"),
                 metric=metric, model_runs=model_runs, sources=sources, random_state=random_state, progress=progress)
     if out:
-        from thor_sdk.fit.estimator import write_estimator
+        from thor_sdk.fitting.estimator import write_estimator
 
         write_estimator(doc, out)
     return doc

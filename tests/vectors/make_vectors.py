@@ -2,7 +2,7 @@
 
     python tests/vectors/make_vectors.py
 
-Writes ``estimator_<case>.json`` (fitted with ``thor_sdk.fit.gp.KindGP`` on SYNTHETIC costs -- a
+Writes ``estimator_<case>.json`` (fitted with ``thor_sdk.fitting.gp.KindGP`` on SYNTHETIC costs -- a
 made-up cost-per-FLOP law with noise, not measurements) and ``expected_<case>.json``: per-layer and
 whole-model predictions computed by scikit-learn (``KindGP.from_dict`` + ``predict(return_std=True)``
 and ``predict(return_cov=True)`` on the stacked rows of each kind, with the documented back-transform).
@@ -35,8 +35,8 @@ import numpy as np
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(os.path.dirname(HERE)))
 
-from thor_sdk.fit.estimator import build_estimator, dumps_estimator  # noqa: E402
-from thor_sdk.fit.gp import KindGP  # noqa: E402
+from thor_sdk.fitting.estimator import build_estimator, dumps_estimator  # noqa: E402
+from thor_sdk.fitting.gp import KindGP  # noqa: E402
 from thor_sdk.errors import FormatError, UsageError  # noqa: E402
 from thor_sdk.layers.kinds import feature_vector, get_kind, gp_features  # noqa: E402
 from thor_sdk.runtime.table import InfeasibleCapError, select  # noqa: E402

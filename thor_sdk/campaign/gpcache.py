@@ -14,8 +14,8 @@ class GPCache:
         self._n = {}
 
     def update(self, samples):
-        from thor_sdk.fit.fitting import sample_terms
-        from thor_sdk.fit.gp import KindGP
+        from thor_sdk.fitting.pipeline import sample_terms
+        from thor_sdk.fitting.gp import KindGP
         from thor_sdk.layers.kinds import gp_features
 
         by_kind = {}
@@ -34,7 +34,7 @@ class GPCache:
 
     def predict(self, probe):
         """(mean, std) of a probe's layer cost, or None while its kind has no model."""
-        from thor_sdk.fit.fitting import sample_terms
+        from thor_sdk.fitting.pipeline import sample_terms
 
         gp = self.gps.get(probe.kind)
         if gp is None:

@@ -80,7 +80,7 @@ def _expected_probe_s(cost_s):
 
 
 def _terms(probes):
-    from thor_sdk.fit.fitting import sample_terms
+    from thor_sdk.fitting.pipeline import sample_terms
 
     return sample_terms([{"kind": p.kind, "config": p.config, "batch_size": p.batch_size, "role": p.role}
                          for p in probes])
@@ -101,7 +101,7 @@ def kind_gain(gp, integ, cands):
     mi, si = gp.predict(Xi, terms=Ti, return_std=True)
     mc = gp.predict(Xc, terms=Tc)
     logm_c, _, var_c, _ = gp.predict_log(Xc, terms=Tc)
-    cov = gp.latent_cov(Xi, Xc)                                   # ln units
+    cov = gp.latent_cov(Xi, Xc, Ti, Tc)                           # ln units
     noise = gp.noise_level_ + 1e-3
     red = (Wi[:, None] * (mi[:, None] ** 2) * cov ** 2).sum(0) / (var_c + noise)
     secs = np.array([_expected_probe_s(m) for m in mc])

@@ -31,7 +31,9 @@ ESTIMATOR_VERSION = 2
 METRIC_UNITS = {"time": "s", "energy": "J"}
 SQRT5 = math.sqrt(5.0)
 ROLE_CODES = {"input": 1.0, "hidden": 0.0}
-#: a residual beyond e^60 or a variance beyond 25 (ln units) is not a cost model but a corrupt file
+DERIVED = ("train_flops", "train_bytes")  # inputs taken from the layer's cost terms, not its config
+#: a residual beyond e^60 or a variance beyond 25 (ln units) is not a cost model but a corrupt file (the
+#: variance is checked on load; the residual where it is computed, since |k_i| <= constant bounds it)
 MAX_LOG_RESIDUAL = 60.0
 MAX_LOG_VAR = 25.0
 MAX_ROWS = 4096
@@ -140,10 +142,8 @@ class KindModel:
         if not isinstance(n_samples, int) or isinstance(n_samples, bool) or n_samples < 1:
             raise FormatError(f"estimator: {where}.n_samples must be a positive integer, got {n_samples!r}")
         self.n_samples = n_samples
-        # bounds that keep exp() finite for every input: |k_i| <= constant
-        if abs(self.offset) + self.constant * fsum(abs(a) for a in self.alpha) > MAX_LOG_RESIDUAL:
-            raise FormatError(f"estimator: {where}: residual_offset and alpha allow a residual beyond "
-                              f"e^{MAX_LOG_RESIDUAL:g}; the file is corrupt")
+        if abs(self.offset) > MAX_LOG_RESIDUAL:
+            raise FormatError(f"estimator: {where}: |residual_offset| above {MAX_LOG_RESIDUAL:g} is not a cost model")
         if self.constant + self.noise > MAX_LOG_VAR:
             raise FormatError(f"estimator: {where}: kernel constant + noise_level exceeds {MAX_LOG_VAR:g} (ln units)")
 
@@ -152,7 +152,13 @@ class KindModel:
         u = [((log1p(x) - mu) / s) / l for x, mu, s, l in zip(raw, self.x_mean, self.x_scale, self.length_scale)]
         c = self.constant
         ks = [_matern52(c, dist(u, t)) for t in self.inducing_u]
-        mu = self.offset + fsum(map(mul, ks, self.alpha))
+        try:
+            mu = self.offset + fsum(map(mul, ks, self.alpha))
+        except OverflowError:
+            mu = math.inf
+        if not abs(mu) <= MAX_LOG_RESIDUAL:  # |k_i| <= constant: only a corrupt alpha gets here
+            raise FormatError(f"estimator: kinds[{self.kind!r}]: the residual model gives e^{mu:.3g} for this layer; "
+                              "the file is corrupt")
         v = [sum(map(mul, w, ks)) for w in self.W]
         var = c + self.noise - fsum(map(mul, v, v))
         if var < VAR_FLOOR:
@@ -260,7 +266,10 @@ class Estimator:
         model = self._model(kind)
         if not isinstance(features, dict):
             raise UsageError("features must be a dict of feature name -> number")
-        raw = model.vector(features, f"layer of kind {kind!r}")
+        missing = [f for f in model.features if f not in features and f not in DERIVED]
+        if missing:
+            raise UsageError(f"layer of kind {kind!r}: kind {kind!r} needs feature {missing[0]!r} "
+                             f"(features: {', '.join(f for f in model.features if f not in DERIVED)})")
         batch = features.get("batch_size")
         if not _is_num(batch) or batch < 1:
             raise UsageError(f"layer of kind {kind!r}: batch_size must be a number >= 1")
@@ -272,7 +281,9 @@ class Estimator:
             terms = cost_terms(kind, config, role)
         else:
             terms = layer_terms({"cost": cost}, f"layer of kind {kind!r}")
-        lmu, var, _, _ = model.row(raw, *at_batch(terms, batch))
+        flops, nbytes = at_batch(terms, batch)
+        raw = model.vector(dict(features, train_flops=flops, train_bytes=nbytes), f"layer of kind {kind!r}")
+        lmu, var, _, _ = model.row(raw, flops, nbytes)
         return model.moments(lmu, var)
 
     def estimate(self, layers, batch_size):
@@ -305,12 +316,14 @@ class Estimator:
                     raise UsageError(f"layer {i} ({kind}): role must be 'input' or 'hidden', got {role!r}")
                 values["role"] = ROLE_CODES[role]
             where = f"layer {i} ({layer.get('name', i)})"
-            raw = tuple(model.vector(values, where))
             try:
                 terms = layer_terms(layer, where)
             except (KeyError, TypeError, ValueError, ZeroDivisionError, OverflowError) as e:
                 raise UsageError(f"{where}: cannot compute its FLOPs and bytes: {type(e).__name__}: {e}") from None
-            key = (raw, at_batch(terms, batch_size))
+            flops_bytes = at_batch(terms, batch_size)
+            values["train_flops"], values["train_bytes"] = flops_bytes
+            raw = tuple(model.vector(values, where))
+            key = (raw, flops_bytes)
             g = groups.get(kind)
             if g is None:
                 g = groups[kind] = {}

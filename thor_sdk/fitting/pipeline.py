@@ -45,7 +45,7 @@ def _centred(logs):
 
 def fit_kinds(samples, random_state=0, extra_log_var=0.0, progress=None):
     """``{kind: fitted KindGP}`` from non-flagged samples of one metric."""
-    from thor_sdk.fit.gp import KindGP
+    from thor_sdk.fitting.gp import KindGP
     from thor_sdk.layers.kinds import feature_vector, gp_features
 
     by_kind = {}
@@ -96,7 +96,7 @@ def build(samples, *, device, runtime, metric, model_runs=(), sources=(), random
     """The estimator document from samples of one device, runtime and metric."""
     from thor_sdk import __version__
     from thor_sdk.baselines.flops import fit_unit_per_flop
-    from thor_sdk.fit.estimator import build_estimator
+    from thor_sdk.fitting.estimator import build_estimator
     from thor_sdk.runtime import load_estimator
 
     if metric not in UNITS:

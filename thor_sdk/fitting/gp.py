@@ -8,7 +8,9 @@ Model (the math every runtime reproduces is in ``docs/estimator-format.md``, ver
   the *relative* error (``sum ((m_i - y_i) / y_i)^2``). Far from every sample an estimate falls back to
   this roofline-like law, never to a wild extrapolation, and it moves with batch size by construction;
 - **residual**: ``r = ln(y) - ln(m(x))`` is modelled by a Gaussian Process on the standardised
-  ``ln(1 + feature)`` inputs: ``constant * Matern52(length_scale) + noise_level``, prior mean ``r0``.
+  ``ln(1 + feature)`` inputs -- the kind's features plus the layer's ``train_flops`` and ``train_bytes``
+  (how efficiency varies with work size is smooth in those, whatever the config that gives it):
+  ``constant * Matern52(length_scale) + noise_level``, prior mean ``r0``.
   The target is *always* logarithmic, so every estimate is positive by construction. A sample <= 0
   (a subtraction within its noise) is floored at twice its standard error and given a log-noise of 1,
   so it barely pulls the fit and never flips the kind to another transform;
@@ -41,13 +43,13 @@ CONSTANT_BOUNDS = (1e-4, 4.0)          # residual variance in (ln units)^2: std 
 NOISE_BOUNDS = (1e-6, 1.0)
 FIXED_LENGTH_SCALE = 1.0               # ln(1 + x) units, for a feature that never varied
 FLOOR_LOG_NOISE = 1.0                  # log-std of a sample floored at twice its standard error
-MAX_INDUCING = 48                      # at most; a kind with d features gets min(48, 8 + 4 d)
+MAX_INDUCING = 128
 MAX_RANK = 16
+DERIVED = ("train_flops", "train_bytes")  # GP inputs taken from the layer's cost terms, after its features
 HYPER_SUBSET = 300
 KMM_JITTER = 1e-6                      # relative to the kernel constant
 MIN_COST = 1e-15                       # s or J: below any measurable layer cost; smaller samples are floored
 MAX_RESIDUAL = 20.0                    # ln units: a sample e^20 off the mean function is clipped there
-MAX_LOG_RESIDUAL = 60.0                # what readers accept: |residual_offset| + constant * sum|alpha|
 
 
 def round_sig(x, digits=SIGNIFICANT_DIGITS):
@@ -108,10 +110,11 @@ class KindGP:
 
     def __init__(self, features, random_state=0, n_restarts_optimizer=1, max_inducing=MAX_INDUCING,
                  max_rank=MAX_RANK, hyper_subset=HYPER_SUBSET):
-        self.features = list(features)
+        self.features = [f for f in features if f not in DERIVED]
+        self.input_features = self.features + list(DERIVED)
         self.random_state = random_state
         self.n_restarts_optimizer = n_restarts_optimizer
-        self.max_inducing = int(min(max_inducing, 8 + 4 * len(self.features)))
+        self.max_inducing = int(max_inducing)
         self.max_rank = int(max_rank)
         self.hyper_subset = int(hyper_subset)
 
@@ -153,6 +156,12 @@ class KindGP:
     def _u(self, X):
         return self._z(X) / self.length_scale_
 
+    @staticmethod
+    def _inputs(X, T):
+        import numpy as np
+
+        return np.hstack([X, T])
+
     # ------------------------------------------------------------------ fitting
     def fit(self, X, y, noise_std=None, terms=None, extra_log_var=0.0):
         """Fit on raw features ``X`` (n x d; role encoded input=1, hidden=0), costs ``y`` (n) and the
@@ -169,6 +178,8 @@ class KindGP:
         if not np.all(np.isfinite(y)):
             raise UsageError("costs must be finite numbers")
         T = self._check_terms(terms, n)
+        X = self._inputs(X, T)
+        d = X.shape[1]
         s = np.zeros(n) if noise_std is None else np.abs(np.asarray(noise_std, dtype=float).ravel())
         if s.shape != (n,) or not np.all(np.isfinite(s)):
             raise UsageError("noise_std needs one finite standard error per cost")
@@ -189,10 +200,20 @@ class KindGP:
             self.warnings_.append(f"{self.n_floored_} sample(s) at or below twice their standard error were floored "
                                   "there with a wide noise (a layer cannot cost less than nothing)")
 
-        # 2. the mean function, weighted so floored samples barely count
-        w = 1.0 / np.sqrt(1.0 + log_noise_var / 0.01)
+        # 2. the mean function: floored samples left out; then once more without gross outliers
+        #    (relative error: one sample 10^6 off would otherwise own the fit)
+        w = np.where(floored, 0.0, 1.0 / np.sqrt(1.0 + log_noise_var / 0.01))
+        if not np.any(w > 0):
+            w = np.ones(n)
         self.mean_coef_ = fit_mean_function(T, y_eff, weights=w)
         resid = np.log(y_eff) - np.log(self._mean_fn(T))
+        if n >= 8:
+            med = np.median(resid[w > 0])
+            mad = 1.4826 * np.median(np.abs(resid[w > 0] - med)) + 1e-3
+            keep = (np.abs(resid - med) <= 4.0 * mad) & (w > 0)
+            if keep.sum() >= max(3, n // 2) and keep.sum() < (w > 0).sum():
+                self.mean_coef_ = fit_mean_function(T, y_eff, weights=np.where(keep, w, 0.0))
+                resid = np.log(y_eff) - np.log(self._mean_fn(T))
         wild = np.abs(resid) > MAX_RESIDUAL
         if wild.any():  # a "layer" e^20 off its FLOPs-and-bytes law is not a layer cost: keep it, barely
             self.warnings_.append(f"{int(wild.sum())} sample(s) more than e^{MAX_RESIDUAL:g} off the mean function "
@@ -223,19 +244,13 @@ class KindGP:
         # 5. sparse posterior on farthest-first inducing points
         U = Z / self.length_scale_
         idx = self._inducing(U)
-        self.inducing_ = np.array([_round_list(r) for r in Z[idx]])
+        self.inducing_ = np.array([_round_list(r, 6) for r in Z[idx]])
         self.alpha_, self.var_factor_ = self._dtc(U, rt, log_noise_var)
-        # readers refuse a residual that could exceed e^60: regularise (more white noise) until it cannot
-        for _ in range(12):
-            if abs(self.residual_offset_) + self.constant_ * float(np.abs(self.alpha_).sum()) <= 0.8 * MAX_LOG_RESIDUAL:
-                break
-            self.noise_level_ = round_sig(min(max(10.0 * self.noise_level_, 1e-2), NOISE_BOUNDS[1]))
-            self.alpha_, self.var_factor_ = self._dtc(U, rt, log_noise_var)
-            self.warnings_.append(f"ill-conditioned samples: noise level raised to {self.noise_level_:g}")
         self.n_samples_ = n
+        ok = ~floored if (~floored).any() else np.ones(n, dtype=bool)
         self.sample_stats_ = {"n": n, "floored": self.n_floored_,
-                              "residual_rms": float(np.sqrt(np.mean(resid ** 2))),
-                              "mean_function_mape": float(np.mean(np.abs(np.expm1(-resid))))}
+                              "residual_rms": float(np.sqrt(np.mean(resid[ok] ** 2))),
+                              "mean_function_mape": float(np.mean(np.abs(np.expm1(-resid[ok]))))}
         return self
 
     def _mean_fn(self, T):
@@ -316,7 +331,7 @@ class KindGP:
         if W.shape[0] == 0:
             W = np.zeros((1, m))
         self.rank_dropped_gain_ = float(gain.sum() - gain[order].sum())
-        return np.array(_round_list(alpha)), np.array([_round_list(r) for r in W])
+        return np.array(_round_list(alpha)), np.array([_round_list(r, 6) for r in W])
 
     def _check_fitted(self):
         if not hasattr(self, "alpha_"):
@@ -330,7 +345,7 @@ class KindGP:
         self._check_fitted()
         X = self._check_X(X)
         T = self._check_terms(terms, X.shape[0])
-        K = self.constant_ * _matern52(self._u(X), self.inducing_ / self.length_scale_)
+        K = self.constant_ * _matern52(self._u(self._inputs(X, T)), self.inducing_ / self.length_scale_)
         mu = self.residual_offset_ + K @ self.alpha_
         v = K @ self.var_factor_.T
         var = np.maximum(self.constant_ + self.noise_level_ - (v * v).sum(1), 1e-12)
@@ -345,7 +360,8 @@ class KindGP:
         logm, mu, var, v = self.predict_log(X, terms)
         mean, std = lognormal_moments(logm + mu, var)
         if return_cov:
-            U = self._u(self._check_X(X))
+            X = self._check_X(X)
+            U = self._u(self._inputs(X, self._check_terms(terms, X.shape[0])))
             cov_log = self.constant_ * _matern52(U, U) - v @ v.T
             np.fill_diagonal(cov_log, var)
             return mean, np.outer(mean, mean) * np.expm1(cov_log)
@@ -353,10 +369,13 @@ class KindGP:
             return mean, std
         return mean
 
-    def latent_cov(self, X1, X2):
-        """Posterior covariance (ln units, no white noise) of the residual between rows of X1 and X2."""
+    def latent_cov(self, X1, X2, T1, T2):
+        """Posterior covariance (ln units, no white noise) of the residual between rows of X1 and X2
+        (with their cost terms T1, T2)."""
         self._check_fitted()
-        U1, U2 = self._u(self._check_X(X1)), self._u(self._check_X(X2))
+        X1, X2 = self._check_X(X1), self._check_X(X2)
+        U1 = self._u(self._inputs(X1, self._check_terms(T1, X1.shape[0])))
+        U2 = self._u(self._inputs(X2, self._check_terms(T2, X2.shape[0])))
         Um = self.inducing_ / self.length_scale_
         c = self.constant_
         v1 = (c * _matern52(U1, Um)) @ self.var_factor_.T
@@ -369,7 +388,7 @@ class KindGP:
         self._check_fitted()
         a, bf, bb = self.mean_coef_
         return {
-            "features": list(self.features),
+            "features": list(self.input_features),
             "feature_transform": "log1p",
             "x_mean": _round_list(self.x_mean_),
             "x_scale": _round_list(self.x_scale_),
@@ -377,9 +396,9 @@ class KindGP:
             "residual_offset": round_sig(self.residual_offset_),
             "kernel": {"constant": round_sig(self.constant_), "length_scale": _round_list(self.length_scale_),
                        "nu": NU, "noise_level": round_sig(self.noise_level_)},
-            "inducing": [_round_list(r) for r in self.inducing_],
+            "inducing": [_round_list(r, 6) for r in self.inducing_],
             "alpha": _round_list(self.alpha_),
-            "var_factor": [_round_list(r) for r in self.var_factor_],
+            "var_factor": [_round_list(r, 6) for r in self.var_factor_],
             "n_samples": int(self.n_samples_),
             "fit": {"log_marginal_likelihood": (round_sig(self.log_marginal_likelihood_)
                                                 if math.isfinite(self.log_marginal_likelihood_) else None),
