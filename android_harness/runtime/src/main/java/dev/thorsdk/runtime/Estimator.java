@@ -1,19 +1,27 @@
+// Owns the Java estimator runtime (format thor-sdk/estimator version 2): loading, per-layer and whole-model cost.
 package dev.thorsdk.runtime;
 
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.Collections;
 import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Locale;
 import java.util.Map;
 
 /**
- * A thor-sdk estimator (format {@code thor-sdk/estimator}, version 1) for Java 17 / Android, JDK only.
+ * A thor-sdk estimator (format {@code thor-sdk/estimator}, version 2) for Java 17 / Android, JDK only.
  *
  * <p>Mirrors {@code thor_sdk/runtime/estimator.py} step by step; the math is in
- * {@code docs/estimator-format.md}. One Gaussian Process per layer kind predicts a layer's cost
- * (seconds or joules) from its features; {@link #estimate} sums a model's layers with the
- * covariance between layers of the same kind.
+ * {@code docs/estimator-format.md}. Per layer kind: a non-negative mean function of the layer's
+ * training FLOPs {@code F} and bytes moved {@code B} ({@code m = overhead + per_flop F + per_byte B})
+ * times a sparse GP on the log residual whose factors the file carries (loading is parsing, no
+ * factorisation). A layer's cost is lognormal; {@link #estimate} sums a model's layers with the
+ * covariance between layers of the same kind and adds the whole-model term.
+ *
+ * <p>Unlike the Python runtime this one does not compute FLOPs and bytes from a layer's config:
+ * every layer carries its {@link Cost} terms ({@code thor-sdk layers --json} writes them).
  *
  * <pre>{@code
  * Estimator est = Estimator.load(jsonText);
@@ -23,8 +31,17 @@ import java.util.Map;
  */
 public final class Estimator {
     public static final String FORMAT = "thor-sdk/estimator";
-    public static final int VERSION = 1;
+    public static final int VERSION = 2;
     private static final double SQRT5 = Math.sqrt(5.0);
+    /** A log residual beyond this is a corrupt file, never a cost (checked on load and per layer). */
+    static final double MAX_LOG_RESIDUAL = 60.0;
+    /** constant + noise_level (ln units squared) beyond this is a corrupt file. */
+    static final double MAX_LOG_VAR = 25.0;
+    static final int MAX_ROWS = 4096;
+    static final double VAR_FLOOR = 1e-12;
+    static final String[] TERM_KEYS = {"flops_per_sample", "flops_fixed", "bytes_per_sample", "bytes_fixed"};
+    /** Features the runtime derives from a layer's cost terms (F and B at the batch size), never from its config. */
+    public static final List<String> DERIVED = List.of("train_flops", "train_bytes");
 
     // ------------------------------------------------------------------ errors (the ThorError tree)
     /** Base of every error the runtime raises on purpose. */
@@ -45,7 +62,7 @@ public final class Estimator {
         }
     }
 
-    /** The estimator has no GP for a layer kind. */
+    /** The estimator has no model for a layer kind. */
     public static class NotFoundError extends ThorError {
         private static final long serialVersionUID = 1L;
 
@@ -54,7 +71,7 @@ public final class Estimator {
         }
     }
 
-    /** Bad input: a missing feature, a bad role, a batch size of 0. */
+    /** Bad input: a missing feature or cost, a bad role, a batch size of 0. */
     public static class UsageError extends ThorError {
         private static final long serialVersionUID = 1L;
 
@@ -64,18 +81,71 @@ public final class Estimator {
     }
 
     // ------------------------------------------------------------------ inputs and outputs
-    /** One layer of a model: what {@code thor_sdk.layers.layers_of(...).layers} lists. */
+    /**
+     * A layer's cost terms, affine in the batch size {@code b}: training FLOPs
+     * {@code F = flopsPerSample * b + flopsFixed}, bytes moved {@code B = bytesPerSample * b + bytesFixed}
+     * (the {@code "cost"} object of {@code thor-sdk layers --json}). Each must be finite and >= 0;
+     * that is checked where the layer is predicted.
+     */
+    public static final class Cost {
+        public final double flopsPerSample;
+        public final double flopsFixed;
+        public final double bytesPerSample;
+        public final double bytesFixed;
+
+        public Cost(double flopsPerSample, double flopsFixed, double bytesPerSample, double bytesFixed) {
+            this.flopsPerSample = flopsPerSample;
+            this.flopsFixed = flopsFixed;
+            this.bytesPerSample = bytesPerSample;
+            this.bytesFixed = bytesFixed;
+        }
+
+        /**
+         * From a parsed {@code "cost"} object ({@code flops_per_sample}, {@code flops_fixed},
+         * {@code bytes_per_sample}, {@code bytes_fixed}); {@link UsageError} if one is missing or not a
+         * number (negative or infinite terms are refused where the layer is predicted).
+         */
+        public static Cost of(Map<String, ?> cost) {
+            if (cost == null) {
+                throw new UsageError("cost must be an object with " + String.join(", ", TERM_KEYS));
+            }
+            double[] t = new double[TERM_KEYS.length];
+            for (int j = 0; j < t.length; j++) {
+                Object v = cost.get(TERM_KEYS[j]);
+                if (!(v instanceof Number)) {
+                    throw new UsageError("cost." + TERM_KEYS[j] + " must be a finite number >= 0, got " + v);
+                }
+                t[j] = ((Number) v).doubleValue();
+            }
+            return new Cost(t[0], t[1], t[2], t[3]);
+        }
+
+        double[] checked(String where) {
+            double[] t = {flopsPerSample, flopsFixed, bytesPerSample, bytesFixed};
+            for (int j = 0; j < t.length; j++) {
+                if (!(t[j] >= 0.0) || Double.isInfinite(t[j])) {
+                    throw new UsageError(where + ": cost." + TERM_KEYS[j] + " must be a finite number >= 0, got "
+                            + t[j]);
+                }
+            }
+            return t;
+        }
+    }
+
+    /** One layer of a model: what {@code thor-sdk layers --json} lists (name, kind, role, config, cost). */
     public static final class Layer {
         public final String name;
         public final String kind;
         public final String role; // "input", "hidden" or "output"
         public final Map<String, Double> config;
+        public final Cost cost;   // required by this runtime
 
-        public Layer(String name, String kind, String role, Map<String, Double> config) {
+        public Layer(String name, String kind, String role, Map<String, Double> config, Cost cost) {
             this.name = name;
             this.kind = kind;
             this.role = role;
             this.config = config;
+            this.cost = cost;
         }
     }
 
@@ -92,22 +162,33 @@ public final class Estimator {
         }
     }
 
-    /** Cost of one training step of a whole model. */
+    /**
+     * Cost of one training step of a whole model. {@code totalStd} includes the whole-model term
+     * {@code (wholeModelRelStd * totalMean)^2}; {@code layersTotalStd} is the layers' own uncertainty.
+     */
     public static final class Estimate {
         public final String metric;
         public final String unit;
+        public final String device;  // device.name of the estimator (null if it has none)
+        public final String runtime;
         public final int batchSize;
         public final double totalMean;
         public final double totalStd;
+        public final double layersTotalMean;
+        public final double layersTotalStd;
         public final List<LayerEstimate> layers;
 
-        Estimate(String metric, String unit, int batchSize, double totalMean, double totalStd,
-                 List<LayerEstimate> layers) {
+        Estimate(String metric, String unit, String device, String runtime, int batchSize, double totalMean,
+                 double totalStd, double layersTotalStd, List<LayerEstimate> layers) {
             this.metric = metric;
             this.unit = unit;
+            this.device = device;
+            this.runtime = runtime;
             this.batchSize = batchSize;
             this.totalMean = totalMean;
             this.totalStd = totalStd;
+            this.layersTotalMean = totalMean;
+            this.layersTotalStd = layersTotalStd;
             this.layers = layers;
         }
     }
@@ -115,11 +196,11 @@ public final class Estimator {
     // ------------------------------------------------------------------ validation helpers
     private static double num(Object v, String where) {
         if (!(v instanceof Double)) {
-            throw new FormatError("estimator: " + where + " must be a number");
+            throw new FormatError("estimator: " + where + " must be a number, got " + typeName(v));
         }
         double d = (Double) v;
         if (Double.isNaN(d) || Double.isInfinite(d)) {
-            throw new FormatError("estimator: " + where + " is not a finite number");
+            throw new FormatError("estimator: " + where + " is not a finite number (" + d + ")");
         }
         return d;
     }
@@ -142,7 +223,7 @@ public final class Estimator {
 
     private static double[] nums(Object v, String where, int length, boolean mustBePositive) {
         if (!(v instanceof List)) {
-            throw new FormatError("estimator: " + where + " must be an array");
+            throw new FormatError("estimator: " + where + " must be an array, got " + typeName(v));
         }
         List<?> a = (List<?>) v;
         if (length >= 0 && a.size() != length) {
@@ -151,6 +232,22 @@ public final class Estimator {
         double[] out = new double[a.size()];
         for (int k = 0; k < out.length; k++) {
             out[k] = mustBePositive ? positive(a.get(k), where + "[" + k + "]") : num(a.get(k), where + "[" + k + "]");
+        }
+        return out;
+    }
+
+    private static double[][] rows(Object v, String where, int ncols) {
+        if (!(v instanceof List) || ((List<?>) v).isEmpty()) {
+            throw new FormatError("estimator: " + where + " must be a non-empty array of rows");
+        }
+        List<?> a = (List<?>) v;
+        if (a.size() > MAX_ROWS) {
+            throw new FormatError("estimator: " + where + " has " + a.size() + " rows; at most " + MAX_ROWS
+                    + " are read");
+        }
+        double[][] out = new double[a.size()][];
+        for (int i = 0; i < out.length; i++) {
+            out[i] = nums(a.get(i), where + "[" + i + "]", ncols, false);
         }
         return out;
     }
@@ -172,133 +269,121 @@ public final class Estimator {
 
     private static String str(Object v, String where) {
         if (!(v instanceof String)) {
-            throw new FormatError("estimator: " + where + " must be a string");
+            throw new FormatError("estimator: " + where + " must be a string, got " + typeName(v));
         }
         return (String) v;
     }
 
+    private static String typeName(Object v) {
+        if (v == null) {
+            return "null";
+        }
+        if (v instanceof Double) {
+            return "number";
+        }
+        if (v instanceof String) {
+            return "string";
+        }
+        if (v instanceof Boolean) {
+            return "boolean";
+        }
+        if (v instanceof List) {
+            return "array";
+        }
+        if (v instanceof Map) {
+            return "object";
+        }
+        return v.getClass().getSimpleName();
+    }
+
+    /** A JSON number as the file wrote it: 2.0 prints as 2. */
+    private static String show(Object v) {
+        if (v instanceof Double) {
+            double d = (Double) v;
+            if (d == Math.rint(d) && Math.abs(d) < 1e15) {
+                return Long.toString((long) d);
+            }
+        }
+        return v instanceof String ? "'" + v + "'" : String.valueOf(v);
+    }
+
     // ------------------------------------------------------------------ one kind
-    /** The exported GP of one layer kind, precomputed for prediction. */
+    /** The exported cost model of one layer kind. */
     static final class KindModel {
         final String kind;
         final String[] features;
         final Map<String, Integer> index = new HashMap<>();
         final boolean hasRole;
-        final boolean isLog;
         final double[] xMean, xScale, lengthScale, alpha;
-        final double constant, noise, jitter, yMean, yScale, yVarScale;
-        final double[][] trainU; // x_train / length_scale
-        final double[][] lInv;   // rows of L^-1, row i has i + 1 entries
-        final int n;
+        final double overhead, perFlop, perByte, offset, constant, noise;
+        final double[][] inducingU; // inducing / length_scale
+        final double[][] w;         // var_factor, r rows of m
+        final int nSamples;
 
         KindModel(String kind, Object entry) {
-            String w = "kinds['" + kind + "']";
-            Map<String, Object> d = object(entry, w);
-            Object f = field(d, "features", w);
+            String wh = "kinds['" + kind + "']";
+            Map<String, Object> d = object(entry, wh);
+            Object f = field(d, "features", wh);
             if (!(f instanceof List) || ((List<?>) f).isEmpty()) {
-                throw new FormatError("estimator: " + w + ".features must be a non-empty list of distinct names");
+                throw new FormatError("estimator: " + wh + ".features must be a non-empty list of distinct names");
             }
             List<?> fl = (List<?>) f;
             features = new String[fl.size()];
             for (int k = 0; k < features.length; k++) {
-                features[k] = str(fl.get(k), w + ".features[" + k + "]");
-                if (index.put(features[k], k) != null) {
-                    throw new FormatError("estimator: " + w + ".features must be a non-empty list of distinct names");
+                if (!(fl.get(k) instanceof String) || index.put((String) fl.get(k), k) != null) {
+                    throw new FormatError("estimator: " + wh + ".features must be a non-empty list of distinct names");
                 }
+                features[k] = (String) fl.get(k);
             }
             int nd = features.length;
-            if (!"log1p".equals(field(d, "feature_transform", w))) {
-                throw new FormatError("estimator: " + w + ".feature_transform must be 'log1p'");
+            Object ft = field(d, "feature_transform", wh);
+            if (!"log1p".equals(ft)) {
+                throw new FormatError("estimator: " + wh + ".feature_transform must be 'log1p', got " + show(ft));
             }
-            Object tt = field(d, "target_transform", w);
-            if (!"log".equals(tt) && !"linear".equals(tt)) {
-                throw new FormatError("estimator: " + w + ".target_transform must be 'log' or 'linear'");
-            }
-            Map<String, Object> k = object(field(d, "kernel", w), w + ".kernel");
-            if (num(field(k, "nu", w + ".kernel"), w + ".kernel.nu") != 2.5) {
-                throw new FormatError("estimator: " + w + ".kernel.nu must be 2.5 (Matern 5/2)");
-            }
-            Object xt = field(d, "x_train", w);
-            if (!(xt instanceof List)) {
-                throw new FormatError("estimator: " + w + ".x_train must be an array");
-            }
-            List<?> xTrain = (List<?>) xt;
-            n = xTrain.size();
-            if (n < 1) {
-                throw new FormatError("estimator: " + w + ".x_train is empty");
-            }
-            Object ns = field(d, "n_samples", w);
-            if (!(ns instanceof Double) || (Double) ns != n) {
-                throw new FormatError("estimator: " + w + ".n_samples must be the number of x_train rows (" + n + ")");
+            Map<String, Object> mf = object(field(d, "mean_function", wh), wh + ".mean_function");
+            overhead = positive(field(mf, "overhead", wh + ".mean_function"), wh + ".mean_function.overhead");
+            perFlop = nonNegative(field(mf, "per_flop", wh + ".mean_function"), wh + ".mean_function.per_flop");
+            perByte = nonNegative(field(mf, "per_byte", wh + ".mean_function"), wh + ".mean_function.per_byte");
+            Map<String, Object> k = object(field(d, "kernel", wh), wh + ".kernel");
+            double nu = num(field(k, "nu", wh + ".kernel"), wh + ".kernel.nu");
+            if (nu != 2.5) {
+                throw new FormatError("estimator: " + wh + ".kernel.nu must be 2.5 (Matern 5/2), got " + nu);
             }
             this.kind = kind;
             hasRole = index.containsKey("role");
-            isLog = "log".equals(tt);
-            xMean = nums(field(d, "x_mean", w), w + ".x_mean", nd, false);
-            xScale = nums(field(d, "x_scale", w), w + ".x_scale", nd, true);
-            lengthScale = nums(field(k, "length_scale", w + ".kernel"), w + ".kernel.length_scale", nd, true);
-            constant = positive(field(k, "constant", w + ".kernel"), w + ".kernel.constant");
-            noise = nonNegative(field(k, "noise_level", w + ".kernel"), w + ".kernel.noise_level");
-            yMean = num(field(d, "y_mean", w), w + ".y_mean");
-            yScale = positive(field(d, "y_scale", w), w + ".y_scale");
-            yVarScale = yScale * yScale;
-            trainU = new double[n][];
-            for (int r = 0; r < n; r++) {
-                double[] row = nums(xTrain.get(r), w + ".x_train[" + r + "]", nd, false);
+            xMean = nums(field(d, "x_mean", wh), wh + ".x_mean", nd, false);
+            xScale = nums(field(d, "x_scale", wh), wh + ".x_scale", nd, true);
+            lengthScale = nums(field(k, "length_scale", wh + ".kernel"), wh + ".kernel.length_scale", nd, true);
+            constant = positive(field(k, "constant", wh + ".kernel"), wh + ".kernel.constant");
+            noise = nonNegative(field(k, "noise_level", wh + ".kernel"), wh + ".kernel.noise_level");
+            offset = num(field(d, "residual_offset", wh), wh + ".residual_offset");
+            for (double l : lengthScale) {
+                if (l < 1e-6) {
+                    throw new FormatError("estimator: " + wh + ".kernel.length_scale below 1e-6 is not a usable kernel");
+                }
+            }
+            double[][] inducing = rows(field(d, "inducing", wh), wh + ".inducing", nd);
+            int m = inducing.length;
+            inducingU = new double[m][nd];
+            for (int i = 0; i < m; i++) {
                 for (int j = 0; j < nd; j++) {
-                    row[j] = row[j] / lengthScale[j];
-                }
-                trainU[r] = row;
-            }
-            alpha = nums(field(d, "alpha", w), w + ".alpha", n, false);
-            jitter = nonNegative(field(d, "jitter", w), w + ".jitter");
-            lInv = inverseL(cholesky());
-        }
-
-        /** Lower Cholesky factor of constant * Matern(train) + (noise + jitter) * I (full rows). */
-        private double[][] cholesky() {
-            double kdiag = constant + noise;
-            kdiag += jitter;
-            double tiny = 1e-13 * kdiag;
-            double[][] L = new double[n][];
-            for (int i = 0; i < n; i++) {
-                L[i] = new double[i + 1];
-                for (int j = 0; j < i; j++) {
-                    double s = 0.0;
-                    for (int m = 0; m < j; m++) {
-                        s += L[i][m] * L[j][m];
-                    }
-                    L[i][j] = (constant * matern52(dist(trainU[i], trainU[j])) - s) / L[j][j];
-                }
-                double s = 0.0;
-                for (int m = 0; m < i; m++) {
-                    s += L[i][m] * L[i][m];
-                }
-                double dd = kdiag - s;
-                if (!(dd > tiny)) {
-                    throw new FormatError("estimator: kinds['" + kind + "']: the kernel matrix of x_train is not "
-                            + "positive definite (corrupt kernel or x_train)");
-                }
-                L[i][i] = Math.sqrt(dd);
-            }
-            return L;
-        }
-
-        private static double[][] inverseL(double[][] L) {
-            int n = L.length;
-            double[][] inv = new double[n][];
-            for (int i = 0; i < n; i++) {
-                inv[i] = new double[i + 1];
-                inv[i][i] = 1.0 / L[i][i];
-                for (int j = 0; j < i; j++) {
-                    double s = 0.0;
-                    for (int m = j; m < i; m++) {
-                        s += L[i][m] * inv[m][j];
-                    }
-                    inv[i][j] = -s / L[i][i];
+                    inducingU[i][j] = inducing[i][j] / lengthScale[j];
                 }
             }
-            return inv;
+            alpha = nums(field(d, "alpha", wh), wh + ".alpha", m, false);
+            w = rows(field(d, "var_factor", wh), wh + ".var_factor", m);
+            Object ns = field(d, "n_samples", wh);
+            if (!(ns instanceof Double) || (Double) ns < 1 || (Double) ns != Math.rint((Double) ns)
+                    || (Double) ns > Integer.MAX_VALUE) {
+                throw new FormatError("estimator: " + wh + ".n_samples must be a positive integer, got " + show(ns));
+            }
+            nSamples = (int) (double) (Double) ns;
+            if (Math.abs(offset) > MAX_LOG_RESIDUAL) {
+                throw new FormatError("estimator: " + wh + ": |residual_offset| above 60 is not a cost model");
+            }
+            if (constant + noise > MAX_LOG_VAR) {
+                throw new FormatError("estimator: " + wh + ": kernel constant + noise_level exceeds 25 (ln units)");
+            }
         }
 
         /** Raw features -> standardised, length-scaled u. */
@@ -310,41 +395,38 @@ public final class Estimator {
             return u;
         }
 
-        /** Target-space mean, clipped variance (incl. noise), v = L^-1 k and u of one raw vector. */
-        Row row(double[] raw) {
+        /** ln-mean, ln-variance (incl. white noise), v = W k and u of one layer with terms F, B. */
+        Row row(double[] raw, double flops, double bytes) {
             double[] u = scaled(raw);
-            double[] ks = new double[n];
-            double mu = 0.0;
-            for (int i = 0; i < n; i++) {
-                ks[i] = constant * matern52(dist(u, trainU[i]));
-                mu += ks[i] * alpha[i];
+            double c = constant;
+            int m = inducingU.length;
+            double[] ks = new double[m];
+            double[] prod = new double[m];
+            for (int i = 0; i < m; i++) {
+                ks[i] = c * matern52(dist(u, inducingU[i]));
+                prod[i] = ks[i] * alpha[i];
             }
-            mu = yScale * mu + yMean;
-            double[] v = new double[n];
-            double vv = 0.0;
-            for (int i = 0; i < n; i++) {
-                double[] r = lInv[i];
-                double s = 0.0;
-                for (int j = 0; j <= i; j++) {
-                    s += r[j] * ks[j];
-                }
-                v[i] = s;
-                vv += s * s;
+            double mu = offset + fsum(prod);
+            if (!(Math.abs(mu) <= MAX_LOG_RESIDUAL)) { // |k_i| <= constant: only a corrupt alpha gets here
+                throw new FormatError("estimator: kinds['" + kind + "']: the residual model gives e^"
+                        + String.format(Locale.ROOT, "%.3g", mu) + " for this layer; the file is corrupt");
             }
-            double var = constant + noise - vv;
-            if (var < 0.0) {
-                var = 0.0;
+            double[] v = new double[w.length];
+            double[] vsq = new double[w.length];
+            for (int r = 0; r < w.length; r++) {
+                v[r] = dot(w[r], ks);
+                vsq[r] = v[r] * v[r];
             }
-            return new Row(mu, var * yVarScale, v, u);
-        }
-
-        /** Mean and std in original units of a target-space N(mu, var). */
-        double[] moments(double mu, double var) {
-            if (isLog) {
-                double m = Math.exp(mu + var / 2.0);
-                return new double[] {m, m * Math.sqrt(Math.expm1(var))};
+            double var = c + noise - fsum(vsq);
+            if (var < VAR_FLOOR) {
+                var = VAR_FLOOR;
             }
-            return new double[] {mu, Math.sqrt(var)};
+            double mean = overhead + perFlop * flops + perByte * bytes;
+            if (!(mean > 0.0) || Double.isInfinite(mean)) {
+                throw new UsageError("kind '" + kind + "': the mean function is not finite for these layer terms "
+                        + "(flops " + flops + ", bytes " + bytes + ")");
+            }
+            return new Row(Math.log(mean) + mu, var, v, u);
         }
 
         /** Raw feature vector from a map of feature names to numbers (role may be a String). */
@@ -352,16 +434,17 @@ public final class Estimator {
             double[] out = new double[features.length];
             for (int j = 0; j < features.length; j++) {
                 String f = features[j];
-                Object x = values.get(f);
-                if (x == null) {
+                if (!values.containsKey(f)) {
                     throw new UsageError(where + ": kind '" + kind + "' needs feature '" + f + "' (features: "
                             + String.join(", ", features) + ")");
                 }
+                Object x = values.get(f);
                 if (f.equals("role") && x instanceof String) {
-                    x = roleCode((String) x, where);
+                    x = roleCode((String) x, where + ": role must be 'input' or 'hidden' for kind '" + kind + "', got '"
+                            + x + "'");
                 }
                 if (!(x instanceof Number)) {
-                    throw new UsageError(where + ": feature '" + f + "' must be a number");
+                    throw new UsageError(where + ": feature '" + f + "' must be a number, got " + x);
                 }
                 double d = ((Number) x).doubleValue();
                 if (!(d > -1.0) || Double.isInfinite(d)) {
@@ -373,16 +456,26 @@ public final class Estimator {
         }
     }
 
+    /** One distinct layer: ln-mean, ln-variance, v = W k, scaled input u. */
     static final class Row {
-        final double mu, var;
+        final double lmu, var;
         final double[] v, u;
 
-        Row(double mu, double var, double[] v, double[] u) {
-            this.mu = mu;
+        Row(double lmu, double var, double[] v, double[] u) {
+            this.lmu = lmu;
             this.var = var;
             this.v = v;
             this.u = u;
         }
+    }
+
+    /** Mean and std in the metric's unit of a lognormal with ln-mean {@code lmu} and ln-variance {@code var}. */
+    static double[] moments(double lmu, double var) {
+        double m = Math.exp(lmu + var / 2.0);
+        if (Double.isInfinite(m) || Double.isNaN(m)) {
+            throw new UsageError("the estimate is too large to represent (far outside what the estimator covers)");
+        }
+        return new double[] {m, m * Math.sqrt(Math.expm1(var))};
     }
 
     static double matern52(double r) {
@@ -407,31 +500,110 @@ public final class Estimator {
         return s;
     }
 
-    private static Double roleCode(String role, String where) {
+    /**
+     * The correctly rounded sum of {@code xs}, like Python's {@code math.fsum} (Shewchuk's exact partials);
+     * the plain sum where a term or a partial is not finite.
+     */
+    static double fsum(double[] xs) {
+        double[] p = new double[8];
+        int np = 0;
+        for (double x0 : xs) {
+            if (Double.isNaN(x0) || Double.isInfinite(x0)) {
+                return plain(xs);
+            }
+            double x = x0;
+            int i = 0;
+            for (int j = 0; j < np; j++) {
+                double y = p[j];
+                if (Math.abs(x) < Math.abs(y)) {
+                    double t = x;
+                    x = y;
+                    y = t;
+                }
+                double hi = x + y;
+                double lo = y - (hi - x);
+                if (lo != 0.0) {
+                    p[i++] = lo;
+                }
+                x = hi;
+            }
+            if (Double.isInfinite(x) || Double.isNaN(x)) {
+                return plain(xs);
+            }
+            if (i == p.length) {
+                p = Arrays.copyOf(p, 2 * p.length);
+            }
+            p[i] = x;
+            np = i + 1;
+        }
+        double hi = 0.0;
+        if (np > 0) {
+            int n = np - 1;
+            hi = p[n];
+            double lo = 0.0;
+            while (n > 0) {
+                double x = hi;
+                double y = p[--n];
+                hi = x + y;
+                double yr = hi - x;
+                lo = y - yr;
+                if (lo != 0.0) {
+                    break;
+                }
+            }
+            // half-even rounding across several partials
+            if (n > 0 && ((lo < 0.0 && p[n - 1] < 0.0) || (lo > 0.0 && p[n - 1] > 0.0))) {
+                double y = lo * 2.0;
+                double x = hi + y;
+                double yr = x - hi;
+                if (y == yr) {
+                    hi = x;
+                }
+            }
+        }
+        return hi;
+    }
+
+    private static double plain(double[] xs) {
+        double s = 0.0;
+        for (double x : xs) {
+            s += x;
+        }
+        return s;
+    }
+
+    private static Double roleCode(String role, String message) {
         if (role.equals("input")) {
             return 1.0;
         }
         if (role.equals("hidden")) {
             return 0.0;
         }
-        throw new UsageError(where + ": role must be 'input' or 'hidden', got '" + role + "'");
+        throw new UsageError(message);
     }
 
     // ------------------------------------------------------------------ the estimator
     public final String metric;
     public final String unit;
     public final Map<String, Object> device;
+    /** What ran the training steps (torch, onnxruntime, ...): with the device, the estimator's key. */
+    public final String runtime;
+    /** whole_model.rel_std (0 when absent): relative error of whole models beyond the layers'. */
+    public final double wholeModelRelStd;
     private final Map<String, KindModel> models = new LinkedHashMap<>();
 
     private Estimator(Object parsed) {
         Map<String, Object> doc = object(parsed, "top level");
         Object fmt = doc.get("format");
         if (!FORMAT.equals(fmt)) {
-            throw new FormatError("not a thor-sdk estimator: format is " + fmt + ", expected '" + FORMAT + "'");
+            throw new FormatError("not a thor-sdk estimator: format is " + show(fmt) + ", expected '" + FORMAT + "'");
         }
         Object version = doc.get("version");
         if (!(version instanceof Double) || (Double) version != VERSION) {
-            throw new FormatError("unsupported estimator version " + version + "; this runtime reads version " + VERSION);
+            String hint = version instanceof Double && (Double) version == 1
+                    ? " (version 1 files predate device profiles: refit the campaign with `thor-sdk fit`)" : "";
+            throw new FormatError("unsupported estimator version " + show(version) + "; this runtime reads version "
+                    + VERSION + hint);
         }
         metric = str(field(doc, "metric", "top level"), "metric");
         String expectedUnit = metric.equals("time") ? "s" : metric.equals("energy") ? "J" : null;
@@ -444,8 +616,21 @@ public final class Estimator {
                     + unit + "'");
         }
         device = Collections.unmodifiableMap(object(field(doc, "device", "top level"), "device"));
+        runtime = str(field(doc, "runtime", "top level"), "runtime");
         Map<String, Object> fb = object(field(doc, "flops_baseline", "top level"), "flops_baseline");
         num(field(fb, "unit_per_flop", "flops_baseline"), "flops_baseline.unit_per_flop");
+        Object wmo = doc.get("whole_model");
+        double relStd = 0.0;
+        if (wmo != null) {
+            Map<String, Object> wm = object(wmo, "whole_model");
+            if (wm.containsKey("rel_std")) {
+                relStd = nonNegative(wm.get("rel_std"), "whole_model.rel_std");
+            }
+            if (relStd > 10) {
+                throw new FormatError("estimator: whole_model.rel_std above 10 is not a calibration");
+            }
+        }
+        wholeModelRelStd = relStd;
         Map<String, Object> kinds = object(field(doc, "kinds", "top level"), "kinds");
         if (kinds.isEmpty()) {
             throw new FormatError("estimator: kinds is empty");
@@ -460,7 +645,7 @@ public final class Estimator {
         return new Estimator(Json.parse(json));
     }
 
-    /** Kind name -> its feature names, for every kind this estimator has a GP for. */
+    /** Kind name -> its feature names, for every kind this estimator has a model for. */
     public Map<String, List<String>> kinds() {
         Map<String, List<String>> out = new LinkedHashMap<>();
         for (Map.Entry<String, KindModel> e : models.entrySet()) {
@@ -469,119 +654,184 @@ public final class Estimator {
         return out;
     }
 
+    /** device.name of the estimator, or null. */
+    public String deviceName() {
+        Object n = device.get("name");
+        return n == null ? null : n instanceof String ? (String) n : show(n);
+    }
+
     private KindModel model(String kind) {
-        KindModel m = models.get(kind);
+        KindModel m = kind == null ? null : models.get(kind);
         if (m == null) {
-            throw new NotFoundError("estimator has no GP for kind '" + kind + "'; probe it on this device");
+            throw new NotFoundError("estimator has no model for kind '" + kind + "'; probe it on this device");
         }
         return m;
     }
 
     /**
      * {mean, std} of one layer's cost in {@link #unit}. {@code features} maps the kind's feature names
-     * (config features, "batch_size", "role" as 1/0 or "input"/"hidden") to numbers.
+     * but {@link #DERIVED} (config features, "batch_size", "role" as 1/0 or "input"/"hidden") to numbers;
+     * {@code cost} gives the layer's training FLOPs and bytes, from which the features train_flops and
+     * train_bytes are set (overriding any given).
      */
-    public double[] predictLayer(String kind, Map<String, ?> features) {
+    public double[] predictLayer(String kind, Map<String, ?> features, Cost cost) {
         KindModel m = model(kind);
-        Row r = m.row(m.vector(features, "layer of kind '" + kind + "'"));
-        return m.moments(r.mu, r.var);
+        if (features == null) {
+            throw new UsageError("features must be a map of feature name -> number");
+        }
+        String where = "layer of kind '" + kind + "'";
+        List<String> given = new ArrayList<>(); // the features a caller gives: all but the derived ones
+        for (String f : m.features) {
+            if (!DERIVED.contains(f)) {
+                given.add(f);
+            }
+        }
+        for (String f : given) {
+            if (!features.containsKey(f)) {
+                throw new UsageError(where + ": kind '" + kind + "' needs feature '" + f + "' (features: "
+                        + String.join(", ", given) + ")");
+            }
+        }
+        Object batch = features.get("batch_size");
+        if (!(batch instanceof Number) || !(((Number) batch).doubleValue() >= 1)) {
+            throw new UsageError(where + ": batch_size must be a number >= 1");
+        }
+        if (cost == null) {
+            throw new UsageError(where + ": cost must be an object with " + String.join(", ", TERM_KEYS));
+        }
+        double[] fb = atBatch(cost.checked(where), ((Number) batch).doubleValue());
+        Map<String, Object> values = new HashMap<>(features);
+        values.put("train_flops", fb[0]);
+        values.put("train_bytes", fb[1]);
+        Row r = m.row(m.vector(values, where), fb[0], fb[1]);
+        return moments(r.lmu, r.var);
+    }
+
+    /** (training FLOPs, bytes moved) of one step at {@code batch} from the four checked terms. */
+    private static double[] atBatch(double[] t, double batch) {
+        return new double[] {t[0] * batch + t[1], t[2] * batch + t[3]};
     }
 
     /** Per-layer and whole-model cost of one training step at {@code batchSize}. */
     public Estimate estimate(List<Layer> layers, int batchSize) {
-        if (batchSize < 1) {
-            throw new UsageError("batch size must be a positive integer, got " + batchSize);
+        if (batchSize < 1 || batchSize > 1e9) {
+            throw new UsageError("batch size must be a positive integer (at most 1e9), got " + batchSize);
         }
-        // kind -> (feature vector -> count), in first-seen order
+        if (layers == null) {
+            throw new UsageError("layers must be a list of layers");
+        }
+        // kind -> (raw features + [F, B] -> count), both in first-seen order
         Map<String, LinkedHashMap<List<Double>, int[]>> groups = new LinkedHashMap<>();
         List<List<Double>> keys = new ArrayList<>();
         for (int i = 0; i < layers.size(); i++) {
             Layer layer = layers.get(i);
+            if (layer == null) {
+                throw new UsageError("layer " + i + " must be a layer with a kind and a config");
+            }
             KindModel m = model(layer.kind);
+            if (layer.config == null) {
+                throw new UsageError("layer " + i + " (" + layer.kind + "): config must be a map");
+            }
             Map<String, Object> values = new HashMap<>(layer.config);
             values.put("batch_size", (double) batchSize);
             if (m.hasRole) {
-                if (!"input".equals(layer.role) && !"hidden".equals(layer.role)) {
-                    throw new UsageError("layer " + i + " (" + layer.kind + "): role must be 'input' or 'hidden', got '"
-                            + layer.role + "'");
+                String bad = "layer " + i + " (" + layer.kind + "): role must be 'input' or 'hidden', got '"
+                        + layer.role + "'";
+                if (layer.role == null) {
+                    throw new UsageError(bad);
                 }
-                values.put("role", roleCode(layer.role, "layer " + i));
+                values.put("role", roleCode(layer.role, bad));
             }
-            double[] raw = m.vector(values, "layer " + i + " (" + layer.name + ")");
-            List<Double> key = new ArrayList<>(raw.length);
+            String where = "layer " + i + " (" + (layer.name != null ? layer.name : String.valueOf(i)) + ")";
+            if (layer.cost == null) {
+                throw new UsageError(where + ": no cost terms; this runtime needs each layer's \"cost\" ("
+                        + String.join(", ", TERM_KEYS) + ") as `thor-sdk layers --json` writes it");
+            }
+            double[] fb = atBatch(layer.cost.checked(where), batchSize);
+            values.put("train_flops", fb[0]);
+            values.put("train_bytes", fb[1]);
+            double[] raw = m.vector(values, where);
+            List<Double> key = new ArrayList<>(raw.length + 2);
             for (double x : raw) {
                 key.add(x);
             }
+            key.add(fb[0]);
+            key.add(fb[1]);
             groups.computeIfAbsent(layer.kind, k -> new LinkedHashMap<>()).computeIfAbsent(key, k -> new int[1])[0]++;
             keys.add(key);
         }
         Map<String, Map<List<Double>, double[]>> results = new HashMap<>();
         double totalMean = 0.0;
-        double totalVar = 0.0;
-        for (Map.Entry<String, LinkedHashMap<List<Double>, int[]>> g : groups.entrySet()) {
-            KindModel m = models.get(g.getKey());
+        double[] kindVars = new double[groups.size()];
+        int g = 0;
+        for (Map.Entry<String, LinkedHashMap<List<Double>, int[]>> e : groups.entrySet()) {
+            KindModel m = models.get(e.getKey());
             Map<List<Double>, double[]> res = new HashMap<>();
             List<Row> rows = new ArrayList<>();
             List<Integer> counts = new ArrayList<>();
             List<Double> means = new ArrayList<>();
-            for (Map.Entry<List<Double>, int[]> e : g.getValue().entrySet()) {
-                double[] raw = new double[e.getKey().size()];
-                for (int j = 0; j < raw.length; j++) {
-                    raw[j] = e.getKey().get(j);
+            for (Map.Entry<List<Double>, int[]> ke : e.getValue().entrySet()) {
+                List<Double> key = ke.getKey();
+                int nd = key.size() - 2;
+                double[] raw = new double[nd];
+                for (int j = 0; j < nd; j++) {
+                    raw[j] = key.get(j);
                 }
-                Row r = m.row(raw);
-                double[] ms = m.moments(r.mu, r.var);
-                res.put(e.getKey(), ms);
+                Row r = m.row(raw, key.get(nd), key.get(nd + 1));
+                double[] ms = moments(r.lmu, r.var);
+                int cnt = ke.getValue()[0];
+                res.put(key, ms);
                 rows.add(r);
-                counts.add(e.getValue()[0]);
+                counts.add(cnt);
                 means.add(ms[0]);
-                totalMean += e.getValue()[0] * ms[0];
+                totalMean += cnt * ms[0];
             }
-            results.put(g.getKey(), res);
-            totalVar += groupVar(m, rows, counts, means);
+            results.put(e.getKey(), res);
+            kindVars[g++] = groupVar(m, rows, counts, means);
         }
         List<LayerEstimate> out = new ArrayList<>();
         for (int i = 0; i < layers.size(); i++) {
             double[] ms = results.get(layers.get(i).kind).get(keys.get(i));
             out.add(new LayerEstimate(layers.get(i), ms[0], ms[1]));
         }
-        return new Estimate(metric, unit, batchSize, totalMean, totalVar > 0.0 ? Math.sqrt(totalVar) : 0.0,
+        double layersVar = fsum(kindVars);
+        double rel = wholeModelRelStd * totalMean;
+        double whole = rel * rel;
+        if (Double.isInfinite(totalMean) || Double.isNaN(totalMean) || Double.isInfinite(layersVar + whole)
+                || Double.isNaN(layersVar + whole)) {
+            throw new UsageError("the estimate is too large to represent (far outside what the estimator covers)");
+        }
+        return new Estimate(metric, unit, deviceName(), runtime, batchSize, totalMean,
+                Math.sqrt(Math.max(layersVar + whole, 0.0)), Math.sqrt(Math.max(layersVar, 0.0)),
                 Collections.unmodifiableList(out));
     }
 
-    /** Variance (original units) of the summed cost of all layers of one kind. */
+    /** Variance (the metric's unit squared) of the summed cost of all layers of one kind. */
     private static double groupVar(KindModel m, List<Row> rows, List<Integer> counts, List<Double> means) {
         double c = m.constant;
-        double ys2 = m.yVarScale;
-        double total = 0.0;
         int n = rows.size();
+        double[] parts = new double[n * (n + 3) / 2];
+        int p = 0;
         for (int a = 0; a < n; a++) {
             Row ra = rows.get(a);
             double ca = counts.get(a);
             double ma = means.get(a);
-            // the layer with itself (includes the white noise) and with its (ca - 1) identical twins
-            double twin = ca > 1 ? ys2 * (c - dot(ra.v, ra.v)) : 0.0;
-            if (m.isLog) {
-                total += ca * ma * ma * Math.expm1(ra.var);
-                if (ca > 1) {
-                    total += ca * (ca - 1) * ma * ma * Math.expm1(twin);
+            double mm = ma * ma;
+            parts[p++] = ca * mm * Math.expm1(ra.var);
+            if (ca > 1) { // identical twins share the latent cost: constant - v.v, no white noise
+                double[] vsq = new double[ra.v.length];
+                for (int r = 0; r < vsq.length; r++) {
+                    vsq[r] = ra.v[r] * ra.v[r];
                 }
-            } else {
-                total += ca * ra.var;
-                if (ca > 1) {
-                    total += ca * (ca - 1) * twin;
-                }
+                double twin = c - fsum(vsq);
+                parts[p++] = ca * (ca - 1) * mm * Math.expm1(Math.max(twin, 0.0));
             }
             for (int b = a + 1; b < n; b++) {
                 Row rb = rows.get(b);
-                double cov = ys2 * (c * matern52(dist(ra.u, rb.u)) - dot(ra.v, rb.v));
-                if (m.isLog) {
-                    total += 2.0 * ca * counts.get(b) * ma * means.get(b) * Math.expm1(cov);
-                } else {
-                    total += 2.0 * ca * counts.get(b) * cov;
-                }
+                double cov = c * matern52(dist(ra.u, rb.u)) - dot(ra.v, rb.v);
+                parts[p++] = 2.0 * ca * counts.get(b) * ma * means.get(b) * Math.expm1(cov);
             }
         }
-        return total;
+        return fsum(Arrays.copyOf(parts, p));
     }
 }

@@ -1,11 +1,12 @@
+// Owns the JUnit tests of the Java estimator runtime: the shared format-2 vectors, malformed files, bad inputs.
 package dev.thorsdk.runtime;
 
 import static org.junit.Assert.assertEquals;
 import static org.junit.Assert.assertFalse;
+import static org.junit.Assert.assertNotEquals;
 import static org.junit.Assert.assertTrue;
 import static org.junit.Assert.fail;
 
-import java.io.File;
 import java.io.IOException;
 import java.util.ArrayList;
 import java.util.HashMap;
@@ -15,27 +16,25 @@ import java.util.Map;
 import org.junit.Test;
 
 /**
- * Reproduces the shared test vectors (tests/vectors, made by scikit-learn) and checks validation.
- * The vectors folder comes from the system property {@code thor.vectors}.
+ * Reproduces the shared test vectors (tests/vectors, made by tests/vectors/make_vectors.py and
+ * reproduced by the Python runtime) and checks validation. The vectors folder comes from the system
+ * property {@code thor.vectors}.
  */
 public class EstimatorTest {
     private static final double RTOL = 1e-9;
-
-    private static List<File> expectedFiles() {
-        List<File> out = new ArrayList<>();
-        File[] all = TestVectors.folder().listFiles();
-        for (File f : all) {
-            if (f.getName().startsWith("expected_") && f.getName().endsWith(".json")) {
-                out.add(f);
-            }
-        }
-        assertFalse("no expected_*.json vectors", out.isEmpty());
-        return out;
-    }
+    /** The expected_*.json cases every runtime reproduces. */
+    private static final String[] CASES = {"expected_time_profile.json", "expected_energy_floored.json"};
+    /** Cost terms of a relu over 4704 numbers (any finite non-negative terms would do here). */
+    private static final Estimator.Cost RELU_COST = new Estimator.Cost(9408.0, 0.0, 75264.0, 0.0);
 
     private static void close(String what, double expected, double got) {
         assertTrue(what + ": expected " + expected + " got " + got,
                 Math.abs(got - expected) <= RTOL * Math.abs(expected) + 1e-300);
+    }
+
+    @SuppressWarnings("unchecked")
+    private static Estimator.Cost cost(Object o) {
+        return Estimator.Cost.of((Map<String, Object>) o);
     }
 
     @SuppressWarnings("unchecked")
@@ -47,7 +46,8 @@ public class EstimatorTest {
             for (Map.Entry<String, Object> e : ((Map<String, Object>) l.get("config")).entrySet()) {
                 config.put(e.getKey(), (Double) e.getValue());
             }
-            out.add(new Estimator.Layer((String) l.get("name"), (String) l.get("kind"), (String) l.get("role"), config));
+            out.add(new Estimator.Layer((String) l.get("name"), (String) l.get("kind"), (String) l.get("role"), config,
+                    cost(l.get("cost"))));
         }
         return out;
     }
@@ -56,14 +56,15 @@ public class EstimatorTest {
     @SuppressWarnings("unchecked")
     public void reproducesSharedVectors() throws IOException {
         int checked = 0;
-        for (File f : expectedFiles()) {
-            Map<String, Object> exp = (Map<String, Object>) Json.parse(TestVectors.read(f));
+        for (String name : CASES) {
+            Map<String, Object> exp = (Map<String, Object>) Json.parse(TestVectors.read(name));
             Estimator est = Estimator.load(TestVectors.read((String) exp.get("estimator")));
             for (Object o : (List<Object>) exp.get("predict_layer")) {
                 Map<String, Object> q = (Map<String, Object>) o;
-                double[] ms = est.predictLayer((String) q.get("kind"), (Map<String, Object>) q.get("features"));
-                close(f.getName() + " predictLayer mean", (Double) q.get("mean"), ms[0]);
-                close(f.getName() + " predictLayer std", (Double) q.get("std"), ms[1]);
+                double[] ms = est.predictLayer((String) q.get("kind"), (Map<String, Object>) q.get("features"),
+                        cost(q.get("cost")));
+                close(name + " predictLayer mean", (Double) q.get("mean"), ms[0]);
+                close(name + " predictLayer std", (Double) q.get("std"), ms[1]);
                 checked++;
             }
             for (Object o : (List<Object>) exp.get("estimate")) {
@@ -71,25 +72,30 @@ public class EstimatorTest {
                 int bs = ((Double) e.get("batch_size")).intValue();
                 Estimator.Estimate r = est.estimate(layers(e.get("layers")), bs);
                 Map<String, Object> total = (Map<String, Object>) e.get("total");
-                close(f.getName() + " total mean", (Double) total.get("mean"), r.totalMean);
-                close(f.getName() + " total std", (Double) total.get("std"), r.totalStd);
+                Map<String, Object> layersTotal = (Map<String, Object>) e.get("layers_total");
+                close(name + " total mean", (Double) total.get("mean"), r.totalMean);
+                close(name + " total std", (Double) total.get("std"), r.totalStd);
+                close(name + " layers_total mean", (Double) layersTotal.get("mean"), r.layersTotalMean);
+                close(name + " layers_total std", (Double) layersTotal.get("std"), r.layersTotalStd);
                 List<Object> means = (List<Object>) e.get("layer_means");
                 List<Object> stds = (List<Object>) e.get("layer_stds");
                 assertEquals(means.size(), r.layers.size());
                 for (int i = 0; i < means.size(); i++) {
-                    close("layer mean", (Double) means.get(i), r.layers.get(i).mean);
-                    close("layer std", (Double) stds.get(i), r.layers.get(i).std);
+                    close(name + " layer " + i + " mean", (Double) means.get(i), r.layers.get(i).mean);
+                    close(name + " layer " + i + " std", (Double) stds.get(i), r.layers.get(i).std);
                 }
                 assertEquals(bs, r.batchSize);
                 assertEquals(est.metric, r.metric);
+                assertEquals(est.runtime, r.runtime);
+                assertEquals(est.deviceName(), r.device);
                 checked++;
             }
         }
-        assertTrue(checked >= 4);
+        assertTrue(checked >= 8);
     }
 
     private static String vectorText() throws IOException {
-        return TestVectors.read("estimator_time_log.json");
+        return TestVectors.read("estimator_time_profile.json");
     }
 
     private static void assertFormatError(String json, String fragment) {
@@ -102,19 +108,87 @@ public class EstimatorTest {
         }
     }
 
+    /** {@code good} with its first occurrence of {@code from} replaced, which must be there. */
+    private static String first(String good, String from, String to) {
+        assertTrue("vector lacks " + from, good.contains(from));
+        int i = good.indexOf(from);
+        return good.substring(0, i) + to + good.substring(i + from.length());
+    }
+
+    /** {@code good} with the first number after {@code key:[} (or {@code key:[[}) replaced by {@code to}. */
+    private static String firstNumber(String good, String key, String to) {
+        String with = good.replaceFirst("(\"" + key + "\":\\[+)[^,\\]]+", "$1" + to);
+        assertNotEquals("vector lacks " + key, good, with);
+        return with;
+    }
+
     @Test
     public void rejectsBrokenFiles() throws IOException {
         String good = vectorText();
+        Estimator.load(good);
         assertFormatError(good.substring(0, good.length() / 2), "not valid JSON");
         assertFormatError("[1, 2]", "must be an object");
-        assertFormatError(good.replace("\"version\":1", "\"version\":2"), "version");
-        assertFormatError(good.replace("\"format\":\"thor-sdk/estimator\"", "\"format\":\"x\""), "format");
-        assertFormatError(good.replace("\"y_mean\":", "\"y_mean\":NaN,\"was\":"), "not valid JSON");
+        assertFormatError(first(good, "\"version\":2", "\"version\":1"), "refit the campaign with `thor-sdk fit`");
+        assertFormatError(first(good, "\"version\":2", "\"version\":3"), "unsupported estimator version 3");
+        assertFormatError(first(good, "\"format\":\"thor-sdk/estimator\"", "\"format\":\"x\""), "format");
+        assertFormatError(first(good, "\"residual_offset\":", "\"residual_offset\":NaN,\"was\":"), "not valid JSON");
+        assertFormatError(first(good, "\"runtime\":\"torch\",", ""), "lacks field 'runtime'");
+        assertFormatError(first(good, "\"runtime\":\"torch\"", "\"runtime\":3"), "runtime must be a string");
         assertFormatError(good.replace("\"alpha\":", "\"alpha_gone\":"), "lacks field 'alpha'");
         assertFormatError(good.replace("\"alpha\":[", "\"alpha\":[1.0,"), "alpha has");
+        assertFormatError(first(good, "\"var_factor\":[[", "\"var_factor\":[[1.0,"), ".var_factor[0] has");
+        assertFormatError(first(good, "\"inducing\":[[", "\"inducing\":[[1.0,"), ".inducing[0] has");
+        assertFormatError(first(good, "\"x_mean\":[", "\"x_mean\":[1.0,"), ".x_mean has");
+        assertFormatError(firstNumber(good, "x_scale", "0"), ".x_scale[0] must be > 0");
+        assertFormatError(good.replace("\"per_flop\":", "\"per_flop\":-1e-9,\"was\":"), "per_flop must be >= 0");
+        assertFormatError(good.replace("\"overhead\":", "\"overhead\":0,\"was\":"), "overhead must be > 0");
+        assertFormatError(good.replace("\"per_byte\":", "\"per_byte_gone\":"), "lacks field 'per_byte'");
+        assertFormatError(good.replace("\"residual_offset\":", "\"residual_offset\":61,\"was\":"),
+                "|residual_offset| above 60");
+        assertFormatError(good.replace("\"residual_offset\":", "\"residual_offset\":\"1.0\",\"was\":"),
+                "residual_offset must be a number");
+        assertFormatError(good.replace("\"constant\":", "\"constant\":true,\"was\":"), "constant must be a number");
+        assertFormatError(good.replace("\"noise_level\":", "\"noise_level\":25,\"was\":"),
+                "constant + noise_level exceeds 25");
+        assertFormatError(firstNumber(good, "length_scale", "1e-300"), "length_scale below 1e-6");
         assertFormatError(good.replace("\"unit\":\"s\"", "\"unit\":\"J\""), "unit");
         assertFormatError(good.replace("\"nu\":2.5", "\"nu\":1.5"), "nu");
-        assertFormatError(good.replace("\"n_samples\":", "\"n_samples\":1000,\"was\":"), "n_samples");
+        assertFormatError(good.replace("\"n_samples\":", "\"n_samples\":0,\"was\":"), "n_samples");
+        assertFormatError(good.replace("\"n_samples\":", "\"n_samples\":1.5,\"was\":"), "n_samples");
+        assertFormatError(first(good, "\"rel_std\":", "\"rel_std\":-0.1,\"was\":"), "rel_std must be >= 0");
+        assertFormatError(first(good, "\"rel_std\":", "\"rel_std\":11,\"was\":"), "rel_std above 10");
+        StringBuilder many = new StringBuilder("\"inducing\":[");
+        for (int i = 0; i < 4097; i++) {
+            many.append("[0],");
+        }
+        assertFormatError(first(good, "\"inducing\":[", many.toString()), "at most 4096");
+        assertFormatError(first(good, "\"kinds\":{", "\"kinds\":{\"relu2\":[1,2],"), "kinds['relu2'] must be an object");
+    }
+
+    @Test
+    public void corruptAlphaIsAFormatErrorWhereItIsUsed() throws IOException {
+        // |k_i| <= constant, so only the residual weights can blow the log residual up
+        Estimator est = Estimator.load(firstNumber(vectorText(), "alpha", "1e300"));
+        Map<String, Object> f = new HashMap<>();
+        f.put("numel", 4704.0);
+        f.put("batch_size", 32.0);
+        f.put("role", "hidden");
+        est.predictLayer("relu", f, RELU_COST); // another kind: untouched (the first alpha is conv2d's)
+        Map<String, Object> c = new HashMap<>();
+        String[] names = {"in_channels", "out_channels", "kernel", "stride", "padding", "groups", "height", "width",
+            "bias"};
+        double[] vals = {1, 64, 1, 1, 1, 1, 28, 28, 1};
+        for (int j = 0; j < names.length; j++) {
+            c.put(names[j], vals[j]);
+        }
+        c.put("batch_size", 32.0);
+        c.put("role", "input");
+        try {
+            est.predictLayer("conv2d", c, new Estimator.Cost(230400.0, 256.0, 467072.0, 2560.0));
+            fail("expected FormatError");
+        } catch (Estimator.FormatError e) {
+            assertTrue(e.getMessage(), e.getMessage().contains("kinds['conv2d']") && e.getMessage().contains("corrupt"));
+        }
     }
 
     @Test
@@ -123,12 +197,27 @@ public class EstimatorTest {
         List<Estimator.Layer> ls = new ArrayList<>();
         Map<String, Double> cfg = new HashMap<>();
         cfg.put("input_size", 8.0);
-        ls.add(new Estimator.Layer("x", "lstm", "hidden", cfg));
+        ls.add(new Estimator.Layer("x", "lstm", "hidden", cfg, RELU_COST));
         try {
             est.estimate(ls, 8);
             fail("expected NotFoundError");
         } catch (Estimator.NotFoundError e) {
-            assertEquals("estimator has no GP for kind 'lstm'; probe it on this device", e.getMessage());
+            assertEquals("estimator has no model for kind 'lstm'; probe it on this device", e.getMessage());
+        }
+        try {
+            est.predictLayer("lstm", new HashMap<String, Object>(), RELU_COST);
+            fail("expected NotFoundError");
+        } catch (Estimator.NotFoundError e) {
+            assertTrue(e.getMessage().contains("'lstm'"));
+        }
+    }
+
+    private static void assertUsageError(Runnable r, String fragment) {
+        try {
+            r.run();
+            fail("expected UsageError (" + fragment + ")");
+        } catch (Estimator.UsageError e) {
+            assertTrue(e.getMessage(), e.getMessage().contains(fragment));
         }
     }
 
@@ -138,32 +227,40 @@ public class EstimatorTest {
         Map<String, Object> f = new HashMap<>();
         f.put("batch_size", 8.0);
         f.put("role", 0.0);
-        try {
-            est.predictLayer("relu", f);
-            fail("missing numel");
-        } catch (Estimator.UsageError e) {
-            assertTrue(e.getMessage().contains("'numel'"));
-        }
+        assertUsageError(() -> est.predictLayer("relu", f, RELU_COST),
+                "kind 'relu' needs feature 'numel' (features: numel, batch_size, role)");
         f.put("numel", 400.0);
         f.put("role", "sideways");
-        try {
-            est.predictLayer("relu", f);
-            fail("bad role");
-        } catch (Estimator.UsageError e) {
-            assertTrue(e.getMessage().contains("role"));
-        }
+        assertUsageError(() -> est.predictLayer("relu", f, RELU_COST), "role");
         f.put("role", "input");
-        double[] byName = est.predictLayer("relu", f);
+        double[] byName = est.predictLayer("relu", f, RELU_COST);
         f.put("role", 1.0);
-        double[] byCode = est.predictLayer("relu", f);
+        double[] byCode = est.predictLayer("relu", f, RELU_COST);
         assertEquals(byName[0], byCode[0], 0.0);
         assertEquals(byName[1], byCode[1], 0.0);
-        try {
-            est.estimate(new ArrayList<>(), 0);
-            fail("batch size 0");
-        } catch (Estimator.UsageError e) {
-            assertTrue(e.getMessage().contains("batch size"));
-        }
+        assertUsageError(() -> est.predictLayer("relu", f, null), "cost");
+        assertUsageError(() -> est.predictLayer("relu", f, new Estimator.Cost(-1.0, 0.0, 0.0, 0.0)),
+                "cost.flops_per_sample must be a finite number >= 0");
+        assertUsageError(() -> est.predictLayer("relu", f, new Estimator.Cost(0.0, 0.0, 0.0, Double.NaN)),
+                "cost.bytes_fixed");
+        f.put("numel", Double.POSITIVE_INFINITY);
+        assertUsageError(() -> est.predictLayer("relu", f, RELU_COST), "'numel' must be a finite number");
+        f.put("numel", 400.0);
+        f.put("batch_size", 0.0);
+        assertUsageError(() -> est.predictLayer("relu", f, RELU_COST), "batch_size");
+        Map<String, Object> partial = new HashMap<>();
+        partial.put("flops_per_sample", 1.0);
+        assertUsageError(() -> Estimator.Cost.of(partial), "cost.flops_fixed");
+
+        Map<String, Double> cfg = new HashMap<>();
+        cfg.put("numel", 8.0);
+        assertUsageError(() -> est.estimate(new ArrayList<>(), 0), "batch size");
+        assertUsageError(() -> est.estimate(List.of(new Estimator.Layer("r", "relu", "output", cfg, RELU_COST)), 8),
+                "role must be 'input' or 'hidden'");
+        assertUsageError(() -> est.estimate(List.of(new Estimator.Layer("r7", "relu", "hidden", cfg, null)), 8),
+                "layer 0 (r7): no cost terms");
+        assertUsageError(() -> est.estimate(List.of(new Estimator.Layer("r", "relu", "hidden", cfg,
+                new Estimator.Cost(1.0, -1.0, 0.0, 0.0))), 8), "cost.flops_fixed");
     }
 
     @Test
@@ -171,12 +268,41 @@ public class EstimatorTest {
         Estimator est = Estimator.load(vectorText());
         Map<String, Double> cfg = new HashMap<>();
         cfg.put("numel", 4704.0);
-        Estimator.Layer l = new Estimator.Layer("r", "relu", "hidden", cfg);
+        Estimator.Layer l = new Estimator.Layer("r", "relu", "hidden", cfg, RELU_COST);
         Estimator.Estimate one = est.estimate(List.of(l), 32);
         Estimator.Estimate three = est.estimate(List.of(l, l, l), 32);
         close("3x mean", 3 * one.totalMean, three.totalMean);
-        assertTrue(three.totalStd > Math.sqrt(3) * one.totalStd);
-        assertTrue(three.totalStd <= 3 * one.totalStd * (1 + 1e-12));
+        assertTrue(three.layersTotalStd > Math.sqrt(3) * one.layersTotalStd);
+        assertTrue(three.layersTotalStd <= 3 * one.layersTotalStd * (1 + 1e-12));
+        // the whole-model term adds (rel_std * mean)^2 to the layers' variance
+        assertTrue(est.wholeModelRelStd > 0);
+        double rel = est.wholeModelRelStd * three.totalMean;
+        close("whole-model std", Math.sqrt(three.layersTotalStd * three.layersTotalStd + rel * rel), three.totalStd);
+        // predictLayer agrees with a one-layer estimate
+        Map<String, Object> f = new HashMap<>(cfg);
+        f.put("batch_size", 32.0);
+        f.put("role", "hidden");
+        double[] ms = est.predictLayer("relu", f, RELU_COST);
+        close("predictLayer mean", one.layers.get(0).mean, ms[0]);
+        close("predictLayer std", one.layers.get(0).std, ms[1]);
+    }
+
+    @Test
+    public void attributes() throws IOException {
+        Estimator est = Estimator.load(vectorText());
+        assertEquals("time", est.metric);
+        assertEquals("s", est.unit);
+        assertEquals("torch", est.runtime);
+        assertEquals("synthetic", est.deviceName());
+        assertEquals(0.08, est.wholeModelRelStd, 0.0);
+        Map<String, List<String>> kinds = est.kinds();
+        assertTrue(kinds.containsKey("relu") && kinds.containsKey("output"));
+        assertFalse(kinds.get("output").contains("role"));
+        assertTrue(kinds.get("relu").contains("role"));
+        Estimator floored = Estimator.load(TestVectors.read("estimator_energy_floored.json"));
+        assertEquals("energy", floored.metric);
+        assertEquals("J", floored.unit);
+        assertEquals("onnxruntime", floored.runtime);
     }
 
     @Test
@@ -199,5 +325,15 @@ public class EstimatorTest {
                 assertTrue(e.getMessage().startsWith("not valid JSON"));
             }
         }
+    }
+
+    @Test
+    public void fsumIsCorrectlyRounded() {
+        assertEquals(1e-16, Estimator.fsum(new double[] {1.0, 1e-16, -1.0}), 0.0);
+        assertEquals(0.0, Estimator.fsum(new double[] {}), 0.0);
+        double[] tenths = new double[10];
+        java.util.Arrays.fill(tenths, 0.1);
+        assertEquals(1.0, Estimator.fsum(tenths), 0.0);
+        assertEquals(1.0, Estimator.fsum(new double[] {1e100, 1.0, -1e100}), 0.0);
     }
 }
