@@ -54,18 +54,21 @@ def fit_estimator(kinds, n, rng):
     from thor_sdk.fitting.gp import KindGP
     from thor_sdk.layers.kinds import feature_vector, get_kind, gp_features
 
+    from thor_sdk.runtime.terms import at_batch, cost_terms
+
     gps = {}
     for kind in kinds:
         k = get_kind(kind)
-        X, y = [], []
+        X, y, T = [], [], []
         for _ in range(n):
             c = _config(kind, rng)
             bs = int(rng.choice([1, 8, 32, 64]))
-            role = k.roles[int(rng.integers(len(k.roles)))]
+            role = "output" if kind == "output" else k.roles[int(rng.integers(len(k.roles)))]
             X.append(feature_vector(kind, c, bs, role))
+            T.append(at_batch(cost_terms(kind, c, role), bs))
             y.append((1e-11 * k.train_flops(c, bs, role) + 1e-5) * math.exp(rng.normal(0, 0.05)))
-        gps[kind] = KindGP(gp_features(kind), n_restarts_optimizer=0).fit(X, y)
-    return build_estimator(gps, device={"name": "synthetic"}, metric="time", unit="s",
+        gps[kind] = KindGP(gp_features(kind), n_restarts_optimizer=0).fit(X, y, terms=T)
+    return build_estimator(gps, device={"name": "synthetic"}, runtime="torch", metric="time", unit="s",
                            flops_baseline={"unit_per_flop": 1e-11}, provenance={"note": "synthetic benchmark"})
 
 
@@ -140,6 +143,11 @@ def main():
         if args.save_case:
             with open(args.save_case, "w", encoding="utf-8") as f:
                 json.dump({"estimator": doc, "models": models}, f)
+        from thor_sdk.runtime.terms import cost_terms
+
+        # as an app ships them: each layer with its cost terms (`thor-sdk layers --json` writes them)
+        models = {name: [dict(l, cost=cost_terms(l["kind"], l["config"], l["role"])) for l in layers]
+                  for name, layers in models.items()}
     from thor_sdk.fitting.estimator import dumps_estimator
 
     text = dumps_estimator(doc)
