@@ -1,8 +1,12 @@
-// thor-sdk estimator runtime for iOS / macOS (Swift 5.7+, Foundation only).
+// Owns the Swift estimator runtime (format thor-sdk/estimator version 2): loading, per-layer and whole-model cost.
 //
-// Reads an estimator JSON (format "thor-sdk/estimator", version 1) and predicts per-layer and
-// whole-model training costs. It mirrors android_harness/runtime/.../Estimator.java line by line;
-// the math is in docs/estimator-format.md.
+// Reads an estimator JSON (format "thor-sdk/estimator", version 2) and predicts per-layer and
+// whole-model training costs (Swift 5.7+, Foundation only). Per layer kind: a non-negative mean
+// function of the layer's training FLOPs F and bytes B (m = overhead + per_flop F + per_byte B) times
+// a sparse GP on the log residual whose factors the file carries (loading is parsing). It mirrors
+// android_harness/runtime/.../Estimator.java step by step, which mirrors thor_sdk/runtime/estimator.py;
+// the math is in docs/estimator-format.md. Like the Java runtime it does not compute FLOPs and bytes
+// from a layer's config: every layer carries its `Cost` terms (`thor-sdk layers --json` writes them).
 //
 // UNTESTED HERE: the machine this SDK is developed on has no Swift toolchain. Tests/ThorRuntimeTests/
 // EstimatorTests.swift checks it against the shared vectors in tests/vectors: `cd ios_harness/Runtime &&
@@ -17,9 +21,9 @@ import Foundation
 public enum ThorError: Error, CustomStringConvertible, Equatable {
     /// The estimator JSON is corrupt or breaks the format.
     case format(String)
-    /// The estimator has no GP for a layer kind.
+    /// The estimator has no model for a layer kind.
     case notFound(String)
-    /// Bad input: a missing feature, a bad role, a batch size of 0.
+    /// Bad input: a missing feature or cost, a bad role, a batch size of 0.
     case usage(String)
     /// A usage error of `PowerTable.select`: no (batch size, frequency) in the table stays under the
     /// power cap; the lowest peak power in the table is the smallest cap that would work.
@@ -35,18 +39,60 @@ public enum ThorError: Error, CustomStringConvertible, Equatable {
     }
 }
 
-/// One layer of a model, as `thor_sdk.layers.layers_of(...).layers` lists it.
+let termKeys = ["flops_per_sample", "flops_fixed", "bytes_per_sample", "bytes_fixed"]
+
+/// A layer's cost terms, affine in the batch size b: training FLOPs F = flopsPerSample * b + flopsFixed,
+/// bytes moved B = bytesPerSample * b + bytesFixed (the "cost" object of `thor-sdk layers --json`).
+/// Each must be finite and >= 0; that is checked where the layer is predicted.
+public struct Cost {
+    public let flopsPerSample: Double
+    public let flopsFixed: Double
+    public let bytesPerSample: Double
+    public let bytesFixed: Double
+
+    public init(flopsPerSample: Double, flopsFixed: Double, bytesPerSample: Double, bytesFixed: Double) {
+        self.flopsPerSample = flopsPerSample
+        self.flopsFixed = flopsFixed
+        self.bytesPerSample = bytesPerSample
+        self.bytesFixed = bytesFixed
+    }
+
+    /// From a parsed "cost" object; ThorError.usage if a term is missing or not a number (negative or
+    /// infinite terms are refused where the layer is predicted).
+    public init(json: [String: Any]) throws {
+        var t: [Double] = []
+        for key in termKeys {
+            guard let n = json[key] as? NSNumber, !isBool(n) else {
+                throw ThorError.usage("cost.\(key) must be a finite number >= 0, got \(json[key] ?? "nil")")
+            }
+            t.append(n.doubleValue)
+        }
+        self.init(flopsPerSample: t[0], flopsFixed: t[1], bytesPerSample: t[2], bytesFixed: t[3])
+    }
+
+    func checked(_ w: String) throws -> [Double] {
+        let t = [flopsPerSample, flopsFixed, bytesPerSample, bytesFixed]
+        for (j, x) in t.enumerated() where !(x >= 0.0) || x.isInfinite {
+            throw ThorError.usage("\(w): cost.\(termKeys[j]) must be a finite number >= 0, got \(x)")
+        }
+        return t
+    }
+}
+
+/// One layer of a model, as `thor-sdk layers --json` lists it (name, kind, role, config, cost).
 public struct Layer {
     public let name: String
     public let kind: String
     public let role: String  // "input", "hidden" or "output"
     public let config: [String: Double]
+    public let cost: Cost?  // required by this runtime
 
-    public init(name: String, kind: String, role: String, config: [String: Double]) {
+    public init(name: String, kind: String, role: String, config: [String: Double], cost: Cost?) {
         self.name = name
         self.kind = kind
         self.role = role
         self.config = config
+        self.cost = cost
     }
 }
 
@@ -56,16 +102,28 @@ public struct LayerEstimate {
     public let std: Double
 }
 
+/// Cost of one training step of a whole model. `totalStd` includes the whole-model term
+/// (wholeModelRelStd * totalMean)^2; `layersTotalStd` is the layers' own uncertainty.
 public struct Estimate {
     public let metric: String
     public let unit: String
+    public let device: String?  // device.name of the estimator
+    public let runtime: String
     public let batchSize: Int
     public let totalMean: Double
     public let totalStd: Double
+    public let layersTotalMean: Double
+    public let layersTotalStd: Double
     public let layers: [LayerEstimate]
 }
 
 private let sqrt5 = (5.0).squareRoot()
+/// A log residual beyond this is a corrupt file, never a cost (checked on load and per layer).
+let maxLogResidual = 60.0
+/// constant + noise_level (ln units squared) beyond this is a corrupt file.
+let maxLogVar = 25.0
+let maxRows = 4096
+let varFloor = 1e-12
 
 func matern52(_ r: Double) -> Double {
     let t = r * sqrt5
@@ -89,17 +147,93 @@ func dot(_ a: [Double], _ b: [Double]) -> Double {
     return s
 }
 
+private func plainSum(_ xs: [Double]) -> Double {
+    var s = 0.0
+    for x in xs { s += x }
+    return s
+}
+
+/// The correctly rounded sum of `xs`, like Python's `math.fsum` (Shewchuk's exact partials); the plain
+/// sum where a term or a partial is not finite.
+func fsum(_ xs: [Double]) -> Double {
+    var p: [Double] = []
+    for x0 in xs {
+        if !x0.isFinite { return plainSum(xs) }
+        var x = x0
+        var i = 0
+        for j in 0..<p.count {
+            var y = p[j]
+            if abs(x) < abs(y) { swap(&x, &y) }
+            let hi = x + y
+            let lo = y - (hi - x)
+            if lo != 0.0 {
+                p[i] = lo
+                i += 1
+            }
+            x = hi
+        }
+        if !x.isFinite { return plainSum(xs) }
+        p.removeSubrange(i..<p.count)
+        p.append(x)
+    }
+    var hi = 0.0
+    if !p.isEmpty {
+        var n = p.count - 1
+        hi = p[n]
+        var lo = 0.0
+        while n > 0 {
+            let x = hi
+            n -= 1
+            let y = p[n]
+            hi = x + y
+            let yr = hi - x
+            lo = y - yr
+            if lo != 0.0 { break }
+        }
+        // half-even rounding across several partials
+        if n > 0 && ((lo < 0.0 && p[n - 1] < 0.0) || (lo > 0.0 && p[n - 1] > 0.0)) {
+            let y = lo * 2.0
+            let x = hi + y
+            let yr = x - hi
+            if y == yr { hi = x }
+        }
+    }
+    return hi
+}
+
 // ---------------------------------------------------------------------- validation helpers
 private func isBool(_ n: NSNumber) -> Bool {
     return CFGetTypeID(n as CFTypeRef) == CFBooleanGetTypeID()
 }
 
+private func typeName(_ v: Any?) -> String {
+    guard let v = v else { return "null" }
+    if v is NSNull { return "null" }
+    if let n = v as? NSNumber { return isBool(n) ? "boolean" : "number" }
+    if v is String { return "string" }
+    if v is [Any] { return "array" }
+    if v is [String: Any] { return "object" }
+    return "\(type(of: v))"
+}
+
+/// A JSON value as the file wrote it: 2.0 prints as 2, a string in quotes.
+private func show(_ v: Any?) -> String {
+    guard let v = v else { return "missing" }
+    if let n = v as? NSNumber, !isBool(n) {
+        let d = n.doubleValue
+        if d == d.rounded() && abs(d) < 1e15 { return String(Int64(d)) }
+        return "\(d)"
+    }
+    if let s = v as? String { return "'\(s)'" }
+    return "\(v)"
+}
+
 private func num(_ v: Any?, _ w: String) throws -> Double {
     guard let n = v as? NSNumber, !isBool(n) else {
-        throw ThorError.format("estimator: \(w) must be a number")
+        throw ThorError.format("estimator: \(w) must be a number, got \(typeName(v))")
     }
     let d = n.doubleValue
-    guard d.isFinite else { throw ThorError.format("estimator: \(w) is not a finite number") }
+    guard d.isFinite else { throw ThorError.format("estimator: \(w) is not a finite number (\(d))") }
     return d
 }
 
@@ -116,7 +250,7 @@ private func nonNegative(_ v: Any?, _ w: String) throws -> Double {
 }
 
 private func nums(_ v: Any?, _ w: String, _ length: Int, positiveOnly: Bool = false) throws -> [Double] {
-    guard let a = v as? [Any] else { throw ThorError.format("estimator: \(w) must be an array") }
+    guard let a = v as? [Any] else { throw ThorError.format("estimator: \(w) must be an array, got \(typeName(v))") }
     if length >= 0 && a.count != length {
         throw ThorError.format("estimator: \(w) has \(a.count) numbers, expected \(length)")
     }
@@ -124,6 +258,16 @@ private func nums(_ v: Any?, _ w: String, _ length: Int, positiveOnly: Bool = fa
         if positiveOnly { return try positive(x, "\(w)[\(k)]") }
         return try num(x, "\(w)[\(k)]")
     }
+}
+
+private func rows(_ v: Any?, _ w: String, _ ncols: Int) throws -> [[Double]] {
+    guard let a = v as? [Any], !a.isEmpty else {
+        throw ThorError.format("estimator: \(w) must be a non-empty array of rows")
+    }
+    guard a.count <= maxRows else {
+        throw ThorError.format("estimator: \(w) has \(a.count) rows; at most \(maxRows) are read")
+    }
+    return try a.enumerated().map { i, r in try nums(r, "\(w)[\(i)]", ncols) }
 }
 
 private func field(_ d: [String: Any], _ key: String, _ w: String) throws -> Any {
@@ -136,165 +280,133 @@ private func object(_ v: Any?, _ w: String) throws -> [String: Any] {
     return d
 }
 
-private func roleCode(_ role: String, _ w: String) throws -> Double {
+private func roleCode(_ role: String, _ message: String) throws -> Double {
     if role == "input" { return 1.0 }
     if role == "hidden" { return 0.0 }
-    throw ThorError.usage("\(w): role must be 'input' or 'hidden', got '\(role)'")
+    throw ThorError.usage(message)
 }
 
 // ---------------------------------------------------------------------- one kind
+/// One distinct layer: ln-mean, ln-variance (incl. white noise), v = W k, scaled input u.
 struct Row {
-    let mu: Double
+    let lmu: Double
     let variance: Double
     let v: [Double]
     let u: [Double]
 }
 
+/// Mean and std in the metric's unit of a lognormal with ln-mean `lmu` and ln-variance `variance`.
+func moments(_ lmu: Double, _ variance: Double) throws -> (mean: Double, std: Double) {
+    let m = exp(lmu + variance / 2.0)
+    guard m.isFinite else {
+        throw ThorError.usage("the estimate is too large to represent (far outside what the estimator covers)")
+    }
+    return (m, m * expm1(variance).squareRoot())
+}
+
+/// The exported cost model of one layer kind.
 final class KindModel {
     let kind: String
     let features: [String]
     let hasRole: Bool
-    let isLog: Bool
     let xMean: [Double], xScale: [Double], lengthScale: [Double], alpha: [Double]
-    let constant: Double, noise: Double, jitter: Double, yMean: Double, yScale: Double, yVarScale: Double
-    let trainU: [[Double]]  // x_train / length_scale
-    var lInv: [[Double]] = []  // rows of L^-1, row i has i + 1 entries
-    let n: Int
+    let overhead: Double, perFlop: Double, perByte: Double, offset: Double, constant: Double, noise: Double
+    let inducingU: [[Double]]  // inducing / length_scale
+    let w: [[Double]]  // var_factor, r rows of m
+    let nSamples: Int
 
     init(kind: String, entry: Any) throws {
-        let w = "kinds['\(kind)']"
-        let d = try object(entry, w)
-        guard let fl = try field(d, "features", w) as? [String], !fl.isEmpty, Set(fl).count == fl.count else {
-            throw ThorError.format("estimator: \(w).features must be a non-empty list of distinct names")
+        let wh = "kinds['\(kind)']"
+        let d = try object(entry, wh)
+        guard let fl = try field(d, "features", wh) as? [String], !fl.isEmpty, Set(fl).count == fl.count else {
+            throw ThorError.format("estimator: \(wh).features must be a non-empty list of distinct names")
         }
         let nd = fl.count
-        guard (try field(d, "feature_transform", w)) as? String == "log1p" else {
-            throw ThorError.format("estimator: \(w).feature_transform must be 'log1p'")
+        let ft = try field(d, "feature_transform", wh)
+        guard ft as? String == "log1p" else {
+            throw ThorError.format("estimator: \(wh).feature_transform must be 'log1p', got \(show(ft))")
         }
-        let tt = (try field(d, "target_transform", w)) as? String
-        guard tt == "log" || tt == "linear" else {
-            throw ThorError.format("estimator: \(w).target_transform must be 'log' or 'linear'")
-        }
-        let k = try object(try field(d, "kernel", w), "\(w).kernel")
-        guard try num(try field(k, "nu", "\(w).kernel"), "\(w).kernel.nu") == 2.5 else {
-            throw ThorError.format("estimator: \(w).kernel.nu must be 2.5 (Matern 5/2)")
-        }
-        guard let xTrain = (try field(d, "x_train", w)) as? [Any] else {
-            throw ThorError.format("estimator: \(w).x_train must be an array")
-        }
-        n = xTrain.count
-        guard n >= 1 else { throw ThorError.format("estimator: \(w).x_train is empty") }
-        guard let ns = (try field(d, "n_samples", w)) as? NSNumber, !isBool(ns), ns.doubleValue == Double(n) else {
-            throw ThorError.format("estimator: \(w).n_samples must be the number of x_train rows (\(n))")
+        let mf = try object(try field(d, "mean_function", wh), "\(wh).mean_function")
+        overhead = try positive(try field(mf, "overhead", "\(wh).mean_function"), "\(wh).mean_function.overhead")
+        perFlop = try nonNegative(try field(mf, "per_flop", "\(wh).mean_function"), "\(wh).mean_function.per_flop")
+        perByte = try nonNegative(try field(mf, "per_byte", "\(wh).mean_function"), "\(wh).mean_function.per_byte")
+        let k = try object(try field(d, "kernel", wh), "\(wh).kernel")
+        let nu = try num(try field(k, "nu", "\(wh).kernel"), "\(wh).kernel.nu")
+        guard nu == 2.5 else {
+            throw ThorError.format("estimator: \(wh).kernel.nu must be 2.5 (Matern 5/2), got \(nu)")
         }
         self.kind = kind
         features = fl
         hasRole = fl.contains("role")
-        isLog = tt == "log"
-        xMean = try nums(try field(d, "x_mean", w), "\(w).x_mean", nd)
-        xScale = try nums(try field(d, "x_scale", w), "\(w).x_scale", nd, positiveOnly: true)
-        let ls = try nums(try field(k, "length_scale", "\(w).kernel"), "\(w).kernel.length_scale", nd, positiveOnly: true)
+        xMean = try nums(try field(d, "x_mean", wh), "\(wh).x_mean", nd)
+        xScale = try nums(try field(d, "x_scale", wh), "\(wh).x_scale", nd, positiveOnly: true)
+        let ls = try nums(try field(k, "length_scale", "\(wh).kernel"), "\(wh).kernel.length_scale", nd,
+                          positiveOnly: true)
         lengthScale = ls
-        constant = try positive(try field(k, "constant", "\(w).kernel"), "\(w).kernel.constant")
-        noise = try nonNegative(try field(k, "noise_level", "\(w).kernel"), "\(w).kernel.noise_level")
-        yMean = try num(try field(d, "y_mean", w), "\(w).y_mean")
-        yScale = try positive(try field(d, "y_scale", w), "\(w).y_scale")
-        yVarScale = yScale * yScale
-        trainU = try xTrain.enumerated().map { (r, row) -> [Double] in
-            let x = try nums(row, "\(w).x_train[\(r)]", nd)
-            return (0..<nd).map { j in x[j] / ls[j] }
+        constant = try positive(try field(k, "constant", "\(wh).kernel"), "\(wh).kernel.constant")
+        noise = try nonNegative(try field(k, "noise_level", "\(wh).kernel"), "\(wh).kernel.noise_level")
+        offset = try num(try field(d, "residual_offset", wh), "\(wh).residual_offset")
+        guard ls.allSatisfy({ $0 >= 1e-6 }) else {
+            throw ThorError.format("estimator: \(wh).kernel.length_scale below 1e-6 is not a usable kernel")
         }
-        alpha = try nums(try field(d, "alpha", w), "\(w).alpha", n)
-        jitter = try nonNegative(try field(d, "jitter", w), "\(w).jitter")
-        lInv = try KindModel.inverseL(cholesky())
+        let inducing = try rows(try field(d, "inducing", wh), "\(wh).inducing", nd)
+        let m = inducing.count
+        inducingU = inducing.map { row in (0..<nd).map { j in row[j] / ls[j] } }
+        alpha = try nums(try field(d, "alpha", wh), "\(wh).alpha", m)
+        w = try rows(try field(d, "var_factor", wh), "\(wh).var_factor", m)
+        let ns = try field(d, "n_samples", wh)
+        guard let nsn = ns as? NSNumber, !isBool(nsn), nsn.doubleValue >= 1, nsn.doubleValue == nsn.doubleValue.rounded(),
+              nsn.doubleValue <= Double(Int32.max) else {
+            throw ThorError.format("estimator: \(wh).n_samples must be a positive integer, got \(show(ns))")
+        }
+        nSamples = Int(nsn.doubleValue)
+        guard abs(offset) <= maxLogResidual else {
+            throw ThorError.format("estimator: \(wh): |residual_offset| above 60 is not a cost model")
+        }
+        guard constant + noise <= maxLogVar else {
+            throw ThorError.format("estimator: \(wh): kernel constant + noise_level exceeds 25 (ln units)")
+        }
     }
 
-    /// Lower Cholesky factor of constant * Matern(train) + (noise + jitter) * I (full rows).
-    private func cholesky() throws -> [[Double]] {
-        var kdiag = constant + noise
-        kdiag += jitter
-        let tiny = 1e-13 * kdiag
-        var L: [[Double]] = []
-        for i in 0..<n {
-            var row = [Double](repeating: 0.0, count: i + 1)
-            for j in 0..<i {
-                var s = 0.0
-                for m in 0..<j { s += row[m] * L[j][m] }
-                row[j] = (constant * matern52(dist(trainU[i], trainU[j])) - s) / L[j][j]
-            }
-            var s = 0.0
-            for m in 0..<i { s += row[m] * row[m] }
-            let dd = kdiag - s
-            guard dd > tiny else {
-                throw ThorError.format("estimator: kinds['\(kind)']: the kernel matrix of x_train is not positive "
-                    + "definite (corrupt kernel or x_train)")
-            }
-            row[i] = dd.squareRoot()
-            L.append(row)
-        }
-        return L
-    }
-
-    private static func inverseL(_ L: [[Double]]) -> [[Double]] {
-        var inv: [[Double]] = []
-        for i in 0..<L.count {
-            var row = [Double](repeating: 0.0, count: i + 1)
-            row[i] = 1.0 / L[i][i]
-            for j in 0..<i {
-                var s = 0.0
-                for m in j..<i { s += L[i][m] * inv[m][j] }
-                row[j] = -s / L[i][i]
-            }
-            inv.append(row)
-        }
-        return inv
-    }
-
+    /// Raw features -> standardised, length-scaled u.
     func scaled(_ raw: [Double]) -> [Double] {
         return (0..<raw.count).map { j in ((log1p(raw[j]) - xMean[j]) / xScale[j]) / lengthScale[j] }
     }
 
-    func row(_ raw: [Double]) -> Row {
+    /// ln-mean, ln-variance (incl. white noise), v = W k and u of one layer with terms F, B.
+    func row(_ raw: [Double], _ flops: Double, _ bytes: Double) throws -> Row {
         let u = scaled(raw)
-        var ks = [Double](repeating: 0.0, count: n)
-        var mu = 0.0
-        for i in 0..<n {
-            ks[i] = constant * matern52(dist(u, trainU[i]))
-            mu += ks[i] * alpha[i]
+        let c = constant
+        let ks = inducingU.map { t in c * matern52(dist(u, t)) }
+        let mu = offset + fsum((0..<ks.count).map { i in ks[i] * alpha[i] })
+        guard abs(mu) <= maxLogResidual else {  // |k_i| <= constant: only a corrupt alpha gets here
+            throw ThorError.format("estimator: kinds['\(kind)']: the residual model gives e^"
+                + String(format: "%.3g", mu) + " for this layer; the file is corrupt")
         }
-        mu = yScale * mu + yMean
-        var v = [Double](repeating: 0.0, count: n)
-        var vv = 0.0
-        for i in 0..<n {
-            let r = lInv[i]
-            var s = 0.0
-            for j in 0...i { s += r[j] * ks[j] }
-            v[i] = s
-            vv += s * s
+        let v = w.map { r in dot(r, ks) }
+        var variance = c + noise - fsum(v.map { $0 * $0 })
+        if variance < varFloor { variance = varFloor }
+        let mean = overhead + perFlop * flops + perByte * bytes
+        guard mean > 0.0, mean.isFinite else {
+            throw ThorError.usage("kind '\(kind)': the mean function is not finite for these layer terms "
+                + "(flops \(flops), bytes \(bytes))")
         }
-        var variance = constant + noise - vv
-        if variance < 0.0 { variance = 0.0 }
-        return Row(mu: mu, variance: variance * yVarScale, v: v, u: u)
+        return Row(lmu: log(mean) + mu, variance: variance, v: v, u: u)
     }
 
-    func moments(_ mu: Double, _ variance: Double) -> (mean: Double, std: Double) {
-        if isLog {
-            let m = exp(mu + variance / 2.0)
-            return (m, m * expm1(variance).squareRoot())
-        }
-        return (mu, variance.squareRoot())
-    }
-
+    /// Raw feature vector from a map of feature names to numbers (role may be a String).
     func vector(_ values: [String: Any], _ w: String) throws -> [Double] {
         return try features.map { f -> Double in
             guard var x = values[f] else {
                 throw ThorError.usage("\(w): kind '\(kind)' needs feature '\(f)' (features: "
                     + features.joined(separator: ", ") + ")")
             }
-            if f == "role", let s = x as? String { x = try roleCode(s, w) }
+            if f == "role", let s = x as? String {
+                x = try roleCode(s, "\(w): role must be 'input' or 'hidden' for kind '\(kind)', got '\(s)'")
+            }
             // JSON numbers, Double and Int all bridge to NSNumber; a Bool bridges to a CFBoolean
             guard let v = x as? NSNumber, !isBool(v) else {
-                throw ThorError.usage("\(w): feature '\(f)' must be a number")
+                throw ThorError.usage("\(w): feature '\(f)' must be a number, got \(x)")
             }
             let d = v.doubleValue
             guard d > -1.0, d.isFinite else {
@@ -305,13 +417,24 @@ final class KindModel {
     }
 }
 
+/// (training FLOPs, bytes moved) of one step at `batch` from the four checked terms.
+private func atBatch(_ t: [Double], _ batch: Double) -> (flops: Double, bytes: Double) {
+    return (t[0] * batch + t[1], t[2] * batch + t[3])
+}
+
 // ---------------------------------------------------------------------- the estimator
 public final class Estimator {
     public static let format = "thor-sdk/estimator"
-    public static let version = 1
+    public static let version = 2
+    /// Features the runtime derives from a layer's cost terms (F and B at the batch size), never from its config.
+    public static let derived = ["train_flops", "train_bytes"]
     public let metric: String
     public let unit: String
     public let device: [String: Any]
+    /// What ran the training steps (torch, onnxruntime, ...): with the device, the estimator's key.
+    public let runtime: String
+    /// whole_model.rel_std (0 when absent): relative error of whole models beyond the layers'.
+    public let wholeModelRelStd: Double
     let models: [String: KindModel]
 
     public static func load(json: String) throws -> Estimator {
@@ -328,13 +451,19 @@ public final class Estimator {
         let doc = try object(parsed, "top level")
         let fmt = doc["format"] as? String
         guard fmt == Estimator.format else {
-            throw ThorError.format("not a thor-sdk estimator: format is \(fmt ?? "missing"), expected '\(Estimator.format)'")
+            throw ThorError.format("not a thor-sdk estimator: format is \(show(doc["format"])), expected '\(Estimator.format)'")
         }
         guard let ver = doc["version"] as? NSNumber, !isBool(ver), ver.doubleValue == Double(Estimator.version) else {
-            throw ThorError.format("unsupported estimator version \(doc["version"] ?? "missing"); this runtime reads version \(Estimator.version)")
+            var hint = ""
+            if let v = doc["version"] as? NSNumber, !isBool(v), v.doubleValue == 1 {
+                hint = " (version 1 files predate device profiles: refit the campaign with `thor-sdk fit`)"
+            }
+            throw ThorError.format("unsupported estimator version \(show(doc["version"])); this runtime reads "
+                + "version \(Estimator.version)\(hint)")
         }
-        guard let metric = (try field(doc, "metric", "top level")) as? String else {
-            throw ThorError.format("estimator: metric must be a string")
+        let metricValue = try field(doc, "metric", "top level")
+        guard let metric = metricValue as? String else {
+            throw ThorError.format("estimator: metric must be a string, got \(typeName(metricValue))")
         }
         let expectedUnit: String
         switch metric {
@@ -342,14 +471,31 @@ public final class Estimator {
         case "energy": expectedUnit = "J"
         default: throw ThorError.format("estimator: metric must be 'time' or 'energy', got '\(metric)'")
         }
-        guard let unit = (try field(doc, "unit", "top level")) as? String, unit == expectedUnit else {
-            throw ThorError.format("estimator: unit of metric '\(metric)' must be '\(expectedUnit)'")
+        let unitValue = try field(doc, "unit", "top level")
+        guard let unit = unitValue as? String, unit == expectedUnit else {
+            throw ThorError.format("estimator: unit of metric '\(metric)' must be '\(expectedUnit)', got \(show(unitValue))")
         }
         self.metric = metric
         self.unit = unit
         device = try object(try field(doc, "device", "top level"), "device")
+        let runtimeValue = try field(doc, "runtime", "top level")
+        guard let runtime = runtimeValue as? String else {
+            throw ThorError.format("estimator: runtime must be a string, got \(typeName(runtimeValue))")
+        }
+        self.runtime = runtime
         let fb = try object(try field(doc, "flops_baseline", "top level"), "flops_baseline")
         _ = try num(try field(fb, "unit_per_flop", "flops_baseline"), "flops_baseline.unit_per_flop")
+        var relStd = 0.0
+        if let wmo = doc["whole_model"], !(wmo is NSNull) {
+            let wm = try object(wmo, "whole_model")
+            if let r = wm["rel_std"] {
+                relStd = try nonNegative(r, "whole_model.rel_std")
+            }
+            guard relStd <= 10 else {
+                throw ThorError.format("estimator: whole_model.rel_std above 10 is not a calibration")
+            }
+        }
+        wholeModelRelStd = relStd
         let kinds = try object(try field(doc, "kinds", "top level"), "kinds")
         guard !kinds.isEmpty else { throw ThorError.format("estimator: kinds is empty") }
         var models: [String: KindModel] = [:]
@@ -364,26 +510,53 @@ public final class Estimator {
         return models.mapValues { $0.features }
     }
 
+    /// device.name of the estimator, or nil.
+    public var deviceName: String? {
+        guard let n = device["name"], !(n is NSNull) else { return nil }
+        if let s = n as? String { return s }
+        return show(n)
+    }
+
     private func model(_ kind: String) throws -> KindModel {
         guard let m = models[kind] else {
-            throw ThorError.notFound("estimator has no GP for kind '\(kind)'; probe it on this device")
+            throw ThorError.notFound("estimator has no model for kind '\(kind)'; probe it on this device")
         }
         return m
     }
 
-    /// Mean and std of one layer's cost in `unit`; `features` maps the kind's feature names
-    /// (config features, "batch_size", "role" as 1/0 or "input"/"hidden") to numbers.
-    public func predictLayer(kind: String, features: [String: Any]) throws -> (mean: Double, std: Double) {
+    /// Mean and std of one layer's cost in `unit`. `features` maps the kind's feature names but
+    /// `Estimator.derived` (config features, "batch_size", "role" as 1/0 or "input"/"hidden") to numbers;
+    /// `cost` gives the layer's training FLOPs and bytes, from which the features train_flops and
+    /// train_bytes are set (overriding any given).
+    public func predictLayer(kind: String, features: [String: Any], cost: Cost?) throws -> (mean: Double, std: Double) {
         let m = try model(kind)
-        let r = m.row(try m.vector(features, "layer of kind '\(kind)'"))
-        return m.moments(r.mu, r.variance)
+        let w = "layer of kind '\(kind)'"
+        let given = m.features.filter { !Estimator.derived.contains($0) }
+        if let missing = given.first(where: { features[$0] == nil }) {
+            throw ThorError.usage("\(w): kind '\(kind)' needs feature '\(missing)' (features: "
+                + given.joined(separator: ", ") + ")")
+        }
+        guard let b = features["batch_size"] as? NSNumber, !isBool(b), b.doubleValue >= 1 else {
+            throw ThorError.usage("\(w): batch_size must be a number >= 1")
+        }
+        guard let cost = cost else {
+            throw ThorError.usage("\(w): cost must be an object with " + termKeys.joined(separator: ", "))
+        }
+        let fb = atBatch(try cost.checked(w), b.doubleValue)
+        var values = features
+        values["train_flops"] = fb.flops
+        values["train_bytes"] = fb.bytes
+        let r = try m.row(try m.vector(values, w), fb.flops, fb.bytes)
+        return try moments(r.lmu, r.variance)
     }
 
     /// Per-layer and whole-model cost of one training step at `batchSize`.
     public func estimate(layers: [Layer], batchSize: Int) throws -> Estimate {
-        guard batchSize >= 1 else { throw ThorError.usage("batch size must be a positive integer, got \(batchSize)") }
+        guard batchSize >= 1, Double(batchSize) <= 1e9 else {
+            throw ThorError.usage("batch size must be a positive integer (at most 1e9), got \(batchSize)")
+        }
         var order: [String] = []  // kinds in first-seen order
-        var groups: [String: [[Double]]] = [:]  // kind -> distinct feature vectors, first-seen order
+        var groups: [String: [[Double]]] = [:]  // kind -> distinct raw features + [F, B], first-seen order
         var counts: [String: [[Double]: Int]] = [:]
         var keys: [[Double]] = []
         for (i, layer) in layers.enumerated() {
@@ -391,12 +564,18 @@ public final class Estimator {
             var values: [String: Any] = layer.config
             values["batch_size"] = Double(batchSize)
             if m.hasRole {
-                guard layer.role == "input" || layer.role == "hidden" else {
-                    throw ThorError.usage("layer \(i) (\(layer.kind)): role must be 'input' or 'hidden', got '\(layer.role)'")
-                }
-                values["role"] = try roleCode(layer.role, "layer \(i)")
+                values["role"] = try roleCode(layer.role,
+                    "layer \(i) (\(layer.kind)): role must be 'input' or 'hidden', got '\(layer.role)'")
             }
-            let key = try m.vector(values, "layer \(i) (\(layer.name))")
+            let w = "layer \(i) (\(layer.name))"
+            guard let cost = layer.cost else {
+                throw ThorError.usage("\(w): no cost terms; this runtime needs each layer's \"cost\" ("
+                    + termKeys.joined(separator: ", ") + ") as `thor-sdk layers --json` writes it")
+            }
+            let fb = atBatch(try cost.checked(w), Double(batchSize))
+            values["train_flops"] = fb.flops
+            values["train_bytes"] = fb.bytes
+            let key = try m.vector(values, w) + [fb.flops, fb.bytes]
             if groups[layer.kind] == nil {
                 order.append(layer.kind)
                 groups[layer.kind] = []
@@ -410,63 +589,63 @@ public final class Estimator {
         }
         var results: [String: [[Double]: (mean: Double, std: Double)]] = [:]
         var totalMean = 0.0
-        var totalVar = 0.0
+        var kindVars: [Double] = []
         for kind in order {
             let m = models[kind]!
-            var rows: [Row] = []
+            var rs: [Row] = []
             var cs: [Double] = []
             var means: [Double] = []
             var res: [[Double]: (mean: Double, std: Double)] = [:]
             for key in groups[kind]! {
-                let r = m.row(key)
-                let ms = m.moments(r.mu, r.variance)
+                let nd = key.count - 2
+                let r = try m.row(Array(key[0..<nd]), key[nd], key[nd + 1])
+                let ms = try moments(r.lmu, r.variance)
                 let c = counts[kind]![key]!
                 res[key] = ms
-                rows.append(r)
+                rs.append(r)
                 cs.append(Double(c))
                 means.append(ms.mean)
                 totalMean += Double(c) * ms.mean
             }
             results[kind] = res
-            totalVar += Estimator.groupVar(m, rows, cs, means)
+            kindVars.append(Estimator.groupVar(m, rs, cs, means))
         }
         var out: [LayerEstimate] = []
         for (i, layer) in layers.enumerated() {
             let ms = results[layer.kind]![keys[i]]!
             out.append(LayerEstimate(layer: layer, mean: ms.mean, std: ms.std))
         }
-        return Estimate(metric: metric, unit: unit, batchSize: batchSize, totalMean: totalMean,
-                        totalStd: totalVar > 0.0 ? totalVar.squareRoot() : 0.0, layers: out)
+        let layersVar = fsum(kindVars)
+        let rel = wholeModelRelStd * totalMean
+        let whole = rel * rel
+        guard totalMean.isFinite, (layersVar + whole).isFinite else {
+            throw ThorError.usage("the estimate is too large to represent (far outside what the estimator covers)")
+        }
+        return Estimate(metric: metric, unit: unit, device: deviceName, runtime: runtime, batchSize: batchSize,
+                        totalMean: totalMean, totalStd: max(layersVar + whole, 0.0).squareRoot(),
+                        layersTotalMean: totalMean, layersTotalStd: max(layersVar, 0.0).squareRoot(), layers: out)
     }
 
-    /// Variance (original units) of the summed cost of all layers of one kind.
+    /// Variance (the metric's unit squared) of the summed cost of all layers of one kind.
     static func groupVar(_ m: KindModel, _ rows: [Row], _ counts: [Double], _ means: [Double]) -> Double {
         let c = m.constant
-        let ys2 = m.yVarScale
-        var total = 0.0
+        var parts: [Double] = []
         for a in 0..<rows.count {
             let ra = rows[a]
             let ca = counts[a]
             let ma = means[a]
-            // the layer with itself (includes the white noise) and with its (ca - 1) identical twins
-            let twin = ca > 1 ? ys2 * (c - dot(ra.v, ra.v)) : 0.0
-            if m.isLog {
-                total += ca * ma * ma * expm1(ra.variance)
-                if ca > 1 { total += ca * (ca - 1) * ma * ma * expm1(twin) }
-            } else {
-                total += ca * ra.variance
-                if ca > 1 { total += ca * (ca - 1) * twin }
+            let mm = ma * ma
+            parts.append(ca * mm * expm1(ra.variance))
+            if ca > 1 {  // identical twins share the latent cost: constant - v.v, no white noise
+                let twin = c - fsum(ra.v.map { $0 * $0 })
+                parts.append(ca * (ca - 1) * mm * expm1(max(twin, 0.0)))
             }
             for b in (a + 1)..<rows.count {
                 let rb = rows[b]
-                let cov = ys2 * (c * matern52(dist(ra.u, rb.u)) - dot(ra.v, rb.v))
-                if m.isLog {
-                    total += 2.0 * ca * counts[b] * ma * means[b] * expm1(cov)
-                } else {
-                    total += 2.0 * ca * counts[b] * cov
-                }
+                let cov = c * matern52(dist(ra.u, rb.u)) - dot(ra.v, rb.v)
+                parts.append(2.0 * ca * counts[b] * ma * means[b] * expm1(cov))
             }
         }
-        return total
+        return fsum(parts)
     }
 }
