@@ -34,4 +34,5 @@ def cmd(estimator, model, input_shape, batch_size, as_json):
     click.echo(table(rows, ["#", "name", "kind", "role", "THOR", "std", "FLOPs", "config"]))
     t = r["total"]
     click.echo(f"\n{r['model']} batch {r['batch_size']}: THOR {_fmt(t['mean'], u)} +- {_fmt(t['std'], u)} per "
-               f"training step ({r['metric']}); FLOPs baseline {_fmt(r['flops_baseline']['total'], u)}")
+               f"training step ({r['metric']}) on {r.get('device')} / {r.get('runtime')}; "
+               f"FLOPs baseline {_fmt(r['flops_baseline']['total'], u)}")

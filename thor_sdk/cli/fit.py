@@ -1,31 +1,44 @@
+"""``thor-sdk fit``: campaigns and/or a samples CSV of one device and runtime -> one estimator JSON."""
+
 import click
 
 from .common import emit_json, json_option, table
 
 
 @click.command("fit")
-@click.argument("campaign", required=False, type=click.Path(dir_okay=False))
+@click.argument("campaigns", nargs=-1, type=click.Path(dir_okay=False))
 @click.option("--samples", "samples_csv", type=click.Path(dir_okay=False),
               help="Per-layer samples measured elsewhere (CSV; see docs/samples-csv.md).")
 @click.option("--metric", type=click.Choice(["time", "energy"]), help="Metric to fit (default: the campaign's).")
+@click.option("--runtime", help="What ran the steps of a samples CSV (default torch; campaigns record their own).")
 @click.option("--out", required=True, type=click.Path(dir_okay=False), help="Estimator JSON to write.")
 @json_option
-def cmd(campaign, samples_csv, metric, out, as_json):
-    """Fit one Gaussian Process per layer kind from CAMPAIGN (and/or --samples) into a JSON estimator."""
+def cmd(campaigns, samples_csv, metric, runtime, out, as_json):
+    """Fit one cost model per layer kind from CAMPAIGNS (of one device and runtime) and/or --samples."""
     import os
 
     from thor_sdk.api import fit
 
-    doc = fit(campaign, samples_csv=samples_csv, out=out, metric=metric)
+    doc = fit(list(campaigns) or None, samples_csv=samples_csv, out=out, metric=metric, runtime=runtime)
     prov = doc.get("provenance", {})
-    summary = {"estimator": out, "bytes": os.path.getsize(out), "metric": doc["metric"], "unit": doc["unit"],
+    wm = doc.get("whole_model", {})
+    summary = {"estimator": out, "bytes": os.path.getsize(out), "device": doc["device"].get("name"),
+               "runtime": doc["runtime"], "metric": doc["metric"], "unit": doc["unit"],
                "kinds": prov.get("n_samples", {}), "flagged_excluded": prov.get("flagged_excluded", []),
+               "floored": {k: v["fit"]["floored_samples"] for k, v in doc["kinds"].items()
+                           if v.get("fit", {}).get("floored_samples")},
+               "whole_model_rel_std": wm.get("rel_std"), "whole_model_source": wm.get("source"),
                "unit_per_flop": doc["flops_baseline"].get("unit_per_flop")}
     if as_json:
         emit_json(summary)
         return
-    click.echo(table([(k, n, doc["kinds"][k].get("target_transform", "")) for k, n in summary["kinds"].items()],
-                     ["kind", "samples", "target"]))
-    click.echo(f"\nwrote {out} ({summary['bytes']} bytes)")
+    click.echo(table([(k, n, f"{100 * doc['kinds'][k]['fit'].get('mean_function_mape', 0):.0f}%",
+                       len(doc["kinds"][k]["inducing"]), doc["kinds"][k]["fit"].get("floored_samples", 0))
+                      for k, n in summary["kinds"].items()],
+                     ["kind", "samples", "mean-fn error", "inducing", "floored"]))
+    click.echo(f"\nwrote {out} ({summary['bytes']} bytes): {summary['device']} / {summary['runtime']}, "
+               f"{summary['metric']}; whole-model rel std {100 * (wm.get('rel_std') or 0):.1f}% ({wm.get('source')})")
     for f in summary["flagged_excluded"]:
         click.echo(f"excluded (flagged): {f['kind']}/{f['role']} {f['config']}: {f['reason']}")
+    for k, n in summary["floored"].items():
+        click.echo(f"{k}: {n} sample(s) at or below their noise were floored (a layer cannot cost less than nothing)")

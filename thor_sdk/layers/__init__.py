@@ -25,8 +25,13 @@ class ModelLayers:
     layers: list  # [{"name", "kind", "role", "config"}]
 
     def to_dict(self):
+        """The layer-list document; every layer carries its ``cost`` terms (training FLOPs and bytes per
+        sample and per step), which the Java and Swift estimator runtimes read."""
+        from thor_sdk.runtime.terms import cost_terms
+
+        layers = [dict(l, cost=cost_terms(l["kind"], l["config"], l.get("role", "hidden"))) for l in self.layers]
         return {"format": LAYERS_FORMAT, "version": LAYERS_VERSION, "name": self.name,
-                "input_shape": list(self.input_shape), "input_dtype": self.input_dtype, "layers": self.layers}
+                "input_shape": list(self.input_shape), "input_dtype": self.input_dtype, "layers": layers}
 
 
 def parse_input_shape(text):
