@@ -1,8 +1,14 @@
-"""The reference networks of the seed papers, buildable by name (shipped as ``thor_sdk.models``).
+"""The nets buildable by name (shipped as ``thor_sdk.models``): reference, model-zoo and held-out groups.
 
 ``build_model(name)`` returns a fresh ``torch.nn.Module``; ``model_spec(name)`` says what it eats:
 the per-sample input shape and dtype, the label shape and the number of classes. torch is imported
 only when a model is built.
+
+Groups (``list_models(group)``): ``reference``, the 7 nets of the seed papers (``models/nets.py``;
+``list_models()`` alone still lists only these); ``zoo``, the reference nets plus common on-device
+architectures (``models/zoo.py``), the only source of the profile prior; ``heldout``, nets kept out of
+the zoo for the generalization benchmark, which must never feed the prior; ``all``. See
+``docs/model-zoo.md``.
 """
 
 from dataclasses import dataclass, field
@@ -24,6 +30,7 @@ class ModelSpec:
     vocab: int = 0
     paper: str = ""
     extra: dict = field(default_factory=dict)
+    group: str = "reference"  # "reference", "zoo" or "heldout" (see list_models)
 
     def to_dict(self):
         return {
@@ -33,6 +40,7 @@ class ModelSpec:
             "input_dtype": self.input_dtype,
             "num_classes": self.num_classes,
             "label_shape": list(self.label_shape),
+            "group": self.group,
         }
 
 
@@ -58,10 +66,95 @@ SPECS = {
     ),
 }
 
+GROUPS = ("reference", "zoo", "heldout", "all")
 
-def list_models():
-    """Names of the reference networks, in a stable order."""
-    return list(SPECS)
+
+def _zoo(name, description, input_shape, num_classes=10, **kw):
+    return ModelSpec(name, description, tuple(input_shape), num_classes=num_classes, group=kw.pop("group", "zoo"),
+                     **kw)
+
+
+def _lm(name, description, seq_len, vocab, group):
+    return ModelSpec(name, description, (seq_len,), "int64", vocab, (seq_len,), vocab, group=group)
+
+
+# common on-device architectures (models/zoo.py): with the reference nets, the profile prior's only source
+_ZOO = (
+    _zoo("vgg11_half", "VGG-11 with batch norm, widths halved, on 3x64x64 images, 100 classes", (3, 64, 64), 100),
+    _zoo("resnet18_64", "ResNet-18 (ImageNet stem with max-pool) on 3x64x64 images, 200 classes", (3, 64, 64), 200),
+    _zoo("resnet34_half", "ResNet-34 blocks (3,4,6,3), widths halved, on 3x64x64 images, 200 classes",
+         (3, 64, 64), 200),
+    _zoo("resnet50_half", "ResNet-50 bottlenecks (3,4,6,3), widths halved, on 3x64x64 images, 200 classes",
+         (3, 64, 64), 200),
+    _zoo("mobilenetv2_96", "MobileNetV2 (ImageNet strides, width 0.5) on 3x96x96 images, 10 classes", (3, 96, 96)),
+    _zoo("mobilenetv3_small", "MobileNetV3-Small (hardswish, SE with hardsigmoid) on 3x96x96 images, 10 classes",
+         (3, 96, 96)),
+    _zoo("efficientnet_b0_small", "EfficientNet-B0 structure (SiLU, SE), width 0.5, reduced depth, on 3x96x96 "
+         "images, 10 classes", (3, 96, 96)),
+    _zoo("squeezenet11", "SqueezeNet 1.1 (fire modules, channel cat) on 3x64x64 images, 100 classes",
+         (3, 64, 64), 100),
+    _zoo("shufflenetv2_05", "ShuffleNetV2 0.5x (channel split, cat, channel shuffle) on 3x96x96 images, 10 classes",
+         (3, 96, 96)),
+    _zoo("densenet_small", "DenseNet-BC (growth 16, blocks 6/12/12/8) on 3x64x64 images, 200 classes",
+         (3, 64, 64), 200),
+    _zoo("darknet_tiny", "Tiny Darknet-style CNN (batch norm, LeakyReLU) on 3x64x64 images, 200 classes",
+         (3, 64, 64), 200),
+    _zoo("mixer_small", "MLP-Mixer (8x8 patches, dim 128, 4 blocks, GELU) on 3x64x64 images, 100 classes",
+         (3, 64, 64), 100),
+    _zoo("fpn_lite", "conv backbone + FPN-style top-down neck (nearest upsample, add) on 3x96x96 images, 10 classes",
+         (3, 96, 96)),
+    _zoo("dscnn_kws", "DS-CNN-S keyword spotting on 1x49x10 MFCCs, 12 classes", (1, 49, 10), 12),
+    _zoo("cnn1d_har", "1-D CNN on raw inertial windows, 9x128 (UCI HAR), 6 classes", (9, 128), 6),
+    _zoo("deepconvlstm", "DeepConvLSTM (4 conv1d + 2-layer LSTM 128) on 113x24 sensor windows, 18 classes",
+         (113, 24), 18),
+    _zoo("eegnet1d", "EEGNet-style compact CNN (conv1d, ELU) on 22x256 EEG windows, 4 classes", (22, 256), 4),
+    _zoo("gru_kws", "keyword-spotting GRU (2x128) with attention pooling on 98x40 log-mel frames, 12 classes",
+         (98, 40), 12),
+    _zoo("mlp_tabular", "tabular MLP (256/256/128, batchnorm1d, dropout) on 54 features, 7 classes", (54,), 7),
+    _lm("lstm2_lm", f"char-level LSTM language model: embedding 128, 2-layer LSTM 384, seq 100, vocab {VOCAB}",
+        100, VOCAB, "zoo"),
+    _lm("transformer_lm_small", f"char-level transformer: 4 layers, d=192, 3 heads of 64, ff 768, seq 128, "
+        f"vocab {VOCAB}", 128, VOCAB, "zoo"),
+    ModelSpec("transformer_cls", "transformer text classifier: 4 layers, d=128, 4 heads of 32, ff 512, seq 128, "
+              "vocab 2000, 4 classes", (128,), "int64", 4, (), 2000, group="zoo"),
+)
+
+# held-out nets (models/zoo.py): for the generalization benchmark only; they never feed the prior
+_HELDOUT = (
+    _zoo("vgg_small", "3 VGG blocks (32/64/128) + 2 dense layers on 3x32x32 images, 10 classes", (3, 32, 32),
+         group="heldout"),
+    _zoo("mlp5", "5-layer MLP (512/384/256/128) on 300 features, 20 classes", (300,), 20, group="heldout"),
+    _zoo("dscnn_bn", "depthwise-separable CNN (batch norm, ReLU6) on 3x48x48 images, 10 classes", (3, 48, 48),
+         group="heldout"),
+    _zoo("cnn1d_small", "1-D CNN (3 conv1d, batchnorm1d) on 6x100 sensor windows, 5 classes", (6, 100), 5,
+         group="heldout"),
+    _zoo("gru_small", "1-layer GRU (64) on 40x24 sensor sequences (40 steps of 24 features), 8 classes", (40, 24), 8,
+         group="heldout"),
+    _lm("transformer_tiny", f"char-level transformer: 2 layers, d=96, 3 heads of 32, ff 384, seq 32, vocab {VOCAB}",
+        32, VOCAB, "heldout"),
+    _zoo("resnet_tiny", "ResNet with 6 basic blocks (16/32/64) on 3x40x40 images, 10 classes", (3, 40, 40),
+         group="heldout"),
+    _zoo("se_cnn", "small CNN with squeeze-excitation and SiLU (24/48/96) on 3x56x56 images, 10 classes",
+         (3, 56, 56), group="heldout"),
+)
+
+for _s in _ZOO + _HELDOUT:
+    assert _s.name not in SPECS, _s.name
+    SPECS[_s.name] = _s
+
+
+def list_models(group="reference"):
+    """Names of one group's nets, in a stable order: ``reference`` (the default: the 7 reference nets),
+    ``zoo`` (the reference nets plus the zoo: the prior's source), ``heldout`` (never in the prior), ``all``."""
+    if group not in GROUPS:
+        from thor_sdk.errors import UsageError
+
+        raise UsageError(f"unknown model group {group!r}; known: {', '.join(GROUPS)}")
+    if group == "all":
+        return list(SPECS)
+    if group == "zoo":
+        return [n for n, s in SPECS.items() if s.group in ("reference", "zoo")]
+    return [n for n, s in SPECS.items() if s.group == group]
 
 
 def model_spec(name):
@@ -72,7 +165,7 @@ def model_spec(name):
 
 
 def example_batch(name, batch_size, seed=0):
-    """A random ``(x, y)`` batch for a reference network: inputs (or token ids) and class labels."""
+    """A random ``(x, y)`` batch for a named network: inputs (or token ids) and class labels."""
     spec = model_spec(name)
     if batch_size < 1:
         from thor_sdk.errors import UsageError
@@ -91,11 +184,14 @@ def example_batch(name, batch_size, seed=0):
 
 
 def build_model(name, seed=0):
-    """A freshly initialised reference network (deterministic for a given seed)."""
+    """A freshly initialised network of any group (deterministic for a given seed)."""
     spec = model_spec(name)
     import torch
 
-    from . import nets
+    if spec.group == "reference":
+        from . import nets as defs
+    else:
+        from . import zoo as defs
 
     torch.manual_seed(seed)
-    return getattr(nets, name)(spec)
+    return getattr(defs, name)(spec)

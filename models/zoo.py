@@ -1,0 +1,631 @@
+"""Definitions of the model-zoo nets (the profile prior's source) and of the held-out nets (never in it).
+
+Common on-device architectures written with plain ``torch.nn`` (no torchvision), scaled to phone-ish
+inputs small enough that one training step at batch 16 takes well under 2 s on one CPU thread. Each
+function takes the net's ``ModelSpec`` (see ``models/__init__.py``) and ends in an ``nn.Linear`` that
+produces the class logits (THOR's output head). Only operators with a THOR layer kind are used
+(``thor-sdk kinds``); no in-place ops and no data-dependent Python control flow, so ``torch.fx`` traces
+every net. Where a net departs from its paper (a square kernel, a Linear head instead of a 1x1-conv
+classifier, fewer repeats) the function's docstring says so.
+"""
+
+import torch
+from torch import nn
+
+from .blocks import GRUSequence, LSTMSequence, TokenPositionalEmbedding, TransformerBlock
+from .nets import BasicBlock, InvertedResidual
+
+
+def _div8(v, divisor=8):
+    """torchvision's ``_make_divisible``: round channels to a multiple of 8, never below 90%."""
+    new = max(divisor, int(v + divisor / 2) // divisor * divisor)
+    return new + divisor if new < 0.9 * v else new
+
+
+def _conv_bn(cin, cout, k, stride=1, groups=1, act=nn.ReLU):
+    layers = [nn.Conv2d(cin, cout, k, stride, k // 2, groups=groups, bias=False), nn.BatchNorm2d(cout)]
+    return nn.Sequential(*layers, act()) if act is not None else nn.Sequential(*layers)
+
+
+class _Head(nn.Module):
+    """Global average pool, flatten, optional dropout, Linear: the classifier of most CNNs here."""
+
+    def __init__(self, cin, num_classes, dropout=0.0):
+        super().__init__()
+        self.pool = nn.AdaptiveAvgPool2d(1)
+        self.flatten = nn.Flatten()
+        self.drop = nn.Dropout(dropout) if dropout else nn.Identity()
+        self.fc = nn.Linear(cin, num_classes)
+
+    def forward(self, x):
+        return self.fc(self.drop(self.flatten(self.pool(x))))
+
+
+# -- zoo: image CNNs ---------------------------------------------------------------------------------------
+
+def vgg11_half(spec):
+    """VGG-11 with batch norm, every width halved, on 64x64 images (5 max-pools -> 2x2), 512-wide classifier."""
+    cfg = (32, "M", 64, "M", 128, 128, "M", 256, 256, "M", 256, 256, "M")
+    layers, c = [], spec.input_shape[0]
+    for v in cfg:
+        if v == "M":
+            layers.append(nn.MaxPool2d(2))
+        else:
+            layers += [nn.Conv2d(c, v, 3, padding=1, bias=False), nn.BatchNorm2d(v), nn.ReLU()]
+            c = v
+    side = spec.input_shape[1] // 32
+    return nn.Sequential(
+        *layers, nn.Flatten(),
+        nn.Linear(c * side * side, 512), nn.ReLU(), nn.Dropout(0.5),
+        nn.Linear(512, 512), nn.ReLU(), nn.Dropout(0.5),
+        nn.Linear(512, spec.num_classes),
+    )
+
+
+class _ResNet(nn.Module):
+    """ImageNet-style ResNet: 7x7 stride-2 stem + 3x3 stride-2 max-pool, four stages, GAP, Linear."""
+
+    def __init__(self, block, depths, widths, stem, num_classes):
+        super().__init__()
+        self.stem = nn.Sequential(nn.Conv2d(3, stem, 7, 2, 3, bias=False), nn.BatchNorm2d(stem), nn.ReLU(),
+                                  nn.MaxPool2d(3, 2, 1))
+        blocks, c = [], stem
+        for i, (n, w) in enumerate(zip(depths, widths)):
+            for j in range(n):
+                blocks.append(block(c, w, 2 if (j == 0 and i > 0) else 1))
+                c = blocks[-1].out_channels
+        self.blocks = nn.Sequential(*blocks)
+        self.head = _Head(c, num_classes)
+
+    def forward(self, x):
+        return self.head(self.blocks(self.stem(x)))
+
+
+class _Basic(BasicBlock):
+    def __init__(self, cin, cout, stride):
+        super().__init__(cin, cout, stride)
+        self.out_channels = cout
+
+
+class _Bottleneck(nn.Module):
+    """ResNet-50 bottleneck (v1.5: stride on the 3x3), expansion 4, projection shortcut when shapes change."""
+
+    def __init__(self, cin, width, stride):
+        super().__init__()
+        cout = self.out_channels = width * 4
+        self.conv1, self.bn1, self.relu1 = nn.Conv2d(cin, width, 1, bias=False), nn.BatchNorm2d(width), nn.ReLU()
+        self.conv2 = nn.Conv2d(width, width, 3, stride, 1, bias=False)
+        self.bn2, self.relu2 = nn.BatchNorm2d(width), nn.ReLU()
+        self.conv3, self.bn3 = nn.Conv2d(width, cout, 1, bias=False), nn.BatchNorm2d(cout)
+        self.shortcut = nn.Sequential()
+        if stride != 1 or cin != cout:
+            self.shortcut = nn.Sequential(nn.Conv2d(cin, cout, 1, stride, bias=False), nn.BatchNorm2d(cout))
+        self.relu3 = nn.ReLU()
+
+    def forward(self, x):
+        h = self.relu1(self.bn1(self.conv1(x)))
+        h = self.relu2(self.bn2(self.conv2(h)))
+        return self.relu3(self.bn3(self.conv3(h)) + self.shortcut(x))
+
+
+def resnet18_64(spec):
+    """ResNet-18 (ImageNet stem with max-pool, full widths 64-512) on 64x64 images."""
+    return _ResNet(_Basic, (2, 2, 2, 2), (64, 128, 256, 512), 64, spec.num_classes)
+
+
+def resnet34_half(spec):
+    """ResNet-34 block structure (3, 4, 6, 3 basic blocks), widths halved (32-256), on 64x64 images."""
+    return _ResNet(_Basic, (3, 4, 6, 3), (32, 64, 128, 256), 32, spec.num_classes)
+
+
+def resnet50_half(spec):
+    """ResNet-50 block structure (3, 4, 6, 3 bottlenecks, expansion 4), widths halved (out 128-1024), 64x64."""
+    return _ResNet(_Bottleneck, (3, 4, 6, 3), (32, 64, 128, 256), 32, spec.num_classes)
+
+
+class _MobileNetV2(nn.Module):
+    CFG = ((1, 16, 1, 1), (6, 24, 2, 2), (6, 32, 3, 2), (6, 64, 4, 2), (6, 96, 3, 1), (6, 160, 3, 2), (6, 320, 1, 1))
+
+    def __init__(self, num_classes, width):
+        super().__init__()
+        c = _div8(32 * width)
+        layers = [nn.Conv2d(3, c, 3, 2, 1, bias=False), nn.BatchNorm2d(c), nn.ReLU6()]
+        for t, cout, n, s in self.CFG:
+            cout = _div8(cout * width)
+            for i in range(n):
+                layers.append(InvertedResidual(c, cout, s if i == 0 else 1, t))
+                c = cout
+        layers += [nn.Conv2d(c, 1280, 1, bias=False), nn.BatchNorm2d(1280), nn.ReLU6()]
+        self.features = nn.Sequential(*layers)
+        self.head = _Head(1280, num_classes, dropout=0.2)
+
+    def forward(self, x):
+        return self.head(self.features(x))
+
+
+def mobilenetv2_96(spec):
+    """MobileNetV2 with ImageNet strides, width 0.5 (channels rounded to 8, last conv kept at 1280), 96x96."""
+    return _MobileNetV2(spec.num_classes, 0.5)
+
+
+class _SE(nn.Module):
+    """Squeeze-and-excitation: GAP, 1x1 conv down, act, 1x1 conv up, gate, per-channel mul."""
+
+    def __init__(self, c, squeeze, act=nn.ReLU, gate=nn.Hardsigmoid):
+        super().__init__()
+        self.pool = nn.AdaptiveAvgPool2d(1)
+        self.fc1, self.act, self.fc2, self.gate = nn.Conv2d(c, squeeze, 1), act(), nn.Conv2d(squeeze, c, 1), gate()
+
+    def forward(self, x):
+        return x * self.gate(self.fc2(self.act(self.fc1(self.pool(x)))))
+
+
+class _MBv3Block(nn.Module):
+    def __init__(self, cin, k, exp, cout, se, act, stride):
+        super().__init__()
+        layers = []
+        if exp != cin:
+            layers.append(_conv_bn(cin, exp, 1, act=act))
+        layers.append(_conv_bn(exp, exp, k, stride, groups=exp, act=act))
+        if se:
+            layers.append(_SE(exp, _div8(exp // 4)))
+        layers.append(_conv_bn(exp, cout, 1, act=None))
+        self.block = nn.Sequential(*layers)
+        self.use_res = stride == 1 and cin == cout
+
+    def forward(self, x):
+        return x + self.block(x) if self.use_res else self.block(x)
+
+
+class _MobileNetV3Small(nn.Module):
+    RE, HS = nn.ReLU, nn.Hardswish
+    # kernel, expanded, out, squeeze-excite, activation, stride (torchvision's mobilenet_v3_small)
+    CFG = ((3, 16, 16, True, RE, 2), (3, 72, 24, False, RE, 2), (3, 88, 24, False, RE, 1),
+           (5, 96, 40, True, HS, 2), (5, 240, 40, True, HS, 1), (5, 240, 40, True, HS, 1),
+           (5, 120, 48, True, HS, 1), (5, 144, 48, True, HS, 1), (5, 288, 96, True, HS, 2),
+           (5, 576, 96, True, HS, 1), (5, 576, 96, True, HS, 1))
+
+    def __init__(self, num_classes):
+        super().__init__()
+        layers, c = [_conv_bn(3, 16, 3, 2, act=nn.Hardswish)], 16
+        for k, exp, cout, se, act, s in self.CFG:
+            layers.append(_MBv3Block(c, k, exp, cout, se, act, s))
+            c = cout
+        layers.append(_conv_bn(c, 576, 1, act=nn.Hardswish))
+        self.features = nn.Sequential(*layers)
+        self.pool, self.flatten = nn.AdaptiveAvgPool2d(1), nn.Flatten()
+        self.classifier = nn.Sequential(nn.Linear(576, 1024), nn.Hardswish(), nn.Dropout(0.2),
+                                        nn.Linear(1024, num_classes))
+
+    def forward(self, x):
+        return self.classifier(self.flatten(self.pool(self.features(x))))
+
+
+def mobilenetv3_small(spec):
+    """MobileNetV3-Small (width 1.0; hardswish, SE with hardsigmoid gate and per-channel mul) on 96x96."""
+    return _MobileNetV3Small(spec.num_classes)
+
+
+class _MBConv(nn.Module):
+    """EfficientNet MBConv: 1x1 expand, depthwise kxk, SE (SiLU, sigmoid; squeeze = block input / 4), 1x1."""
+
+    def __init__(self, cin, cout, k, stride, expand):
+        super().__init__()
+        exp = cin * expand
+        layers = [] if expand == 1 else [_conv_bn(cin, exp, 1, act=nn.SiLU)]
+        layers += [_conv_bn(exp, exp, k, stride, groups=exp, act=nn.SiLU),
+                   _SE(exp, max(1, cin // 4), act=nn.SiLU, gate=nn.Sigmoid),
+                   _conv_bn(exp, cout, 1, act=None)]
+        self.block = nn.Sequential(*layers)
+        self.use_res = stride == 1 and cin == cout
+
+    def forward(self, x):
+        return x + self.block(x) if self.use_res else self.block(x)
+
+
+def efficientnet_b0_small(spec):
+    """EfficientNet-B0 structure (MBConv1/6, kernels 3/5, SiLU, SE) at width 0.5 and reduced depth
+    (repeats 1,1,2,2,2,2,1 instead of 1,2,2,3,3,4,1), head conv 640, on 96x96 images."""
+    width = 0.5
+    # expand, kernel, stride, out, repeats
+    cfg = ((1, 3, 1, 16, 1), (6, 3, 2, 24, 1), (6, 5, 2, 40, 2), (6, 3, 2, 80, 2), (6, 5, 1, 112, 2),
+           (6, 5, 2, 192, 2), (6, 3, 1, 320, 1))
+    c = _div8(32 * width)
+    layers = [_conv_bn(3, c, 3, 2, act=nn.SiLU)]
+    for e, k, s, cout, n in cfg:
+        cout = _div8(cout * width)
+        for i in range(n):
+            layers.append(_MBConv(c, cout, k, s if i == 0 else 1, e))
+            c = cout
+    head = _div8(1280 * width)
+    layers.append(_conv_bn(c, head, 1, act=nn.SiLU))
+    return nn.Sequential(*layers, _Head(head, spec.num_classes, dropout=0.2))
+
+
+class _Fire(nn.Module):
+    def __init__(self, cin, squeeze, e1, e3):
+        super().__init__()
+        self.squeeze, self.sq_act = nn.Conv2d(cin, squeeze, 1), nn.ReLU()
+        self.e1, self.e1_act = nn.Conv2d(squeeze, e1, 1), nn.ReLU()
+        self.e3, self.e3_act = nn.Conv2d(squeeze, e3, 3, padding=1), nn.ReLU()
+
+    def forward(self, x):
+        s = self.sq_act(self.squeeze(x))
+        return torch.cat([self.e1_act(self.e1(s)), self.e3_act(self.e3(s))], 1)
+
+
+def squeezenet11(spec):
+    """SqueezeNet 1.1 (fire modules with channel cat) on 64x64; max-pools without ceil_mode, and a Linear
+    head after global pooling instead of the 1x1-conv classifier (THOR's output head is a Linear)."""
+    return nn.Sequential(
+        nn.Conv2d(3, 64, 3, 2), nn.ReLU(), nn.MaxPool2d(3, 2),
+        _Fire(64, 16, 64, 64), _Fire(128, 16, 64, 64), nn.MaxPool2d(3, 2),
+        _Fire(128, 32, 128, 128), _Fire(256, 32, 128, 128), nn.MaxPool2d(3, 2),
+        _Fire(256, 48, 192, 192), _Fire(384, 48, 192, 192), _Fire(384, 64, 256, 256), _Fire(512, 64, 256, 256),
+        nn.Dropout(0.5), _Head(512, spec.num_classes),
+    )
+
+
+class _ShuffleBlock(nn.Module):
+    """ShuffleNetV2 unit: stride 1 splits the channels (chunk) and keeps one half; stride 2 has two branches;
+    both concatenate and then shuffle the channels (view, transpose, view)."""
+
+    def __init__(self, cin, cout, stride):
+        super().__init__()
+        self.stride, self.cout = stride, cout
+        half = cout // 2
+        if stride > 1:
+            self.branch1 = nn.Sequential(_conv_bn(cin, cin, 3, stride, groups=cin, act=None),
+                                         _conv_bn(cin, half, 1))
+        b2_in = cin if stride > 1 else half
+        self.branch2 = nn.Sequential(_conv_bn(b2_in, half, 1), _conv_bn(half, half, 3, stride, groups=half, act=None),
+                                     _conv_bn(half, half, 1))
+
+    def forward(self, x):
+        if self.stride == 1:
+            x1, x2 = x.chunk(2, dim=1)
+            out = torch.cat([x1, self.branch2(x2)], 1)
+        else:
+            out = torch.cat([self.branch1(x), self.branch2(x)], 1)
+        b, h, w = out.size(0), out.size(2), out.size(3)
+        out = out.view(b, 2, self.cout // 2, h, w).transpose(1, 2).contiguous()
+        return out.view(b, self.cout, h, w)
+
+
+def shufflenetv2_05(spec):
+    """ShuffleNetV2 0.5x (stages 48/96/192 with 4/8/4 units, conv5 1024, mean-pool) on 96x96 images."""
+    layers, c = [_conv_bn(3, 24, 3, 2), nn.MaxPool2d(3, 2, 1)], 24
+    for cout, n in ((48, 4), (96, 8), (192, 4)):
+        for i in range(n):
+            layers.append(_ShuffleBlock(c, cout, 2 if i == 0 else 1))
+            c = cout
+    layers.append(_conv_bn(c, 1024, 1))
+
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.features = nn.Sequential(*layers)
+            self.fc = nn.Linear(1024, spec.num_classes)
+
+        def forward(self, x):
+            return self.fc(self.features(x).mean((2, 3)))
+
+    return Net()
+
+
+class _DenseLayer(nn.Module):
+    """DenseNet-BC layer: BN-ReLU-1x1 (4k) - BN-ReLU-3x3 (k), concatenated to its input."""
+
+    def __init__(self, cin, growth):
+        super().__init__()
+        self.f = nn.Sequential(nn.BatchNorm2d(cin), nn.ReLU(), nn.Conv2d(cin, 4 * growth, 1, bias=False),
+                               nn.BatchNorm2d(4 * growth), nn.ReLU(), nn.Conv2d(4 * growth, growth, 3, 1, 1, bias=False))
+
+    def forward(self, x):
+        return torch.cat([x, self.f(x)], 1)
+
+
+def densenet_small(spec):
+    """DenseNet-BC (growth 16, dense blocks of 6/12/12/8 layers, compression 0.5, 2x2 avg-pool transitions),
+    ImageNet stem (7x7 stride 2 + max-pool) on 64x64 images."""
+    growth, c = 16, 32
+    layers = [nn.Conv2d(3, c, 7, 2, 3, bias=False), nn.BatchNorm2d(c), nn.ReLU(), nn.MaxPool2d(3, 2, 1)]
+    blocks = (6, 12, 12, 8)
+    for i, n in enumerate(blocks):
+        for _ in range(n):
+            layers.append(_DenseLayer(c, growth))
+            c += growth
+        if i < len(blocks) - 1:
+            layers += [nn.BatchNorm2d(c), nn.ReLU(), nn.Conv2d(c, c // 2, 1, bias=False), nn.AvgPool2d(2)]
+            c //= 2
+    layers += [nn.BatchNorm2d(c), nn.ReLU()]
+    return nn.Sequential(*layers, _Head(c, spec.num_classes))
+
+
+def darknet_tiny(spec):
+    """Tiny Darknet-style classifier (3x3 convs with 1x1 bottlenecks, batch norm, LeakyReLU 0.1, five 2x2
+    max-pools) on 64x64 images; GAP and a Linear head instead of the 1x1-conv classifier."""
+    cfg = ((3, 16), "M", (3, 32), "M", (1, 16), (3, 128), (1, 16), (3, 128), "M", (1, 32), (3, 256), (1, 32),
+           (3, 256), "M", (1, 64), (3, 512), (1, 64), (3, 512), (1, 128))
+    layers, c = [], 3
+    for v in cfg:
+        if v == "M":
+            layers.append(nn.MaxPool2d(2))
+            continue
+        k, cout = v
+        layers += [nn.Conv2d(c, cout, k, 1, k // 2, bias=False), nn.BatchNorm2d(cout), nn.LeakyReLU(0.1)]
+        c = cout
+    return nn.Sequential(*layers, _Head(c, spec.num_classes))
+
+
+class _MixerBlock(nn.Module):
+    def __init__(self, tokens, dim, token_hidden, channel_hidden):
+        super().__init__()
+        self.ln1, self.ln2 = nn.LayerNorm(dim), nn.LayerNorm(dim)
+        self.tok = nn.Sequential(nn.Linear(tokens, token_hidden), nn.GELU(), nn.Linear(token_hidden, tokens))
+        self.ch = nn.Sequential(nn.Linear(dim, channel_hidden), nn.GELU(), nn.Linear(channel_hidden, dim))
+
+    def forward(self, x):  # (B, tokens, dim)
+        x = x + self.tok(self.ln1(x).transpose(1, 2)).transpose(1, 2)
+        return x + self.ch(self.ln2(x))
+
+
+class _Mixer(nn.Module):
+    def __init__(self, num_classes, patch=8, side=64, dim=128, depth=4):
+        super().__init__()
+        tokens = (side // patch) ** 2
+        self.patch = nn.Conv2d(3, dim, patch, patch)
+        self.blocks = nn.Sequential(*[_MixerBlock(tokens, dim, 64, 4 * dim) for _ in range(depth)])
+        self.ln = nn.LayerNorm(dim)
+        self.fc = nn.Linear(dim, num_classes)
+
+    def forward(self, x):
+        h = self.patch(x).flatten(2).transpose(1, 2)  # (B, tokens, dim)
+        return self.fc(self.ln(self.blocks(h)).mean(dim=1))
+
+
+def mixer_small(spec):
+    """MLP-Mixer (8x8 patches -> 64 tokens, dim 128, 4 blocks, token MLP 64, channel MLP 512, GELU) on 64x64."""
+    return _Mixer(spec.num_classes, side=spec.input_shape[1])
+
+
+class _FPNLite(nn.Module):
+    def __init__(self, num_classes, neck=64):
+        super().__init__()
+        self.c1 = _conv_bn(3, 32, 3, 2)
+        self.c2 = nn.Sequential(_conv_bn(32, 64, 3, 2), _conv_bn(64, 64, 3))
+        self.c3 = nn.Sequential(_conv_bn(64, 128, 3, 2), _conv_bn(128, 128, 3))
+        self.c4 = nn.Sequential(_conv_bn(128, 256, 3, 2), _conv_bn(256, 256, 3))
+        self.l2, self.l3, self.l4 = nn.Conv2d(64, neck, 1), nn.Conv2d(128, neck, 1), nn.Conv2d(256, neck, 1)
+        self.up3, self.up2 = nn.Upsample(scale_factor=2, mode="nearest"), nn.Upsample(scale_factor=2, mode="nearest")
+        self.smooth = _conv_bn(neck, neck, 3)
+        self.head = _Head(neck, num_classes)
+
+    def forward(self, x):
+        c2 = self.c2(self.c1(x))
+        c3 = self.c3(c2)
+        p4 = self.l4(self.c4(c3))
+        p3 = self.l3(c3) + self.up3(p4)
+        p2 = self.l2(c2) + self.up2(p3)
+        return self.head(self.smooth(p2))
+
+
+def fpn_lite(spec):
+    """Small conv backbone with an FPN-style top-down neck (1x1 laterals, nearest 2x upsampling, add),
+    classified from the finest level (stride 4) on 96x96 images."""
+    return _FPNLite(spec.num_classes)
+
+
+def dscnn_kws(spec):
+    """DS-CNN-S keyword spotting (64 channels, 4 depthwise-separable blocks) on 1x49x10 MFCCs; the first conv
+    is 3x3 stride 2 instead of 10x4 (THOR's conv2d kind is square)."""
+    layers = [_conv_bn(1, 64, 3, 2)]
+    for _ in range(4):
+        layers += [_conv_bn(64, 64, 3, groups=64), _conv_bn(64, 64, 1)]
+    return nn.Sequential(*layers, _Head(64, spec.num_classes, dropout=0.4))
+
+
+# -- zoo: sensor, audio, text and tabular nets -------------------------------------------------------------
+
+def cnn1d_har(spec):
+    """1-D CNN on raw accelerometer/gyroscope windows (9 channels x 128 samples, UCI HAR): five conv1d +
+    batchnorm1d + ReLU, two max-pools, global average pooling over time, dropout, Linear."""
+    c = spec.input_shape[0]
+    layers = []
+    for cout, k, pool in ((64, 5, False), (64, 5, True), (128, 3, False), (128, 3, True), (128, 3, False)):
+        layers += [nn.Conv1d(c, cout, k, padding=k // 2, bias=False), nn.BatchNorm1d(cout), nn.ReLU()]
+        if pool:
+            layers.append(nn.MaxPool1d(2))
+        c = cout
+    return nn.Sequential(*layers, nn.AdaptiveAvgPool1d(1), nn.Flatten(), nn.Dropout(0.5),
+                         nn.Linear(c, spec.num_classes))
+
+
+class _AttnRNN(nn.Module):
+    """A recurrent encoder with additive attention pooling over time, then a 2-layer classifier."""
+
+    def __init__(self, rnn, hidden, num_classes, att=64):
+        super().__init__()
+        self.rnn = rnn
+        self.att1, self.att_act, self.att2 = nn.Linear(hidden, att), nn.Tanh(), nn.Linear(att, 1)
+        self.fc1, self.act, self.fc2 = nn.Linear(hidden, 64), nn.ReLU(), nn.Linear(64, num_classes)
+
+    def forward(self, x):  # (B, T, features)
+        h = self.rnn(x)  # (B, T, hidden)
+        s = self.att2(self.att_act(self.att1(h))).flatten(1)  # (B, T)
+        a = torch.softmax(s, dim=-1).view(x.size(0), -1, 1)
+        pooled = (h * a).mean(dim=1)  # attention-weighted average (up to the factor T)
+        return self.fc2(self.act(self.fc1(pooled)))
+
+
+def gru_kws(spec):
+    """Keyword spotting GRU (2 layers, 128 units) over 98 frames of 40 log-mel features, with additive
+    attention pooling (tanh, softmax over time, per-frame mul), 12 classes (Speech Commands)."""
+    return _AttnRNN(GRUSequence(spec.input_shape[1], 128, num_layers=2), 128, spec.num_classes)
+
+
+class _DeepConvLSTM(nn.Module):
+    def __init__(self, channels, num_classes, filters=64, hidden=128):
+        super().__init__()
+        convs, c = [], channels
+        for _ in range(4):
+            convs += [nn.Conv1d(c, filters, 5), nn.ReLU()]
+            c = filters
+        self.convs = nn.Sequential(*convs)
+        self.lstm = LSTMSequence(filters, hidden, num_layers=2)
+        self.drop = nn.Dropout(0.5)
+        self.fc = nn.Linear(hidden, num_classes)
+
+    def forward(self, x):  # (B, channels, T)
+        h = self.lstm(self.convs(x).transpose(1, 2))  # (B, T - 16, hidden)
+        return self.fc(self.drop(h[:, -1]))
+
+
+def deepconvlstm(spec):
+    """DeepConvLSTM (4 temporal convs of 64 filters, kernel 5, then a 2-layer LSTM of 128, last step) on
+    113 sensor channels x 24 samples (Opportunity), 18 classes; convs written as conv1d over time."""
+    return _DeepConvLSTM(spec.input_shape[0], spec.num_classes)
+
+
+def eegnet1d(spec):
+    """EEGNet-style compact EEG classifier on 22 electrodes x 256 samples: depthwise temporal conv1d (2 per
+    electrode), pointwise spatial mix, batchnorm1d, ELU, max-pools (for EEGNet's avg-pools), separable conv."""
+    ch = spec.input_shape[0]
+    t = spec.input_shape[1]
+    return nn.Sequential(
+        nn.Conv1d(ch, 2 * ch, 33, padding=16, groups=ch, bias=False), nn.BatchNorm1d(2 * ch),
+        nn.Conv1d(2 * ch, 16, 1, bias=False), nn.BatchNorm1d(16), nn.ELU(), nn.MaxPool1d(4), nn.Dropout(0.25),
+        nn.Conv1d(16, 16, 15, padding=7, groups=16, bias=False), nn.Conv1d(16, 16, 1, bias=False),
+        nn.BatchNorm1d(16), nn.ELU(), nn.MaxPool1d(8), nn.Dropout(0.25),
+        nn.Flatten(), nn.Linear(16 * (t // 32), spec.num_classes),
+    )
+
+
+def lstm2_lm(spec):
+    """Character LSTM language model: embedding 128, 2-layer LSTM of 384, dropout, per-token Linear."""
+    return nn.Sequential(nn.Embedding(spec.vocab, 128), LSTMSequence(128, 384, num_layers=2), nn.Dropout(0.2),
+                         nn.Linear(384, spec.vocab))
+
+
+class _TextClassifier(nn.Module):
+    def __init__(self, vocab, seq_len, d, heads, head_dim, ff, depth, num_classes):
+        super().__init__()
+        self.embed = TokenPositionalEmbedding(vocab, d, seq_len)
+        self.blocks = nn.Sequential(*[TransformerBlock(d, heads, head_dim, ff) for _ in range(depth)])
+        self.ln = nn.LayerNorm(d)
+        self.drop = nn.Dropout(0.1)
+        self.fc = nn.Linear(d, num_classes)
+
+    def forward(self, idx):
+        return self.fc(self.drop(self.ln(self.blocks(self.embed(idx))).mean(dim=1)))
+
+
+def transformer_cls(spec):
+    """Transformer encoder text classifier: 4 blocks, d 128, 4 heads of 32, ff 512, seq 128, vocab 2000,
+    mean-pooled over tokens, 4 classes."""
+    return _TextClassifier(spec.vocab, spec.input_shape[0], 128, 4, 32, 512, 4, spec.num_classes)
+
+
+def transformer_lm_small(spec):
+    """Character transformer language model: 4 blocks, d 192, 3 heads of 64, ff 768, seq 128, vocab 65."""
+    t = spec.input_shape[0]
+    return nn.Sequential(TokenPositionalEmbedding(spec.vocab, 192, t),
+                         *[TransformerBlock(192, 3, 64, 768) for _ in range(4)],
+                         nn.LayerNorm(192), nn.Linear(192, spec.vocab))
+
+
+def mlp_tabular(spec):
+    """Tabular MLP (54 features, Covertype-like): 3 hidden Linear layers 256/256/128 with batchnorm1d,
+    ReLU and dropout, then a Linear to 7 classes."""
+    f = spec.input_shape[0]
+    return nn.Sequential(
+        nn.Linear(f, 256), nn.BatchNorm1d(256), nn.ReLU(), nn.Dropout(0.1),
+        nn.Linear(256, 256), nn.BatchNorm1d(256), nn.ReLU(), nn.Dropout(0.1),
+        nn.Linear(256, 128), nn.ReLU(), nn.Dropout(0.1),
+        nn.Linear(128, spec.num_classes),
+    )
+
+
+# -- held-out nets: for the generalization benchmark only, never in the prior ------------------------------
+
+def vgg_small(spec):
+    """Three VGG blocks (two 3x3 conv + ReLU, max-pool; 32/64/128) and two dense layers on 3x32x32."""
+    layers, c = [], 3
+    for cout in (32, 64, 128):
+        layers += [nn.Conv2d(c, cout, 3, padding=1), nn.ReLU(), nn.Conv2d(cout, cout, 3, padding=1), nn.ReLU(),
+                   nn.MaxPool2d(2)]
+        c = cout
+    return nn.Sequential(*layers, nn.Flatten(), nn.Linear(128 * 4 * 4, 256), nn.ReLU(), nn.Dropout(0.3),
+                         nn.Linear(256, spec.num_classes))
+
+
+def mlp5(spec):
+    """Five Linear layers (300 -> 512 -> 384 -> 256 -> 128 -> 20) with ReLU and dropout."""
+    dims = (spec.input_shape[0], 512, 384, 256, 128)
+    layers = []
+    for a, b in zip(dims, dims[1:]):
+        layers += [nn.Linear(a, b), nn.ReLU(), nn.Dropout(0.2)]
+    return nn.Sequential(*layers, nn.Linear(dims[-1], spec.num_classes))
+
+
+def dscnn_bn(spec):
+    """Depthwise-separable CNN with batch norm and ReLU6 (32 -> 64 -> 128 -> 128 -> 256 -> 256) on 3x48x48."""
+    layers, c = [_conv_bn(3, 32, 3, 2, act=nn.ReLU6)], 32
+    for cout, s in ((64, 1), (128, 2), (128, 1), (256, 2), (256, 1)):
+        layers += [_conv_bn(c, c, 3, s, groups=c, act=nn.ReLU6), _conv_bn(c, cout, 1, act=nn.ReLU6)]
+        c = cout
+    return nn.Sequential(*layers, _Head(c, spec.num_classes))
+
+
+def cnn1d_small(spec):
+    """Three conv1d layers (32/64/64, kernels 7/5/3) with batchnorm1d, ReLU and max-pools on 6x100, GAP,
+    two Linear layers."""
+    return nn.Sequential(
+        nn.Conv1d(spec.input_shape[0], 32, 7, padding=3), nn.BatchNorm1d(32), nn.ReLU(), nn.MaxPool1d(2),
+        nn.Conv1d(32, 64, 5, padding=2), nn.BatchNorm1d(64), nn.ReLU(), nn.MaxPool1d(2),
+        nn.Conv1d(64, 64, 3, padding=1), nn.ReLU(),
+        nn.AdaptiveAvgPool1d(1), nn.Flatten(), nn.Linear(64, 32), nn.ReLU(), nn.Linear(32, spec.num_classes),
+    )
+
+
+class _LastStep(nn.Module):
+    def __init__(self, rnn, hidden, num_classes):
+        super().__init__()
+        self.rnn, self.fc = rnn, nn.Linear(hidden, num_classes)
+
+    def forward(self, x):
+        return self.fc(self.rnn(x)[:, -1])
+
+
+def gru_small(spec):
+    """One GRU layer of 64 units over 40 steps of 24 sensor features, classified from the last step."""
+    return _LastStep(GRUSequence(spec.input_shape[1], 64), 64, spec.num_classes)
+
+
+def transformer_tiny(spec):
+    """Character transformer language model: 2 blocks, d 96, 3 heads of 32, ff 384, seq 32, vocab 65."""
+    t = spec.input_shape[0]
+    return nn.Sequential(TokenPositionalEmbedding(spec.vocab, 96, t),
+                         *[TransformerBlock(96, 3, 32, 384) for _ in range(2)],
+                         nn.LayerNorm(96), nn.Linear(96, spec.vocab))
+
+
+def resnet_tiny(spec):
+    """3x3 stem (16) and six basic residual blocks (16, 16, 32/2, 32, 64/2, 64) on 3x40x40, GAP, Linear."""
+    layers, c = [_conv_bn(3, 16, 3)], 16
+    for cout, s in ((16, 1), (16, 1), (32, 2), (32, 1), (64, 2), (64, 1)):
+        layers.append(BasicBlock(c, cout, s))
+        c = cout
+    return nn.Sequential(*layers, _Head(c, spec.num_classes))
+
+
+def se_cnn(spec):
+    """Small CNN with squeeze-excitation (SiLU, sigmoid gate): three conv-BN-SiLU stages (24/48/96, stride 2)
+    each followed by SE, on 3x56x56."""
+    layers, c = [], 3
+    for cout in (24, 48, 96):
+        layers += [_conv_bn(c, cout, 3, 2, act=nn.SiLU), _conv_bn(cout, cout, 3, act=nn.SiLU),
+                   _SE(cout, cout // 8, act=nn.SiLU, gate=nn.Sigmoid)]
+        c = cout
+    return nn.Sequential(*layers, _Head(c, spec.num_classes, dropout=0.1))
+
