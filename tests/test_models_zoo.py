@@ -1,0 +1,104 @@
+"""The model zoo and the held-out nets: groups, specs, one training step per net, and layer extraction."""
+
+import functools
+
+import pytest
+
+from thor_sdk.errors import UnsupportedOperatorError, UsageError
+from thor_sdk.models import GROUPS, build_model, example_batch, list_models, model_spec
+
+REFERENCE = ["lenet5", "cnn5", "har", "lstm", "transformer", "resnet18", "mobilenetv2"]
+ZOO_ONLY = [n for n in list_models("zoo") if n not in REFERENCE]
+HELDOUT = list_models("heldout")
+
+# operators of the layer kinds added for the zoo (conv1d ... permute): an extraction failure naming only
+# these means those kinds have not landed in thor_sdk.layers yet; anything else is a real failure
+_NEW_KIND_OPS = ("conv1d", "batchnorm1d", "maxpool1d", "adaptiveavgpool1d", "adaptive_avg_pool1d", "gru",
+                 "softmax", "hardswish", "hardsigmoid", "silu", "leakyrelu", "leaky_relu", "elu", "upsample",
+                 "interpolate", "mul", "cat", "transpose", "permute", "channelshuffle", "chunk", "mean")
+
+
+def test_list_models_default_is_unchanged():
+    assert list_models() == REFERENCE
+    assert list_models("reference") == REFERENCE
+
+
+def test_groups_are_disjoint_and_large_enough():
+    zoo, heldout = list_models("zoo"), list_models("heldout")
+    assert zoo[:len(REFERENCE)] == REFERENCE  # the prior is built from the reference nets plus the zoo
+    assert len(ZOO_ONLY) >= 15 and len(heldout) >= 8
+    assert not set(zoo) & set(heldout)
+    assert sorted(list_models("all")) == sorted(zoo + heldout)
+    assert len(set(list_models("all"))) == len(list_models("all"))
+    assert all(model_spec(n).group == "heldout" for n in heldout)
+    assert all(model_spec(n).group == "zoo" for n in ZOO_ONLY)
+    assert all(model_spec(n).group == "reference" for n in REFERENCE)
+    with pytest.raises(UsageError):
+        list_models("prior")
+    assert set(GROUPS) == {"reference", "zoo", "heldout", "all"}
+
+
+@pytest.mark.parametrize("name", ZOO_ONLY + HELDOUT)
+def test_spec_describes_the_input_in_one_line(name):
+    spec = model_spec(name)
+    d = spec.description
+    assert d and "\n" not in d and spec.to_dict()["group"] == spec.group
+    if spec.input_dtype == "int64":
+        assert f"seq {spec.input_shape[0]}" in d and spec.vocab > 0
+    elif len(spec.input_shape) == 1:
+        assert f"{spec.input_shape[0]} features" in d
+    else:
+        assert "x".join(map(str, spec.input_shape)) in d
+
+
+@pytest.mark.parametrize("name", ZOO_ONLY + HELDOUT)
+def test_builds_and_trains_one_step(name):
+    import torch
+    from torch.nn import functional as F
+
+    spec = model_spec(name)
+    model = build_model(name)
+    assert isinstance(list(model.modules())[-1], torch.nn.Linear)  # the output head is a Linear
+    assert not any(getattr(m, "inplace", False) for m in model.modules())
+    x, y = example_batch(name, 2)
+    model.train()
+    out = model(x)
+    assert tuple(out.shape) == (2, *spec.label_shape, spec.num_classes)
+    assert tuple(y.shape) == (2, *spec.label_shape)
+    loss = F.cross_entropy(out.reshape(-1, spec.num_classes), y.reshape(-1))
+    loss.backward()
+    assert torch.isfinite(loss)
+    assert all(p.grad is not None for p in model.parameters() if p.requires_grad)
+
+
+@functools.lru_cache(maxsize=None)
+def _layers(name):
+    """The net's layer list, extracted once per session (the coverage test reuses it)."""
+    from thor_sdk.layers import layers_of
+
+    try:
+        return layers_of(name).layers
+    except UnsupportedOperatorError as e:
+        pending = [op for op in e.ops if any(k in op.lower().replace(" ", "") for k in _NEW_KIND_OPS)]
+        if len(pending) == len(e.ops):
+            pytest.skip(f"layer kinds not landed yet for: {', '.join(e.ops)}")
+        raise
+
+
+@pytest.mark.parametrize("name", ZOO_ONLY + HELDOUT)
+def test_extracts_into_layers(name):
+    layers = _layers(name)
+    assert layers[-1]["kind"] == "output" and layers[-1]["config"]["out_features"] == model_spec(name).num_classes
+    assert layers[0]["role"] == "input"
+    assert len(layers) >= 2
+
+
+def test_every_kind_is_in_the_zoo_and_heldout_kinds_are_covered():
+    """The prior has configs of every layer kind, so a held-out net's kinds are all in it (checked on the
+    zoo nets alone: the reference nets add no kind)."""
+    from thor_sdk.layers.kinds import KINDS
+
+    zoo = {layer["kind"] for n in ZOO_ONLY for layer in _layers(n)}
+    heldout = {layer["kind"] for n in HELDOUT for layer in _layers(n)}
+    assert zoo == set(KINDS)
+    assert heldout <= zoo
