@@ -140,7 +140,8 @@ def profile(device="host", metric="time", out="profile.db", resume=False, runtim
             if unknown:
                 raise UsageError(f"kinds not in the prior: {', '.join(unknown)}")
         calibration_models = list(DEFAULT_CALIBRATION if calibration_models is None else calibration_models)
-        settings = settings or ProtocolSettings()
+        # a profile buys many probes: at most 8 rounds each (the fit weighs each by its own noise)
+        settings = settings or ProtocolSettings(min_rounds=4, max_rounds=8)
         campaign = Campaign.create(out, {
             "campaign_kind": "profile", "device": dev.info(), "metric": metric, "unit": UNITS[metric],
             "runtime": runtime, "protocol": settings.to_dict(), "prior": prior, "seed": seed,

@@ -5,7 +5,7 @@ built from the layer lists of the zoo (``thor_sdk.models.list_models("zoo")``: t
 plus the zoo's common on-device architectures; the held-out nets never feed it) by
 ``python -m thor_sdk.campaign.prior --write``. Per kind it lists each distinct (config, role) with
 its count in the zoo and a proxy cost share (training FLOPs and bytes at batch 16, one roofline-like
-number: ``2e-5 s + flops / 5e9 + bytes / 5e9``), so a profile spends its probes where the zoo's cost is.
+number: ``2e-5 s + flops / 2e10 + bytes / 5e9``), so a profile spends its probes where the zoo's cost is.
 
 ``candidates(kind, ...)`` turns a kind's prior into probe candidates: a scrambled Sobol sequence over
 (which zoo config, a log-uniform size factor in [1/2, 2] per size feature, a log-uniform batch size in
@@ -38,7 +38,7 @@ def proxy_cost_s(kind, config, role, batch_size=PROXY_BATCH):
     from thor_sdk.runtime.terms import at_batch, cost_terms
 
     flops, nbytes = at_batch(cost_terms(kind, config, role), batch_size)
-    return 2e-5 + flops / 5e9 + nbytes / 5e9
+    return 2e-5 + flops / 2e10 + nbytes / 5e9
 
 
 def build_prior(model_names=None):

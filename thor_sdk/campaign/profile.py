@@ -55,6 +55,7 @@ class ProfilePlan:
         self.share = {k: prior["kinds"][k]["share"] for k in names}
         self.kinds = sorted(names, key=lambda k: -self.share[k])
         self.candidates = {}
+        self.start = {}
         self.integration = {}
         for k in self.kinds:
             cands = []
@@ -64,6 +65,9 @@ class ProfilePlan:
                 except Exception:  # a prior row that is not a valid probe: skipped, never stored
                     continue
             self.candidates[k] = cands
+            costs = sorted(_proxy(p) for p in cands)
+            cheap = costs[len(costs) // 2] if costs else 0.0
+            self.start[k] = [p for p in cands if _proxy(p) <= cheap]
             pts = []
             for e in prior["kinds"][k]["configs"][:MAX_INTEGRATION_CONFIGS]:
                 for b in INTEGRATION_BATCHES:
@@ -72,6 +76,12 @@ class ProfilePlan:
                     except Exception:
                         continue
             self.integration[k] = pts
+
+
+def _proxy(p):
+    from .prior import proxy_cost_s
+
+    return proxy_cost_s(p.kind, p.config, p.role, p.batch_size)
 
 
 def _expected_probe_s(cost_s):
@@ -180,10 +190,11 @@ def run_profile(campaign, device, plan, metric="time", settings=None, runtime="t
         if reference_every_s and (last_ref is None or clock() - last_ref >= reference_every_s):
             reference()
         # 1. space-filling start: the next Sobol candidate of the costliest kind still short of it
+        #    (among the kind's cheaper half by proxy cost: the start buys coverage, not big batches)
         nxt = None
         for k in plan.kinds:
             if counts.get(k, 0) < start_per_kind:
-                nxt = next((p for p in plan.candidates[k] if p.id not in done), None)
+                nxt = next((p for p in plan.start[k] if p.id not in done), None)
                 if nxt is not None:
                     break
         # 2. active: the largest integrated-variance reduction per probing second over all kinds

@@ -25,11 +25,13 @@ from .probe import protocol_options, settings_from
 @click.option("--calibration-model", "calibration_models", multiple=True,
               help="Whole models measured at the end to calibrate the whole-model std (default: lenet5, har, cnn5).")
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the Sobol candidates.")
+@click.option("--prior", "prior_path", type=click.Path(dir_okay=False),
+              help="A prior file (format thor-sdk/prior) instead of the shipped zoo prior.")
 @protocol_options
 @quiet_option
 @json_option
 def cmd(device, runtime, metric, meter, out, resume, max_seconds, max_probes, target_std, models, input_shape, kinds,
-        reference_every_s, calibration_models, seed, min_rounds, max_rounds, window_s, cv_target, threads, quiet,
+        reference_every_s, calibration_models, seed, prior_path, min_rounds, max_rounds, window_s, cv_target, threads, quiet,
         as_json):
     """Profile DEVICE once over the zoo's prior of layer configs (space-filling, then where estimates over
     the prior are least certain). Fit it with `thor-sdk fit`; the estimator serves models never probed."""
@@ -60,12 +62,14 @@ def cmd(device, runtime, metric, meter, out, resume, max_seconds, max_probes, ta
         elif event == "stop":
             bar["b"].close()
 
-    settings = None if resume else settings_from(min_rounds, max_rounds, window_s, cv_target)
+    given = any(v is not None for v in (min_rounds, max_rounds, window_s, cv_target))
+    settings = settings_from(min_rounds, max_rounds, window_s, cv_target) if given and not resume else None
     summary = profile(device=device, metric=metric, out=out, resume=resume, runtime=runtime, max_probes=max_probes,
                       max_seconds=max_seconds, target_rel_std=target_std, settings=settings, meter=meter,
                       threads=threads, models=list(models), input_shape=input_shape, kinds=list(kinds) or None,
                       seed=seed, reference_every_s=reference_every_s,
-                      calibration_models=list(calibration_models) or None, progress=progress)
+                      calibration_models=list(calibration_models) or None, progress=progress,
+                      prior_path=prior_path)
     if as_json:
         emit_json(summary)
         return
