@@ -318,8 +318,9 @@ class _DenseLayer(nn.Module):
 
     def __init__(self, cin, growth):
         super().__init__()
-        self.f = nn.Sequential(nn.BatchNorm2d(cin), nn.ReLU(), nn.Conv2d(cin, 4 * growth, 1, bias=False),
-                               nn.BatchNorm2d(4 * growth), nn.ReLU(), nn.Conv2d(4 * growth, growth, 3, 1, 1, bias=False))
+        mid = 4 * growth
+        self.f = nn.Sequential(nn.BatchNorm2d(cin), nn.ReLU(), nn.Conv2d(cin, mid, 1, bias=False),
+                               nn.BatchNorm2d(mid), nn.ReLU(), nn.Conv2d(mid, growth, 3, 1, 1, bias=False))
 
     def forward(self, x):
         return torch.cat([x, self.f(x)], 1)
