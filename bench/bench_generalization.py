@@ -109,14 +109,16 @@ def main(argv=None):
     doc = thor_sdk.fit(db, out=est_path, progress=fit_progress)
     fit_s = time.monotonic() - t0
     size = os.path.getsize(est_path)
+    have = set(doc["kinds"])
     big = max((layers_of(m).layers for m in list_models("zoo")), key=len)
-    load_s, est_s = runtime_timings(est_path, big[:50])
+    big = [l for l in big if l["kind"] in have][:50]
+    load_s, est_s = runtime_timings(est_path, big)
     r = evaluate_unseen(est_path, models, device="host", batch_sizes=batches, threads=1,
                         progress=lambda ev, name: print(f"measuring {name} ...", file=sys.stderr, flush=True))
     r.update(command=command, load_average_at_start=load_start, load_average_at_end=os.getloadavg()[0],
              busy_processes_at_start=busy, profile=profile_summary, profile_wall_s=profile_s, fit_wall_s=fit_s,
              fit_per_kind=fit_times, estimator_bytes=size, runtime_load_s=load_s, runtime_estimate_s=est_s,
-             runtime_estimate_layers=len(big[:50]), whole_model=doc.get("whole_model"),
+             runtime_estimate_layers=len(big), whole_model=doc.get("whole_model"),
              calibration=doc["provenance"].get("calibration"))
     stamp = dt.datetime.now(dt.timezone.utc).strftime("%Y%m%d-%H%M")
     report = args.report or os.path.join(os.path.dirname(os.path.abspath(__file__)), "results",
@@ -135,7 +137,7 @@ def main(argv=None):
              + (max(((k, v['cpu_s'], v['samples']) for k, v in fit_times.items()), key=lambda t: t[1],
                     default=("-", 0, 0)).__repr__()) + f"; estimator {size / 1024:.0f} KB; whole-model rel std "
              f"{doc['whole_model']['rel_std']:.3f} ({doc['whole_model'].get('source')}).",
-             f"Stdlib runtime: load {load_s * 1e3:.1f} ms, estimate of a {len(big[:50])}-layer model "
+             f"Stdlib runtime: load {load_s * 1e3:.1f} ms, estimate of a {len(big)}-layer model "
              f"{est_s * 1e3:.2f} ms (medians).", "",
              "Held-out nets (never in the zoo the prior is built from):", "", "```", unseen_table(r), "```", ""]
     with open(report, "w", encoding="utf-8") as f:
