@@ -17,7 +17,9 @@ def layer_train_flops(layer, batch_size):
 def fit_unit_per_flop(samples):
     """``samples``: dicts with kind, role, batch_size, config, value (non-flagged). Returns a dict."""
     flops = [layer_train_flops(s, s["batch_size"]) for s in samples]
-    num = sum(s["value"] * f for s, f in zip(samples, flops))
+    # a layer cannot cost less than nothing: a subtraction within noise counts as 0, so the fitted cost
+    # per FLOP is never negative (it was -9.7e-12 s on a noisy har campaign)
+    num = sum(max(s["value"], 0.0) * f for s, f in zip(samples, flops))
     den = sum(f * f for f in flops)
     if den <= 0 or not samples:
         return {"unit_per_flop": None, "n_samples": len(samples)}

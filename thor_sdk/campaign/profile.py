@@ -32,7 +32,8 @@ MAX_INTEGRATION_CONFIGS = 40
 CANDIDATES_PER_KIND = 160
 REFERENCE = ("conv2d", {"in_channels": 16, "out_channels": 16, "kernel": 3, "stride": 1, "padding": 1, "groups": 1,
                         "height": 16, "width": 16, "bias": 1}, 16, "hidden")
-DEFAULT_CALIBRATION = ("lenet5", "har", "cnn5")
+#: cheap zoo nets (never held-out ones) covering conv, depthwise, 1-D, recurrent and dense layers
+DEFAULT_CALIBRATION = ("lenet5", "har", "cnn5", "dscnn_kws", "cnn1d_har", "deepconvlstm", "mlp_tabular")
 
 
 def reference_probe():

@@ -23,7 +23,8 @@ from .probe import protocol_options, settings_from
 @click.option("--reference-every", "reference_every_s", type=float, default=120.0, show_default=True,
               help="Seconds between re-measurements of the drift reference probe (0: never).")
 @click.option("--calibration-model", "calibration_models", multiple=True,
-              help="Whole models measured at the end to calibrate the whole-model std (default: lenet5, har, cnn5).")
+              help="Zoo models measured whole at the end to calibrate the whole-model bias and std "
+                   "(default: lenet5, har, cnn5, dscnn_kws, cnn1d_har, deepconvlstm, mlp_tabular).")
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the Sobol candidates.")
 @click.option("--prior", "prior_path", type=click.Path(dir_okay=False),
               help="A prior file (format thor-sdk/prior) instead of the shipped zoo prior.")

@@ -38,8 +38,10 @@ from thor_sdk.errors import FormatError, UsageError
 
 SIGNIFICANT_DIGITS = 8
 NU = 2.5
-LENGTH_SCALE_BOUNDS = (0.2, 50.0)
+LENGTH_SCALE_BOUNDS = (0.1, 3.0)       # ln(1 + x) units: the residual decorrelates within a factor e^3 = 20
 CONSTANT_BOUNDS = (1e-4, 4.0)          # residual variance in (ln units)^2: std 1 % ... factor 7
+CONSTANT_FLOOR = 0.02                  # far from data, at least 14 % std: the mean function's reach
+FEW_SAMPLES = 5                        # below this, the mean function's error is unknown: constant >= 0.25
 NOISE_BOUNDS = (1e-6, 1.0)
 FIXED_LENGTH_SCALE = 1.0               # ln(1 + x) units, for a feature that never varied
 FLOOR_LOG_NOISE = 1.0                  # log-std of a sample floored at twice its standard error
@@ -221,13 +223,16 @@ class KindGP:
             resid = np.clip(resid, -MAX_RESIDUAL, MAX_RESIDUAL)
             log_noise_var = np.where(wild, FLOOR_LOG_NOISE ** 2, log_noise_var)
 
-        # 3. standardise features; constant columns get a fixed length scale in ln(1 + x) units
+        # 3. centre the ln(1 + x) features (scale 1: length scales are in ln units, bounded, so a few
+        #    samples cannot make a far config look near); constant columns get a fixed length scale
         Xl = np.log1p(X)
         self.x_mean_ = np.array(_round_list(Xl.mean(axis=0)))
         sd = Xl.std(axis=0)
         varies = sd > 1e-9 * np.maximum(1.0, np.abs(self.x_mean_))
-        self.x_scale_ = np.array(_round_list(np.where(varies, sd, 1.0)))
+        self.x_scale_ = np.ones(d)
         Z = self._z(X)
+        # the prior variance of the residual is at least the mean function's own out-of-sample error
+        self.constant_floor_ = self._loo_floor(T, y_eff, w)
 
         # 4. hyperparameters on a subset (scikit-learn), residual offset r0 = precision-weighted mean
         prec = 1.0 / (log_noise_var + 1e-4)
@@ -253,6 +258,26 @@ class KindGP:
                               "mean_function_mape": float(np.mean(np.abs(np.expm1(-resid[ok]))))}
         return self
 
+    def _loo_floor(self, T, y, w):
+        """Lower bound of the kernel constant: the mean function's leave-one-out (or 10-fold) mean
+        squared ln error, at least CONSTANT_FLOOR; 0.25 with fewer than FEW_SAMPLES usable samples."""
+        import numpy as np
+
+        use = np.flatnonzero(w > 0)
+        if len(use) < FEW_SAMPLES:
+            return 0.25
+        folds = np.array_split(use, min(len(use), 10))
+        errs = []
+        for f in folds:
+            wt = w.copy()
+            wt[f] = 0.0
+            a, bf, bb = fit_mean_function(T, y, weights=wt)
+            m = a + bf * T[f, 0] + bb * T[f, 1]
+            errs.append(np.log(y[f]) - np.log(m))
+        e = np.concatenate(errs)
+        e = e - np.median(e)  # the residual offset absorbs a common shift
+        return float(np.clip(np.mean(e ** 2), CONSTANT_FLOOR, 1.0))
+
     def _mean_fn(self, T):
         a, bf, bb = self.mean_coef_
         return a + bf * T[:, 0] + bb * T[:, 1]
@@ -265,13 +290,14 @@ class KindGP:
         from sklearn.gaussian_process.kernels import ConstantKernel, Matern, WhiteKernel
 
         n, dv = Zv.shape
-        c0 = float(np.clip(np.var(rt) if n > 1 else 0.05, 0.01, 1.0))
+        floor = self.constant_floor_
+        c0 = float(np.clip(np.var(rt) if n > 1 else 0.05, floor, max(1.0, floor)))
         if n < 3 or dv == 0:
             self.warnings_.append(f"{n} sample(s): kernel hyperparameters not optimised")
             return c0, np.ones(dv), 1e-3, float("nan")
         rng = np.random.default_rng(self.random_state)
         sub = np.arange(n) if n <= self.hyper_subset else np.sort(rng.choice(n, self.hyper_subset, replace=False))
-        kernel = (ConstantKernel(c0, CONSTANT_BOUNDS)
+        kernel = (ConstantKernel(c0, (floor, max(CONSTANT_BOUNDS[1], floor)))
                   * Matern(length_scale=np.ones(dv), length_scale_bounds=LENGTH_SCALE_BOUNDS, nu=NU)
                   + WhiteKernel(1e-3, NOISE_BOUNDS))
         gpr = GaussianProcessRegressor(kernel=kernel, alpha=noise_var[sub] + 1e-10, normalize_y=False,

@@ -4,9 +4,12 @@
   stores those as model runs named ``reference:<probe id>``) gives the machine's run-to-run variance
   in ln units; it is added to every sample's noise, so the GPs do not mistake drift for structure;
 - **whole-model calibration**: whole models measured in the campaign (model runs that carry their
-  layer list, ``calibration:<name>``) are estimated with the freshly fitted layer models; the RMS of
-  ``ln(measured / estimated)`` is the whole-model relative std (composition effects the layer sum
-  cannot see, plus drift). Without such runs the drift alone is used, and the estimator says so.
+  layer list, ``calibration:<name>``; zoo models, never the held-out ones) are estimated with the
+  freshly fitted layer models. With at least 4 runs of 2 models, the mean ``ln(measured / estimated)``
+  is a bias common to whole models (composition effects, extrapolation of the layer models) and is
+  folded into every kind's residual offset; the spread around it (plus the uncertainty of that mean
+  and the drift) is the whole-model relative std. With fewer runs, their RMS (at least the drift) is
+  the std and nothing is corrected; without any, the drift alone, and the estimator says so.
 """
 
 import math
@@ -15,6 +18,7 @@ from thor_sdk.errors import FormatError, UsageError
 
 UNITS = {"time": "s", "energy": "J"}
 REFERENCE_PREFIX = "reference:"
+MIN_BIAS_RUNS = 4  # calibration runs (of at least 2 models) before a common bias is corrected
 CALIBRATION_PREFIX = "calibration:"
 
 
@@ -81,7 +85,17 @@ def calibrate(est, model_runs, metric, drift_var):
         runs.append({"model": r["model"][len(CALIBRATION_PREFIX):], "batch_size": r["batch_size"],
                      "measured": r["mean"], "estimated": got, "log_ratio": math.log(r["mean"] / got)})
     used = [r["log_ratio"] for r in runs if "log_ratio" in r]
-    if used:
+    models = {r["model"] for r in runs if "log_ratio" in r}
+    bias = 0.0
+    if len(used) >= MIN_BIAS_RUNS and len(models) >= 2:
+        # a shift common to whole models (e.g. what the layer sum misses) is corrected; what varies
+        # between models, plus the uncertainty of that mean, stays in the std
+        bias = sum(used) / len(used)
+        spread = sum((x - bias) ** 2 for x in used) / (len(used) - 1)
+        rel = math.sqrt(spread * (1.0 + 1.0 / len(used)) + drift_var)
+        source = (f"{len(used)} calibration run(s) of {len(models)} model(s): ln bias {bias:+.3f} corrected, "
+                  "spread around it plus drift")
+    elif used:
         rms = math.sqrt(sum(x * x for x in used) / len(used))
         rel = math.sqrt(max(rms * rms, drift_var))
         source = f"RMS of ln(measured / estimated) over {len(used)} calibration run(s), at least the drift"
@@ -89,7 +103,7 @@ def calibrate(est, model_runs, metric, drift_var):
         rel = math.sqrt(drift_var)
         source = ("no calibration runs: reference-probe drift only" if drift_var > 0 else
                   "no calibration runs and no drift measurements: layer uncertainty only")
-    return {"rel_std": rel, "source": source, "drift_log_std": math.sqrt(drift_var), "runs": runs}
+    return {"rel_std": rel, "log_bias": bias, "source": source, "drift_log_std": math.sqrt(drift_var), "runs": runs}
 
 
 def build(samples, *, device, runtime, metric, model_runs=(), sources=(), random_state=0, progress=None):
@@ -115,6 +129,9 @@ def build(samples, *, device, runtime, metric, model_runs=(), sources=(), random
               flops_baseline=fit_unit_per_flop(good), provenance=provenance)
     doc = build_estimator(gps, whole_model={"rel_std": 0.0}, **kw)
     cal = calibrate(load_estimator(doc), model_runs, metric, drift_var)
-    return build_estimator(gps, whole_model={"rel_std": cal["rel_std"], "source": cal["source"],
-                                             "drift_log_std": cal["drift_log_std"]},
+    if cal["log_bias"]:  # folded into every kind's residual offset: the file format is unchanged
+        for g in gps.values():
+            g.residual_offset_ += cal["log_bias"]
+    return build_estimator(gps, whole_model={"rel_std": cal["rel_std"], "log_bias": cal["log_bias"],
+                                             "source": cal["source"], "drift_log_std": cal["drift_log_std"]},
                            **dict(kw, provenance=dict(provenance, calibration=cal["runs"])))
