@@ -113,6 +113,31 @@ def calibration_us():
     return med * 1e6 / 100
 
 
+def time_fit(n):
+    """CPU seconds to fit one conv2d cost model on ``n`` synthetic samples, and its JSON size."""
+    import numpy as np
+
+    from thor_sdk.fitting.gp import KindGP
+    from thor_sdk.layers.kinds import feature_vector, get_kind, gp_features
+    from thor_sdk.runtime.terms import at_batch, cost_terms
+
+    rng = np.random.default_rng(0)
+    X, y, T = [], [], []
+    for _ in range(n):
+        c = _config("conv2d", rng)
+        b = int(rng.choice([1, 4, 16, 64, 128]))
+        role = str(rng.choice(["input", "hidden"]))
+        X.append(feature_vector("conv2d", c, b, role))
+        T.append(at_batch(cost_terms("conv2d", c, role), b))
+        y.append((1e-11 * get_kind("conv2d").train_flops(c, b, role) + 1e-5) * math.exp(rng.normal(0, 0.05)))
+    c0 = time.process_time()
+    gp = KindGP(gp_features("conv2d")).fit(X, y, terms=T)
+    cpu = time.process_time() - c0
+    print(f"command: {' '.join(['python'] + sys.argv)}")
+    print(f"conv2d, {n} samples: fit {cpu:.1f} CPU s, {len(gp.inducing_)} inducing points, "
+          f"{len(json.dumps(gp.to_dict())) / 1024:.1f} KiB")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--runs", type=int, default=200)
@@ -120,7 +145,11 @@ def main():
     ap.add_argument("--no-torch", action="store_true", help="skip the reference networks")
     ap.add_argument("--save-case", metavar="F", help="also write the estimator + layer lists to F")
     ap.add_argument("--case", metavar="F", help="time the estimator + layer lists in F (no fitting)")
+    ap.add_argument("--fit-samples", type=int, metavar="N",
+                    help="only time fitting one conv2d kind on N synthetic samples (CPU seconds) and its size")
     args = ap.parse_args()
+    if args.fit_samples:
+        return time_fit(args.fit_samples)
 
     from thor_sdk.runtime import load_estimator
 

@@ -104,3 +104,14 @@ def window_detail(results_by_part):
             if any(d[k] is not None for k in ("net_energy_j", "start_s", "state")):
                 out.append(d)
     return out
+
+
+def budget_reached(n_done, max_probes, elapsed_s, limit_s, max_seconds):
+    """Why a campaign stops on its budget (probes done, or ``elapsed_s`` past ``limit_s``, the part of
+    ``max_seconds`` given to probing), or None to go on."""
+    if max_probes is not None and n_done >= max_probes:
+        return f"probe budget of {max_probes} reached"
+    if limit_s is not None and elapsed_s >= limit_s:
+        return f"time budget of {max_seconds:g} s reached"
+    return None
+

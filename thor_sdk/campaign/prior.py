@@ -17,7 +17,7 @@ import json
 import math
 import os
 
-from thor_sdk.errors import FormatError
+from thor_sdk.errors import FormatError, ThorError
 
 PRIOR_FORMAT = "thor-sdk/prior"
 PRIOR_VERSION = 1
@@ -87,8 +87,17 @@ def load_prior(path=None):
         raise FormatError(f"{path} is not a readable prior: {e}") from None
     if not isinstance(doc, dict) or doc.get("format") != PRIOR_FORMAT or doc.get("version") != PRIOR_VERSION:
         raise FormatError(f"{path} is not a {PRIOR_FORMAT} version {PRIOR_VERSION} file")
-    if not isinstance(doc.get("kinds"), dict) or not doc["kinds"]:
-        raise FormatError(f"{path}: kinds is empty")
+    from thor_sdk.layers import validate
+    from thor_sdk.layers.kinds import get_kind
+
+    validate(doc, "prior.schema.json", path)
+    for kind, entry in doc["kinds"].items():
+        try:
+            k = get_kind(kind)
+            for c in entry["configs"]:
+                k.check_config(c["config"])
+        except ThorError as e:
+            raise FormatError(f"{path}: kinds[{kind!r}]: {e}") from None
     return doc
 
 

@@ -25,7 +25,7 @@ from thor_sdk.layers.kinds import feature_vector
 from thor_sdk.probes import Probe
 
 from .gpcache import GPCache
-from .measure import measure_and_store
+from .measure import budget_reached, measure_and_store
 
 INTEGRATION_BATCHES = (4, 16, 64)
 MAX_INTEGRATION_CONFIGS = 40
@@ -77,6 +77,12 @@ class ProfilePlan:
                     except Exception:
                         continue
             self.integration[k] = pts
+
+
+def _median_sd(sorted_vals):
+    """Median and the spread around it (sample std) of sorted window values."""
+    med = sorted_vals[len(sorted_vals) // 2]
+    return med, (sum((v - med) ** 2 for v in sorted_vals) / max(len(sorted_vals) - 1, 1)) ** 0.5
 
 
 def _proxy(p):
@@ -169,8 +175,7 @@ def run_profile(campaign, device, plan, metric="time", settings=None, runtime="t
         p = reference_probe()
         res = device.measure_probe(p, metric=metric, settings=settings, runtime=runtime)
         vals = sorted(res[p.role].values(metric))
-        med = vals[len(vals) // 2]
-        sd = (sum((v - med) ** 2 for v in vals) / max(len(vals) - 1, 1)) ** 0.5
+        med, sd = _median_sd(vals)
         campaign.add_model_run(f"reference:{p.id}", p.batch_size, metric, med, sd, len(vals), runtime,
                                {"probe": p.to_dict(), "part": p.role, "values": vals, "t_s": clock() - t0})
         if progress:
@@ -182,11 +187,8 @@ def run_profile(campaign, device, plan, metric="time", settings=None, runtime="t
     cache = GPCache(metric)
     reason = None
     while True:
-        if max_probes is not None and len(done) >= max_probes:
-            reason = f"probe budget of {max_probes} reached"
-            break
-        if budget_probe_s is not None and clock() - t0 >= budget_probe_s:
-            reason = f"time budget of {max_seconds:g} s reached"
+        reason = budget_reached(len(done), max_probes, clock() - t0, budget_probe_s, max_seconds)
+        if reason:
             break
         if reference_every_s and (last_ref is None or clock() - last_ref >= reference_every_s):
             reference()
@@ -251,8 +253,7 @@ def calibrate(campaign, device, metric, settings, runtime, models, batches, prog
                 continue
             r = device.measure_model(name, b, metric=metric, settings=settings, runtime=runtime)
             vals = sorted(r.values(metric))
-            med = vals[len(vals) // 2]
-            sd = (sum((v - med) ** 2 for v in vals) / max(len(vals) - 1, 1)) ** 0.5
+            med, sd = _median_sd(vals)
             campaign.add_model_run(f"calibration:{name}", b, metric, med, sd, len(vals), runtime,
                                    {"layers": layers, "values": vals})
             n += 1

@@ -15,7 +15,7 @@ from thor_sdk.layers.kinds import feature_vector, get_kind
 from thor_sdk.probes import Probe
 
 from .gpcache import GPCache
-from .measure import measure_and_store
+from .measure import budget_reached, measure_and_store
 
 
 def target_points(model_layers, batch_sizes):
@@ -80,11 +80,8 @@ def run_campaign(campaign, device, model_layers, batch_sizes, metric="time", set
         if not remaining:
             reason = "every layer config of the target model(s) is measured"
             break
-        if max_probes is not None and len(done_ids) >= max_probes:
-            reason = f"probe budget of {max_probes} reached"
-            break
-        if max_seconds is not None and clock() - t0 >= max_seconds:
-            reason = f"time budget of {max_seconds:g} s reached"
+        reason = budget_reached(len(done_ids), max_probes, clock() - t0, max_seconds, max_seconds)
+        if reason:
             break
         cache.update(campaign.samples(metric))
         if target_rel_std is not None:
