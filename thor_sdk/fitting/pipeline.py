@@ -5,8 +5,8 @@
   in ln units; it is added to every sample's noise, so the GPs do not mistake drift for structure;
 - **whole-model calibration**: whole models measured in the campaign (model runs that carry their
   layer list, ``calibration:<name>``; zoo models, never the held-out ones) are estimated with the
-  freshly fitted layer models. With at least 4 runs of 2 models, the mean ``ln(measured / estimated)``
-  is a bias common to whole models (composition effects, extrapolation of the layer models) and is
+  freshly fitted layer models. With at least 4 runs of 2 models, a mean ``ln(measured / estimated)``
+  beyond twice its standard error is a bias common to whole models (composition effects, extrapolation of the layer models) and is
   folded into every kind's residual offset; the spread around it (plus the uncertainty of that mean
   and the drift) is the whole-model relative std. With fewer runs, their RMS (at least the drift) is
   the std and nothing is corrected; without any, the drift alone, and the estimator says so.
@@ -87,11 +87,12 @@ def calibrate(est, model_runs, metric, drift_var):
     used = [r["log_ratio"] for r in runs if "log_ratio" in r]
     models = {r["model"] for r in runs if "log_ratio" in r}
     bias = 0.0
-    if len(used) >= MIN_BIAS_RUNS and len(models) >= 2:
-        # a shift common to whole models (e.g. what the layer sum misses) is corrected; what varies
-        # between models, plus the uncertainty of that mean, stays in the std
-        bias = sum(used) / len(used)
-        spread = sum((x - bias) ** 2 for x in used) / (len(used) - 1)
+    mean = sum(used) / len(used) if used else 0.0
+    spread = sum((x - mean) ** 2 for x in used) / (len(used) - 1) if len(used) > 1 else 0.0
+    if len(used) >= MIN_BIAS_RUNS and len(models) >= 2 and abs(mean) > 2.0 * math.sqrt(spread / len(used)):
+        # a shift common to whole models (e.g. what the layer sum misses), clear of its own noise, is
+        # corrected; what varies between models, plus the uncertainty of that mean, stays in the std
+        bias = mean
         rel = math.sqrt(spread * (1.0 + 1.0 / len(used)) + drift_var)
         source = (f"{len(used)} calibration run(s) of {len(models)} model(s): ln bias {bias:+.3f} corrected, "
                   "spread around it plus drift")
