@@ -26,7 +26,7 @@ def _relu_samples(n, rng, noise=0.03, law=lambda f, b: 2e-5 + f / 1e9 + b / 3e9)
         numel = int(rng.integers(100, 300000))
         batch = int(rng.choice([1, 4, 16, 64]))
         role = str(rng.choice(["input", "hidden"]))
-        flops, nbytes = at_batch(cost_terms("relu", {"numel": numel}, role), batch)
+        flops, nbytes, _ = at_batch(cost_terms("relu", {"numel": numel}, role), batch)
         out.append({"kind": "relu", "config": {"numel": numel}, "batch_size": batch, "role": role,
                     "value": law(flops, nbytes) * math.exp(rng.normal(0, noise))})
     return out
@@ -295,7 +295,7 @@ def test_a_profile_sized_kind_fits_in_seconds_and_stays_small():
         S.append({"kind": "conv2d", "config": c, "batch_size": int(rng.choice([1, 8, 32, 128])),
                   "role": str(rng.choice(["input", "hidden"]))})
     T = sample_terms(S)
-    y = [(2e-5 + f / 5e9 + b / 2e9) * math.exp(rng.normal(0, 0.05)) for f, b in T]
+    y = [(2e-5 + f / 5e9 + b / 2e9) * math.exp(rng.normal(0, 0.05)) for f, b, _ in T]
     X = [feature_vector("conv2d", s["config"], s["batch_size"], s["role"]) for s in S]
     t0 = time.process_time()
     gp = KindGP(gp_features("conv2d")).fit(X, y, terms=T)
@@ -319,3 +319,43 @@ def test_vector_estimators_pass_schema():
     with pytest.raises(FormatError, match="nu"):
         validate_estimator(doc)
 
+
+
+def test_recurrent_layers_pay_their_overhead_per_time_step_and_extrapolate_in_depth_and_length():
+    """gru_small (1 layer, 40 steps) was estimated 4x too high from 2-layer, 57-134-step samples when the
+    overhead was per layer; with launches = seq_len * num_layers it is per step."""
+    rng = np.random.default_rng(12)
+
+    def law(c, b):
+        flops, nbytes, launches = at_batch(cost_terms("gru", c, "input"), b)
+        return 3e-4 * launches + flops / 2e10
+
+    S = []
+    for _ in range(8):
+        c = {"input_size": int(rng.integers(28, 77)), "hidden_size": int(rng.integers(109, 207)),
+             "seq_len": int(rng.integers(57, 135)), "num_layers": 2}
+        b = int(rng.choice([1, 4, 15, 56]))
+        S.append({"kind": "gru", "config": c, "batch_size": b, "role": "input",
+                  "value": law(c, b) * math.exp(rng.normal(0, 0.03))})
+    X, y, T = _xy(S)
+    gp = KindGP(gp_features("gru")).fit(X, y, noise_std=[0.03 * v for v in y], terms=T)
+    q = {"kind": "gru", "config": {"input_size": 24, "hidden_size": 64, "seq_len": 40, "num_layers": 1},
+         "batch_size": 16, "role": "input"}
+    Xq, _, Tq = _xy([dict(q, value=1.0)])
+    m, s = gp.predict(Xq, terms=Tq, return_std=True)
+    truth = law(q["config"], 16)
+    assert abs(m[0] - truth) / truth < 0.25, (m[0], truth)
+    assert abs(m[0] - truth) < 1.96 * s[0]
+
+
+def test_cost_terms_count_launches_and_layer_lists_may_carry_them():
+    from thor_sdk.runtime.terms import layer_terms
+
+    t = cost_terms("lstm", {"input_size": 8, "hidden_size": 16, "seq_len": 40, "num_layers": 2}, "hidden")
+    assert t["launches"] == 80.0
+    assert cost_terms("relu", {"numel": 10}, "hidden")["launches"] == 1.0
+    given = {k: 1.0 for k in ("flops_per_sample", "flops_fixed", "bytes_per_sample", "bytes_fixed")}
+    assert layer_terms({"cost": given})["launches"] == 1.0  # absent: one launch
+    for bad in (0.5, float("inf"), True, "3"):
+        with pytest.raises(UsageError, match="launches"):
+            layer_terms({"cost": dict(given, launches=bad)})

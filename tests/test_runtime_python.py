@@ -32,7 +32,7 @@ def _samples(kind, configs, rng, roles=("input", "hidden")):
     for c in configs:
         b = int(rng.choice([1, 4, 16, 64]))
         role = "output" if kind == "output" else str(rng.choice(roles))
-        flops, nbytes = at_batch(cost_terms(kind, c, role), b)
+        flops, nbytes, _ = at_batch(cost_terms(kind, c, role), b)
         out.append({"kind": kind, "config": c, "batch_size": b, "role": role,
                     "value": (3e-5 + flops / 4e9 + nbytes / 8e9) * float(np.exp(rng.normal(0, 0.05)))})
     return out
@@ -140,7 +140,7 @@ def test_far_from_every_sample_falls_back_to_the_mean_function_with_the_prior_wi
     k = doc["kinds"]["linear"]
     cfg = {"in_features": 10 ** 6, "out_features": 10 ** 5, "tokens": 4096, "bias": 1}
     m, sd = est.predict_layer("linear", dict(cfg, batch_size=4096, role="input"))
-    flops, nbytes = at_batch(cost_terms("linear", cfg, "input"), 4096)
+    flops, nbytes, _ = at_batch(cost_terms("linear", cfg, "input"), 4096)
     mf = k["mean_function"]
     base = mf["overhead"] + mf["per_flop"] * flops + mf["per_byte"] * nbytes
     var = k["kernel"]["constant"] + k["kernel"]["noise_level"]

@@ -13,8 +13,8 @@ runtimes read):
 - ``time_profile``: kinds conv2d, relu, maxpool2d, output fitted on positive costs; a model with
   repeated identical layers; a whole-model ``rel_std`` of 0.08.
 - ``energy_floored``: costs from a noisy subtraction, some <= 0 (floored by the fit); kind linear, a
-  kind fitted on ONE sample (dropout), a kind fitted on duplicated training rows (relu); queries far
-  outside the samples (the fallback).
+  kind fitted on ONE sample (dropout), a kind fitted on duplicated training rows (relu), a recurrent
+  kind whose layers carry ``launches`` > 1 (lstm); queries far outside the samples (the fallback).
 
 It also writes ``table_select.json``: power tables (format ``thor-sdk/power-table``, made-up numbers,
 not measurements) with, per power cap, what ``thor_sdk.runtime.table.select`` answers -- the
@@ -65,6 +65,9 @@ def _random_config(kind, rng):
         if kind == "linear":
             c["bias"] = 1
         return c
+    if kind == "lstm":
+        return {"input_size": int(rng.choice([16, 32, 64])), "hidden_size": int(rng.choice([32, 64, 128])),
+                "seq_len": int(rng.choice([8, 16, 40, 64])), "num_layers": int(rng.choice([1, 2]))}
     raise ValueError(kind)
 
 
@@ -376,7 +379,8 @@ def main():
     write("time_profile", doc, expected_for(doc, queries, models))
 
     # --- energy: noisy subtraction (some costs <= 0, floored), n=1 kind, duplicated rows, far queries
-    gps = fit_kinds([("linear", 10, False), ("dropout", 1, False), ("relu", 6, True)], rng, linear=True)
+    gps = fit_kinds([("linear", 10, False), ("dropout", 1, False), ("relu", 6, True), ("lstm", 6, False)], rng,
+                    linear=True)
     assert sum(g.n_floored_ for g in gps.values()) > 0, "regenerate with more noise: no sample was floored"
     doc = build_estimator(gps, device={"name": "synthetic"}, runtime="onnxruntime", metric="energy", unit="J",
                           flops_baseline={"unit_per_flop": 5e-11}, provenance=prov)
@@ -387,7 +391,7 @@ def main():
                            "role": "input"}),
                ("dropout", {"numel": 120, "p": 0.5, "batch_size": 32, "role": "hidden"}),
                ("relu", {"numel": 84, "batch_size": 1, "role": "input"})]
-    kinds = ["linear", "relu", "dropout"]
+    kinds = ["linear", "relu", "dropout", "lstm"]
     models = [(model_layers(kinds, rng, 15, 5, 16), 16), (model_layers(kinds, rng, 3, 3, 1), 1)]
     write("energy_floored", doc, expected_for(doc, queries, models))
 

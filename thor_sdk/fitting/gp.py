@@ -2,9 +2,10 @@
 
 Model (the math every runtime reproduces is in ``docs/estimator-format.md``, version 2):
 
-- **mean function**, in the metric's unit: ``m(x) = overhead + per_flop * F(x) + per_byte * B(x)`` with
-  ``F``, ``B`` the layer's training FLOPs and bytes moved at its batch size and role
-  (``thor_sdk.runtime.terms``) and the three coefficients >= 0, fitted by non-negative least squares on
+- **mean function**, in the metric's unit: ``m(x) = overhead * L(x) + per_flop * F(x) + per_byte * B(x)``
+  with ``F``, ``B`` the layer's training FLOPs and bytes moved at its batch size and role and ``L`` its
+  sequential launches (time steps x layers for a recurrent kind, else 1; ``thor_sdk.runtime.terms``),
+  the three coefficients >= 0, fitted by non-negative least squares on
   the *relative* error (``sum ((m_i - y_i) / y_i)^2``). Far from every sample an estimate falls back to
   this roofline-like law, never to a wild extrapolation, and it moves with batch size by construction;
 - **residual**: ``r = ln(y) - ln(m(x))`` is modelled by a Gaussian Process on the standardised
@@ -80,16 +81,28 @@ def _matern52(u1, u2):
     return (1.0 + t + t * t / 3.0) * np.exp(-t)
 
 
+def _triples(terms):
+    """An n x 3 array (F, B, L) from n x 3 rows, or n x 2 rows (F, B) with one launch each."""
+    import numpy as np
+
+    T = np.asarray(terms, dtype=float)
+    if T.ndim == 1:
+        T = T.reshape(1, -1)
+    if T.ndim == 2 and T.shape[1] == 2:
+        T = np.hstack([T, np.ones((T.shape[0], 1))])
+    return T
+
+
 def fit_mean_function(terms, y, weights=None):
     """(overhead, per_flop, per_byte) >= 0 minimising the relative squared error of
-    ``overhead + per_flop * F + per_byte * B`` against positive costs ``y``."""
+    ``overhead * L + per_flop * F + per_byte * B`` against positive costs ``y``."""
     import numpy as np
     from scipy.optimize import nnls
 
-    terms = np.asarray(terms, dtype=float).reshape(-1, 2)
+    terms = _triples(terms)
     y = np.asarray(y, dtype=float)
     w = np.ones_like(y) if weights is None else np.asarray(weights, dtype=float)
-    A = np.column_stack([np.ones_like(y), terms[:, 0], terms[:, 1]]) / y[:, None]
+    A = np.column_stack([terms[:, 2], terms[:, 0], terms[:, 1]]) / y[:, None]
     scale = np.maximum(np.abs(A).max(axis=0), 1e-300)
     A = A / scale * w[:, None]
     coef, _ = nnls(A, w, maxiter=200)
@@ -141,13 +154,14 @@ class KindGP:
         import numpy as np
 
         if terms is None:
-            return np.zeros((n, 2))
+            return np.hstack([np.zeros((n, 2)), np.ones((n, 1))])
         try:
-            T = np.asarray(terms, dtype=float).reshape(-1, 2)
+            T = _triples(terms)
         except (TypeError, ValueError) as e:
-            raise UsageError(f"terms must be (flops, bytes) pairs: {e}") from None
-        if T.shape[0] != n or not np.all(np.isfinite(T)) or np.any(T < 0):
-            raise UsageError(f"need one finite, non-negative (flops, bytes) pair per row ({n}), got shape {T.shape}")
+            raise UsageError(f"terms must be (flops, bytes[, launches]) rows: {e}") from None
+        if T.ndim != 2 or T.shape != (n, 3) or not np.all(np.isfinite(T)) or np.any(T < 0) or np.any(T[:, 2] < 1):
+            raise UsageError(f"need one finite, non-negative (flops, bytes[, launches >= 1]) row per feature row "
+                             f"({n}), got shape {T.shape}")
         return T
 
     def _z(self, X):
@@ -162,7 +176,7 @@ class KindGP:
     def _inputs(X, T):
         import numpy as np
 
-        return np.hstack([X, T])
+        return np.hstack([X, T[:, :2]])
 
     # ------------------------------------------------------------------ fitting
     def fit(self, X, y, noise_std=None, terms=None, extra_log_var=0.0):
@@ -272,7 +286,7 @@ class KindGP:
             wt = w.copy()
             wt[f] = 0.0
             a, bf, bb = fit_mean_function(T, y, weights=wt)
-            m = a + bf * T[f, 0] + bb * T[f, 1]
+            m = a * T[f, 2] + bf * T[f, 0] + bb * T[f, 1]
             errs.append(np.log(y[f]) - np.log(m))
         e = np.concatenate(errs)
         e = e - np.median(e)  # the residual offset absorbs a common shift
@@ -280,7 +294,7 @@ class KindGP:
 
     def _mean_fn(self, T):
         a, bf, bb = self.mean_coef_
-        return a + bf * T[:, 0] + bb * T[:, 1]
+        return a * T[:, 2] + bf * T[:, 0] + bb * T[:, 1]
 
     def _hyper(self, Zv, rt, noise_var):
         """(constant, length scales of the varying columns, noise_level, log marginal likelihood)."""

@@ -8,7 +8,8 @@ terms ``F`` (training FLOPs), ``B`` (bytes moved) at the batch size:
 - ``z = (ln(1 + x) - x_mean) / x_scale``, ``u = z / length_scale``; likewise ``t_i`` for the inducing rows;
 - ``k_i = constant * matern52(|u - t_i|)``; ``mu = residual_offset + k . alpha``; ``v = W k``;
   ``var = max(constant + noise_level - v . v, 1e-12)`` (ln units);
-- ``m = overhead + per_flop * F + per_byte * B``; ``mean = m exp(mu + var/2)``, ``std = mean sqrt(exp(var) - 1)``.
+- ``m = overhead * L + per_flop * F + per_byte * B`` (``L``: sequential launches, 1 but for recurrent
+  kinds); ``mean = m exp(mu + var/2)``, ``std = mean sqrt(exp(var) - 1)``.
 
 Whole model: layers of different kinds are independent; two distinct layers ``a``, ``b`` of one kind
 have ``Cov_ln(a, b) = constant * matern52(|u_a - u_b|) - v_a . v_b`` (identical layers: ``constant - v . v``,
@@ -147,7 +148,7 @@ class KindModel:
         if self.constant + self.noise > MAX_LOG_VAR:
             raise FormatError(f"estimator: {where}: kernel constant + noise_level exceeds {MAX_LOG_VAR:g} (ln units)")
 
-    def row(self, raw, flops, nbytes):
+    def row(self, raw, flops, nbytes, launches=1.0):
         """(ln mean, ln variance incl. white noise, v = W k, scaled input u) of one layer."""
         u = [((log1p(x) - mu) / s) / l for x, mu, s, l in zip(raw, self.x_mean, self.x_scale, self.length_scale)]
         c = self.constant
@@ -163,7 +164,7 @@ class KindModel:
         var = c + self.noise - fsum(map(mul, v, v))
         if var < VAR_FLOOR:
             var = VAR_FLOOR
-        m = self.overhead + self.per_flop * flops + self.per_byte * nbytes
+        m = self.overhead * launches + self.per_flop * flops + self.per_byte * nbytes
         if not (m > 0.0 and math.isfinite(m)):
             raise UsageError(f"kind {self.kind!r}: the mean function is not finite for these layer terms "
                              f"(flops {flops:g}, bytes {nbytes:g})")
@@ -281,9 +282,9 @@ class Estimator:
             terms = cost_terms(kind, config, role)
         else:
             terms = layer_terms({"cost": cost}, f"layer of kind {kind!r}")
-        flops, nbytes = at_batch(terms, batch)
+        flops, nbytes, launches = at_batch(terms, batch)
         raw = model.vector(dict(features, train_flops=flops, train_bytes=nbytes), f"layer of kind {kind!r}")
-        lmu, var, _, _ = model.row(raw, flops, nbytes)
+        lmu, var, _, _ = model.row(raw, flops, nbytes, launches)
         return model.moments(lmu, var)
 
     def estimate(self, layers, batch_size):
@@ -321,7 +322,7 @@ class Estimator:
             except (KeyError, TypeError, ValueError, ZeroDivisionError, OverflowError) as e:
                 raise UsageError(f"{where}: cannot compute its FLOPs and bytes: {type(e).__name__}: {e}") from None
             flops_bytes = at_batch(terms, batch_size)
-            values["train_flops"], values["train_bytes"] = flops_bytes
+            values["train_flops"], values["train_bytes"] = flops_bytes[:2]
             raw = tuple(model.vector(values, where))
             key = (raw, flops_bytes)
             g = groups.get(kind)

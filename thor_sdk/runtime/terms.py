@@ -1,9 +1,12 @@
-"""A layer's cost terms (training FLOPs and bytes moved, affine in batch size) for the estimator's mean function.
+"""A layer's cost terms (training FLOPs, bytes moved, sequential launches) for the estimator's mean function.
 
-Both are affine in the batch size ``b``: ``flops(b) = flops_per_sample * b + flops_fixed`` (the
-optimizer update is per step, not per sample), likewise bytes. A layer list may carry them as
-``layer["cost"] = {"flops_per_sample", "flops_fixed", "bytes_per_sample", "bytes_fixed"}`` (what the
-Java and Swift runtimes read); the Python runtime computes them from ``thor_sdk.layers.kinds`` (plain
+FLOPs and bytes are affine in the batch size ``b``: ``flops(b) = flops_per_sample * b + flops_fixed``
+(the optimizer update is per step, not per sample), likewise bytes. ``launches`` is how many times
+the layer's work is issued one after the other in a step: ``seq_len * num_layers`` for recurrent
+kinds (each time step waits for the previous one), 1 for every other kind; the mean function's
+overhead is paid per launch. A layer list may carry them as ``layer["cost"] = {"flops_per_sample",
+"flops_fixed", "bytes_per_sample", "bytes_fixed"[, "launches"]}`` (what the Java and Swift runtimes
+read; launches defaults to 1); the Python runtime computes them from ``thor_sdk.layers.kinds`` (plain
 Python, no torch) when they are absent. Standard library only.
 """
 
@@ -12,6 +15,7 @@ import math
 from thor_sdk.errors import UsageError
 
 TERM_KEYS = ("flops_per_sample", "flops_fixed", "bytes_per_sample", "bytes_fixed")
+RECURRENT = ("lstm", "gru")
 
 
 def cost_terms(kind, config, role):
@@ -23,7 +27,9 @@ def cost_terms(kind, config, role):
     b1, b2 = k.train_bytes(config, 1, role), k.train_bytes(config, 2, role)
     out = {"flops_per_sample": f2 - f1, "flops_fixed": 2 * f1 - f2,
            "bytes_per_sample": b2 - b1, "bytes_fixed": 2 * b1 - b2}
-    return {key: max(float(v), 0.0) for key, v in out.items()}
+    out = {key: max(float(v), 0.0) for key, v in out.items()}
+    out["launches"] = float(config["seq_len"] * config["num_layers"]) if kind in RECURRENT else 1.0
+    return out
 
 
 def layer_terms(layer, where="layer"):
@@ -39,10 +45,14 @@ def layer_terms(layer, where="layer"):
         if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v < 0:
             raise UsageError(f"{where}: cost.{key} must be a finite number >= 0, got {v!r}")
         out[key] = float(v)
+    n = given.get("launches", 1.0)
+    if isinstance(n, bool) or not isinstance(n, (int, float)) or not math.isfinite(n) or n < 1:
+        raise UsageError(f"{where}: cost.launches must be a finite number >= 1, got {n!r}")
+    out["launches"] = float(n)
     return out
 
 
 def at_batch(terms, batch_size):
-    """(training FLOPs, bytes moved) of one step at ``batch_size``."""
+    """(training FLOPs, bytes moved, launches) of one step at ``batch_size``."""
     return (terms["flops_per_sample"] * batch_size + terms["flops_fixed"],
-            terms["bytes_per_sample"] * batch_size + terms["bytes_fixed"])
+            terms["bytes_per_sample"] * batch_size + terms["bytes_fixed"], terms.get("launches", 1.0))

@@ -42,19 +42,23 @@ public enum ThorError: Error, CustomStringConvertible, Equatable {
 let termKeys = ["flops_per_sample", "flops_fixed", "bytes_per_sample", "bytes_fixed"]
 
 /// A layer's cost terms, affine in the batch size b: training FLOPs F = flopsPerSample * b + flopsFixed,
-/// bytes moved B = bytesPerSample * b + bytesFixed (the "cost" object of `thor-sdk layers --json`).
-/// Each must be finite and >= 0; that is checked where the layer is predicted.
+/// bytes moved B = bytesPerSample * b + bytesFixed (the "cost" object of `thor-sdk layers --json`), and
+/// launches L (time steps x layers of a recurrent layer, 1 otherwise; 1 when absent). Each term must be
+/// finite and >= 0 (launches >= 1); that is checked where the layer is predicted.
 public struct Cost {
     public let flopsPerSample: Double
     public let flopsFixed: Double
     public let bytesPerSample: Double
     public let bytesFixed: Double
+    public let launches: Double
 
-    public init(flopsPerSample: Double, flopsFixed: Double, bytesPerSample: Double, bytesFixed: Double) {
+    public init(flopsPerSample: Double, flopsFixed: Double, bytesPerSample: Double, bytesFixed: Double,
+                launches: Double = 1.0) {
         self.flopsPerSample = flopsPerSample
         self.flopsFixed = flopsFixed
         self.bytesPerSample = bytesPerSample
         self.bytesFixed = bytesFixed
+        self.launches = launches
     }
 
     /// From a parsed "cost" object; ThorError.usage if a term is missing or not a number (negative or
@@ -67,7 +71,15 @@ public struct Cost {
             }
             t.append(n.doubleValue)
         }
-        self.init(flopsPerSample: t[0], flopsFixed: t[1], bytesPerSample: t[2], bytesFixed: t[3])
+        var launches = 1.0
+        if let v = json["launches"] {
+            guard let n = v as? NSNumber, !isBool(n) else {
+                throw ThorError.usage("cost.launches must be a finite number >= 1, got \(v)")
+            }
+            launches = n.doubleValue
+        }
+        self.init(flopsPerSample: t[0], flopsFixed: t[1], bytesPerSample: t[2], bytesFixed: t[3],
+                  launches: launches)
     }
 
     func checked(_ w: String) throws -> [Double] {
@@ -75,7 +87,10 @@ public struct Cost {
         for (j, x) in t.enumerated() where !(x >= 0.0) || x.isInfinite {
             throw ThorError.usage("\(w): cost.\(termKeys[j]) must be a finite number >= 0, got \(x)")
         }
-        return t
+        if !(launches >= 1.0) || launches.isInfinite {
+            throw ThorError.usage("\(w): cost.launches must be a finite number >= 1, got \(launches)")
+        }
+        return t + [launches]
     }
 }
 
@@ -374,7 +389,7 @@ final class KindModel {
     }
 
     /// ln-mean, ln-variance (incl. white noise), v = W k and u of one layer with terms F, B.
-    func row(_ raw: [Double], _ flops: Double, _ bytes: Double) throws -> Row {
+    func row(_ raw: [Double], _ flops: Double, _ bytes: Double, _ launches: Double) throws -> Row {
         let u = scaled(raw)
         let c = constant
         let ks = inducingU.map { t in c * matern52(dist(u, t)) }
@@ -386,7 +401,7 @@ final class KindModel {
         let v = w.map { r in dot(r, ks) }
         var variance = c + noise - fsum(v.map { $0 * $0 })
         if variance < varFloor { variance = varFloor }
-        let mean = overhead + perFlop * flops + perByte * bytes
+        let mean = overhead * launches + perFlop * flops + perByte * bytes
         guard mean > 0.0, mean.isFinite else {
             throw ThorError.usage("kind '\(kind)': the mean function is not finite for these layer terms "
                 + "(flops \(flops), bytes \(bytes))")
@@ -417,9 +432,9 @@ final class KindModel {
     }
 }
 
-/// (training FLOPs, bytes moved) of one step at `batch` from the four checked terms.
-private func atBatch(_ t: [Double], _ batch: Double) -> (flops: Double, bytes: Double) {
-    return (t[0] * batch + t[1], t[2] * batch + t[3])
+/// (training FLOPs, bytes moved, launches) of one step at `batch` from the checked terms.
+private func atBatch(_ t: [Double], _ batch: Double) -> (flops: Double, bytes: Double, launches: Double) {
+    return (t[0] * batch + t[1], t[2] * batch + t[3], t[4])
 }
 
 // ---------------------------------------------------------------------- the estimator
@@ -546,7 +561,7 @@ public final class Estimator {
         var values = features
         values["train_flops"] = fb.flops
         values["train_bytes"] = fb.bytes
-        let r = try m.row(try m.vector(values, w), fb.flops, fb.bytes)
+        let r = try m.row(try m.vector(values, w), fb.flops, fb.bytes, fb.launches)
         return try moments(r.lmu, r.variance)
     }
 
@@ -575,7 +590,7 @@ public final class Estimator {
             let fb = atBatch(try cost.checked(w), Double(batchSize))
             values["train_flops"] = fb.flops
             values["train_bytes"] = fb.bytes
-            let key = try m.vector(values, w) + [fb.flops, fb.bytes]
+            let key = try m.vector(values, w) + [fb.flops, fb.bytes, fb.launches]
             if groups[layer.kind] == nil {
                 order.append(layer.kind)
                 groups[layer.kind] = []
@@ -597,8 +612,8 @@ public final class Estimator {
             var means: [Double] = []
             var res: [[Double]: (mean: Double, std: Double)] = [:]
             for key in groups[kind]! {
-                let nd = key.count - 2
-                let r = try m.row(Array(key[0..<nd]), key[nd], key[nd + 1])
+                let nd = key.count - 3
+                let r = try m.row(Array(key[0..<nd]), key[nd], key[nd + 1], key[nd + 2])
                 let ms = try moments(r.lmu, r.variance)
                 let c = counts[kind]![key]!
                 res[key] = ms

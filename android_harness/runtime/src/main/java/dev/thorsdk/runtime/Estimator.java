@@ -15,7 +15,8 @@ import java.util.Map;
  *
  * <p>Mirrors {@code thor_sdk/runtime/estimator.py} step by step; the math is in
  * {@code docs/estimator-format.md}. Per layer kind: a non-negative mean function of the layer's
- * training FLOPs {@code F} and bytes moved {@code B} ({@code m = overhead + per_flop F + per_byte B})
+ * training FLOPs {@code F}, bytes moved {@code B} and sequential launches {@code L}
+ * ({@code m = overhead L + per_flop F + per_byte B})
  * times a sparse GP on the log residual whose factors the file carries (loading is parsing, no
  * factorisation). A layer's cost is lognormal; {@link #estimate} sums a model's layers with the
  * covariance between layers of the same kind and adds the whole-model term.
@@ -92,12 +93,20 @@ public final class Estimator {
         public final double flopsFixed;
         public final double bytesPerSample;
         public final double bytesFixed;
+        /** Sequential launches per step (time steps x layers of a recurrent layer; 1 otherwise). */
+        public final double launches;
 
         public Cost(double flopsPerSample, double flopsFixed, double bytesPerSample, double bytesFixed) {
+            this(flopsPerSample, flopsFixed, bytesPerSample, bytesFixed, 1.0);
+        }
+
+        public Cost(double flopsPerSample, double flopsFixed, double bytesPerSample, double bytesFixed,
+                double launches) {
             this.flopsPerSample = flopsPerSample;
             this.flopsFixed = flopsFixed;
             this.bytesPerSample = bytesPerSample;
             this.bytesFixed = bytesFixed;
+            this.launches = launches;
         }
 
         /**
@@ -117,18 +126,26 @@ public final class Estimator {
                 }
                 t[j] = ((Number) v).doubleValue();
             }
-            return new Cost(t[0], t[1], t[2], t[3]);
+            Object n = cost.containsKey("launches") ? cost.get("launches") : Double.valueOf(1.0);
+            if (!(n instanceof Number)) {
+                throw new UsageError("cost.launches must be a finite number >= 1, got " + n);
+            }
+            return new Cost(t[0], t[1], t[2], t[3], ((Number) n).doubleValue());
         }
 
         double[] checked(String where) {
             double[] t = {flopsPerSample, flopsFixed, bytesPerSample, bytesFixed};
+            // launches is checked after the four terms, as the Python runtime does
             for (int j = 0; j < t.length; j++) {
                 if (!(t[j] >= 0.0) || Double.isInfinite(t[j])) {
                     throw new UsageError(where + ": cost." + TERM_KEYS[j] + " must be a finite number >= 0, got "
                             + t[j]);
                 }
             }
-            return t;
+            if (!(launches >= 1.0) || Double.isInfinite(launches)) {
+                throw new UsageError(where + ": cost.launches must be a finite number >= 1, got " + launches);
+            }
+            return new double[] {t[0], t[1], t[2], t[3], launches};
         }
     }
 
@@ -396,7 +413,7 @@ public final class Estimator {
         }
 
         /** ln-mean, ln-variance (incl. white noise), v = W k and u of one layer with terms F, B. */
-        Row row(double[] raw, double flops, double bytes) {
+        Row row(double[] raw, double flops, double bytes, double launches) {
             double[] u = scaled(raw);
             double c = constant;
             int m = inducingU.length;
@@ -421,7 +438,7 @@ public final class Estimator {
             if (var < VAR_FLOOR) {
                 var = VAR_FLOOR;
             }
-            double mean = overhead + perFlop * flops + perByte * bytes;
+            double mean = overhead * launches + perFlop * flops + perByte * bytes;
             if (!(mean > 0.0) || Double.isInfinite(mean)) {
                 throw new UsageError("kind '" + kind + "': the mean function is not finite for these layer terms "
                         + "(flops " + flops + ", bytes " + bytes + ")");
@@ -703,13 +720,13 @@ public final class Estimator {
         Map<String, Object> values = new HashMap<>(features);
         values.put("train_flops", fb[0]);
         values.put("train_bytes", fb[1]);
-        Row r = m.row(m.vector(values, where), fb[0], fb[1]);
+        Row r = m.row(m.vector(values, where), fb[0], fb[1], fb[2]);
         return moments(r.lmu, r.var);
     }
 
     /** (training FLOPs, bytes moved) of one step at {@code batch} from the four checked terms. */
     private static double[] atBatch(double[] t, double batch) {
-        return new double[] {t[0] * batch + t[1], t[2] * batch + t[3]};
+        return new double[] {t[0] * batch + t[1], t[2] * batch + t[3], t[4]};
     }
 
     /** Per-layer and whole-model cost of one training step at {@code batchSize}. */
@@ -751,12 +768,13 @@ public final class Estimator {
             values.put("train_flops", fb[0]);
             values.put("train_bytes", fb[1]);
             double[] raw = m.vector(values, where);
-            List<Double> key = new ArrayList<>(raw.length + 2);
+            List<Double> key = new ArrayList<>(raw.length + 3);
             for (double x : raw) {
                 key.add(x);
             }
             key.add(fb[0]);
             key.add(fb[1]);
+            key.add(fb[2]);
             groups.computeIfAbsent(layer.kind, k -> new LinkedHashMap<>()).computeIfAbsent(key, k -> new int[1])[0]++;
             keys.add(key);
         }
@@ -772,12 +790,12 @@ public final class Estimator {
             List<Double> means = new ArrayList<>();
             for (Map.Entry<List<Double>, int[]> ke : e.getValue().entrySet()) {
                 List<Double> key = ke.getKey();
-                int nd = key.size() - 2;
+                int nd = key.size() - 3;
                 double[] raw = new double[nd];
                 for (int j = 0; j < nd; j++) {
                     raw[j] = key.get(j);
                 }
-                Row r = m.row(raw, key.get(nd), key.get(nd + 1));
+                Row r = m.row(raw, key.get(nd), key.get(nd + 1), key.get(nd + 2));
                 double[] ms = moments(r.lmu, r.var);
                 int cnt = ke.getValue()[0];
                 res.put(key, ms);
