@@ -114,3 +114,23 @@ def test_profile_refuses_bad_budgets_before_any_work(tmp_path, small_prior, kw):
     with pytest.raises(UsageError):
         profile(device=FakeDevice(), out=str(tmp_path / "x.db"), prior_path=str(path), **kw)
     assert not (tmp_path / "x.db").exists()
+
+
+def test_evaluate_unseen_measures_held_out_models_beside_the_estimate(tmp_path, small_prior):
+    from thor_sdk.evaluate import evaluate_unseen
+
+    path, _ = small_prior
+    db = tmp_path / "p.db"
+    dev = FakeDevice(noise=0.01)
+    profile(device=dev, out=str(db), max_probes=40, prior_path=str(path), reference_every_s=1e-9,
+            calibration_models=[])
+    fit(str(db), out=str(tmp_path / "e.json"))
+    doc = json.loads((tmp_path / "e.json").read_text())
+    assert doc["whole_model"]["reference"]["n"] >= 2  # the profile's reference level travels with the estimator
+    r = evaluate_unseen(str(tmp_path / "e.json"), ["cnn5", "lstm"], device=dev, batch_sizes=[8], reference="har")
+    assert [x["model"] for x in r["rows"]] == ["cnn5"]  # lstm's kinds were never profiled: said, not averaged in
+    assert r["skipped"][0]["model"] == "lstm" and "no model for kind" in r["skipped"][0]["reason"]
+    row = r["rows"][0]
+    assert row["thor_ape"] < 25 and r["coverage95"] == 1.0
+    assert 0.9 < row["device_level"] < 1.1  # the fake device does not drift
+    assert r["reference"]["model"] == "har" and len(r["reference"]["runs"]) == 1

@@ -7,6 +7,7 @@ the same spread of machine load as the probes (and the per-run medians show the 
 errors of THOR and of the FLOPs baseline are reported side by side from one run.
 """
 
+import math
 import os
 import statistics
 import time
@@ -112,21 +113,34 @@ def evaluate_unseen(estimator, models, device="host", batch_sizes=(16,), metric=
 
     rows, refs, skipped = [], [], []
     t_start = time.monotonic()
+    probe_ref = (est.doc.get("whole_model") or {}).get("reference")
+
+    def device_level():
+        """The profile's reference probe measured now, over its level during the profile."""
+        from thor_sdk.probes import Probe
+
+        p = Probe.from_dict(probe_ref["probe"])
+        res = dev.measure_probe(p, metric=metric, settings=settings, runtime=runtime)
+        return statistics.median(res[probe_ref.get("part") or p.role].values(metric)) / probe_ref["median_value"]
+
     for name in models:
         for b in batch_sizes:
             if progress:
                 progress("model", f"{name} b{b}")
-            if reference:
-                r = dev.measure_model(reference, 16, metric=metric, settings=settings, runtime=runtime)
-                refs.append({"t_s": time.monotonic() - t_start, "value": statistics.median(r.values(metric))})
             try:
                 e = estimate(est, name, batch_size=b)
             except NotFoundError as err:  # a kind the profile never reached: said, not averaged in
                 skipped.append({"model": name, "batch_size": b, "reason": str(err)})
                 continue
+            if reference:
+                r = dev.measure_model(reference, 16, metric=metric, settings=settings, runtime=runtime)
+                refs.append({"t_s": time.monotonic() - t_start, "value": statistics.median(r.values(metric))})
+            level = device_level() if probe_ref else None
             m = dev.measure_model(name, b, metric=metric, settings=settings, runtime=runtime)
             vals = m.values(metric)
             measured = statistics.median(vals)
+            if probe_ref:
+                level = math.sqrt(level * device_level())  # before and after the model
             mean, std = e["total"]["mean"], e["total"]["std"]
             flops = e["flops_baseline"]["total"]
             z = (measured - mean) / std if std > 0 else float("inf")
@@ -134,10 +148,16 @@ def evaluate_unseen(estimator, models, device="host", batch_sizes=(16,), metric=
                          "measured_cv": (statistics.stdev(vals) / statistics.fmean(vals)) if len(vals) > 1 else None,
                          "thor": mean, "thor_std": std, "thor_layers_std": e["layers_total"]["std"],
                          "thor_ape": _ape(mean, measured), "z": z, "covered95": abs(z) <= 1.959964,
-                         "flops": flops, "flops_ape": _ape(flops, measured), "layers": len(e["layers"])})
+                         "flops": flops, "flops_ape": _ape(flops, measured), "layers": len(e["layers"]),
+                         "device_level": level,
+                         "thor_level_adjusted": mean * level if level else None,
+                         "thor_level_adjusted_ape": _ape(mean * level, measured) if level else None,
+                         "covered95_level_adjusted": (abs(measured - mean * level) <= 1.959964 * std * level)
+                         if level else None})
     thor = [r["thor_ape"] for r in rows]
     fl = [r["flops_ape"] for r in rows if r["flops_ape"] is not None]
     ref_vals = [r["value"] for r in refs]
+    adj = [r["thor_level_adjusted_ape"] for r in rows if r["thor_level_adjusted_ape"] is not None]
     return {
         "device": dev.name, "runtime": runtime, "metric": metric, "unit": est.unit, "batch_sizes": list(batch_sizes),
         "rows": rows, "skipped": skipped, "thor_mape": statistics.fmean(thor) if thor else None,
@@ -145,6 +165,9 @@ def evaluate_unseen(estimator, models, device="host", batch_sizes=(16,), metric=
         "flops_mape": statistics.fmean(fl) if fl else None,
         "flops_over_thor": (statistics.fmean(fl) / statistics.fmean(thor)) if thor and fl else None,
         "coverage95": sum(r["covered95"] for r in rows) / len(rows) if rows else None,
+        "thor_level_adjusted_mape": statistics.fmean(adj) if adj else None,
+        "coverage95_level_adjusted": (sum(r["covered95_level_adjusted"] for r in rows if r["device_level"])
+                                      / len(adj)) if adj else None,
         "median_abs_z": statistics.median(abs(r["z"]) for r in rows) if rows else None,
         "reference": {"model": reference, "batch_size": 16, "runs": refs,
                       "spread": (max(ref_vals) / min(ref_vals) - 1.0) if len(ref_vals) > 1 else None},

@@ -42,6 +42,18 @@ def drift_log_var(model_runs, metric):
     return sum(v * v for v in vals) / (len(vals) - len(by_ref)), len(vals)
 
 
+def reference_level(model_runs, metric):
+    """The reference probe and the median of its re-measurements through the campaign (None without any):
+    re-measuring it later tells how much faster or slower the device is than when it was profiled."""
+    runs = [r for r in model_runs if r["model"].startswith(REFERENCE_PREFIX) and r["metric"] == metric
+            and r["mean"] > 0 and (r.get("detail") or {}).get("probe")]
+    if not runs:
+        return None
+    vals = sorted(r["mean"] for r in runs)
+    return {"probe": runs[0]["detail"]["probe"], "part": runs[0]["detail"].get("part"),
+            "median_value": vals[len(vals) // 2], "n": len(vals)}
+
+
 def _centred(logs):
     mu = sum(logs) / len(logs)
     return [x - mu for x in logs]
@@ -133,6 +145,10 @@ def build(samples, *, device, runtime, metric, model_runs=(), sources=(), random
     if cal["log_bias"]:  # folded into every kind's residual offset: the file format is unchanged
         for g in gps.values():
             g.residual_offset_ += cal["log_bias"]
-    return build_estimator(gps, whole_model={"rel_std": cal["rel_std"], "log_bias": cal["log_bias"],
-                                             "source": cal["source"], "drift_log_std": cal["drift_log_std"]},
+    wm = {"rel_std": cal["rel_std"], "log_bias": cal["log_bias"], "source": cal["source"],
+          "drift_log_std": cal["drift_log_std"]}
+    ref = reference_level(model_runs, metric)
+    if ref:
+        wm["reference"] = ref
+    return build_estimator(gps, whole_model=wm,
                            **dict(kw, provenance=dict(provenance, calibration=cal["runs"])))
