@@ -94,16 +94,16 @@ def unseen_table(r):
              f"{x['flops_ape']:.1f}" if x["flops_ape"] is not None else "-") for x in r["rows"]]
     text = table(rows, ["model", "batch", f"measured {unit}", f"THOR {unit}", "std", "THOR APE %", "z", "in 95%",
                         f"FLOPs {unit}", "FLOPs APE %"])
-    if r.get("thor_level_adjusted_mape") is not None:
-        text += (f"\ndiagnostic, the device's speed now vs during its profile (the profile's reference probe measured "
-                 f"around each model, level {min(x['device_level'] for x in r['rows']):.2f}-"
-                 f"{max(x['device_level'] for x in r['rows']):.2f}): THOR x level MAPE "
-                 f"{r['thor_level_adjusted_mape']:.1f}%, coverage {100 * r['coverage95_level_adjusted']:.0f}%")
     ref = r["reference"]
     text += (f"\n\nunseen models: THOR MAPE {r['thor_mape']:.1f}% (max {r['thor_max_ape']:.1f}%), FLOPs MAPE "
              f"{r['flops_mape']:.1f}% ({r['flops_over_thor']:.1f}x); 95% interval coverage "
              f"{100 * r['coverage95']:.0f}%, median |z| {r['median_abs_z']:.2f}; device {r['device']}, runtime "
              f"{r['runtime']}, {r['metric']}")
+    if r.get("thor_level_adjusted_mape") is not None:
+        text += (f"\ndiagnostic, the device's speed now vs during its profile (the profile's reference probe measured "
+                 f"around each model, level {min(x['device_level'] for x in r['rows']):.2f}-"
+                 f"{max(x['device_level'] for x in r['rows']):.2f}): THOR x level MAPE "
+                 f"{r['thor_level_adjusted_mape']:.1f}%, coverage {100 * r['coverage95_level_adjusted']:.0f}%")
     if ref["spread"] is not None:
         text += (f"\nreference {ref['model']} b{ref['batch_size']} re-measured {len(ref['runs'])} times: "
                  f"max/min - 1 = {100 * ref['spread']:.1f}% (machine drift during the run)")
