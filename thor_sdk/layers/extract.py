@@ -25,6 +25,23 @@ def _pair(v, what, unsupported, label):
     return int(v)
 
 
+def _conv_layer(mod, kind, sides, unsupported, label):
+    """(kind, config) of an nn.Conv1d / nn.Conv2d with int padding and no dilation (else recorded unsupported)."""
+    name = "Conv1d" if kind == "conv1d" else "Conv2d"
+    if isinstance(mod.padding, str):
+        unsupported.append(f"{name}(padding={mod.padding!r})")
+        return None
+    if _pair(mod.dilation, "dilation", unsupported, label) != 1:
+        unsupported.append(f"{name}(dilation>1)")
+    return kind, {
+        "in_channels": mod.in_channels, "out_channels": mod.out_channels,
+        "kernel": _pair(mod.kernel_size, "kernel", unsupported, label),
+        "stride": _pair(mod.stride, "stride", unsupported, label),
+        "padding": _pair(mod.padding, "padding", unsupported, label),
+        "groups": mod.groups, **sides, "bias": int(mod.bias is not None),
+    }
+
+
 def _module_layer(mod, in_shape, out_shape, unsupported):
     """(kind, config) for a leaf module, None for a free one (Identity), or records it unsupported."""
     from torch import nn
@@ -33,18 +50,7 @@ def _module_layer(mod, in_shape, out_shape, unsupported):
 
     label = type(mod).__name__
     if isinstance(mod, nn.Conv1d):
-        if isinstance(mod.padding, str):
-            unsupported.append(f"Conv1d(padding={mod.padding!r})")
-            return None
-        if _pair(mod.dilation, "dilation", unsupported, label) != 1:
-            unsupported.append("Conv1d(dilation>1)")
-        return "conv1d", {
-            "in_channels": mod.in_channels, "out_channels": mod.out_channels,
-            "kernel": _pair(mod.kernel_size, "kernel", unsupported, label),
-            "stride": _pair(mod.stride, "stride", unsupported, label),
-            "padding": _pair(mod.padding, "padding", unsupported, label),
-            "groups": mod.groups, "length": in_shape[-1], "bias": int(mod.bias is not None),
-        }
+        return _conv_layer(mod, "conv1d", {"length": in_shape[-1]}, unsupported, label)
     if isinstance(mod, nn.BatchNorm1d):
         return "batchnorm1d", {"channels": in_shape[0], "length": in_shape[1] if len(in_shape) > 1 else 1}
     if isinstance(mod, nn.MaxPool1d):
@@ -71,18 +77,7 @@ def _module_layer(mod, in_shape, out_shape, unsupported):
     if isinstance(mod, nn.ChannelShuffle):
         return "permute", {"numel": _prod(in_shape)}
     if isinstance(mod, nn.Conv2d):
-        if isinstance(mod.padding, str):
-            unsupported.append(f"Conv2d(padding={mod.padding!r})")
-            return None
-        if _pair(mod.dilation, "dilation", unsupported, label) != 1:
-            unsupported.append("Conv2d(dilation>1)")
-        return "conv2d", {
-            "in_channels": mod.in_channels, "out_channels": mod.out_channels,
-            "kernel": _pair(mod.kernel_size, "kernel", unsupported, label),
-            "stride": _pair(mod.stride, "stride", unsupported, label),
-            "padding": _pair(mod.padding, "padding", unsupported, label),
-            "groups": mod.groups, "height": in_shape[-2], "width": in_shape[-1], "bias": int(mod.bias is not None),
-        }
+        return _conv_layer(mod, "conv2d", {"height": in_shape[-2], "width": in_shape[-1]}, unsupported, label)
     if isinstance(mod, nn.Linear):
         return "linear", {"in_features": mod.in_features, "out_features": mod.out_features,
                           "tokens": _prod(in_shape[:-1]), "bias": int(mod.bias is not None)}
