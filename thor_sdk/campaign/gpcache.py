@@ -14,9 +14,7 @@ class GPCache:
         self._n = {}
 
     def update(self, samples):
-        from thor_sdk.fitting.pipeline import sample_terms
-        from thor_sdk.fitting.gp import KindGP
-        from thor_sdk.layers.kinds import gp_features
+        from thor_sdk.fitting.pipeline import fit_kind
 
         by_kind = {}
         for s in samples:
@@ -25,10 +23,7 @@ class GPCache:
         for kind, rows in by_kind.items():
             if self._n.get(kind) == len(rows):
                 continue
-            X = [feature_vector(kind, r["config"], r["batch_size"], r["role"]) for r in rows]
-            self.gps[kind] = KindGP(gp_features(kind), random_state=self.random_state, n_restarts_optimizer=0).fit(
-                X, [r["value"] for r in rows], noise_std=[r["std"] for r in rows], terms=sample_terms(rows),
-                extra_log_var=self.extra_log_var)
+            self.gps[kind] = fit_kind(kind, rows, self.random_state, self.extra_log_var, n_restarts_optimizer=0)
             self._n[kind] = len(rows)
         return self
 

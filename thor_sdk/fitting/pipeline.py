@@ -6,8 +6,8 @@
 - **whole-model calibration**: whole models measured in the campaign (model runs that carry their
   layer list, ``calibration:<name>``; zoo models, never the held-out ones) are estimated with the
   freshly fitted layer models. With at least 4 runs of 2 models, a mean ``ln(measured / estimated)``
-  beyond twice its standard error is a bias common to whole models (composition effects, extrapolation of the layer models) and is
-  folded into every kind's residual offset; the spread around it (plus the uncertainty of that mean
+  beyond twice its standard error is a bias common to whole models (composition effects,
+  extrapolation of the layer models) and is folded into every kind's residual offset; the spread around it (plus the uncertainty of that mean
   and the drift) is the whole-model relative std. With fewer runs, their RMS (at least the drift) is
   the std and nothing is corrected; without any, the drift alone, and the estimator says so.
 """
@@ -15,8 +15,8 @@
 import math
 
 from thor_sdk.errors import FormatError, UsageError
+from thor_sdk.fitting.estimator import METRIC_UNITS as UNITS
 
-UNITS = {"time": "s", "energy": "J"}
 REFERENCE_PREFIX = "reference:"
 MIN_BIAS_RUNS = 4  # calibration runs (of at least 2 models) before a common bias is corrected
 CALIBRATION_PREFIX = "calibration:"
@@ -59,23 +59,27 @@ def _centred(logs):
     return [x - mu for x in logs]
 
 
-def fit_kinds(samples, random_state=0, extra_log_var=0.0, progress=None):
-    """``{kind: fitted KindGP}`` from non-flagged samples of one metric."""
+def fit_kind(kind, rows, random_state=0, extra_log_var=0.0, n_restarts_optimizer=1):
+    """A fitted ``KindGP`` from the samples of one kind (the campaign's working models and ``fit`` alike)."""
     from thor_sdk.fitting.gp import KindGP
     from thor_sdk.layers.kinds import feature_vector, gp_features
 
+    X = [feature_vector(kind, r["config"], r["batch_size"], r["role"]) for r in rows]
+    return KindGP(gp_features(kind), random_state=random_state, n_restarts_optimizer=n_restarts_optimizer).fit(
+        X, [r["value"] for r in rows], noise_std=[r["std"] for r in rows], terms=sample_terms(rows),
+        extra_log_var=extra_log_var)
+
+
+def fit_kinds(samples, random_state=0, extra_log_var=0.0, progress=None):
+    """``{kind: fitted KindGP}`` from non-flagged samples of one metric."""
     by_kind = {}
     for s in samples:
         by_kind.setdefault(s["kind"], []).append(s)
     gps = {}
     for kind in sorted(by_kind):
-        rows = by_kind[kind]
-        X = [feature_vector(kind, r["config"], r["batch_size"], r["role"]) for r in rows]
-        gps[kind] = KindGP(gp_features(kind), random_state=random_state).fit(
-            X, [r["value"] for r in rows], noise_std=[r["std"] for r in rows], terms=sample_terms(rows),
-            extra_log_var=extra_log_var)
+        gps[kind] = fit_kind(kind, by_kind[kind], random_state, extra_log_var)
         if progress:
-            progress(kind, len(rows))
+            progress(kind, len(by_kind[kind]))
     return gps
 
 
