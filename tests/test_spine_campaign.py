@@ -143,13 +143,61 @@ def test_crash_then_resume_measures_each_probe_exactly_once(tmp_path):
     assert len(dev.calls) == len(ids) - 4
 
 
-def test_create_refuses_existing_and_resume_checks_models(tmp_path):
+def test_create_refuses_existing(tmp_path):
     db = str(tmp_path / "c.db")
     probe(["har"], device=FakeDevice(), out=db, max_probes=1)
     with pytest.raises(UsageError):
         probe(["har"], device=FakeDevice(), out=db)
+
+
+def test_resume_with_a_new_model_grows_the_campaign_and_measures_only_its_missing_configs(tmp_path):
+    from thor_sdk.campaign.targets import target_points
+    from thor_sdk.store import Campaign
+
+    db = str(tmp_path / "c.db")
+    probe(["lenet5"], device=FakeDevice(), out=db, batch_sizes=[16])
+    with Campaign.open(db) as c:
+        before = {p.id for p in c.probes("done")}
+    # a variant of lenet5 with a 5-class head: it shares every layer but the head
+    doc = thor_sdk.layers_of("lenet5").to_dict()
+    doc["name"] = "lenet5_5class"
+    doc["layers"][-1]["config"]["out_features"] = 5
+    variant = tmp_path / "lenet5_5class.json"
+    variant.write_text(json.dumps(doc))
+    new = target_points([thor_sdk.layers_of(str(variant))], [16])
+    missing = set(new) - before
+    assert 0 < len(missing) < len(new)
+    dev = FakeDevice()
+    summary = probe([str(variant)], device=dev, out=db, resume=True)
+    assert sorted(dev.calls) == sorted(missing)  # each new config once, nothing already measured
+    assert summary["models"] == ["lenet5", "lenet5_5class"]
+    with Campaign.open(db) as c:
+        assert [t["name"] for t in c.meta["targets"]] == ["lenet5", "lenet5_5class"]
+        assert {p.id for p in c.probes("done")} == before | missing
+    # resuming again with the same models measures nothing
+    dev2 = FakeDevice()
+    probe(["lenet5", str(variant)], device=dev2, out=db, resume=True)
+    assert dev2.calls == []
+    with Campaign.open(db) as c:
+        assert len(c.meta["targets"]) == 2
+    doc["layers"][-1]["config"]["out_features"] = 7  # same name, other layers: refused
+    variant.write_text(json.dumps(doc))
     with pytest.raises(UsageError):
-        probe(["lenet5"], device=FakeDevice(), out=db, resume=True)
+        probe([str(variant)], device=FakeDevice(), out=db, resume=True)
+    # the grown campaign fits like one probed for both from the start
+    est = fit(db)
+    assert {"conv2d", "output"} <= set(est["kinds"])
+
+
+def test_resume_refuses_a_profile_and_checks_new_models_before_changing_anything(tmp_path):
+    db = str(tmp_path / "c.db")
+    probe(["har"], device=FakeDevice(), out=db, max_probes=1)
+    with pytest.raises(thor_sdk.errors.NotFoundError):
+        probe(["no_such_net"], device=FakeDevice(), out=db, resume=True)
+    from thor_sdk.store import Campaign
+
+    with Campaign.open(db) as c:
+        assert [t["name"] for t in c.meta["targets"]] == ["har"]
 
 
 def test_not_a_campaign(tmp_path):

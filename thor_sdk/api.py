@@ -23,8 +23,14 @@ def _check_metric(metric):
         raise UsageError(f"unknown metric {metric!r} (time or energy)")
 
 
+#: intra-op threads on the host unless told otherwise: one thread is what a phone's training loop
+#: typically gets, and several threads on a shared machine make timings swing many-fold
+HOST_THREADS = 1
+
+
 def _device(device, meter=None, threads=None):
-    """A Device object from a spec string (or the object itself)."""
+    """A Device object from a spec string (or the object itself); the host runs ``HOST_THREADS``
+    intra-op threads unless ``threads`` says otherwise (recorded in its ``info()``)."""
     from thor_sdk.devices import get_device
 
     if hasattr(device, "measure_probe"):
@@ -32,9 +38,11 @@ def _device(device, meter=None, threads=None):
     if threads is not None:
         if device != "host":
             raise UsageError("--threads applies to the host device only")
-        if threads < 1:
-            raise UsageError(f"--threads must be >= 1, got {threads}")
+        if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
+            raise UsageError(f"--threads must be an integer >= 1, got {threads!r}")
         return get_device(device, meter=meter, threads=threads)
+    if device == "host":
+        return get_device(device, meter=meter, threads=HOST_THREADS)
     return get_device(device, meter=meter)
 
 
@@ -48,7 +56,11 @@ def _check_batch_sizes(batch_sizes):
 def probe(models, device="host", batch_sizes=(32,), metric="time", out="campaign.db", resume=False,
           max_probes=None, max_seconds=None, target_rel_std=None, runtime="torch", settings=None,
           input_shape=None, meter=None, progress=None, threads=None):
-    """Run (or resume) a THOR probing campaign on ``device`` for the layers of ``models``."""
+    """Run (or resume) a THOR probing campaign on ``device`` for the layers of ``models``.
+
+    With ``resume``, models not yet among the campaign's targets are added to it (a campaign grows):
+    the probes already measured are reused, and only the configs the new models add are measured.
+    On the host, one intra-op thread unless ``threads`` says otherwise (recorded in the campaign)."""
     from thor_sdk.campaign.targets import run_campaign
     from thor_sdk.harness.protocol import ProtocolSettings
     from thor_sdk.layers import ModelLayers, layers_of
@@ -62,11 +74,31 @@ def probe(models, device="host", batch_sizes=(32,), metric="time", out="campaign
         meta = campaign.meta
         if threads is None and meta["device"].get("kind") == "host":
             threads = meta["device"].get("torch_threads")
+        if meta.get("campaign_kind") == "profile":
+            campaign.close()
+            raise UsageError(f"{out} is a device profile; continue it with `thor-sdk profile --resume`")
         dev = _device(device, meter, threads)
-        if models and sorted(models) != sorted(t["name"] for t in meta["targets"]):
-            raise UsageError(f"{out} was started for {', '.join(t['name'] for t in meta['targets'])}; "
-                             "--resume continues that campaign (leave --model out or give the same)")
         targets = [ModelLayers(t["name"], t["input_shape"], t["input_dtype"], t["layers"]) for t in meta["targets"]]
+        known = {t.name: t for t in targets}
+        added = []
+        try:
+            for m in dict.fromkeys(models or ()):
+                if m in known:
+                    continue
+                ml = layers_of(m, input_shape=input_shape)
+                same = known.get(ml.name)
+                if same is not None and _layer_keys(same) != _layer_keys(ml):
+                    raise UsageError(f"{out} already has a target named {ml.name!r} with other layers; "
+                                     "rename the new model")
+                if same is None:
+                    known[ml.name] = ml
+                    added.append(ml)
+        except Exception:
+            campaign.close()
+            raise
+        if added:  # the campaign grows: new targets are recorded, and only their missing configs get probed
+            targets += added
+            campaign.set_meta("targets", [t.to_dict() for t in targets])
         batch_sizes, metric, runtime = meta["batch_sizes"], meta["metric"], meta["runtime"]
         settings = ProtocolSettings(**meta["protocol"])
     else:
@@ -89,6 +121,10 @@ def probe(models, device="host", batch_sizes=(32,), metric="time", out="campaign
     summary.update({"campaign": out, "device": dev.name, "metric": metric, "models": [t.name for t in targets],
                     "batch_sizes": batch_sizes})
     return summary
+
+
+def _layer_keys(ml):
+    return [(l["kind"], l["role"], l["config"]) for l in ml.layers]
 
 
 def profile(device="host", metric="time", out="profile.db", resume=False, runtime="torch", max_probes=None,

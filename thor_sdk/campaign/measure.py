@@ -6,11 +6,15 @@ target-driven campaign (``targets.py``) and the device profile (``profile.py``) 
 
 Noise is handled in the open: a difference that is negative beyond its own noise is re-measured
 with more rounds; if it stays so, the sample is stored *flagged* (with the reason) and left out of
-the fit, and ``fit`` reports it. Nothing is clipped.
+the fit, and ``fit`` reports it. Nothing is clipped. A probe whose parts still vary by more than the
+protocol's ``cv_target`` after its rounds, or that was measured while other work kept the machine
+busy (the load recorded with every window), is stored *noisy* (with the reason): it stays in the fit,
+weighed by its own spread, and ``fit`` and ``estimate`` name the kinds that rest on noisy samples.
 """
 
 import math
 
+from thor_sdk.devices.state import load_summary
 from thor_sdk.harness.protocol import ProtocolSettings, paired_difference, robust_summary
 
 #: a difference below -FLAG_SIGMAS standard errors is implausible (a layer cannot cost < 0)
@@ -25,12 +29,30 @@ def _part_summaries(results_by_part, metric):
     return out
 
 
-def derive_samples(probe, results_by_part, metric="time"):
+def noise_reason(results_by_part, metric, cv_target=None, load=None):
+    """Why a probe's measurement is noisy (parts' CV above ``cv_target``; a busy machine), or None."""
+    why = []
+    if cv_target is not None:
+        cvs = {p: robust_summary(r.values(metric))["cv"] for p, r in results_by_part.items() if r.values(metric)}
+        over = {p: cv for p, cv in cvs.items() if not cv <= cv_target}
+        if over:
+            why.append("CV " + ", ".join(f"{p} {cv:.1%}" for p, cv in sorted(over.items()))
+                       + f" above the {cv_target:.1%} target after {max(len(r.time_s) for r in results_by_part.values())}"
+                       " rounds")
+    if load and load.get("busy"):
+        why.append(f"machine busy (other runnable threads: median {load['other_runnable_median']}, "
+                   f"other 1-minute load {load['other_load_1m']})")
+    return "; ".join(why) or None
+
+
+def derive_samples(probe, results_by_part, metric="time", cv_target=None, load=None):
     """Per-layer cost samples from one probe's measured parts: THOR's subtraction.
 
-    Returns a list of sample dicts (``metric, value, std, n, flagged, flag_reason, parts``) for
-    ``Campaign.complete``: one for time, plus one for energy when energy was measured. ``value`` is
-    the median over rounds of the per-round difference (part - head); ``std`` its standard error.
+    Returns a list of sample dicts (``metric, value, std, n, flagged, flag_reason, noisy,
+    noise_reason, parts``) for ``Campaign.complete``: one for time, plus one for energy when energy
+    was measured. ``value`` is the median over rounds of the per-round difference (part - head);
+    ``std`` its standard error. ``cv_target`` and ``load`` (``devices.state.load_summary``) decide
+    whether the sample is *noisy*.
     """
     metrics = ["time"]
     if all(r.energy_j for r in results_by_part.values()):
@@ -49,8 +71,10 @@ def derive_samples(probe, results_by_part, metric="time"):
         elif s["median"] < -FLAG_SIGMAS * max(stderr, 1e-12):
             flagged = True
             why = f"negative difference {s['median']:.3g} beyond noise (stderr {stderr:.3g})"
+        noisy = noise_reason(results_by_part, m, cv_target, load)
         samples.append({"metric": m, "value": s["median"], "std": stderr, "n": s["n"], "flagged": flagged,
-                        "flag_reason": why, "parts": _part_summaries(results_by_part, m)})
+                        "flag_reason": why, "noisy": noisy is not None, "noise_reason": noisy,
+                        "parts": _part_summaries(results_by_part, m)})
     return samples
 
 
@@ -83,11 +107,18 @@ def measure_and_store(campaign, device, probe, metric, settings, runtime, on_pro
                 m.states += [None] * (n_before - len(m.states)) + list(r.states)
                 m.window_times_s += [None] * (n_before - len(m.window_times_s)) + list(r.window_times_s)
         offset += max(len(r.time_s) for r in res.values())
-        samples = derive_samples(probe, merged, metric)
+        samples = derive_samples(probe, merged, metric, cv_target=s.cv_target,
+                                 load=load_summary([st for r in merged.values() for st in r.states],
+                                                   own_threads=_own_threads(device)))
         if not any(x["flagged"] for x in samples):
             break
     campaign.complete(probe.id, samples, window_detail=window_detail(merged))
     return samples
+
+
+def _own_threads(device):
+    own = getattr(device, "own_threads", None)
+    return own() if callable(own) else 1
 
 
 def window_detail(results_by_part):
@@ -115,3 +146,9 @@ def budget_reached(n_done, max_probes, elapsed_s, limit_s, max_seconds):
         return f"time budget of {max_seconds:g} s reached"
     return None
 
+
+
+def noisy_summary(campaign):
+    """``{"noisy": n, "busy": n}``: samples of the campaign stored noisy, and those measured on a busy machine."""
+    got = [s for s in campaign.samples() if s.get("noisy")]
+    return {"noisy": len(got), "busy": sum(1 for s in got if "machine busy" in (s.get("noise_reason") or ""))}

@@ -15,7 +15,7 @@ from thor_sdk.layers.kinds import feature_vector, get_kind
 from thor_sdk.probes import Probe
 
 from .gpcache import GPCache
-from .measure import budget_reached, measure_and_store
+from .measure import budget_reached, measure_and_store, noisy_summary
 
 
 def target_points(model_layers, batch_sizes):
@@ -108,4 +108,4 @@ def run_campaign(campaign, device, model_layers, batch_sizes, metric="time", set
     counts = campaign.status_counts()
     return {"stop_reason": reason, "probes_done": counts.get("done", 0), "probes_measured_now": measured_now,
             "target_configs": len(points), "seconds": clock() - t0,
-            "flagged": sum(1 for s in campaign.samples() if s["flagged"])}
+            "flagged": sum(1 for s in campaign.samples() if s["flagged"]), **noisy_summary(campaign)}

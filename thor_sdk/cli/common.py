@@ -49,3 +49,15 @@ class Progress:
         if self.bar is not None:
             self.bar.__exit__(None, None, None)
             self.bar = None
+
+
+def warn_measurement(summary):
+    """Say on stderr when a campaign stored noisy samples or measured on a busy machine (even with --json)."""
+    if summary.get("busy"):
+        click.echo(f"Warning: {summary['busy']} probe(s) were measured while the machine was busy (other runnable "
+                   "work beside ours): their figures are unreliable; re-measure on a quiet machine", err=True)
+    if summary.get("noisy"):
+        click.echo(f"Warning: {summary['noisy']} sample(s) are noisy (spread above the target after the last round, "
+                   "or a busy machine); `thor-sdk fit` names the kinds resting on them", err=True)
+    for w in summary.get("warnings") or ():
+        click.echo(f"Warning: {w}", err=True)

@@ -76,7 +76,7 @@ def _unseen(estimator, device, models, batch_sizes, metric, threads, settings, q
             click.echo(f"measuring {name} ...", err=True)
 
     r = evaluate_unseen(estimator, models, device=device, batch_sizes=batch_sizes, metric=metric, settings=settings,
-                        threads=1 if threads is None and device == "host" else threads, progress=progress)
+                        threads=threads, progress=progress)
     r["command"] = "thor-sdk " + " ".join(sys.argv[1:])
     if as_json:
         emit_json(r)

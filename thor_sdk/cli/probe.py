@@ -1,6 +1,6 @@
 import click
 
-from .common import Progress, emit_json, json_option, quiet_option, table
+from .common import Progress, emit_json, json_option, quiet_option, table, warn_measurement
 
 
 def protocol_options(f):
@@ -9,7 +9,7 @@ def protocol_options(f):
     f = click.option("--window-s", type=float, default=None,
                      help="Minimum seconds per measurement window (default 0.05; longer for slow meters).")(f)
     f = click.option("--threads", type=int, default=None,
-                     help="Host only: intra-op threads for training steps (default: torch's; recorded).")(f)
+                     help="Host only: intra-op threads for training steps (default 1; recorded).")(f)
     f = click.option("--cv-target", type=float, default=None,
                      help="Stop repeating once every part's coefficient of variation is below this (default 0.03).")(f)
     return f
@@ -68,6 +68,7 @@ def cmd(device, meter, models, input_shape, batch_sizes, metric, runtime, out, r
                     max_probes=max_probes, max_seconds=max_seconds, target_rel_std=target_std, runtime=runtime,
                     settings=settings, input_shape=input_shape, progress=progress, threads=threads,
                     meter=meter)
+    warn_measurement(summary)
     if as_json:
         emit_json(summary)
         return

@@ -2,7 +2,7 @@
 
 import click
 
-from .common import Progress, emit_json, json_option, quiet_option, table
+from .common import Progress, emit_json, json_option, quiet_option, table, warn_measurement
 from .probe import protocol_options, settings_from
 
 
@@ -71,6 +71,7 @@ def cmd(device, runtime, metric, meter, out, resume, max_seconds, max_probes, ta
                       seed=seed, reference_every_s=reference_every_s,
                       calibration_models=list(calibration_models) or None, progress=progress,
                       prior_path=prior_path)
+    warn_measurement(summary)
     if as_json:
         emit_json(summary)
         return

@@ -56,10 +56,19 @@ class HostDevice(Device):
         }
 
     def _state(self):
-        """Clocks, temperatures and battery read from sysfs, recorded with every window."""
-        from .state import sysfs_state
+        """Clocks, temperatures and battery read from sysfs, and the machine's load from /proc (other
+        runnable threads beside ours, 1-minute load average), recorded with every window."""
+        from .state import load_state, sysfs_state
 
-        return sysfs_state(self.root)
+        return dict(sysfs_state(self.root), **load_state(self.root, self.own_threads()))
+
+    def own_threads(self):
+        """The intra-op threads a measurement here runs with (what the load beside it is compared to)."""
+        if self.threads:
+            return int(self.threads)
+        import torch
+
+        return torch.get_num_threads()
 
     def _trainer(self, probe_model, runtime):
         if runtime == "torch":

@@ -1,4 +1,4 @@
-"""Device state recorded with every measurement window: clocks, temperatures, battery.
+"""Device state recorded with every measurement window: clocks, temperatures, battery, machine load.
 
 ``sysfs_state(root)`` reads what Linux exposes (Android and Jetson included), from a ``root`` path so
 tests run it on fake trees: CPU clocks (``cpufreq/scaling_cur_freq``, kHz), the GPU clock where a
@@ -6,7 +6,14 @@ devfreq node exists (Jetson ``17000000.gpu``/``57000000.gpu``, Hz), thermal zone
 millidegrees C, with their ``type``), and the battery (``capacity`` %, ``temp`` tenths of a degree).
 Missing or unreadable files are simply absent from the record. Pass it to the protocol as
 ``measure_parts(..., state_fn=lambda: sysfs_state(root))``.
+
+``load_state(root, own_threads)`` reads the machine's load (``/proc/loadavg``'s 1-minute average and
+``/proc/stat``'s instantaneous ``procs_running``, minus the measuring process's own threads), and
+``load_summary(states, cpu_count, own_threads)`` says whether other work competed with a measurement:
+a busy machine makes time and energy unreliable, so it is recorded with every window and warned about.
 """
+
+import statistics
 
 from thor_sdk.meters.base import as_fs
 
@@ -56,4 +63,56 @@ def sysfs_state(root="/"):
     t = _int(fs, "sys/class/power_supply/battery/temp")
     if t is not None:
         out["battery_temp_c"] = t / 10.0
+    return out
+
+
+def load_state(root="/", own_threads=1):
+    """``{"load_1m", "procs_running", "other_runnable"}`` from /proc under ``root`` (absent where unreadable).
+
+    ``procs_running`` counts runnable threads at this instant, the reader included; ``own_threads``
+    (the measurement's intra-op threads) are taken off to give ``other_runnable``.
+    """
+    fs = as_fs(root)
+    out = {}
+    try:
+        out["load_1m"] = float(fs.read_text("proc/loadavg").split()[0])
+    except (OSError, ValueError, IndexError):
+        pass
+    try:
+        for line in fs.read_text("proc/stat").splitlines():
+            if line.startswith("procs_running "):
+                n = int(line.split()[1])
+                out["procs_running"] = n
+                out["other_runnable"] = max(0, n - max(1, int(own_threads)))
+                break
+    except (OSError, ValueError, IndexError):
+        pass
+    return out
+
+
+#: other runnable work at or above this (threads, median over windows; or the median 1-minute load beyond
+#: our own threads) means the measurement shared the CPU: its figures are flagged as unreliable
+BUSY_OTHER = 1.0
+
+
+def load_summary(states, cpu_count=None, own_threads=1):
+    """What the windows' recorded load says: ``{"windows", "other_runnable_median", "load_1m_max",
+    "other_load_1m", "busy", "warning"}`` (``busy`` None when no window recorded a load)."""
+    states = [s for s in states or () if isinstance(s, dict)]
+    runnable = [s["other_runnable"] for s in states if isinstance(s.get("other_runnable"), (int, float))]
+    loads = [s["load_1m"] for s in states if isinstance(s.get("load_1m"), (int, float))]
+    out = {"windows": len(states), "other_runnable_median": statistics.median(runnable) if runnable else None,
+           "load_1m_max": max(loads) if loads else None, "other_load_1m": None, "busy": None, "warning": None}
+    if not runnable and not loads:
+        return out
+    threads = max(1, int(own_threads or 1))
+    other_load = max(0.0, statistics.median(loads) - threads) if loads else 0.0
+    out["other_load_1m"] = round(other_load, 2)
+    med = out["other_runnable_median"] or 0.0
+    out["busy"] = med >= BUSY_OTHER or other_load >= BUSY_OTHER
+    if out["busy"]:
+        cpus = f" on {cpu_count} CPUs" if cpu_count else ""
+        out["warning"] = (f"the machine was busy while measuring (other runnable threads: median {med:g}; "
+                          f"1-minute load {statistics.median(loads) if loads else float('nan'):.2f}{cpus} with {threads} "
+                          "thread(s) of ours): figures are unreliable; measure on a quiet machine")
     return out

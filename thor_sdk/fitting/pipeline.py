@@ -123,6 +123,20 @@ def calibrate(est, model_runs, metric, drift_var):
     return {"rel_std": rel, "log_bias": bias, "source": source, "drift_log_std": math.sqrt(drift_var), "runs": runs}
 
 
+def noisy_by_kind(samples):
+    """``{kind: {"noisy": n, "samples": total, "reasons": [first 3]}}`` for kinds with noisy samples (CV
+    above the protocol's target, or measured on a busy machine): what ``fit`` and ``estimate`` warn about."""
+    out = {}
+    for s in samples:
+        d = out.setdefault(s["kind"], {"noisy": 0, "samples": 0, "reasons": []})
+        d["samples"] += 1
+        if s.get("noisy"):
+            d["noisy"] += 1
+            if len(d["reasons"]) < 3 and s.get("noise_reason"):
+                d["reasons"].append(s["noise_reason"])
+    return {k: d for k, d in sorted(out.items()) if d["noisy"]}
+
+
 def build(samples, *, device, runtime, metric, model_runs=(), sources=(), random_state=0, progress=None):
     """The estimator document from samples of one device, runtime and metric."""
     from thor_sdk import __version__
@@ -140,7 +154,8 @@ def build(samples, *, device, runtime, metric, model_runs=(), sources=(), random
     drift_var, n_ref = drift_log_var(model_runs, metric)
     gps = fit_kinds(good, random_state=random_state, extra_log_var=drift_var, progress=progress)
     provenance = {"sources": list(sources), "n_samples": {k: g.n_samples_ for k, g in gps.items()},
-                  "flagged_excluded": flagged, "reference_runs": n_ref, "producer": f"thor-sdk {__version__}",
+                  "flagged_excluded": flagged, "noisy_samples": noisy_by_kind(good),
+                  "reference_runs": n_ref, "producer": f"thor-sdk {__version__}",
                   "fit_warnings": {k: g.warnings_ for k, g in gps.items() if g.warnings_}}
     kw = dict(device=device, runtime=runtime, metric=metric, unit=UNITS[metric],
               flops_baseline=fit_unit_per_flop(good), provenance=provenance)

@@ -13,8 +13,11 @@ Tables (schema version in ``meta``):
   external meter's log) and the device state read after it (clocks, temperatures, battery: JSON).
   Files made before these columns existed get them on the first completed probe; their old rows
   keep NULL there.
-- ``samples(probe_id, metric, value, std, n, flagged, flag_reason, parts)``: the per-layer cost
-  derived by subtraction, written in the same transaction that marks the probe ``done``.
+- ``samples(probe_id, metric, value, std, n, flagged, flag_reason, parts, noisy, noise_reason)``: the
+  per-layer cost derived by subtraction, written in the same transaction that marks the probe
+  ``done``. ``flagged`` samples (implausible) are left out of fits; ``noisy`` ones (spread above the
+  protocol's target, or measured on a busy machine) stay in, and fits name the kinds resting on them.
+  Files made before ``noisy`` existed get the columns on the first completed probe (NULL: unknown).
 - ``model_runs(...)``: whole-model measurements (``thor-sdk measure --out``).
 
 A planned probe is inserted (and committed) before it is measured, so after a crash ``--resume``
@@ -67,6 +70,8 @@ CREATE TABLE IF NOT EXISTS samples (
     flagged INTEGER NOT NULL DEFAULT 0,
     flag_reason TEXT,
     parts TEXT NOT NULL,
+    noisy INTEGER,
+    noise_reason TEXT,
     PRIMARY KEY (probe_id, metric)
 );
 CREATE TABLE IF NOT EXISTS model_runs (
@@ -191,16 +196,27 @@ class Campaign:
             if name not in have:
                 self.conn.execute(f"ALTER TABLE windows ADD COLUMN {name} {typ}")
 
+    def _ensure_sample_columns(self):
+        have = {row[1] for row in self.conn.execute("PRAGMA table_info(samples)")}
+        for name, typ in (("noisy", "INTEGER"), ("noise_reason", "TEXT")):
+            if name not in have:
+                self.conn.execute(f"ALTER TABLE samples ADD COLUMN {name} {typ}")
+
+    def _has_sample_columns(self):
+        return "noisy" in {row[1] for row in self.conn.execute("PRAGMA table_info(samples)")}
+
     def complete(self, probe_id, samples, window_detail=None):
         """Store the derived samples and mark the probe done, atomically.
 
-        ``samples``: list of dicts with metric, value, std, n, flagged, flag_reason, parts.
+        ``samples``: list of dicts with metric, value, std, n, flagged, flag_reason, parts and optionally
+        noisy, noise_reason.
         ``window_detail``: optional list of dicts with ``part``, ``round`` and any of
         ``net_energy_j``, ``start_s``, ``end_s``, ``state`` (a dict), written onto those windows in the
         same transaction.
         """
         if window_detail:
             self._ensure_window_detail_columns()
+        self._ensure_sample_columns()
         with self.conn:
             for w in window_detail or ():
                 self.conn.execute(
@@ -216,10 +232,11 @@ class Campaign:
                 raise StoreError(f"probe {probe_id} is already measured in {self.path}")
             for s in samples:
                 self.conn.execute(
-                    "INSERT INTO samples(probe_id, metric, value, std, n, flagged, flag_reason, parts) "
-                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                    "INSERT INTO samples(probe_id, metric, value, std, n, flagged, flag_reason, parts, noisy, "
+                    "noise_reason) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                     (probe_id, s["metric"], s["value"], s["std"], s["n"], int(bool(s.get("flagged"))),
-                     s.get("flag_reason"), json.dumps(s.get("parts", {}))))
+                     s.get("flag_reason"), json.dumps(s.get("parts", {})),
+                     None if s.get("noisy") is None else int(bool(s["noisy"])), s.get("noise_reason")))
             self.conn.execute("UPDATE probes SET status = 'done', done_utc = ? WHERE id = ?", (_now(), probe_id))
 
     def fail(self, probe_id, reason):
@@ -227,9 +244,11 @@ class Campaign:
             self.conn.execute("UPDATE probes SET status = 'failed', reason = ? WHERE id = ?", (reason, probe_id))
 
     def samples(self, metric=None, include_flagged=True):
-        """All derived samples as dicts (kind, role, batch_size, config, metric, value, std, n, flagged...)."""
+        """All derived samples as dicts (kind, role, batch_size, config, metric, value, std, n, flagged,
+        flag_reason, parts, noisy, noise_reason; ``noisy`` None where the file predates it)."""
+        noisy_cols = "s.noisy, s.noise_reason" if self._has_sample_columns() else "NULL, NULL"
         q = ("SELECT p.id, p.kind, p.role, p.batch_size, p.config, s.metric, s.value, s.std, s.n, s.flagged, "
-             "s.flag_reason, s.parts FROM samples s JOIN probes p ON p.id = s.probe_id")
+             f"s.flag_reason, s.parts, {noisy_cols} FROM samples s JOIN probes p ON p.id = s.probe_id")
         cond, args = [], []
         if metric:
             cond.append("s.metric = ?")
@@ -240,10 +259,11 @@ class Campaign:
             q += " WHERE " + " AND ".join(cond)
         q += " ORDER BY p.seq"
         out = []
-        for pid, kind, role, b, cfg, m, v, sd, n, fl, why, parts in self.conn.execute(q, args):
+        for pid, kind, role, b, cfg, m, v, sd, n, fl, why, parts, noisy, nwhy in self.conn.execute(q, args):
             out.append({"probe_id": pid, "kind": kind, "role": role, "batch_size": b, "config": json.loads(cfg),
                         "metric": m, "value": v, "std": sd, "n": n, "flagged": bool(fl), "flag_reason": why,
-                        "parts": json.loads(parts)})
+                        "parts": json.loads(parts), "noisy": None if noisy is None else bool(noisy),
+                        "noise_reason": nwhy})
         return out
 
     def windows(self, probe_id, detail=False):

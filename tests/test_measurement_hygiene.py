@@ -1,0 +1,110 @@
+"""Measurement hygiene: load recorded with every window, busy machines warned about, noisy probes flagged."""
+
+import pytest
+
+import thor_sdk
+from thor_sdk.api import fit, probe
+from thor_sdk.devices.host import HostDevice
+from thor_sdk.devices.state import load_state, load_summary
+from thor_sdk.harness.protocol import ProtocolSettings
+from thor_sdk.probes import Probe
+from thor_sdk.store import Campaign
+
+from fake_device import FakeDevice
+
+PROC_STAT = "cpu  1 2 3 4\nintr 5\nctxt 6\nprocs_running {n}\nprocs_blocked 0\n"
+
+
+def fake_proc(root, load_1m, running):
+    (root / "proc").mkdir(parents=True, exist_ok=True)
+    (root / "proc" / "loadavg").write_text(f"{load_1m:.2f} 0.50 0.40 {running}/120 4242\n")
+    (root / "proc" / "stat").write_text(PROC_STAT.format(n=running))
+    return root
+
+
+def test_load_state_reads_proc_under_a_root_and_takes_off_our_own_threads(tmp_path):
+    fake_proc(tmp_path, 2.31, 3)
+    assert load_state(tmp_path, own_threads=1) == {"load_1m": 2.31, "procs_running": 3, "other_runnable": 2}
+    assert load_state(tmp_path, own_threads=4)["other_runnable"] == 0
+    assert load_state(tmp_path / "nowhere") == {}  # unreadable: absent, never an error
+    (tmp_path / "proc" / "loadavg").write_text("garbage")
+    assert "load_1m" not in load_state(tmp_path)
+
+
+def test_load_summary_says_busy_only_when_other_work_competed():
+    quiet = [{"load_1m": 1.1, "other_runnable": 0}] * 5
+    s = load_summary(quiet, cpu_count=2, own_threads=1)
+    assert s["busy"] is False and s["warning"] is None
+    busy = [{"load_1m": 2.2, "other_runnable": 1}] * 5
+    s = load_summary(busy, cpu_count=2, own_threads=1)
+    assert s["busy"] is True and "busy" in s["warning"] and "2 CPUs" in s["warning"]
+    # one window caught a passing process: the median is still quiet
+    assert load_summary(quiet + [{"load_1m": 1.1, "other_runnable": 3}], own_threads=1)["busy"] is False
+    assert load_summary([{"cpu_khz": {}}])["busy"] is None  # nothing recorded: unknown, not quiet
+
+
+def test_host_records_the_load_with_every_window_and_marks_probes_measured_busy(tmp_path):
+    fake_proc(tmp_path, 3.0, 2)  # one other runnable thread beside our one
+    dev = HostDevice(root=str(tmp_path), threads=1)
+    assert dev.info()["torch_threads"] == 1
+    db = str(tmp_path / "c.db")
+    with Campaign.create(db, {"device": dev.info(), "metric": "time", "targets": []}) as c:
+        from thor_sdk.campaign.measure import measure_and_store
+
+        p = Probe("relu", {"numel": 256}, 4, "hidden")
+        c.plan(p)
+        settings = ProtocolSettings(min_rounds=2, max_rounds=2, min_window_s=0.002, warmup_steps=1)
+        samples = measure_and_store(c, dev, p, "time", settings, "torch")
+        assert samples[0]["noisy"] and "machine busy" in samples[0]["noise_reason"]
+        states = [w["state"] for w in c.windows(p.id, detail=True)]
+        assert states and all(s["other_runnable"] == 1 and s["load_1m"] == 3.0 for s in states)
+        stored = c.samples("time")[0]
+        assert stored["noisy"] is True and "machine busy" in stored["noise_reason"]
+
+
+def test_noisy_probes_are_kept_flagged_and_fit_names_their_kinds(tmp_path):
+    db = str(tmp_path / "c.db")
+    settings = ProtocolSettings(min_rounds=5, max_rounds=5, cv_target=0.03)
+    summary = probe(["har"], device=FakeDevice(noise=0.25), out=db, settings=settings, batch_sizes=[16])
+    assert summary["noisy"] > 0
+    with Campaign.open(db) as c:
+        noisy = [s for s in c.samples("time") if s["noisy"]]
+    assert noisy and all("above the 3.0% target" in s["noise_reason"] for s in noisy)
+    doc = fit(db)
+    reported = doc["provenance"]["noisy_samples"]
+    assert set(reported) == {s["kind"] for s in noisy}
+    assert sum(d["noisy"] for d in reported.values()) == len(noisy)
+    # a quiet fake device: nothing noisy, nothing reported
+    db2 = str(tmp_path / "quiet.db")
+    assert probe(["har"], device=FakeDevice(noise=0.001), out=db2, batch_sizes=[16])["noisy"] == 0
+    assert fit(db2)["provenance"]["noisy_samples"] == {}
+
+
+def test_samples_of_a_campaign_made_before_the_noisy_column_read_as_unknown(tmp_path):
+    import sqlite3
+
+    db = str(tmp_path / "old.db")
+    probe(["har"], device=FakeDevice(), out=db, max_probes=2)
+    conn = sqlite3.connect(db)
+    with conn:  # what a file from before this column looks like
+        conn.execute("CREATE TABLE s2 AS SELECT probe_id, metric, value, std, n, flagged, flag_reason, parts FROM samples")
+        conn.execute("DROP TABLE samples")
+        conn.execute("ALTER TABLE s2 RENAME TO samples")
+    conn.close()
+    with Campaign.open(db) as c:
+        assert all(s["noisy"] is None for s in c.samples())
+    probe([], device=FakeDevice(), out=db, resume=True, max_probes=3)  # the next probe adds the columns
+    with Campaign.open(db) as c:
+        got = [s["noisy"] for s in c.samples()]
+    assert got[:2] == [None, None] and got[2] is False
+
+
+def test_the_host_probes_and_measures_with_one_thread_unless_told(tmp_path):
+    from thor_sdk.api import _device
+
+    assert _device("host").info()["torch_threads"] == 1
+    assert _device("host", threads=2).info()["torch_threads"] == 2
+    with pytest.raises(thor_sdk.errors.UsageError):
+        _device("host", threads=0)
+    with pytest.raises(thor_sdk.errors.UsageError):
+        _device("host", threads=1.5)
