@@ -6,7 +6,8 @@ batch in microjoules of the forward pass plus MSE loss + backward + SGD step. Th
 ``thor-sdk fit --samples`` CSVs (kind conv2d / linear, role input: the data needs no gradient), and
 fitted through the very code ``thor-sdk fit --samples`` runs. 5-fold cross-validation (seeded shuffle):
 each fold's estimator predicts the held-out rows; THOR's APE and 95%-interval coverage are reported
-beside the FLOPs baseline of the same estimator (one cost per training FLOP, least squares).
+beside the FLOPs baseline of the same estimator (its kind's cost per training FLOP plus a per-step
+overhead, both >= 0, fitted for relative error: ``thor_sdk.baselines.flops``).
 
     python bench/bench_layers_real.py                        # energy, both kinds, 5 folds
     python bench/bench_layers_real.py --metric time
@@ -64,6 +65,7 @@ def cross_validate(kind, metric="energy", folds=5, seed=0, data_dir=DATA):
     import random
 
     import thor_sdk
+    from thor_sdk.baselines.flops import baseline_cost
     from thor_sdk.runtime import load_estimator
     from thor_sdk.runtime.terms import at_batch, cost_terms
 
@@ -82,14 +84,14 @@ def cross_validate(kind, metric="energy", folds=5, seed=0, data_dir=DATA):
             doc = thor_sdk.fit(samples_csv=path, metric=metric)
             fit_s.append(time.process_time() - t0)
             est = load_estimator(doc)
-            upf = doc["flops_baseline"]["unit_per_flop"]
             for i in sorted(test):
                 r = rows[i]
                 cfg = {f: r[f] for f in r if f not in ("kind", "role", "batch_size", "energy_j", "time_s")}
                 m, s = est.predict_layer(kind, dict(cfg, batch_size=r["batch_size"], role="input"))
                 flops, _, _ = at_batch(cost_terms(kind, cfg, "input"), r["batch_size"])
                 truth = r[col]
-                res.append({"truth": truth, "thor": m, "std": s, "flops": upf * flops,
+                res.append({"truth": truth, "thor": m, "std": s,
+                            "flops": baseline_cost(doc["flops_baseline"], kind, flops),
                             "covered": abs(truth - m) <= 1.959964 * s})
     ape = [abs(x["thor"] - x["truth"]) / x["truth"] * 100 for x in res]
     fape = [abs(x["flops"] - x["truth"]) / x["truth"] * 100 for x in res]

@@ -106,11 +106,19 @@ def trainer_for_probe_model(pm, optimizer="sgd", lr=0.01, threads=None, cache=No
     return OrtTrainer(path, _default_threads(threads))
 
 
-def trainer_for_model(model_name, batch_size, optimizer="sgd", lr=0.01, loss="ce", seed=0, threads=None, cache=None):
-    """An ``OrtTrainer`` for a whole reference network on one random batch (same batch and weights as
-    ``thor_sdk.harness.torch_trainer.trainer_for_model``)."""
+def trainer_for_model(model, batch_size, optimizer="sgd", lr=0.01, loss="ce", seed=0, threads=None, cache=None):
+    """An ``OrtTrainer`` for a whole model on one random batch. A reference network by name: the same
+    batch and weights as ``thor_sdk.harness.torch_trainer.trainer_for_model`` (``loss`` ce or mse); any
+    other form (a ``ModelSource``, a layer-list JSON or ONNX file): the network, batch and loss
+    ``thor_sdk.harness.whole_model.build_training`` gives, exported once and cached."""
+    from thor_sdk.harness.whole_model import build_training, resolve_model
     from thor_sdk.models import build_model
 
-    x, y = example_batch(model_name, batch_size, loss, seed)
-    path = cached_export(build_model(model_name, seed), x, y, loss=loss, optimizer=optimizer, lr=lr, cache=cache)
+    source = resolve_model(model)
+    if source.name is not None:
+        x, y = example_batch(source.name, batch_size, loss, seed)
+        path = cached_export(build_model(source.name, seed), x, y, loss=loss, optimizer=optimizer, lr=lr, cache=cache)
+    else:
+        t = build_training(source, batch_size, seed)
+        path = cached_export(t.module, t.x, t.y, loss=t.loss, optimizer=optimizer, lr=lr, cache=cache)
     return OrtTrainer(path, _default_threads(threads))

@@ -129,7 +129,7 @@ def test_evaluate_unseen_measures_held_out_models_beside_the_estimate(tmp_path, 
     assert doc["whole_model"]["reference"]["n"] >= 2  # the profile's reference level travels with the estimator
     r = evaluate_unseen(str(tmp_path / "e.json"), ["cnn5", "lstm"], device=dev, batch_sizes=[8], reference="har")
     assert [x["model"] for x in r["rows"]] == ["cnn5"]  # lstm's kinds were never profiled: said, not averaged in
-    assert r["skipped"][0]["model"] == "lstm" and "no model for kind" in r["skipped"][0]["reason"]
+    assert r["skipped"][0]["model"] == "lstm" and "no model for these layers' kinds: embedding" in r["skipped"][0]["reason"]
     row = r["rows"][0]
     assert row["thor_ape"] < 25 and r["coverage95"] == 1.0
     assert 0.9 < row["device_level"] < 1.1  # the fake device does not drift

@@ -57,6 +57,7 @@ CONFIGS = {
     "mul": [dict(numel=12, broadcast=0), dict(numel=12, broadcast=1)],
     "cat": [dict(numel=12, parts=2), dict(numel=13, parts=3)],
     "permute": [dict(numel=12), dict(numel=13)],
+    "elementwise": [dict(numel=24)],
     "output": [dict(in_features=6, out_features=4, tokens=1)],
 }
 CASES = [(k, i) for k, cs in CONFIGS.items() for i in range(len(cs))]
@@ -252,7 +253,8 @@ def test_extract_squeeze_and_excitation():
     layers = layers_of(SEBlock(), input_shape=[3, 6, 6]).layers
     assert [l["kind"] for l in layers] == ["conv2d", "hardswish", "adaptive_avgpool2d", "conv2d", "relu", "conv2d",
                                            "hardsigmoid", "mul", "adaptive_avgpool2d", "output"]
-    assert layers[7] == {"name": "mul", "kind": "mul", "role": "hidden", "config": {"numel": 8 * 36, "broadcast": 1}}
+    assert layers[7] == {"name": "mul", "kind": "mul", "role": "hidden", "config": {"numel": 8 * 36, "broadcast": 1},
+                         "op": "x * y"}
 
 
 def test_extract_densenet_cat_shuffle_and_upsample():
@@ -338,7 +340,7 @@ class _Bad(nn.Module):
 @pytest.mark.parametrize("f, name", [
     (lambda x: torch.softmax(x, dim=1).mean((2, 3)), "softmax(dim=1, not the last dimension)"),
     (lambda x: F.interpolate(x, scale_factor=2, mode="bilinear").mean((2, 3)), "interpolate(mode='bilinear'"),
-    (lambda x: (x * 2.0).mean((2, 3)), "_operator.mul(by a constant)"),
+    (lambda x: (x * 2.0).mean((2, 3)), "x * constant"),
     (lambda x: torch.cat([x, x], 0).mean((2, 3))[:2], "torch.cat(along the batch)"),
     (lambda x: x.mean(1).flatten(1), "Tensor.mean(dim=(1,))"),
 ])

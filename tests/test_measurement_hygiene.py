@@ -108,3 +108,17 @@ def test_the_host_probes_and_measures_with_one_thread_unless_told(tmp_path):
         _device("host", threads=0)
     with pytest.raises(thor_sdk.errors.UsageError):
         _device("host", threads=1.5)
+
+
+def test_measure_reports_threads_load_and_noise_and_warns_when_the_machine_is_busy(tmp_path):
+    from thor_sdk.api import measure
+
+    settings = ProtocolSettings(min_rounds=3, max_rounds=3, min_window_s=0.002, warmup_steps=1)
+    busy = measure("lenet5", device=HostDevice(root=str(fake_proc(tmp_path / "busy", 2.5, 2)), threads=1),
+                   batch_size=2, settings=settings)
+    assert busy["threads"] == 1 and busy["load"]["busy"] is True and busy["load"]["windows"] == 3
+    assert any("busy" in w for w in busy["warnings"])
+    quiet = measure("lenet5", device=HostDevice(root=str(fake_proc(tmp_path / "quiet", 1.0, 1)), threads=1),
+                    batch_size=2, settings=settings)
+    assert quiet["load"]["busy"] is False and not any("busy" in w for w in quiet["warnings"])
+    assert quiet["noisy"] == (not quiet["cv"] <= settings.cv_target)

@@ -100,5 +100,5 @@ def test_every_kind_is_in_the_zoo_and_heldout_kinds_are_covered():
 
     zoo = {layer["kind"] for n in ZOO_ONLY for layer in _layers(n)}
     heldout = {layer["kind"] for n in HELDOUT for layer in _layers(n)}
-    assert zoo == set(KINDS)
+    assert zoo == set(KINDS) - {"elementwise"}  # the generic kind stands in for ops without a kind
     assert heldout <= zoo

@@ -338,7 +338,7 @@ def test_unknown_kind_names_it(good_doc):
     est = Estimator(good_doc)
     layers = [{"name": "x", "kind": "lstm", "role": "hidden",
                "config": {"input_size": 8, "hidden_size": 8, "seq_len": 4, "num_layers": 1}}]
-    with pytest.raises(ThorError, match="no model for kind 'lstm'; probe it on this device"):
+    with pytest.raises(ThorError, match="no model for these layers' kinds: lstm"):
         est.estimate(layers, 8)
     with pytest.raises(NotFoundError, match="'lstm'"):
         est.predict_layer("lstm", {})

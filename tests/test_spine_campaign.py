@@ -18,7 +18,7 @@ def planted_total(model, batch):
     return sum(planted_cost(l["kind"], l["config"], batch, l["role"]) for l in thor_sdk.layers_of(model).layers)
 
 
-def test_thor_recovers_planted_costs_and_beats_flops(tmp_path):
+def test_thor_recovers_planted_costs_beside_a_strong_flops_baseline(tmp_path):
     db, est = tmp_path / "c.db", tmp_path / "e.json"
     summary = probe(["lenet5"], device=FakeDevice(), batch_sizes=[32], out=str(db))
     n_layers = len(thor_sdk.layers_of("lenet5").layers)
@@ -33,10 +33,10 @@ def test_thor_recovers_planted_costs_and_beats_flops(tmp_path):
     for row in r["layers"]:
         want = planted_cost(row["kind"], row["config"], 32, row["role"])
         assert abs(row["mean"] - want) <= max(0.1 * want, 3 * row["std"]) + 3e-6, row
-    # the fixed per-layer overhead is invisible to FLOPs: the fitted FLOPs baseline is further off
+    # the planted law (a cost per FLOP plus a fixed per-layer overhead) is the FLOPs baseline's own model
+    # (per kind: rate x FLOPs + overhead), so the baseline is close too: no claim of beating it here
     flops_err = abs(r["flops_baseline"]["total"] - truth) / truth
-    thor_err = abs(r["total"]["mean"] - truth) / truth
-    assert flops_err > 2 * thor_err
+    assert flops_err < 0.03 and all(row["flops_baseline"] >= 0 for row in r["layers"])
 
 
 def test_output_contract(tmp_path):

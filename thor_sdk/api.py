@@ -55,7 +55,7 @@ def _check_batch_sizes(batch_sizes):
 
 def probe(models, device="host", batch_sizes=(32,), metric="time", out="campaign.db", resume=False,
           max_probes=None, max_seconds=None, target_rel_std=None, runtime="torch", settings=None,
-          input_shape=None, meter=None, progress=None, threads=None):
+          input_shape=None, meter=None, progress=None, threads=None, unknown_ops="error"):
     """Run (or resume) a THOR probing campaign on ``device`` for the layers of ``models``.
 
     With ``resume``, models not yet among the campaign's targets are added to it (a campaign grows):
@@ -85,7 +85,7 @@ def probe(models, device="host", batch_sizes=(32,), metric="time", out="campaign
             for m in dict.fromkeys(models or ()):
                 if m in known:
                     continue
-                ml = layers_of(m, input_shape=input_shape)
+                ml = layers_of(m, input_shape=input_shape, unknown_ops=unknown_ops)
                 same = known.get(ml.name)
                 if same is not None and _layer_keys(same) != _layer_keys(ml):
                     raise UsageError(f"{out} already has a target named {ml.name!r} with other layers; "
@@ -106,7 +106,7 @@ def probe(models, device="host", batch_sizes=(32,), metric="time", out="campaign
             raise UsageError("give at least one --model")
         dev = _device(device, meter, threads)
         batch_sizes = _check_batch_sizes(batch_sizes)
-        targets = [layers_of(m, input_shape=input_shape) for m in models]
+        targets = [layers_of(m, input_shape=input_shape, unknown_ops=unknown_ops) for m in models]
         settings = settings or ProtocolSettings()
         dev.require_meter(metric)
         campaign = Campaign.create(out, {
@@ -130,7 +130,7 @@ def _layer_keys(ml):
 def profile(device="host", metric="time", out="profile.db", resume=False, runtime="torch", max_probes=None,
             max_seconds=None, target_rel_std=None, settings=None, meter=None, threads=None, models=(),
             input_shape=None, kinds=None, seed=0, reference_every_s=120.0, calibration_models=None,
-            progress=None, prior_path=None):
+            progress=None, prior_path=None, unknown_ops="error"):
     """Profile ``device`` once over the model zoo's prior (``thor-sdk profile``); see
     ``thor_sdk.campaign.profile``. ``models``: optional app models whose layers weigh more in the prior.
     On the host, one intra-op thread unless ``threads`` says otherwise (recorded)."""
@@ -165,7 +165,7 @@ def profile(device="host", metric="time", out="profile.db", resume=False, runtim
         dev.require_meter(metric)
         prior = load_prior(prior_path)
         for m in ([models] if isinstance(models, str) else list(models or ())):
-            for layer in layers_of(m, input_shape=input_shape).layers:  # an app's layers weigh 5x a zoo layer
+            for layer in layers_of(m, input_shape=input_shape, unknown_ops=unknown_ops).layers:  # an app's layers weigh 5x a zoo layer
                 entry = prior["kinds"].setdefault(layer["kind"], {"share": 0.0, "configs": []})
                 share = 5.0 * proxy_cost_s(layer["kind"], layer["config"], layer["role"])
                 entry["configs"].insert(0, {"config": layer["config"], "role": layer["role"], "count": 5,
@@ -250,45 +250,102 @@ def _device_key(info):
         or "unknown"
 
 
-def estimate(estimator, model, batch_size=32, input_shape=None):
-    """THOR estimate (per layer and total, with std) plus the FLOPs baseline, as a plain dict."""
+def estimate(estimator, model, batch_size=32, input_shape=None, unknown_ops="error"):
+    """THOR estimate (per layer and total, with std) plus the FLOPs baseline, as a plain dict.
+
+    ``unknown_ops="approx"`` estimates operators without a layer kind (as the generic elementwise kind)
+    and layers of kinds the estimator lacks (from their FLOPs and bytes) instead of refusing the model;
+    they are listed in ``approximated`` and widen the std. ``warnings`` names the kinds of this model
+    that rest on noisy samples (spread above the protocol's target, or a busy machine) and the
+    approximated layers."""
     from thor_sdk.baselines.flops import flops_estimate
     from thor_sdk.layers import layers_of
     from thor_sdk.runtime import load_estimator
 
     (batch_size,) = _check_batch_sizes([batch_size])
     est = load_estimator(estimator) if not hasattr(estimator, "estimate") else estimator
-    ml = layers_of(model, input_shape=input_shape)
-    result = est.estimate(ml.layers, batch_size)
-    fb = flops_estimate(ml.layers, batch_size, (est.flops_baseline or {}).get("unit_per_flop"))
+    ml = layers_of(model, input_shape=input_shape, unknown_ops=unknown_ops)
+    result = est.estimate(ml.layers, batch_size, unknown=unknown_ops)
+    fb = flops_estimate(ml.layers, batch_size, getattr(est, "flops_baseline", None))  # per kind, every value >= 0
     for row, f in zip(result["layers"], fb["layers"]):
         row["flops_baseline"] = f
+    for row, layer in zip(result["layers"], ml.layers):
+        if layer.get("op"):
+            row["op"] = layer["op"]
     result["model"] = ml.name
     result["flops_baseline"] = {"total": fb["total"], "train_flops": fb["flops"]}
+    warnings = []
+    noisy = (getattr(est, "provenance", None) or {}).get("noisy_samples") or {}
+    used = {layer["kind"] for layer in ml.layers}
+    for kind in sorted(used & set(noisy)):
+        d = noisy[kind]
+        warnings.append(f"kind {kind} rests on {d.get('noisy')} noisy sample(s) of {d.get('samples')} "
+                        "(spread above the target, or a busy machine): its estimate is less reliable")
+    if result.get("approximated"):
+        ops = sorted({a.get("op") or a["kind"] for a in result["approximated"]})
+        warnings.append(f"{len(result['approximated'])} layer(s) approximated ({', '.join(ops)}): "
+                        "their std is wide; probe their kinds for a real estimate")
+    result["warnings"] = warnings
     return result
 
 
+def _measurement_quality(dev, r, metric, settings):
+    """Threads, the machine's load beside the run, outlier windows and noise, with plain warnings."""
+    from thor_sdk.devices.state import load_summary
+    from thor_sdk.harness.protocol import robust_summary
+
+    own = getattr(dev, "own_threads", None)
+    threads = own() if callable(own) else None
+    load = load_summary(r.states, os.cpu_count() if dev.name == "host" else None, threads or 1)
+    cv = robust_summary(r.values(metric))["cv"]
+    outliers = r.outliers(metric, settings.outlier_k)
+    warnings = [load["warning"]] if load["warning"] else []
+    if not cv <= settings.cv_target:
+        warnings.append(f"noisy: the windows vary by {cv:.1%} (robust CV), above the {settings.cv_target:.1%} target; "
+                        "prefer the median, or re-measure on a quiet machine")
+    if outliers:
+        warnings.append(f"{len(outliers)} outlier window(s) (beyond {settings.outlier_k:g} robust std): the median "
+                        "leaves them out, the mean does not")
+    return {"threads": threads, "load": {k: v for k, v in load.items() if k != "warning"}, "cv": cv,
+            "outlier_windows": outliers, "noisy": not cv <= settings.cv_target, "warnings": warnings}
+
+
 def measure(model, device="host", batch_size=32, metric="time", runtime="torch", settings=None, out=None,
-            meter=None, threads=None):
-    """Measure a whole model's training step on ``device`` (the ground truth THOR is checked against)."""
+            meter=None, threads=None, input_shape=None, input_dtype=None, vocab=None):
+    """Measure a whole model's training step on ``device`` (the ground truth THOR is checked against).
+
+    ``model`` takes every form ``estimate`` takes: a reference or zoo network name; ``path/file.py:Class``
+    or a ``torch.nn.Module`` with a per-sample ``input_shape`` (``input_dtype`` ``int64`` for token ids,
+    below ``vocab``); a layer-list JSON or an ONNX file, rebuilt layer by layer from its kinds (see
+    ``thor_sdk.harness.whole_model``). Remote devices measure reference networks by name only.
+    The result's ``model`` is the model as given (a module: its class name); ``out`` records the run in
+    that campaign under the same label."""
+    import numbers
+
     from thor_sdk.harness.protocol import ProtocolSettings
-    from thor_sdk.models import model_spec
+    from thor_sdk.harness.whole_model import resolve_model
 
     _check_metric(metric)
+    if isinstance(batch_size, bool) or not isinstance(batch_size, numbers.Integral):
+        raise UsageError(f"batch size must be an integer >= 1, got {batch_size!r}")
     (batch_size,) = _check_batch_sizes([batch_size])
-    model_spec(model)  # unknown names fail here, before any work
+    source = resolve_model(model, input_shape, input_dtype, vocab)  # unknown names, missing files, bad shapes fail here
+    if source.name is None and isinstance(device, str) and device != "host":
+        raise UsageError(f"{device} measures whole models by reference-network name only (its bundle exports the "
+                         f"network by name); measure {source.label} on the host (--device host)")
     dev = _device(device, meter, threads)
     settings = settings or ProtocolSettings()
-    r = dev.measure_model(model, batch_size, metric=metric, settings=settings, runtime=runtime)
+    r = dev.measure_model(source.name or source, batch_size, metric=metric, settings=settings, runtime=runtime)
     values = r.values(metric)
-    result = {"model": model, "device": dev.name, "runtime": runtime, "metric": metric, "unit": UNITS[metric],
+    result = {"model": source.label, "device": dev.name, "runtime": runtime, "metric": metric, "unit": UNITS[metric],
               "batch_size": batch_size, "mean": statistics.fmean(values), "median": statistics.median(values),
               "std": statistics.stdev(values) if len(values) > 1 else 0.0, "n": len(values),
               "steps_per_window": r.steps_per_window}
+    result.update(_measurement_quality(dev, r, metric, settings))
     if out:
         from thor_sdk.store import Campaign
 
         with Campaign.open(out) as c:
-            c.add_model_run(model, batch_size, metric, result["mean"], result["std"], result["n"], runtime,
+            c.add_model_run(source.label, batch_size, metric, result["mean"], result["std"], result["n"], runtime,
                             {"median": result["median"], "values": values})
     return result

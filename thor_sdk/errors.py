@@ -31,11 +31,11 @@ class ModelError(ThorError):
 class UnsupportedOperatorError(ModelError):
     """The model contains operators thor-sdk has no layer kind for."""
 
-    def __init__(self, ops, source="model"):
+    def __init__(self, ops, source="model", hint=None):
         self.ops = sorted(set(ops))
         super().__init__(
             f"{source} uses operators with no thor-sdk layer kind: {', '.join(self.ops)} "
-            "(see `thor-sdk kinds`)"
+            f"(see `thor-sdk kinds`{'; ' + hint if hint else ''})"
         )
 
 

@@ -1,1 +1,1 @@
-"""Baselines to compare THOR against (FLOPs-proportional cost)."""
+"""Baselines to compare THOR against (FLOPs: a per-kind cost per FLOP plus a per-step overhead)."""

@@ -6,6 +6,8 @@ plus the zoo's common on-device architectures; the held-out nets never feed it) 
 ``python -m thor_sdk.campaign.prior --write``. Per kind it lists each distinct (config, role) with
 its count in the zoo and a proxy cost share (training FLOPs and bytes at batch 16, one roofline-like
 number: ``2e-5 s + flops / 2e10 + bytes / 5e9``), so a profile spends its probes where the zoo's cost is.
+The generic ``elementwise`` kind (what ``--unknown-ops approx`` estimates operators without a kind as)
+takes the configs of the zoo's pointwise activations at a tenth of their weight.
 
 ``candidates(kind, ...)`` turns a kind's prior into probe candidates: a scrambled Sobol sequence over
 (which zoo config, a log-uniform size factor in [1/2, 2] per size feature, a log-uniform batch size in
@@ -29,6 +31,9 @@ SIZE_FACTOR = 2.0
 SIZE_FEATURES = {"in_channels", "out_channels", "channels", "height", "width", "length", "in_features",
                  "out_features", "tokens", "numel", "seq_len", "hidden_size", "input_size", "d_model", "d_ff",
                  "normalized", "embedding_dim"}
+#: the pointwise kinds whose configs place the generic ``elementwise`` kind in the prior, and its weight
+GENERIC_FROM = ("relu", "relu6", "gelu", "tanh", "sigmoid", "hardswish", "hardsigmoid", "silu", "leaky_relu", "elu")
+GENERIC_WEIGHT = 0.1
 #: features that scale together (one factor): spatial sides stay square
 TIED = (("height", "width"),)
 
@@ -56,12 +61,24 @@ def build_prior(model_names=None):
             entry["count"] += 1
             if name not in entry["models"]:
                 entry["models"].append(name)
+    # the generic elementwise kind (operators without a kind of their own, --unknown-ops approx) lives
+    # where the zoo's pointwise activations live, at a tenth of their weight
+    generic = {}
+    for kind in GENERIC_FROM:
+        for key, e in kinds.get(kind, {}).items():
+            g = generic.setdefault(json.dumps({"numel": e["config"]["numel"], "role": e["role"]}, sort_keys=True),
+                                   {"config": {"numel": e["config"]["numel"]}, "role": e["role"], "count": 0,
+                                    "models": [], "weight": GENERIC_WEIGHT})
+            g["count"] += e["count"]
+            g["models"] += [m for m in e["models"] if m not in g["models"]]
+    if generic:
+        kinds["elementwise"] = generic
     total = 0.0
     out = {}
     for kind, entries in kinds.items():
         rows = []
         for e in entries.values():
-            e["proxy_cost_s"] = proxy_cost_s(kind, e["config"], e["role"]) * e["count"]
+            e["proxy_cost_s"] = proxy_cost_s(kind, e["config"], e["role"]) * e["count"] * e.pop("weight", 1.0)
             total += e["proxy_cost_s"]
             rows.append(e)
         rows.sort(key=lambda e: -e["proxy_cost_s"])

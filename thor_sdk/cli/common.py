@@ -7,6 +7,11 @@ import click
 
 json_option = click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of a table.")
 quiet_option = click.option("--quiet", "-q", is_flag=True, help="No progress bar.")
+unknown_ops_option = click.option(
+    "--unknown-ops", type=click.Choice(["error", "approx"]), default="error", show_default=True,
+    help="Operators without a layer kind, and kinds the estimator lacks: a clear error naming them, or "
+         "'approx': estimate them generically (elementwise ops as the generic elementwise kind; missing kinds "
+         "from their FLOPs and bytes), list them, and widen the std.")
 
 
 def emit_json(obj):
@@ -53,10 +58,10 @@ class Progress:
 
 def warn_measurement(summary):
     """Say on stderr when a campaign stored noisy samples or measured on a busy machine (even with --json)."""
-    if summary.get("busy"):
+    if isinstance(summary.get("busy"), int) and summary.get("busy"):
         click.echo(f"Warning: {summary['busy']} probe(s) were measured while the machine was busy (other runnable "
                    "work beside ours): their figures are unreliable; re-measure on a quiet machine", err=True)
-    if summary.get("noisy"):
+    if isinstance(summary.get("noisy"), int) and not isinstance(summary.get("noisy"), bool) and summary["noisy"]:
         click.echo(f"Warning: {summary['noisy']} sample(s) are noisy (spread above the target after the last round, "
                    "or a busy machine); `thor-sdk fit` names the kinds resting on them", err=True)
     for w in summary.get("warnings") or ():

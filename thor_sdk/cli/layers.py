@@ -1,25 +1,29 @@
+"""``thor-sdk layers``: a model's THOR layer list, shown or saved as JSON."""
+
 import json
 
 import click
 
-from .common import emit_json, json_option, table
+from .common import emit_json, json_option, table, unknown_ops_option
 
 
 @click.command("layers")
 @click.argument("model")
 @click.option("--input-shape", help="Per-sample input shape for file.py:Class models, e.g. 3,32,32.")
 @click.option("--out", type=click.Path(dir_okay=False), help="Write the layer list JSON here.")
+@unknown_ops_option
 @json_option
-def cmd(model, input_shape, out, as_json):
+def cmd(model, input_shape, out, unknown_ops, as_json):
     """Show MODEL's THOR layer list (a name, file.py:Class, .onnx or layer-list .json)."""
     from thor_sdk.layers import layers_of
 
-    ml = layers_of(model, input_shape=input_shape)
+    ml = layers_of(model, input_shape=input_shape, unknown_ops=unknown_ops)
     if out:
         with open(out, "w", encoding="utf-8") as f:
             json.dump(ml.to_dict(), f, indent=1)
     if as_json:
         emit_json(ml.to_dict())
         return
-    click.echo(table([(i, l["name"], l["kind"], l["role"], json.dumps(l["config"], separators=(",", ":")))
-                      for i, l in enumerate(ml.layers)], ["#", "name", "kind", "role", "config"]))
+    click.echo(table([(i, l["name"], l.get("op", ""), l["kind"] + (" (approx)" if l.get("approx") else ""), l["role"],
+                       json.dumps(l["config"], separators=(",", ":")))
+                      for i, l in enumerate(ml.layers)], ["#", "name", "op", "kind", "role", "config"]))

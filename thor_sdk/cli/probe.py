@@ -1,6 +1,6 @@
 import click
 
-from .common import Progress, emit_json, json_option, quiet_option, table, warn_measurement
+from .common import Progress, emit_json, json_option, quiet_option, table, unknown_ops_option, warn_measurement
 
 
 def protocol_options(f):
@@ -45,10 +45,11 @@ def settings_from(min_rounds, max_rounds, window_s, cv_target):
 @click.option("--max-seconds", type=float, help="Stop selecting new probes after this many seconds.")
 @click.option("--target-std", type=float, help="Stop once the targets' relative std is below this (e.g. 0.03).")
 @protocol_options
+@unknown_ops_option
 @quiet_option
 @json_option
 def cmd(device, meter, models, input_shape, batch_sizes, metric, runtime, out, resume, max_probes, max_seconds, target_std,
-        min_rounds, max_rounds, window_s, cv_target, threads, quiet, as_json):
+        min_rounds, max_rounds, window_s, cv_target, threads, unknown_ops, quiet, as_json):
     """Profile DEVICE with THOR probes for the layers of the target model(s)."""
     from thor_sdk.api import probe
 
@@ -67,6 +68,7 @@ def cmd(device, meter, models, input_shape, batch_sizes, metric, runtime, out, r
     summary = probe(list(models), device=device, batch_sizes=batch_sizes, metric=metric, out=out, resume=resume,
                     max_probes=max_probes, max_seconds=max_seconds, target_rel_std=target_std, runtime=runtime,
                     settings=settings, input_shape=input_shape, progress=progress, threads=threads,
+                    unknown_ops=unknown_ops,
                     meter=meter)
     warn_measurement(summary)
     if as_json:

@@ -2,7 +2,7 @@
 
 import click
 
-from .common import Progress, emit_json, json_option, quiet_option, table, warn_measurement
+from .common import Progress, emit_json, json_option, quiet_option, table, unknown_ops_option, warn_measurement
 from .probe import protocol_options, settings_from
 
 
@@ -29,6 +29,7 @@ from .probe import protocol_options, settings_from
 @click.option("--prior", "prior_path", type=click.Path(dir_okay=False),
               help="A prior file (format thor-sdk/prior) instead of the shipped zoo prior.")
 @protocol_options
+@unknown_ops_option
 @quiet_option
 @json_option
 def cmd(device, runtime, metric, meter, out, resume, max_seconds, max_probes, target_std, models, input_shape, kinds,
@@ -67,7 +68,8 @@ def cmd(device, runtime, metric, meter, out, resume, max_seconds, max_probes, ta
     settings = settings_from(min_rounds, max_rounds, window_s, cv_target) if given and not resume else None
     summary = profile(device=device, metric=metric, out=out, resume=resume, runtime=runtime, max_probes=max_probes,
                       max_seconds=max_seconds, target_rel_std=target_std, settings=settings, meter=meter,
-                      threads=threads, models=list(models), input_shape=input_shape, kinds=list(kinds) or None,
+                      threads=threads, unknown_ops=unknown_ops,
+                      models=list(models), input_shape=input_shape, kinds=list(kinds) or None,
                       seed=seed, reference_every_s=reference_every_s,
                       calibration_models=list(calibration_models) or None, progress=progress,
                       prior_path=prior_path)

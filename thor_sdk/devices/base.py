@@ -43,5 +43,6 @@ class Device:
         raise NotImplementedError
 
     def measure_model(self, model, batch_size, metric="time", settings=None, runtime="torch", on_round=None):
-        """Measure one whole model's training step; returns a PartResult (part "model")."""
+        """Measure one whole model's training step; returns a PartResult (part "model"). ``model`` is a
+        reference-network name; the host also takes any other form (``thor_sdk.harness.whole_model``)."""
         raise NotImplementedError

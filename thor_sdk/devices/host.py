@@ -95,6 +95,9 @@ class HostDevice(Device):
                     t.close()
 
     def measure_model(self, model, batch_size, metric="time", settings=None, runtime="torch", on_round=None):
+        """One whole model's training step. ``model``: a reference-network name, or any form
+        ``thor_sdk.harness.whole_model.resolve_model`` takes (a ``ModelSource`` as ``thor_sdk.measure``
+        passes it, a layer-list JSON or ONNX path, ...), under either runtime."""
         from thor_sdk.harness.protocol import measure_parts
 
         meter = self.require_meter(metric)

@@ -373,6 +373,10 @@ class RemoteDevice(Device):
                              metric, on_round)
 
     def measure_model(self, model, batch_size, metric="time", settings=None, runtime="onnxruntime", on_round=None):
+        if not isinstance(model, str) or model.endswith((".json", ".onnx")) or ".py:" in model:
+            label = getattr(model, "label", None) or (model if isinstance(model, str) else type(model).__name__)
+            raise UsageError(f"{self.name} measures whole models by reference-network name only (its bundle exports "
+                             f"the network by name); measure {label} on the host (--device host)")
         self._check_runtime(runtime)
         parts = self._measure(lambda d: self.codec.write_model(model, batch_size, d, settings, metric, "onnxruntime"),
                               metric, on_round)

@@ -35,6 +35,29 @@ def _finite_floats(d, what):
     return out
 
 
+def _check_baseline_numbers(entry, where):
+    for k in ("unit_per_flop", "overhead", "n_samples", "n_floored"):
+        v = entry.get(k, 0.0)
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v < 0:
+            raise UsageError(f"{where}[{k!r}] must be a finite number >= 0, got {v!r}")
+
+
+def _flops_baseline(fb):
+    """A copy of ``fb`` once its numbers (top level and each ``per_kind`` entry) are finite and >= 0."""
+    fb = dict(fb)
+    _check_baseline_numbers(fb, "flops_baseline")
+    per_kind = fb.get("per_kind", {})
+    if not isinstance(per_kind, dict):
+        raise UsageError("flops_baseline['per_kind'] must be a dict {kind: {unit_per_flop, overhead, n_samples}}")
+    for kind, entry in per_kind.items():
+        if not isinstance(entry, dict) or not {"unit_per_flop", "overhead"} <= set(entry):
+            raise UsageError(f"flops_baseline['per_kind'][{kind!r}] must be a dict with 'unit_per_flop' and 'overhead'")
+        _check_baseline_numbers(entry, f"flops_baseline['per_kind'][{kind!r}]")
+    if "per_kind" in fb:
+        fb["per_kind"] = {str(k): dict(v) for k, v in sorted(per_kind.items())}
+    return fb
+
+
 def build_estimator(kind_gps, *, device, metric, unit, flops_baseline, provenance, runtime="torch",
                     whole_model=None):
     """The estimator document (a dict) for fitted ``KindGP``s keyed by layer kind.
@@ -46,7 +69,8 @@ def build_estimator(kind_gps, *, device, metric, unit, flops_baseline, provenanc
 
     ``device``: what identifies the device (e.g. ``{"name", "platform", ...}``); ``metric``: ``"time"``
     or ``"energy"``; ``unit``: ``"s"`` or ``"J"`` (must match the metric); ``flops_baseline``: at least
-    ``{"unit_per_flop": float}`` (cost per training FLOP of the FLOPs baseline, same unit);
+    ``{"unit_per_flop": float}`` (cost per training FLOP of the FLOPs baseline, same unit), as
+    ``thor_sdk.baselines.flops.fit_unit_per_flop`` writes it: ``overhead``, ``per_kind`` (every number >= 0);
     ``provenance``: free-form JSON-able dict (campaign, probe counts, software versions...).
     """
     if metric not in METRIC_UNITS:
@@ -60,6 +84,7 @@ def build_estimator(kind_gps, *, device, metric, unit, flops_baseline, provenanc
     upf = flops_baseline["unit_per_flop"]
     if isinstance(upf, bool) or not isinstance(upf, (int, float)) or not math.isfinite(upf):
         raise UsageError(f"flops_baseline['unit_per_flop'] must be a finite number, got {upf!r}")
+    flops_baseline = _flops_baseline(flops_baseline)  # every number >= 0
     if not isinstance(runtime, str) or not runtime:
         raise UsageError(f"runtime must be a non-empty string, got {runtime!r}")
     whole_model = dict(whole_model or {"rel_std": 0.0})

@@ -49,10 +49,13 @@ def trainer_for_probe_model(pm, optimizer="sgd", lr=0.01):
     return TorchTrainer(pm.module, pm.x, pm.y, pm.loss, pm.x_requires_grad, optimizer, lr)
 
 
-def trainer_for_model(model_name, batch_size, optimizer="sgd", lr=0.01, seed=0):
-    """A trainer for a whole reference network on one random batch."""
-    from thor_sdk.models import build_model, example_batch
-    from thor_sdk.probes.torch_build import cross_entropy
+def trainer_for_model(model, batch_size, optimizer="sgd", lr=0.01, seed=0, input_shape=None, input_dtype=None,
+                      vocab=None):
+    """A trainer for a whole model on one random batch, the model in any form ``measure`` takes: a
+    reference-network name, ``file.py:Class`` or a ``torch.nn.Module`` (with ``input_shape``), a
+    layer-list JSON or ONNX file (rebuilt from its kinds), or a resolved ``ModelSource``
+    (see ``thor_sdk.harness.whole_model``)."""
+    from .whole_model import build_training, resolve_model
 
-    x, y = example_batch(model_name, batch_size, seed)
-    return TorchTrainer(build_model(model_name, seed), x, y, cross_entropy, False, optimizer, lr)
+    t = build_training(resolve_model(model, input_shape, input_dtype, vocab), batch_size, seed)
+    return TorchTrainer(t.module, t.x, t.y, t.loss_fn, False, optimizer, lr)

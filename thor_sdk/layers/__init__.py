@@ -66,8 +66,12 @@ def load_module_from_file(ref):
         raise FormatError(f"could not build {ref} with no arguments: {type(e).__name__}: {e}") from e
 
 
-def layers_of(model, input_shape=None, input_dtype=None, vocab=None):
-    """The ``ModelLayers`` of a model given in any of the supported forms."""
+def layers_of(model, input_shape=None, input_dtype=None, vocab=None, unknown_ops="error"):
+    """The ``ModelLayers`` of a model given in any of the supported forms.
+
+    ``unknown_ops``: ``"error"`` (default) refuses operators without a layer kind, naming them all;
+    ``"approx"`` turns elementwise and reshaping ones into layers of the generic ``elementwise`` kind,
+    marked ``"approx"`` (estimates widen their uncertainty for them)."""
     from thor_sdk import models
 
     if isinstance(model, str):
@@ -76,7 +80,7 @@ def layers_of(model, input_shape=None, input_dtype=None, vocab=None):
             from .extract import layers_from_module
 
             layers = layers_from_module(models.build_model(model), spec.input_shape, spec.input_dtype,
-                                        spec.vocab, source=model)
+                                        spec.vocab, source=model, unknown_ops=unknown_ops)
             return ModelLayers(model, list(spec.input_shape), spec.input_dtype, layers)
         if model.endswith(".json"):
             return read_layer_list(model)
@@ -84,7 +88,7 @@ def layers_of(model, input_shape=None, input_dtype=None, vocab=None):
             from .onnx_import import layers_from_onnx
 
             shape = parse_input_shape(input_shape) if isinstance(input_shape, str) else input_shape
-            return layers_from_onnx(model, input_shape=shape)
+            return layers_from_onnx(model, input_shape=shape, unknown_ops=unknown_ops)
         if ".py:" in model:
             if input_shape is None:
                 raise UsageError(f"{model}: give the per-sample input shape (--input-shape, e.g. 3,32,32)")
@@ -94,7 +98,8 @@ def layers_of(model, input_shape=None, input_dtype=None, vocab=None):
             shape = parse_input_shape(input_shape) if isinstance(input_shape, str) else list(input_shape)
             dtype = input_dtype or "float32"
             return ModelLayers(model, shape, dtype,
-                               layers_from_module(module, shape, dtype, vocab, source=model))
+                               layers_from_module(module, shape, dtype, vocab, source=model,
+                                                  unknown_ops=unknown_ops))
         raise NotFoundError(
             f"unknown model {model!r}: not a reference network ({', '.join(models.SPECS)}), "
             "a .json layer list, a .onnx file or a file.py:Class"
@@ -106,7 +111,8 @@ def layers_of(model, input_shape=None, input_dtype=None, vocab=None):
 
     shape = list(input_shape)
     dtype = input_dtype or "float32"
-    return ModelLayers(type(model).__name__, shape, dtype, layers_from_module(model, shape, dtype, vocab))
+    return ModelLayers(type(model).__name__, shape, dtype,
+                       layers_from_module(model, shape, dtype, vocab, unknown_ops=unknown_ops))
 
 
 def _load_schema(name):
@@ -157,7 +163,11 @@ def read_layer_list(path):
             raise FormatError(f"{path}: layer {i} of kind {kind.name!r} cannot have role {role!r} "
                               f"(its roles: {', '.join(kind.roles)})")
         upstream = upstream or kind.has_params
-        layers.append({"name": layer.get("name", str(i)), "kind": layer["kind"], "role": role,
-                       "config": dict(layer["config"])})
+        entry = {"name": layer.get("name", str(i)), "kind": layer["kind"], "role": role,
+                 "config": dict(layer["config"])}
+        for key in ("op", "approx"):  # what the layer came from, and why it is approximated (strings)
+            if isinstance(layer.get(key), str):
+                entry[key] = layer[key]
+        layers.append(entry)
     return ModelLayers(doc.get("name", os.path.basename(path)), doc.get("input_shape", []),
                        doc.get("input_dtype", "float32"), finish_layers(layers, path))

@@ -19,6 +19,17 @@ class Flatten(nn.Module):
         return x.reshape(x.shape[0], -1)
 
 
+class Reshape(nn.Module):
+    """Reshape each sample to ``shape`` (between two layers of a layer list whose element counts agree)."""
+
+    def __init__(self, shape):
+        super().__init__()
+        self.shape = tuple(int(s) for s in shape)
+
+    def forward(self, x):
+        return x.reshape(x.shape[0], *self.shape)
+
+
 class Mul(nn.Module):
     """An elementwise product whose two operands both carry gradients: ``x * x`` (full size), or with
     ``broadcast`` ``x * x[:, :1]``: each sample scaled by one of its own elements, standing in for a
@@ -58,6 +69,14 @@ class Permute(nn.Module):
         if g is None:
             return x.flip(1)
         return x.reshape(b, g, n // g).transpose(1, 2).reshape(b, n)
+
+
+class Elementwise(nn.Module):
+    """The generic elementwise op of kind ``elementwise``: softplus, a transcendental pointwise op
+    (what an operator without a kind of its own is estimated as, with a wider uncertainty)."""
+
+    def forward(self, x):
+        return torch.nn.functional.softplus(x)
 
 
 def _i(v):
@@ -117,6 +136,8 @@ def build_layer(kind, c):
         return Cat(_i(c["parts"]))
     if kind == "permute":
         return Permute()
+    if kind == "elementwise":
+        return Elementwise()
     simple = {"relu": nn.ReLU, "relu6": nn.ReLU6, "gelu": nn.GELU, "tanh": nn.Tanh, "sigmoid": nn.Sigmoid,
               "hardswish": nn.Hardswish, "hardsigmoid": nn.Hardsigmoid, "silu": nn.SiLU,
               "leaky_relu": nn.LeakyReLU, "elu": nn.ELU}

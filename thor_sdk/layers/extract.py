@@ -195,7 +195,7 @@ def _mul_layer(node, out_shape, full_shape, unsupported, label):
     """``a * b`` of two tensors: numel of the output; broadcast when one operand is smaller (a scale)."""
     shapes = [full_shape(a) for a in node.args[:2]]
     if len(shapes) < 2 or any(s is None for s in shapes):
-        unsupported.append(f"{label}(by a constant)")
+        unsupported.append("x * constant" if label == "x * y" else f"{label}(by a constant)")
         return None
     full = full_shape(node)
     full = _prod(full) if full is not None else max(_prod(s) for s in shapes)
@@ -248,8 +248,7 @@ def _function_layer(node, in_shape, out_shape, unsupported, full_shape=lambda n:
     if t in (operator.add, operator.iadd, torch.add):
         return "add", {"numel": _prod(out_shape)}
     if t in (operator.mul, operator.imul, torch.mul):
-        label = "torch.mul" if t is torch.mul else "_operator.mul"
-        return _mul_layer(node, out_shape, full_shape, unsupported, label)
+        return _mul_layer(node, out_shape, full_shape, unsupported, op_label(node))
     if t in (torch.cat, torch.concat, torch.concatenate):
         return _cat_layer(node, out_shape, unsupported, "torch.cat")
     if t in (torch.transpose, torch.permute):
@@ -279,19 +278,76 @@ def _function_layer(node, in_shape, out_shape, unsupported, full_shape=lambda n:
         size = node.args[1] if len(node.args) > 1 else node.kwargs["output_size"]
         return "adaptive_avgpool2d", {"channels": in_shape[0], "height": in_shape[1], "width": in_shape[2],
                                       "out_size": int(size if isinstance(size, int) else size[0])}
-    # __name__ first: torch.cat, not torch._VariableFunctionsClass.cat
-    name = getattr(t, "__name__", None) or getattr(t, "__qualname__", None) or str(t)
-    module = getattr(t, "__module__", "") or ""
-    unsupported.append(f"{module + '.' if module and module != 'builtins' else ''}{name}")
+    unsupported.append(op_label(node))
     return None
 
 
-def layers_from_module(module, input_shape, input_dtype="float32", vocab=None, source="model"):
+UNKNOWN_OPS = ("error", "approx")
+_OPERATOR_SYMBOLS = {operator.add: "+", operator.iadd: "+=", operator.mul: "*", operator.imul: "*=",
+                     operator.sub: "-", operator.isub: "-=", operator.truediv: "/", operator.itruediv: "/=",
+                     operator.floordiv: "//", operator.pow: "**", operator.matmul: "@", operator.mod: "%"}
+_UNARY_SYMBOLS = {operator.neg: "-x", operator.pos: "+x", operator.invert: "~x", operator.abs: "abs(x)"}
+#: functions and methods that do dense linear algebra: never approximated as a memory-bound op
+_COMPUTE_BOUND = {"matmul", "mm", "bmm", "einsum", "linear", "bilinear", "conv1d", "conv2d", "conv3d",
+                  "conv_transpose1d", "conv_transpose2d", "conv_transpose3d", "addmm", "baddbmm", "addbmm",
+                  "scaled_dot_product_attention", "multi_head_attention_forward", "lstm", "gru", "rnn_tanh",
+                  "rnn_relu", "__matmul__", "tensordot", "kron", "inner", "outer", "cdist"}
+#: parameterised module families that are memory-bound (normalisations, parametric activations)
+_MEMORY_BOUND_MODULES = ("torch.nn.modules.activation", "torch.nn.modules.normalization",
+                         "torch.nn.modules.instancenorm", "torch.nn.modules.batchnorm")
+
+
+def op_label(node, gm=None):
+    """How a user names the operator of an fx node: the module's class (``LeakyReLU``), ``torch.cat``,
+    ``Tensor.view``, or the Python expression of a builtin operator (``x * y``)."""
+    if node.op == "call_module":
+        return type(gm.get_submodule(node.target)).__name__ if gm is not None else str(node.target)
+    if node.op == "call_method":
+        return f"Tensor.{node.target}"
+    t = node.target
+    if t in _OPERATOR_SYMBOLS:
+        return f"x {_OPERATOR_SYMBOLS[t]} y"
+    if t in _UNARY_SYMBOLS:
+        return _UNARY_SYMBOLS[t]
+    name = getattr(t, "__name__", None) or getattr(t, "__qualname__", None) or str(t)
+    module = getattr(t, "__module__", "") or ""
+    if module in ("_operator", "operator"):
+        return f"operator.{name}"
+    if module.startswith("torch.nn.functional") or module == "torch._C._nn":
+        return f"F.{name}"
+    if module.startswith("torch"):
+        return f"torch.{name}"
+    return f"{module + '.' if module and module != 'builtins' else ''}{name}"
+
+
+def _approximable(node, gm):
+    """Whether an operator without a kind may be estimated as a generic elementwise (memory-bound) op:
+    parameter-free ops and normalisation/activation modules, never dense linear algebra."""
+    if node.op == "call_module":
+        mod = gm.get_submodule(node.target)
+        if type(mod).__name__ in ("MultiheadAttention", "Bilinear"):
+            return False
+        has_params = any(True for _ in mod.parameters())
+        return not has_params or type(mod).__module__ in _MEMORY_BOUND_MODULES
+    name = node.target if node.op == "call_method" else getattr(node.target, "__name__", "")
+    return node.target is not operator.matmul and str(name).lstrip("_").rstrip("_") not in _COMPUTE_BOUND \
+        and name not in _COMPUTE_BOUND
+
+
+def layers_from_module(module, input_shape, input_dtype="float32", vocab=None, source="model", unknown_ops="error"):
     """The ordered layer list of ``module`` for inputs of per-sample ``input_shape``.
 
-    Returns a list of ``{"name", "kind", "role", "config"}``; the last layer is kind ``output``.
-    Raises ``UnsupportedOperatorError`` naming every operator without a layer kind.
+    Returns a list of ``{"name", "kind", "role", "config", "op"}`` (``op``: the operator it came from);
+    a final Linear becomes the ``output`` head. Raises ``UnsupportedOperatorError`` naming every
+    operator without a layer kind, unless ``unknown_ops="approx"``: then each such operator that is
+    elementwise or reshaping (parameter-free, or a normalisation/activation module; never dense linear
+    algebra) becomes a layer of the generic ``elementwise`` kind over its output's elements, marked
+    ``"approx"`` with the reason; the rest still raise.
     """
+    if unknown_ops not in UNKNOWN_OPS:
+        from thor_sdk.errors import UsageError
+
+        raise UsageError(f"unknown_ops must be one of {', '.join(UNKNOWN_OPS)}, got {unknown_ops!r}")
     import torch
     from torch import fx
     from torch.fx.passes.shape_prop import ShapeProp
@@ -352,6 +408,7 @@ def layers_from_module(module, input_shape, input_dtype="float32", vocab=None, s
         tensor_args = [a for a in arg_nodes if shape_of(a) is not None]
         in_shape = shape_of(tensor_args[0]) if tensor_args else None
         out_shape = shape_of(node)
+        n_unsupported = len(unsupported)
         if node.op == "call_module":
             mod = gm.get_submodule(node.target)
             got = _module_layer(mod, in_shape, out_shape, unsupported)
@@ -362,24 +419,36 @@ def layers_from_module(module, input_shape, input_dtype="float32", vocab=None, s
             got = _function_layer(node, in_shape or (), out_shape or (), unsupported, full_shape)
             has_params = False
         needs_grad[node] = upstream or has_params
+        approx = None
+        if got is None and len(unsupported) > n_unsupported and unknown_ops == "approx" and _approximable(node, gm):
+            shape = out_shape if out_shape is not None else in_shape
+            if shape is not None:
+                approx = f"{unsupported[-1]} has no kind: estimated as a generic elementwise op"
+                del unsupported[n_unsupported:]
+                got = ("elementwise", {"numel": _prod(shape)})
         if got is None:
             continue
         kind, config = got
-        layers.append({"name": str(node.target) if node.op == "call_module" else node.name,
-                       "kind": kind, "role": "hidden" if upstream else "input", "config": config})
+        layer = {"name": str(node.target) if node.op == "call_module" else node.name,
+                 "kind": kind, "role": "hidden" if upstream else "input", "config": config, "op": op_label(node, gm)}
+        if approx:
+            layer["approx"] = approx
+        layers.append(layer)
     if unsupported:
-        raise UnsupportedOperatorError(unsupported, source)
+        raise UnsupportedOperatorError(unsupported, source,
+                                       hint=None if unknown_ops == "approx" else
+                                       "or pass --unknown-ops approx to estimate elementwise ones as a generic op")
     return finish_layers(layers, source)
 
 
 def finish_layers(layers, source="model"):
-    """Drop trailing reshapes and turn the final Linear into the ``output`` head."""
-    while layers and layers[-1]["kind"] == "flatten":
+    """Drop trailing reshapes and turn a final Linear into the ``output`` head (the layer the loss is
+    computed on). A list ending in another kind (a segmentation head's conv, a final softmax, one
+    layer alone) keeps that layer as it is: its loss's own cost is then not in the estimate."""
+    while len(layers) > 1 and layers[-1]["kind"] == "flatten":
         layers.pop()
-    if not layers or layers[-1]["kind"] not in ("linear", "output"):
-        last = layers[-1]["kind"] if layers else "nothing"
-        raise ModelError(f"{source} ends in {last}; THOR needs the last layer to be a Linear (the output head "
-                         "that the loss is computed on)")
+    if not layers:
+        raise ModelError(f"{source} has no layers with a cost (only free reshapes or none at all)")
     for layer in layers:
         get_kind(layer["kind"]).check_config(layer["config"])
     last = layers[-1]

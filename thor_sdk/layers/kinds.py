@@ -140,7 +140,7 @@ def _numel(c):
 
 _ACTIVATIONS = ("hardswish", "hardsigmoid", "silu", "leaky_relu", "elu")
 _ELEMENTWISE = ("relu", "relu6", "gelu", "tanh", "sigmoid", "dropout", "flatten", "add", "mul", "cat",
-                "permute") + _ACTIVATIONS
+                "permute", "elementwise") + _ACTIVATIONS
 
 KINDS = {
     k.name: k
@@ -197,6 +197,10 @@ KINDS = {
         Kind("permute", ("numel",),
              "transpose/permute copied to contiguous memory (channel shuffle); numel = elements per sample",
              False),
+        Kind("elementwise", ("numel",),
+             "a generic elementwise op standing in for operators without a kind of their own (--unknown-ops "
+             "approx): one tensor of numel elements per sample in, one out; probed as softplus, a "
+             "transcendental pointwise op", False),
         Kind("output", ("in_features", "out_features", "tokens"),
              "the output head: Linear + softmax cross-entropy loss (cost includes the loss and the "
              "per-step fixed work of the optimizer)", True, roles=("output",)),
@@ -301,6 +305,7 @@ _FLOPS = {
     "silu": lambda c: 5.0 * c["numel"],
     "leaky_relu": lambda c: 2.0 * c["numel"],
     "elu": lambda c: 4.0 * c["numel"],
+    "elementwise": lambda c: 4.0 * c["numel"],
     # data movement only: one operation per element written
     "upsample": lambda c: _prod(_SHAPES["upsample"][1](c)),
 }

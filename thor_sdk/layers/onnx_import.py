@@ -616,12 +616,18 @@ def _node_layer(g, node, extra, unsupported):
     return None
 
 
-def layers_from_onnx(path, input_shape=None):
+#: ONNX operators doing dense linear algebra or recurrences: never approximated as an elementwise op
+_COMPUTE_BOUND_OPS = {"Conv", "ConvTranspose", "ConvInteger", "Gemm", "MatMul", "MatMulInteger", "QLinearConv",
+                      "QLinearMatMul", "LSTM", "GRU", "RNN", "Einsum", "Attention", "MultiHeadAttention"}
+
+
+def layers_from_onnx(path, input_shape=None, unknown_ops="error"):
     """The ``ModelLayers`` of the ONNX model in ``path``.
 
     ``input_shape`` (per sample) is needed only when the file's input has dynamic per-sample axes.
     Raises ``NotFoundError`` (no file), ``FormatError`` (not ONNX), ``UnsupportedOperatorError``
-    (naming every operator without a layer kind) or ``ModelError``.
+    (naming every operator without a layer kind; with ``unknown_ops="approx"`` only those that are
+    not elementwise: the others become generic ``elementwise`` layers marked ``approx``) or ``ModelError``.
     """
     from . import ModelLayers
 
@@ -644,8 +650,15 @@ def layers_from_onnx(path, input_shape=None):
         if node.op_type in _CONTROL_FLOW:
             unsupported.append(node.op_type)
             continue
+        n_unsupported = len(unsupported)
+        approx = None
         try:
             got = _node_layer(g, node, extra, unsupported)
+            if (got is None and len(unsupported) > n_unsupported and unknown_ops == "approx"
+                    and node.op_type not in _COMPUTE_BOUND_OPS and outs):
+                got = ("elementwise", {"numel": _prod(g.per_sample(outs[0]))})
+                approx = f"{unsupported[-1]} has no kind: estimated as a generic elementwise op"
+                del unsupported[n_unsupported:]
         except _UnknownShape as e:
             unknown.append(f"{e.tensor} (input of {node.op_type} {node.name or k})")
             got = None
@@ -655,10 +668,15 @@ def layers_from_onnx(path, input_shape=None):
         if got is None:
             continue
         kind, config = got
-        layers.append({"name": node.name or f"{node.op_type.lower()}_{k}", "kind": kind,
-                       "role": "hidden" if upstream else "input", "config": config})
+        layer = {"name": node.name or f"{node.op_type.lower()}_{k}", "kind": kind,
+                 "role": "hidden" if upstream else "input", "config": config, "op": node.op_type}
+        if approx:
+            layer["approx"] = approx
+        layers.append(layer)
     if unsupported:
-        raise UnsupportedOperatorError(unsupported, source)
+        raise UnsupportedOperatorError(unsupported, source,
+                                       hint=None if unknown_ops == "approx" else
+                                       "or pass --unknown-ops approx to estimate elementwise ones as a generic op")
     if unknown:
         raise ModelError(f"{source}: ONNX shape inference left these shapes unknown: {', '.join(unknown[:5])}"
                          f"{' ...' if len(unknown) > 5 else ''}; export with fixed shapes")

@@ -39,6 +39,12 @@ MAX_LOG_RESIDUAL = 60.0
 MAX_LOG_VAR = 25.0
 MAX_ROWS = 4096
 VAR_FLOOR = 1e-12
+UNKNOWN = ("error", "approx")
+#: relative std of a layer the estimator has no model for, estimated from its FLOPs and bytes (approx)
+APPROX_MISSING_REL_STD = 1.0
+#: relative std added to a layer of the generic ``elementwise`` kind that stands in for an op without a
+#: kind of its own (marked ``approx`` by the layer extraction): its op may cost more or less than the probe's
+APPROX_OP_REL_STD = 0.5
 
 
 # ----------------------------------------------------------------------------- validation helpers
@@ -287,13 +293,51 @@ class Estimator:
         lmu, var, _, _ = model.row(raw, flops, nbytes, launches)
         return model.moments(lmu, var)
 
-    def estimate(self, layers, batch_size):
+    def _generic_coefficients(self):
+        """(overhead, per_byte, per_flop) for a layer of a kind the estimator lacks: the generic
+        ``elementwise`` kind's mean function where the estimator has it (else the median over its
+        kinds), and the FLOPs baseline's cost per FLOP."""
+        ew = self._models.get("elementwise")
+        if ew is not None:
+            overhead, per_byte = ew.overhead, ew.per_byte
+        else:
+            def median(xs):
+                xs = sorted(xs)
+                n = len(xs)
+                return xs[n // 2] if n % 2 else 0.5 * (xs[n // 2 - 1] + xs[n // 2])
+
+            overhead = median([m.overhead for m in self._models.values()])
+            per_byte = median([m.per_byte for m in self._models.values()])
+        per_flop = self.flops_baseline.get("unit_per_flop")
+        per_flop = float(per_flop) if _is_num(per_flop) and math.isfinite(per_flop) and per_flop > 0 else 0.0
+        return overhead, per_byte, per_flop
+
+    def _approx_missing(self, terms, batch_size):
+        """(mean, std) of a layer whose kind the estimator lacks, from its FLOPs, bytes and launches."""
+        flops, nbytes, launches = at_batch(terms, batch_size)
+        overhead, per_byte, per_flop = self._generic_coefficients()
+        m = overhead * launches + per_byte * nbytes + per_flop * flops
+        if not (m > 0.0 and math.isfinite(m)):
+            raise UsageError("the approximate estimate is not finite for this layer")
+        return m, APPROX_MISSING_REL_STD * m
+
+    def estimate(self, layers, batch_size, unknown="error"):
         """Per-layer and whole-model cost of one training step at ``batch_size``.
 
-        ``layers``: ``[{"name", "kind", "role", "config"[, "cost"]}]`` (``thor_sdk.layers_of(...).layers``).
-        Returns ``{"metric", "unit", "device", "runtime", "batch_size", "total": {"mean", "std"},
-        "layers_total": {...}, "layers": [...]}`` (``layers_total`` without the whole-model term).
+        ``layers``: ``[{"name", "kind", "role", "config"[, "cost", "op", "approx"]}]``
+        (``thor_sdk.layers_of(...).layers``). Returns ``{"metric", "unit", "device", "runtime",
+        "batch_size", "total": {"mean", "std"}, "layers_total": {...}, "layers": [...],
+        "approximated": [...]}`` (``layers_total`` without the whole-model term).
+
+        ``unknown``: ``"error"`` raises NotFoundError naming every layer whose kind the estimator
+        lacks; ``"approx"`` estimates such a layer from its FLOPs and bytes (the generic elementwise
+        kind's overhead and cost per byte, the FLOPs baseline's cost per FLOP) with a std equal to its
+        mean, and lists it in ``approximated``. A layer marked ``approx`` by the extraction (an op
+        without a kind, as the generic ``elementwise`` kind) gets APPROX_OP_REL_STD more std and is
+        listed too.
         """
+        if unknown not in UNKNOWN:
+            raise UsageError(f"unknown must be one of {', '.join(UNKNOWN)}, got {unknown!r}")
         if not _is_num(batch_size) or not (1 <= batch_size <= 1e9) or batch_size != int(batch_size):
             raise UsageError(f"batch size must be a positive integer (at most 1e9), got {batch_size!r}")
         batch_size = int(batch_size)
@@ -301,14 +345,21 @@ class Estimator:
             raise UsageError("layers must be a list of layer dicts")
         groups = {}  # kind -> {key: count}
         keys = []
+        missing = []  # (index, layer) of kinds the estimator lacks
         for i, layer in enumerate(layers):
             try:
                 kind, config = layer["kind"], layer["config"]
             except (KeyError, TypeError):
                 raise UsageError(f"layer {i} must be a dict with 'kind' and 'config'") from None
-            model = self._model(kind)
+            if not isinstance(kind, str):
+                raise UsageError(f"layer {i}: kind must be a string")
             if not isinstance(config, dict):
                 raise UsageError(f"layer {i} ({kind}): config must be a dict")
+            model = self._models.get(kind)
+            if model is None:
+                missing.append(i)
+                keys.append(None)
+                continue
             values = dict(config)
             values["batch_size"] = batch_size
             role = layer.get("role")
@@ -330,6 +381,19 @@ class Estimator:
                 g = groups[kind] = {}
             g[key] = g.get(key, 0) + 1
             keys.append(key)
+        if missing and unknown == "error":
+            what = "; ".join(sorted({f"{layers[i]['kind']} ({_layer_label(layers[i], i)})" for i in missing}))
+            raise NotFoundError(f"the estimator has no model for these layers' kinds: {what}; probe them on this "
+                                "device (thor-sdk probe --model ...), or estimate them approximately from their "
+                                "FLOPs and bytes with --unknown-ops approx")
+        approx_rows = {}
+        for i in missing:
+            where = f"layer {i} ({layers[i].get('name', i)})"
+            try:
+                terms = layer_terms(layers[i], where)
+            except (KeyError, TypeError, ValueError, ZeroDivisionError, OverflowError) as e:
+                raise UsageError(f"{where}: cannot compute its FLOPs and bytes: {type(e).__name__}: {e}") from None
+            approx_rows[i] = self._approx_missing(terms, batch_size)
 
         results = {}
         total_mean = 0.0
@@ -344,11 +408,29 @@ class Estimator:
                 rows.append((cnt, var, v, u, m))
                 total_mean += cnt * m
             total_var.append(self._group_var(model, rows))
-        out_layers = []
-        for layer, key in zip(layers, keys):
-            m, s = results[(layer["kind"], key)]
-            out_layers.append({"name": layer.get("name"), "kind": layer["kind"], "role": layer.get("role"),
-                               "config": layer["config"], "mean": m, "std": s})
+        out_layers, approximated = [], []
+        for i, (layer, key) in enumerate(zip(layers, keys)):
+            row = {"name": layer.get("name"), "kind": layer["kind"], "role": layer.get("role"),
+                   "config": layer["config"]}
+            if key is None:  # a kind the estimator lacks (unknown="approx")
+                m, s = approx_rows[i]
+                why = (f"the estimator has no model for kind {layer['kind']!r}: estimated from its FLOPs and "
+                       f"bytes, std {APPROX_MISSING_REL_STD:.0%} of the mean")
+                total_mean += m
+                total_var.append(s * s)
+            else:
+                m, s = results[(layer["kind"], key)]
+                why = layer.get("approx") if isinstance(layer.get("approx"), str) else None
+                if why:  # an op without a kind, as the generic elementwise kind: its own cost may differ
+                    extra = APPROX_OP_REL_STD * m
+                    s = sqrt(s * s + extra * extra)
+                    total_var.append(extra * extra)
+            row.update(mean=m, std=s)
+            if why:
+                row["approx"] = why
+                approximated.append({"index": i, "name": layer.get("name"), "op": layer.get("op"),
+                                     "kind": layer["kind"], "reason": why})
+            out_layers.append(row)
         layers_var = fsum(total_var)
         whole = (self.whole_model_rel_std * total_mean) ** 2
         if not math.isfinite(total_mean) or not math.isfinite(layers_var + whole):
@@ -357,7 +439,7 @@ class Estimator:
                 "runtime": self.runtime, "batch_size": batch_size,
                 "total": {"mean": total_mean, "std": sqrt(layers_var + whole)},
                 "layers_total": {"mean": total_mean, "std": sqrt(layers_var)},
-                "layers": out_layers}
+                "layers": out_layers, "approximated": approximated}
 
     @staticmethod
     def _group_var(model, rows):
@@ -378,6 +460,12 @@ class Estimator:
                 cov = _matern52(c, dist(ua, ub)) - sum(map(mul, va, vb))
                 add(2.0 * ca * cb * ma * mb * expm1(cov))
         return fsum(parts)
+
+
+def _layer_label(layer, i):
+    name = layer.get("name", i)
+    op = layer.get("op")
+    return f"layer {name}: {op}" if isinstance(op, str) and op else f"layer {name}"
 
 
 def _reject_constant(name):
