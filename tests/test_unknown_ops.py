@@ -108,3 +108,44 @@ def test_one_layer_lists_and_lists_not_ending_in_a_linear_estimate(tmp_path):
     assert r["total"]["mean"] > 0 and r["layers"][0]["role"] == "input"
     net = nn.Sequential(nn.Linear(6, 5), nn.Softmax(dim=-1))  # a final softmax: no longer refused
     assert [l["kind"] for l in layers_of(net, input_shape=[6]).layers] == ["linear", "softmax"]
+
+
+NET = '''
+import torch
+from torch import nn
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 8, 3, padding=1)
+        self.act = nn.LeakyReLU()
+        self.fc = nn.Linear(16 * 8 * 8, 10)
+
+    def forward(self, x):
+        y = self.conv(x)
+        y = y * torch.sigmoid(y)  # SiLU written by hand
+        y = torch.cat([self.act(y), y], dim=1)
+        return self.fc(y.flatten(1))
+'''
+
+
+def test_cli_estimate_names_missing_kinds_by_module_and_approx_estimates_them(tmp_path):
+    from click.testing import CliRunner
+
+    from thor_sdk.cli.main import cli
+
+    (tmp_path / "net.py").write_text(NET)
+    args = ["estimate", "--estimator", VECTORS, "--model", f"{tmp_path}/net.py:Net", "--input-shape", "3,8,8",
+            "--batch-size", "4", "--json"]
+    bad = CliRunner().invoke(cli, args)
+    assert bad.exit_code != 0
+    msg = str(bad.exception)
+    for op in ("LeakyReLU", "x * y", "torch.cat", "torch.sigmoid"):
+        assert op in msg
+    ok = CliRunner().invoke(cli, args + ["--unknown-ops", "approx"])
+    assert ok.exit_code == 0, ok.output
+    r = json.loads(ok.stdout)
+    assert {a["op"] for a in r["approximated"]} >= {"LeakyReLU", "x * y", "torch.cat", "torch.sigmoid"}
+    assert r["total"]["mean"] > 0 and all(l["mean"] > 0 and l["std"] >= 0 for l in r["layers"])
+    assert any("approximated" in w for w in r["warnings"]) and "approximated" in ok.stderr
