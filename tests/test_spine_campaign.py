@@ -247,3 +247,23 @@ def test_host_campaign_stores_each_windows_clock_span_and_sysfs_state(tmp_path):
         assert w["end_s"] - w["start_s"] >= w["time_s"] * 0.5
     spans = sorted((w["start_s"], w["end_s"]) for w in wins)
     assert all(a[1] <= b[0] for a, b in zip(spans, spans[1:]))  # windows never overlap
+
+
+def test_fit_of_several_campaigns_equals_the_fit_of_their_union_and_fit_can_be_called_again(tmp_path):
+    import thor_sdk.fitting  # noqa: F401  importing the subpackage must not shadow thor_sdk.fit
+    from thor_sdk.fitting.pipeline import build
+    from thor_sdk.store import Campaign
+
+    a, b = str(tmp_path / "a.db"), str(tmp_path / "b.db")
+    probe(["har"], device=FakeDevice(), batch_sizes=[16], out=a)
+    probe(["lenet5"], device=FakeDevice(), batch_sizes=[16], out=b)
+    merged = thor_sdk.fit([a, b])
+    samples, runs = [], []
+    for path in (a, b):
+        with Campaign.open(path) as c:
+            samples += c.samples()
+            runs += c.model_runs()
+            device = c.meta["device"]
+    union = build(samples, device=device, runtime="torch", metric="time", model_runs=runs, sources=["a.db", "b.db"])
+    assert merged["kinds"] == union["kinds"] and merged["flops_baseline"] == union["flops_baseline"]
+    assert callable(thor_sdk.fit) and thor_sdk.fit(a)["kinds"]  # a second call in the same process works
