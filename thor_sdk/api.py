@@ -164,13 +164,19 @@ def profile(device="host", metric="time", out="profile.db", resume=False, runtim
         dev = _device(device, meter, threads)
         dev.require_meter(metric)
         prior = load_prior(prior_path)
+        n_zoo = max(len(prior.get("models") or ()), 1)
         for m in ([models] if isinstance(models, str) else list(models or ())):
-            for layer in layers_of(m, input_shape=input_shape, unknown_ops=unknown_ops).layers:  # an app's layers weigh 5x a zoo layer
-                entry = prior["kinds"].setdefault(layer["kind"], {"share": 0.0, "configs": []})
-                share = 5.0 * proxy_cost_s(layer["kind"], layer["config"], layer["role"])
+            app = layers_of(m, input_shape=input_shape, unknown_ops=unknown_ops).layers
+            app_s = sum(proxy_cost_s(l["kind"], l["config"], l["role"]) for l in app)
+            for layer in app:  # an app's net weighs as much as 5 zoo nets
+                entry = prior["kinds"].setdefault(layer["kind"], {"share": 0.0, "rel_share": 0.0, "configs": []})
+                unit = proxy_cost_s(layer["kind"], layer["config"], layer["role"])
+                share, rel = 5.0 * unit, 5.0 * unit / app_s / n_zoo
                 entry["configs"].insert(0, {"config": layer["config"], "role": layer["role"], "count": 5,
-                                            "share": share, "models": [str(m)]})
+                                            "share": share, "rel_share": rel, "rel_weight": 5.0 / app_s ** 2,
+                                            "models": [str(m)]})
                 entry["share"] += share
+                entry["rel_share"] = entry.get("rel_share", entry["share"]) + rel
         if kinds is not None:
             unknown = sorted(set(kinds) - set(prior["kinds"]))
             if unknown:

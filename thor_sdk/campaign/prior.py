@@ -6,6 +6,11 @@ plus the zoo's common on-device architectures; the held-out nets never feed it) 
 ``python -m thor_sdk.campaign.prior --write``. Per kind it lists each distinct (config, role) with
 its count in the zoo and a proxy cost share (training FLOPs and bytes at batch 16, one roofline-like
 number: ``2e-5 s + flops / 2e10 + bytes / 5e9``), so a profile spends its probes where the zoo's cost is.
+Shares are *relative*: every zoo net counts alike, its layers sharing its weight by proxy cost
+(``rel_share``; ``rel_weight`` = sum over nets of count / net cost^2 weighs a layer's variance in the
+nets' summed relative variance). A whole-model estimate is judged by its relative error, and absolute
+shares gave the big nets' convs and transformer blocks 80% of the weight and the layers of small nets
+(dense layers of an MLP, pointwise activations) almost none.
 The generic ``elementwise`` kind (what ``--unknown-ops approx`` estimates operators without a kind as)
 takes the configs of the zoo's pointwise activations at a tenth of their weight.
 
@@ -53,12 +58,16 @@ def build_prior(model_names=None):
 
     names = list(model_names or list_models("zoo"))
     kinds = {}
+    model_cost = {}
     for name in names:
-        for layer in layers_of(name).layers:
+        layers = layers_of(name).layers
+        model_cost[name] = sum(proxy_cost_s(l["kind"], l["config"], l["role"]) for l in layers)
+        for layer in layers:
             key = json.dumps({"config": layer["config"], "role": layer["role"]}, sort_keys=True)
             entry = kinds.setdefault(layer["kind"], {}).setdefault(
-                key, {"config": layer["config"], "role": layer["role"], "count": 0, "models": []})
+                key, {"config": layer["config"], "role": layer["role"], "count": 0, "models": [], "per_model": {}})
             entry["count"] += 1
+            entry["per_model"][name] = entry["per_model"].get(name, 0) + 1
             if name not in entry["models"]:
                 entry["models"].append(name)
     # the generic elementwise kind (operators without a kind of their own, --unknown-ops approx) lives
@@ -71,6 +80,8 @@ def build_prior(model_names=None):
                                     "models": [], "weight": GENERIC_WEIGHT})
             g["count"] += e["count"]
             g["models"] += [m for m in e["models"] if m not in g["models"]]
+            for m, n in e["per_model"].items():
+                g.setdefault("per_model", {})[m] = g.get("per_model", {}).get(m, 0) + n
     if generic:
         kinds["elementwise"] = generic
     total = 0.0
@@ -78,18 +89,33 @@ def build_prior(model_names=None):
     for kind, entries in kinds.items():
         rows = []
         for e in entries.values():
-            e["proxy_cost_s"] = proxy_cost_s(kind, e["config"], e["role"]) * e["count"] * e.pop("weight", 1.0)
+            weight = e.pop("weight", 1.0)
+            unit = proxy_cost_s(kind, e["config"], e["role"]) * weight
+            e["proxy_cost_s"] = unit * e["count"]
+            # relative: every zoo net counts as much as any other, whatever its size (what a whole-model
+            # relative error weighs); rel_weight = sum over nets of count / net cost^2 (1/s^2) weighs a
+            # layer's variance in the nets' summed relative variance
+            e["rel_share"] = sum(n * unit / model_cost[m] for m, n in e["per_model"].items()) / len(names)
+            e["rel_weight"] = sum(n * weight / model_cost[m] ** 2 for m, n in e["per_model"].items())
             total += e["proxy_cost_s"]
             rows.append(e)
-        rows.sort(key=lambda e: -e["proxy_cost_s"])
+        rows.sort(key=lambda e: -e["rel_share"])
         out[kind] = rows
     doc = {"format": PRIOR_FORMAT, "version": PRIOR_VERSION, "models": names, "proxy_batch_size": PROXY_BATCH,
            "batch_range": list(BATCH_RANGE), "size_factor": SIZE_FACTOR,
            "kinds": {k: {"share": sum(e["proxy_cost_s"] for e in rows) / total,
+                         "rel_share": sum(e["rel_share"] for e in rows),
                          "configs": [{"config": e["config"], "role": e["role"], "count": e["count"],
-                                      "share": e["proxy_cost_s"] / total, "models": e["models"]} for e in rows]}
+                                      "share": e["proxy_cost_s"] / total, "rel_share": e["rel_share"],
+                                      "rel_weight": e["rel_weight"], "models": e["models"]} for e in rows]}
                      for k, rows in sorted(out.items())}}
     return doc
+
+
+def kind_share(entry):
+    """A kind's weight in a profile: its share of the zoo's relative cost (every net counting alike),
+    or of its absolute cost in priors written before relative shares existed."""
+    return entry.get("rel_share", entry["share"])
 
 
 def load_prior(path=None):
@@ -173,7 +199,7 @@ def candidates(prior, kind, n, seed=0):
 
     entry = prior["kinds"][kind]
     configs = entry["configs"]
-    weights = [math.sqrt(max(c["share"], 1e-12)) * c["count"] for c in configs]
+    weights = [math.sqrt(max(c.get("rel_share", c["share"]), 1e-12)) * c["count"] for c in configs]
     cum, acc = [], 0.0
     for w in weights:
         acc += w

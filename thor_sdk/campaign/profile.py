@@ -49,11 +49,11 @@ class ProfilePlan:
     """The candidates and integration points of every kind of a prior (deterministic for a seed)."""
 
     def __init__(self, prior, kinds=None, seed=0, per_kind=CANDIDATES_PER_KIND):
-        from .prior import candidates
+        from .prior import candidates, kind_share
 
         self.prior = prior
         names = [k for k in prior["kinds"] if kinds is None or k in kinds]
-        self.share = {k: prior["kinds"][k]["share"] for k in names}
+        self.share = {k: kind_share(prior["kinds"][k]) for k in names}
         self.kinds = sorted(names, key=lambda k: -self.share[k])
         self.candidates = {}
         self.start = {}
@@ -70,10 +70,12 @@ class ProfilePlan:
             cheap = costs[len(costs) // 2] if costs else 0.0
             self.start[k] = [p for p in cands if _proxy(p) <= cheap]
             pts = []
-            for e in prior["kinds"][k]["configs"][:MAX_INTEGRATION_CONFIGS]:
+            configs = sorted(prior["kinds"][k]["configs"], key=lambda e: -e.get("rel_share", e["share"]))
+            for e in configs[:MAX_INTEGRATION_CONFIGS]:
                 for b in INTEGRATION_BATCHES:
-                    try:
-                        pts.append((_probe(k, e["config"], b, e["role"]), e["count"] / len(INTEGRATION_BATCHES)))
+                    try:  # (probe, count weight, relative-variance weight) per batch size
+                        pts.append((_probe(k, e["config"], b, e["role"]), e["count"] / len(INTEGRATION_BATCHES),
+                                    e.get("rel_weight", e["count"]) / len(INTEGRATION_BATCHES)))
                     except Exception:
                         continue
             self.integration[k] = pts
@@ -108,19 +110,21 @@ def _rows(probes):
 
 
 def kind_gain(gp, integ, cands):
-    """Per candidate: integrated variance reduction over ``integ`` per expected probing second, and
-    the integrated variance (metric unit squared) of the kind now."""
+    """Per candidate: the reduction of the zoo nets' summed relative variance over ``integ`` (each
+    point weighed by its ``rel_weight``) per expected probing second; and the kind's integrated
+    variance (metric unit squared) and mean, weighed by count."""
     import numpy as np
 
-    Xi, Wi = _rows([p for p, _ in integ]), np.array([w for _, w in integ])
-    Ti = _terms([p for p, _ in integ])
+    Xi, Wi = _rows([p for p, *_ in integ]), np.array([w for _, w, *_ in integ])
+    Ri = np.array([r[-1] for r in integ])
+    Ti = _terms([p for p, *_ in integ])
     Xc, Tc = _rows(cands), _terms(cands)
     mi, si = gp.predict(Xi, terms=Ti, return_std=True)
     mc = gp.predict(Xc, terms=Tc)
     logm_c, _, var_c, _ = gp.predict_log(Xc, terms=Tc)
     cov = gp.latent_cov(Xi, Xc, Ti, Tc)                           # ln units
     noise = gp.noise_level_ + 1e-3
-    red = (Wi[:, None] * (mi[:, None] ** 2) * cov ** 2).sum(0) / (var_c + noise)
+    red = (Ri[:, None] * (mi[:, None] ** 2) * cov ** 2).sum(0) / (var_c + noise)
     secs = np.array([_expected_probe_s(m) for m in mc])
     return red / secs, float((Wi * si ** 2).sum()), float((Wi * mi).sum())
 

@@ -13,11 +13,14 @@
 """
 
 import math
+import statistics
 
 from thor_sdk.errors import FormatError, UsageError
 from thor_sdk.fitting.estimator import METRIC_UNITS as UNITS
 
 REFERENCE_PREFIX = "reference:"
+#: standard error of a median of n normal values is about sqrt(pi/2) = 1.2533 times that of their mean
+ROBUST_SE = math.sqrt(math.pi / 2.0)
 MIN_BIAS_RUNS = 4  # calibration runs (of at least 2 models) before a common bias is corrected
 CALIBRATION_PREFIX = "calibration:"
 
@@ -84,7 +87,11 @@ def fit_kinds(samples, random_state=0, extra_log_var=0.0, progress=None):
 
 
 def calibrate(est, model_runs, metric, drift_var):
-    """Whole-model relative std from calibration runs (RMS of ln(measured / estimated)), with its evidence."""
+    """Whole-model relative std and common bias from calibration runs, with its evidence.
+
+    Each run gives ``ln(measured / estimated)`` (the run's median step); the bias is their median,
+    corrected when at least MIN_BIAS_RUNS runs of two models put it beyond two standard errors of a
+    median; the std is their robust spread (1.4826 x MAD) plus that error and the drift."""
     runs = []
     for r in model_runs:
         if not (r["model"].startswith(CALIBRATION_PREFIX) and r["metric"] == metric and r["mean"] > 0):
@@ -103,19 +110,22 @@ def calibrate(est, model_runs, metric, drift_var):
     used = [r["log_ratio"] for r in runs if "log_ratio" in r]
     models = {r["model"] for r in runs if "log_ratio" in r}
     bias = 0.0
-    mean = sum(used) / len(used) if used else 0.0
-    spread = sum((x - mean) ** 2 for x in used) / (len(used) - 1) if len(used) > 1 else 0.0
-    if len(used) >= MIN_BIAS_RUNS and len(models) >= 2 and abs(mean) > 2.0 * math.sqrt(spread / len(used)):
+    # robust: one whole-model run caught by a burst of load must not hide a bias every other run shows
+    center = statistics.median(used) if used else 0.0
+    mad = statistics.median(abs(x - center) for x in used) if used else 0.0
+    sd = 1.4826 * mad if mad > 0 else (statistics.stdev(used) if len(used) > 1 else 0.0)
+    se = ROBUST_SE * sd / math.sqrt(len(used)) if used else 0.0  # standard error of a median
+    if len(used) >= MIN_BIAS_RUNS and len(models) >= 2 and abs(center) > 2.0 * se:
         # a shift common to whole models (e.g. what the layer sum misses), clear of its own noise, is
-        # corrected; what varies between models, plus the uncertainty of that mean, stays in the std
-        bias = mean
-        rel = math.sqrt(spread * (1.0 + 1.0 / len(used)) + drift_var)
-        source = (f"{len(used)} calibration run(s) of {len(models)} model(s): ln bias {bias:+.3f} corrected, "
-                  "spread around it plus drift")
+        # corrected; what varies between models, plus the uncertainty of that median, stays in the std
+        bias = center
+        rel = math.sqrt(sd * sd + se * se + drift_var)
+        source = (f"{len(used)} calibration run(s) of {len(models)} model(s): ln bias {bias:+.3f} (median) "
+                  "corrected, robust spread around it plus drift")
     elif used:
-        rms = math.sqrt(sum(x * x for x in used) / len(used))
-        rel = math.sqrt(max(rms * rms, drift_var))
-        source = f"RMS of ln(measured / estimated) over {len(used)} calibration run(s), at least the drift"
+        rel = math.sqrt(max(center * center + sd * sd, drift_var))
+        source = (f"robust RMS of ln(measured / estimated) over {len(used)} calibration run(s), at least the "
+                  "drift")
     else:
         rel = math.sqrt(drift_var)
         source = ("no calibration runs: reference-probe drift only" if drift_var > 0 else
