@@ -30,6 +30,26 @@ def test_prior_is_plain_data_with_shares(small_prior):
     assert doc["kinds"]["linear"]["configs"][0]["models"] == ["har"]
 
 
+def test_relative_shares_weigh_every_zoo_net_alike(small_prior):
+    from thor_sdk.campaign.prior import proxy_cost_s
+
+    _, doc = small_prior  # lenet5 and har: whatever their costs, each counts half
+    # the nets' own kinds share 1; the generic elementwise kind adds a tenth of the activations' share
+    assert sum(k["rel_share"] for n, k in doc["kinds"].items() if n != "elementwise") == pytest.approx(1.0)
+    share_of = {m: 0.0 for m in ("lenet5", "har")}
+    for n, e in doc["kinds"].items():
+        for c in e["configs"] if n != "elementwise" else ():
+            for m in c["models"]:
+                share_of[m] += c["rel_share"] / len(c["models"])
+    assert share_of["har"] == pytest.approx(0.5, abs=0.05) and share_of["lenet5"] == pytest.approx(0.5, abs=0.05)
+    # rel_weight: count / (net cost)^2, so a config's variance counts relative to its net's cost
+    from thor_sdk.layers import layers_of
+
+    har_s = sum(proxy_cost_s(l["kind"], l["config"], l["role"]) for l in layers_of("har").layers)
+    c = next(c for c in doc["kinds"]["linear"]["configs"] if c["models"] == ["har"])
+    assert c["rel_weight"] == pytest.approx(c["count"] / har_s ** 2)
+
+
 def test_candidates_are_valid_deterministic_and_span_batch_sizes(small_prior):
     _, doc = small_prior
     a = candidates(doc, "conv2d", 40, seed=0)
@@ -134,3 +154,14 @@ def test_evaluate_unseen_measures_held_out_models_beside_the_estimate(tmp_path, 
     assert row["thor_ape"] < 25 and r["coverage95"] == 1.0
     assert 0.9 < row["device_level"] < 1.1  # the fake device does not drift
     assert r["reference"]["model"] == "har" and len(r["reference"]["runs"]) == 1
+
+
+def test_no_kind_takes_more_than_its_capped_share_of_the_probes(tmp_path, small_prior):
+    from thor_sdk.campaign.profile import MIN_CAP, SHARE_CAP
+
+    path, doc = small_prior
+    s = profile(device=FakeDevice(noise=0.3), out=str(tmp_path / "p.db"), max_probes=70, prior_path=str(path),
+                reference_every_s=None, calibration_models=[])
+    n = s["probes_done"]
+    for kind, count in s["kinds"].items():
+        assert count <= max(MIN_CAP, SHARE_CAP * doc["kinds"][kind]["rel_share"] * n) + 1, (kind, count)
