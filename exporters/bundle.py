@@ -415,7 +415,7 @@ def ingest_file(results_path, bundle_path, campaign_path):
     with open_bundle(bundle_path) as (_d, manifest):
         pass
     doc = load_json(results_path, "harness results")
-    with Campaign.open(campaign_path) as c:
+    with Campaign.open(campaign_path, writer=True) as c:
         return ingest_results(c, doc, manifest)
 
 
@@ -554,6 +554,9 @@ def ingest_results(campaign, results_doc, manifest):
     parsed = parse_results(results_doc, manifest)
     probes = {p["id"]: Probe.from_dict(p) for p in manifest["probes"]}
     status = dict(campaign.conn.execute("SELECT id, status FROM probes").fetchall())
+    if parsed and all(status.get(uid) == "done" for uid in parsed):  # the same file again: nothing to do
+        return {"probes": [], "windows": 0, "samples": 0, "already_ingested": sorted(parsed),
+                "message": f"every probe of these results is already measured in {campaign.path}: nothing ingested"}
     plan = []
     for uid, parts in parsed.items():
         st = status.get(uid)
@@ -564,12 +567,13 @@ def ingest_results(campaign, results_doc, manifest):
         samples = derive_samples(probes[uid], parts, manifest["metric"])
         plan.append((uid, parts, samples))
     windows = n_samples = 0
-    for uid, parts, samples in plan:
-        campaign.discard_partial(uid)
-        for name, r in parts.items():
-            for rnd, t in enumerate(r.time_s):
-                campaign.add_window(uid, name, rnd, t, r.energy_j[rnd] if r.energy_j else None)
-                windows += 1
-        campaign.complete(uid, samples)
-        n_samples += len(samples)
+    with campaign.batch():  # one transaction: a killed or failed ingest leaves the campaign as it was
+        for uid, parts, samples in plan:
+            campaign.discard_partial(uid)
+            for name, r in parts.items():
+                for rnd, t in enumerate(r.time_s):
+                    campaign.add_window(uid, name, rnd, t, r.energy_j[rnd] if r.energy_j else None)
+                    windows += 1
+            campaign.complete(uid, samples)
+            n_samples += len(samples)
     return {"probes": [uid for uid, _, _ in plan], "windows": windows, "samples": n_samples}

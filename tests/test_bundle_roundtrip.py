@@ -80,11 +80,40 @@ def test_round_trip_stores_samples_for_every_probe(measured, tmp_path):
         assert [w[2] for w in heads] == part["time_s"]
 
 
-def test_ingesting_twice_is_refused(measured, tmp_path):
+def test_ingesting_the_same_file_twice_is_a_no_op_that_says_so(measured, tmp_path):
     db = fresh_campaign(measured, tmp_path)
     B.ingest_file(str(measured["dir"] / "results.json"), measured["bundle"], db)
-    with pytest.raises(StoreError, match="already measured"):
+    with Campaign.open(db) as c:
+        before = (c.samples(), [c.windows(p.id) for p in PROBES])
+    again = B.ingest_file(str(measured["dir"] / "results.json"), measured["bundle"], db)
+    assert again["probes"] == [] and "already measured" in again["message"]
+    with Campaign.open(db) as c:
+        assert (c.samples(), [c.windows(p.id) for p in PROBES]) == before
+
+
+def test_a_failing_ingest_leaves_the_campaign_as_it_was_and_a_rerun_completes(measured, tmp_path):
+    db = fresh_campaign(measured, tmp_path)
+    last = PROBES[-1].id
+    with Campaign.open(db) as c, c.conn:  # the LAST probe's samples cannot be stored (a disk error, say)
+        c.conn.execute(f"CREATE TRIGGER fail BEFORE INSERT ON samples WHEN NEW.probe_id = '{last}' "
+                       "BEGIN SELECT RAISE(ABORT, 'injected failure'); END")
+    with pytest.raises(StoreError, match="injected failure"):
         B.ingest_file(str(measured["dir"] / "results.json"), measured["bundle"], db)
+    assert untouched(db)  # nothing stayed: no window, no sample, every probe still planned
+    with Campaign.open(db) as c, c.conn:
+        c.conn.execute("DROP TRIGGER fail")
+    r = B.ingest_file(str(measured["dir"] / "results.json"), measured["bundle"], db)
+    assert sorted(r["probes"]) == sorted(p.id for p in PROBES)
+
+
+def test_one_writer_per_campaign(measured, tmp_path):
+    db = fresh_campaign(measured, tmp_path)
+    with Campaign.open(db, writer=True):
+        with pytest.raises(StoreError, match="being written by another"):
+            B.ingest_file(str(measured["dir"] / "results.json"), measured["bundle"], db)
+        with Campaign.open(db) as reader:  # readers need no lock
+            assert reader.status_counts()
+    B.ingest_file(str(measured["dir"] / "results.json"), measured["bundle"], db)  # the lock went with close()
 
 
 def test_manifest_describes_every_probe_and_file(measured):

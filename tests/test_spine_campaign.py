@@ -267,3 +267,19 @@ def test_fit_of_several_campaigns_equals_the_fit_of_their_union_and_fit_can_be_c
     union = build(samples, device=device, runtime="torch", metric="time", model_runs=runs, sources=["a.db", "b.db"])
     assert merged["kinds"] == union["kinds"] and merged["flops_baseline"] == union["flops_baseline"]
     assert callable(thor_sdk.fit) and thor_sdk.fit(a)["kinds"]  # a second call in the same process works
+
+
+def test_a_second_writer_on_a_campaign_gets_one_clear_error_and_creation_never_clobbers(tmp_path):
+    from thor_sdk.store import Campaign
+
+    db = str(tmp_path / "c.db")
+    probe(["har"], device=FakeDevice(), out=db, max_probes=1)
+    with Campaign.open(db, writer=True):  # another probe --resume holding the campaign
+        dev = FakeDevice()
+        with pytest.raises(StoreError, match="being written by another"):
+            probe([], device=dev, out=db, resume=True)
+        assert dev.calls == []  # refused before measuring anything
+    probe([], device=FakeDevice(), out=db, resume=True, max_probes=2)  # the lock went with its holder
+    with pytest.raises(UsageError, match="exists"):
+        Campaign.create(db, {"metric": "time"})
+    assert [f for f in __import__("os").listdir(tmp_path) if ".tmp" in f] == []  # no temp file left

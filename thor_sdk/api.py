@@ -70,7 +70,7 @@ def probe(models, device="host", batch_sizes=(32,), metric="time", out="campaign
     if isinstance(models, str):
         models = [models]
     if resume:
-        campaign = Campaign.open(out)
+        campaign = Campaign.open(out, writer=True)
         meta = campaign.meta
         if threads is None and meta["device"].get("kind") == "host":
             threads = meta["device"].get("torch_threads")
@@ -146,7 +146,7 @@ def profile(device="host", metric="time", out="profile.db", resume=False, runtim
                               or v != v or v == float("inf")):
             raise UsageError(f"{name} must be a finite number > 0, got {v!r}")
     if resume:
-        campaign = Campaign.open(out)
+        campaign = Campaign.open(out, writer=True)
         meta = campaign.meta
         if meta.get("campaign_kind") != "profile":
             campaign.close()
@@ -341,17 +341,25 @@ def measure(model, device="host", batch_size=32, metric="time", runtime="torch",
                          f"network by name); measure {source.label} on the host (--device host)")
     dev = _device(device, meter, threads)
     settings = settings or ProtocolSettings()
-    r = dev.measure_model(source.name or source, batch_size, metric=metric, settings=settings, runtime=runtime)
+    campaign = None
+    if out:  # the campaign is opened (and locked) before measuring: a bad --out never costs a run
+        from thor_sdk.store import Campaign
+
+        campaign = Campaign.open(out, writer=True)
+    try:
+        r = dev.measure_model(source.name or source, batch_size, metric=metric, settings=settings, runtime=runtime)
+    except BaseException:
+        if campaign is not None:
+            campaign.close()
+        raise
     values = r.values(metric)
     result = {"model": source.label, "device": dev.name, "runtime": runtime, "metric": metric, "unit": UNITS[metric],
               "batch_size": batch_size, "mean": statistics.fmean(values), "median": statistics.median(values),
               "std": statistics.stdev(values) if len(values) > 1 else 0.0, "n": len(values),
               "steps_per_window": r.steps_per_window}
     result.update(_measurement_quality(dev, r, metric, settings))
-    if out:
-        from thor_sdk.store import Campaign
-
-        with Campaign.open(out) as c:
+    if campaign is not None:
+        with campaign as c:
             c.add_model_run(source.label, batch_size, metric, result["mean"], result["std"], result["n"], runtime,
                             {"median": result["median"], "values": values})
     return result

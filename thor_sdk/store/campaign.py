@@ -25,6 +25,7 @@ re-measures exactly the probes that were planned but not done, discarding their 
 each planned probe ends up in the campaign exactly once.
 """
 
+import contextlib
 import datetime as _dt
 import json
 import os
@@ -93,30 +94,84 @@ def _now():
     return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
 
 
-class Campaign:
-    """A campaign database. Use ``Campaign.create(path, meta)`` or ``Campaign.open(path)``."""
+def _lock(path):
+    """An exclusive, non-blocking OS lock on the campaign file (``flock``: released when the process
+    dies, kill -9 included; independent of SQLite's own byte-range locks). Returns the locked file
+    object, or None where the platform has no ``flock``."""
+    try:
+        import fcntl
+    except ImportError:  # no flock (Windows): one writer is then the user's to ensure
+        return None
+    f = open(path, "rb")
+    try:
+        fcntl.flock(f.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        f.close()
+        raise StoreError(f"campaign {path} is being written by another thor-sdk process (probe, profile, "
+                         "measure --out or harness ingest); wait for it to finish") from None
+    return f
 
-    def __init__(self, path, conn):
+
+class Campaign:
+    """A campaign database. Use ``Campaign.create(path, meta)`` or ``Campaign.open(path[, writer=True])``.
+
+    One writer per campaign: ``create`` and ``open(..., writer=True)`` hold an exclusive OS lock on the
+    file until ``close``; a second writer gets a StoreError at once. Readers (``fit``, ``evaluate``)
+    take no lock. ``batch()`` groups writes into one transaction (all or nothing)."""
+
+    def __init__(self, path, conn, lock=None):
         self.path = path
         self.conn = conn
+        self._lockfile = lock
+        self._batch = False
 
     # -- opening ---------------------------------------------------------------------------------
     @classmethod
     def create(cls, path, meta):
+        """A new campaign at ``path``, made whole in a temporary file beside it and linked into place
+        (so two creators race cleanly: one wins, the other is told the campaign exists)."""
         if os.path.exists(path):
             raise UsageError(f"campaign {path} exists; continue it with --resume or choose another --out")
-        conn = sqlite3.connect(path)
-        conn.executescript(SCHEMA)
-        self = cls(path, conn)
-        with conn:
-            for k, v in dict(meta, format=FORMAT, version=VERSION, created_utc=_now()).items():
-                conn.execute("INSERT INTO meta(key, value) VALUES (?, ?)", (k, json.dumps(v)))
-        return self
+        folder = os.path.dirname(os.path.abspath(path))
+        if not os.path.isdir(folder):
+            raise UsageError(f"no such folder for the campaign: {folder}")
+        tmp = os.path.join(folder, f".{os.path.basename(path)}.tmp{os.getpid()}")
+        try:
+            conn = sqlite3.connect(tmp)
+            try:
+                conn.executescript(SCHEMA)
+                with conn:
+                    for k, v in dict(meta, format=FORMAT, version=VERSION, created_utc=_now()).items():
+                        conn.execute("INSERT INTO meta(key, value) VALUES (?, ?)", (k, json.dumps(v)))
+            finally:
+                conn.close()
+            try:
+                os.link(tmp, path)  # fails if path exists: never replaces another campaign
+            except FileExistsError:
+                raise UsageError(f"campaign {path} exists; continue it with --resume or choose another --out") \
+                    from None
+        except (OSError, sqlite3.Error) as e:
+            raise StoreError(f"cannot create campaign {path}: {e}") from None
+        finally:
+            if os.path.exists(tmp):
+                os.unlink(tmp)
+        return cls.open(path, writer=True)
 
     @classmethod
-    def open(cls, path):
+    def open(cls, path, writer=False):
+        """Open an existing campaign; ``writer=True`` also takes the one-writer lock."""
         if not os.path.isfile(path):
             raise NotFoundError(f"no such campaign: {path}")
+        lock = _lock(path) if writer else None
+        try:
+            return cls._open(path, lock)
+        except BaseException:
+            if lock is not None:
+                lock.close()
+            raise
+
+    @classmethod
+    def _open(cls, path, lock):
         try:
             conn = sqlite3.connect(path)
             rows = dict(conn.execute("SELECT key, value FROM meta").fetchall())
@@ -130,10 +185,30 @@ class Campaign:
             raise StoreError(f"{path} is not a thor-sdk campaign database")
         if ver != VERSION:
             raise StoreError(f"{path} is campaign format version {ver}; this thor-sdk reads version {VERSION}")
-        return cls(path, conn)
+        return cls(path, conn, lock)
 
     def close(self):
         self.conn.close()
+        if self._lockfile is not None:
+            self._lockfile.close()
+            self._lockfile = None
+
+    def _tx(self):
+        """The connection as a transaction context, or a no-op inside ``batch()`` (which commits once)."""
+        return contextlib.nullcontext() if self._batch else self.conn
+
+    @contextlib.contextmanager
+    def batch(self):
+        """Every write inside goes into one transaction: committed at the end, rolled back on any error."""
+        if self._batch:
+            yield self
+            return
+        self._batch = True
+        try:
+            with self.conn:
+                yield self
+        finally:
+            self._batch = False
 
     def __enter__(self):
         return self
@@ -147,13 +222,13 @@ class Campaign:
         return {k: json.loads(v) for k, v in self.conn.execute("SELECT key, value FROM meta")}
 
     def set_meta(self, key, value):
-        with self.conn:
+        with self._tx():
             self.conn.execute("INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)", (key, json.dumps(value)))
 
     # -- probes ----------------------------------------------------------------------------------
     def plan(self, probe):
         """Record ``probe`` as planned (committed). Returns False if it was already in the campaign."""
-        with self.conn:
+        with self._tx():
             seq = self.conn.execute("SELECT COALESCE(MAX(seq), 0) + 1 FROM probes").fetchone()[0]
             cur = self.conn.execute(
                 "INSERT OR IGNORE INTO probes(id, seq, kind, role, batch_size, config, status, planned_utc) "
@@ -179,14 +254,19 @@ class Campaign:
 
     def discard_partial(self, probe_id):
         """Drop windows of a probe that was planned but never completed (before re-measuring it)."""
-        with self.conn:
+        with self._tx():
             self.conn.execute("DELETE FROM windows WHERE probe_id = ? AND probe_id IN "
                               "(SELECT id FROM probes WHERE status != 'done')", (probe_id,))
 
     def add_window(self, probe_id, part, rnd, time_s, energy_j=None):
-        with self.conn:
-            self.conn.execute("INSERT OR REPLACE INTO windows(probe_id, part, round, time_s, energy_j) "
-                              "VALUES (?, ?, ?, ?, ?)", (probe_id, part, rnd, time_s, energy_j))
+        """Store one measured window; a window already stored is never overwritten (StoreError)."""
+        try:
+            with self._tx():
+                self.conn.execute("INSERT INTO windows(probe_id, part, round, time_s, energy_j) "
+                                  "VALUES (?, ?, ?, ?, ?)", (probe_id, part, rnd, time_s, energy_j))
+        except sqlite3.IntegrityError:
+            raise StoreError(f"window {part}/{rnd} of probe {probe_id} is already stored in {self.path}; "
+                             "measured data is never overwritten") from None
 
     _WINDOW_DETAIL = (("net_energy_j", "REAL"), ("start_s", "REAL"), ("end_s", "REAL"), ("state", "TEXT"))
 
@@ -217,7 +297,13 @@ class Campaign:
         if window_detail:
             self._ensure_window_detail_columns()
         self._ensure_sample_columns()
-        with self.conn:
+        try:
+            self._complete(probe_id, samples, window_detail)
+        except sqlite3.Error as e:
+            raise StoreError(f"cannot store probe {probe_id} in {self.path}: {e}") from None
+
+    def _complete(self, probe_id, samples, window_detail):
+        with self._tx():
             for w in window_detail or ():
                 self.conn.execute(
                     "UPDATE windows SET net_energy_j = ?, start_s = ?, end_s = ?, state = ? "
@@ -240,7 +326,7 @@ class Campaign:
             self.conn.execute("UPDATE probes SET status = 'done', done_utc = ? WHERE id = ?", (_now(), probe_id))
 
     def fail(self, probe_id, reason):
-        with self.conn:
+        with self._tx():
             self.conn.execute("UPDATE probes SET status = 'failed', reason = ? WHERE id = ?", (reason, probe_id))
 
     def samples(self, metric=None, include_flagged=True):
@@ -286,7 +372,7 @@ class Campaign:
 
     # -- whole-model runs ------------------------------------------------------------------------
     def add_model_run(self, model, batch_size, metric, mean, std, n, runtime, detail=None):
-        with self.conn:
+        with self._tx():
             self.conn.execute(
                 "INSERT INTO model_runs(model, batch_size, metric, mean, std, n, runtime, created_utc, detail) "
                 "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
