@@ -1,6 +1,6 @@
-"""The Java runtime (android_harness/runtime: estimator + power-table select): compile it and run its
-JUnit 4 tests, which reproduce the shared vectors in tests/vectors. Skips where javac or JUnit 4 is missing
-(Debian: ``apt-get install -y junit4``)."""
+"""The Java runtime (android_harness/runtime: estimator, layer lists, training runs, power-table select):
+compile it and run its JUnit 4 tests, which reproduce the shared vectors in tests/vectors. Skips where javac or
+JUnit 4 is missing (Debian: ``apt-get install -y junit4``)."""
 
 import json
 import os
@@ -35,3 +35,11 @@ def test_java_runtime_junit(tmp_path):
     got = dict(zip(["result", "infeasible", "usage", "format"], map(int, m.groups())))
     want = {k: sum(1 for q in answers if q.get("error", "result") == k) for k in got}
     assert got == want
+    # TrainingRunTest ran and went through every training-run vector and the whole quantile table
+    tvec = json.loads((ROOT / "tests" / "vectors" / "training_runs.json").read_text())
+    m = re.search(r"TrainingRunTest: (\d+) runs, (\d+) usage errors, (\d+) not-found errors", proc.stdout)
+    assert m, out[-4000:]
+    assert tuple(map(int, m.groups())) == (len(tvec["cases"]), sum(q["error"] == "usage" for q in tvec["errors"]),
+                                           sum(q["error"] == "not_found" for q in tvec["errors"]))
+    m = re.search(r"TrainingRunTest: (\d+) quantiles, (\d+) ppnd16 points", proc.stdout)
+    assert m and tuple(map(int, m.groups())) == (len(tvec["quantiles"]), len(tvec["ppnd16"])), out[-4000:]

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Compile the thor-sdk Java runtime (estimator + power-table select; JDK only) and run its JUnit 4
+# Compile the thor-sdk Java runtime (estimator, layer lists, training runs, power-table select; JDK only) and run its JUnit 4
 # tests against the shared test vectors in tests/vectors.
 #
 #   android_harness/runtime/build.sh            # build into android_harness/runtime/build/
@@ -27,4 +27,5 @@ javac --release 17 -Xlint:all -Werror -d "$BUILD_DIR/main" "$HERE"/src/main/java
 javac --release 17 -Xlint:all -d "$BUILD_DIR/test" -cp "$BUILD_DIR/main:$JUNIT_JAR" \
   "$HERE"/src/test/java/dev/thorsdk/runtime/*.java
 java -Dthor.vectors="$VECTORS" -cp "$BUILD_DIR/main:$BUILD_DIR/test:$JUNIT_JAR:$HAMCREST_JAR" \
-  org.junit.runner.JUnitCore dev.thorsdk.runtime.EstimatorTest dev.thorsdk.runtime.PowerTableTest
+  org.junit.runner.JUnitCore dev.thorsdk.runtime.EstimatorTest dev.thorsdk.runtime.PowerTableTest \
+  dev.thorsdk.runtime.LayerListTest dev.thorsdk.runtime.TrainingRunTest

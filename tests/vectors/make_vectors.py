@@ -24,11 +24,24 @@ selection, or the error it raises (``infeasible`` with the lowest peak power, ``
 what :func:`table_select_text` makes now.
 
     python tests/vectors/make_vectors.py --table-only     # rewrite table_select.json only
+
+And ``training_runs.json`` with ``layers_<case>_<i>.json``: the models of the ``expected_<case>.json``
+files as layer lists (format ``thor-sdk/layers``, every layer with its role and ``cost``, as ``thor-sdk
+layers --out`` writes them) and, per (estimator, layer list, batch size, samples, epochs, confidence), what
+``thor_sdk.runtime.training.training_run`` answers (step / epoch / run mean, std, upper; steps per epoch,
+last batch, steps, z), the errors it raises, and a table of standard normal quantiles
+(``statistics.NormalDist().inv_cdf``, Wichura's AS 241) the Java and Swift ``TrainingRun`` reproduce.
+Made from the committed estimators only (no fitting); ``tests/test_runtime_training.py`` checks the
+committed files are what :func:`training_files` makes now.
+
+    python tests/vectors/make_vectors.py --training-only  # rewrite training_runs.json and layers_*.json only
 """
 
 import json
+import math
 import os
 import sys
+from statistics import NormalDist
 
 import numpy as np
 
@@ -37,9 +50,11 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(HERE)))
 
 from thor_sdk.fitting.estimator import build_estimator, dumps_estimator  # noqa: E402
 from thor_sdk.fitting.gp import KindGP  # noqa: E402
-from thor_sdk.errors import FormatError, UsageError  # noqa: E402
+from thor_sdk.errors import FormatError, NotFoundError, UsageError  # noqa: E402
 from thor_sdk.layers.kinds import feature_vector, get_kind, gp_features  # noqa: E402
+from thor_sdk.runtime import load_estimator  # noqa: E402
 from thor_sdk.runtime.table import InfeasibleCapError, select  # noqa: E402
+from thor_sdk.runtime.training import MAX_EPOCHS, MAX_SAMPLES, training_run  # noqa: E402
 from thor_sdk.runtime.terms import at_batch, cost_terms  # noqa: E402
 
 ROLE_NAME = {1.0: "input", 0.0: "hidden"}
@@ -356,7 +371,157 @@ def write_table_vectors():
         f.write(table_select_text())
 
 
+# ----------------------------------------------------------------------------- training runs
+TRAINING_VECTORS = "training_runs.json"
+TRAINING_CASES = ("time_profile", "energy_floored")
+TRAINING_BATCHES = (1, 7, 32, 256)
+TRAINING_EPOCHS = (1, 3, MAX_EPOCHS)
+TRAINING_CONFIDENCES = (0.5, 0.9, 0.95, 0.9999)
+#: inputs ``training_run`` refuses (with the error it raises), each on the first layer list of the time case
+TRAINING_ERRORS = (
+    ("batch size 0", {"batch_size": 0}),
+    ("batch size above 1e9", {"batch_size": 10 ** 9 + 1}),
+    ("samples 0", {"samples": 0}),
+    ("negative samples", {"samples": -5}),
+    ("samples above 1e12", {"samples": MAX_SAMPLES + 1}),
+    ("epochs 0", {"epochs": 0}),
+    ("epochs above 1e6", {"epochs": MAX_EPOCHS + 1}),
+    ("confidence 0.3", {"confidence": 0.3}),
+    ("confidence 1.0", {"confidence": 1.0}),
+    ("confidence 0", {"confidence": 0.0}),
+    ("confidence just below 0.5", {"confidence": 0.49999}),
+    ("confidence just above 0.9999", {"confidence": 0.99995}),
+)
+
+
+def layer_list_files():
+    """``[(file name, layer-list document)]``: each model of the ``expected_<case>.json`` files as a layer
+    list (format ``thor-sdk/layers``; every layer with its role and cost terms, as ``--out`` writes them)."""
+    out = []
+    for case in TRAINING_CASES:
+        with open(os.path.join(HERE, f"expected_{case}.json"), encoding="utf-8") as f:
+            exp = json.load(f)
+        for i, e in enumerate(exp["estimate"]):
+            out.append((f"layers_{case}_{i}.json", {"format": "thor-sdk/layers", "version": 1,
+                                                    "name": f"synthetic_{case}_{i}", "layers": e["layers"]}))
+    return out
+
+
+def quantile_confidences():
+    """200 confidences in [0.5, 0.9999]: the ends, both sides of AS 241's split at 0.925, a linear grid
+    and a grid that approaches 1 geometrically (the tail probability from 1e-2 to 1e-4)."""
+    fixed = {0.5, math.nextafter(0.5, 1.0), 0.5 + 1e-9, 0.925, math.nextafter(0.925, 0.0),
+             math.nextafter(0.925, 1.0), 0.9, 0.95, 0.975, 0.99, 0.999, 0.9999, math.nextafter(0.9999, 0.0)}
+    linear = {round(0.5 + 0.005 * k, 6) for k in range(1, 99)}
+    tail = {round(1.0 - 10.0 ** (-2.0 - 2.0 * k / 95), 12) for k in range(1, 95)}
+    out = sorted(fixed | linear | tail)
+    assert len(out) == 200 and out[0] == 0.5 and out[-1] == 0.9999, len(out)
+    return out
+
+
+#: probabilities over (0, 1) for the full AS 241 algorithm (its three regions, both signs)
+PPND16_PROBABILITIES = (1e-300, 1e-100, 1e-20, 1e-12, 1.5e-11, 1e-9, 1e-6, 1e-3, 0.025, 0.074, 0.075, 0.0751, 0.2,
+                        0.4999, 0.5, 0.5001, 0.8, 0.925, 0.9251, 0.975, 0.999, 1.0 - 1e-9, 1.0 - 1e-12,
+                        1.0 - 2.0 ** -53)
+
+
+def _error_class(e):
+    if isinstance(e, NotFoundError):
+        return "not_found"
+    if isinstance(e, FormatError):
+        return "format"
+    if isinstance(e, UsageError):
+        return "usage"
+    raise e
+
+
+def _run(est, layers, q):
+    """What ``training_run`` answers for query ``q`` (samples None: the defaults for samples, epochs and
+    confidence), or the error it raises."""
+    try:
+        if q["samples"] is None:
+            out = training_run(est, layers, q["batch_size"])
+        else:
+            out = training_run(est, layers, q["batch_size"], samples=q["samples"], epochs=q["epochs"],
+                               confidence=q["confidence"])
+    except (UsageError, NotFoundError, FormatError) as e:
+        return {"error": _error_class(e), "message": str(e)}
+    out = dict(out)
+    del out["approximated"]  # the Java and Swift runtimes have no approximated kinds
+    return {"expected": out}
+
+
+def training_run_vectors():
+    """The ``training_runs.json`` document: every answer computed by ``thor_sdk.runtime.training``."""
+    lists = layer_list_files()
+    cases, k = [], 0
+    for case in TRAINING_CASES:
+        est = load_estimator(os.path.join(HERE, f"estimator_{case}.json"))
+        for name, doc in lists:
+            if not name.startswith(f"layers_{case}_"):
+                continue
+            for b in TRAINING_BATCHES:
+                samples = [("one batch, the defaults (epochs 1, confidence 0.95)", None),
+                           ("divisible", 10 * b), ("typical", 60000), ("the most", MAX_SAMPLES)]
+                if b > 1:
+                    samples += [("a last partial batch", 10 * b + b // 3 + 1), ("fewer than a batch", b // 2 + 1)]
+                for what, n in samples:
+                    q = {"what": what, "estimator": f"estimator_{case}.json", "layers": name, "batch_size": b,
+                         "samples": n, "epochs": None, "confidence": None}
+                    if n is not None:
+                        q["epochs"] = TRAINING_EPOCHS[k % len(TRAINING_EPOCHS)]
+                        q["confidence"] = TRAINING_CONFIDENCES[k % len(TRAINING_CONFIDENCES)]
+                        k += 1
+                    q.update(_run(est, doc["layers"], q))
+                    assert "expected" in q, q
+                    cases.append(q)
+    errors = []
+    est = load_estimator(os.path.join(HERE, "estimator_time_profile.json"))
+    layers = dict(lists)["layers_time_profile_0.json"]["layers"]
+    for what, bad in TRAINING_ERRORS:
+        q = dict({"what": what, "estimator": "estimator_time_profile.json", "layers": "layers_time_profile_0.json",
+                  "batch_size": 32, "samples": 1000, "epochs": 3, "confidence": 0.95}, **bad)
+        q.update(_run(est, layers, q))
+        errors.append(q)
+    q = {"what": "a kind the estimator lacks (linear, dropout, lstm)", "estimator": "estimator_time_profile.json",
+         "layers": "layers_energy_floored_0.json", "batch_size": 32, "samples": 1000, "epochs": 3, "confidence": 0.95}
+    q.update(_run(est, dict(lists)[q["layers"]]["layers"], q))
+    errors.append(q)
+    assert all("error" in q for q in errors), errors
+    nd = NormalDist()
+    return {"format": "thor-sdk/training-run-vectors", "version": 1,
+            "generated_by": "tests/vectors/make_vectors.py",
+            "note": "SYNTHETIC estimators and layer lists (not measurements); every expected answer is what "
+                    "thor_sdk.runtime.training.training_run returns or raises ('approximated' left out), every "
+                    "z what statistics.NormalDist().inv_cdf returns. samples null: training_run(estimator, "
+                    "layers, batch_size) with the defaults. 'message' is English text the Java and Swift "
+                    "runtimes need not reproduce.",
+            "cases": cases, "errors": errors,
+            "quantiles": [{"confidence": c, "z": nd.inv_cdf(c)} for c in quantile_confidences()],
+            "ppnd16": [{"p": p, "z": nd.inv_cdf(p)} for p in PPND16_PROBABILITIES]}
+
+
+def _text(doc):
+    return json.dumps(doc, indent=1, allow_nan=False) + "\n"
+
+
+def training_files():
+    """``{file name: exact UTF-8 text}`` of ``training_runs.json`` and the ``layers_*.json`` it uses."""
+    out = {name: _text(doc) for name, doc in layer_list_files()}
+    out[TRAINING_VECTORS] = _text(training_run_vectors())
+    return out
+
+
+def write_training_vectors():
+    for name, text in training_files().items():
+        with open(os.path.join(HERE, name), "w", encoding="utf-8") as f:
+            f.write(text)
+
+
 def main():
+    if "--training-only" in sys.argv[1:]:
+        write_training_vectors()
+        return
     write_table_vectors()
     if "--table-only" in sys.argv[1:]:
         return
@@ -394,6 +559,7 @@ def main():
     kinds = ["linear", "relu", "dropout", "lstm"]
     models = [(model_layers(kinds, rng, 15, 5, 16), 16), (model_layers(kinds, rng, 3, 3, 1), 1)]
     write("energy_floored", doc, expected_for(doc, queries, models))
+    write_training_vectors()  # from the estimators and models just written
 
 
 if __name__ == "__main__":

@@ -10,5 +10,6 @@ torch), so this package can be copied into an app as it is. Format: ``docs/estim
 """
 
 from .estimator import ESTIMATOR_FORMAT, ESTIMATOR_VERSION, Estimator, KindModel, load_estimator
+from .training import training_run
 
-__all__ = ["ESTIMATOR_FORMAT", "ESTIMATOR_VERSION", "Estimator", "KindModel", "load_estimator"]
+__all__ = ["ESTIMATOR_FORMAT", "ESTIMATOR_VERSION", "Estimator", "KindModel", "load_estimator", "training_run"]
