@@ -122,3 +122,22 @@ def test_measure_reports_threads_load_and_noise_and_warns_when_the_machine_is_bu
                     batch_size=2, settings=settings)
     assert quiet["load"]["busy"] is False and not any("busy" in w for w in quiet["warnings"])
     assert quiet["noisy"] == (not quiet["cv"] <= settings.cv_target)
+
+
+@pytest.mark.parametrize("kw", [{"min_rounds": 0}, {"min_rounds": 1}, {"max_rounds": 1}, {"min_window_s": float("nan")},
+                                {"min_window_s": -1.0}, {"cv_target": float("inf")}, {"warmup_steps": 2.5},
+                                {"min_rounds": 6, "max_rounds": 5}, {"max_steps_per_window": 0},
+                                {"measure_idle": "yes"}, {"min_rounds": True}])
+def test_protocol_settings_are_bounded_where_they_are_made(kw):
+    with pytest.raises(thor_sdk.errors.UsageError):
+        ProtocolSettings(**kw)
+
+
+def test_json_output_is_strict_a_non_finite_result_is_one_error(capsys):
+    from thor_sdk.cli.common import emit_json
+
+    emit_json({"x": 1.5})
+    assert '"x": 1.5' in capsys.readouterr().out
+    with pytest.raises(thor_sdk.errors.FormatError, match="not finite"):
+        emit_json({"x": float("nan")})
+    assert capsys.readouterr().out == ""

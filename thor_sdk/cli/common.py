@@ -15,7 +15,14 @@ unknown_ops_option = click.option(
 
 
 def emit_json(obj):
-    click.echo(json.dumps(obj, indent=2, sort_keys=False, default=_default))
+    """Strict JSON on stdout: a result holding NaN or infinity is an error, never a bare ``NaN`` token."""
+    from thor_sdk.errors import FormatError
+
+    try:
+        text = json.dumps(obj, indent=2, sort_keys=False, default=_default, allow_nan=False)
+    except ValueError:
+        raise FormatError("the result holds a number that is not finite (NaN or infinity); nothing printed") from None
+    click.echo(text)
 
 
 def _default(o):

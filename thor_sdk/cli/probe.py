@@ -18,16 +18,16 @@ def protocol_options(f):
 def settings_from(min_rounds, max_rounds, window_s, cv_target):
     from thor_sdk.harness.protocol import ProtocolSettings
 
-    s = ProtocolSettings()
+    d = ProtocolSettings().to_dict()
     if min_rounds is not None:
-        s.min_rounds = min_rounds
+        d["min_rounds"] = min_rounds
     if max_rounds is not None:
-        s.max_rounds = max(max_rounds, s.min_rounds)
+        d["max_rounds"] = max(max_rounds, d["min_rounds"])
     if window_s is not None:
-        s.min_window_s = window_s
+        d["min_window_s"] = window_s
     if cv_target is not None:
-        s.cv_target = cv_target
-    return s
+        d["cv_target"] = cv_target
+    return ProtocolSettings(**d)  # checked: bounds, finite
 
 
 @click.command("probe")

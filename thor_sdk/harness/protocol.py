@@ -30,6 +30,36 @@ class ProtocolSettings:
     #: a window whose value is more than this many robust standard deviations from its part's median is flagged
     outlier_k: float = 3.5
 
+    def __post_init__(self):
+        """Bounds checked where the settings are made (options, manifests, stored campaigns), before any
+        work: a NaN window or a one-round 'sample' with std 0 never reaches a campaign."""
+        from thor_sdk.errors import UsageError
+
+        def integer(name, lo, hi):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, int) or not lo <= v <= hi:
+                raise UsageError(f"protocol setting {name} must be an integer in [{lo}, {hi}], got {v!r}")
+
+        def number(name, lo, hi, lo_open=True):
+            v = getattr(self, name)
+            ok = isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and v <= hi \
+                and (v > lo if lo_open else v >= lo)
+            if not ok:
+                raise UsageError(f"protocol setting {name} must be a finite number in {'(' if lo_open else '['}"
+                                 f"{lo:g}, {hi:g}], got {v!r}")
+
+        integer("warmup_steps", 0, 10_000)
+        integer("min_rounds", 2, 10_000)
+        integer("max_rounds", 2, 10_000)
+        if self.max_rounds < self.min_rounds:
+            raise UsageError(f"protocol setting max_rounds ({self.max_rounds}) is below min_rounds ({self.min_rounds})")
+        integer("max_steps_per_window", 1, 10 ** 7)
+        number("min_window_s", 0.0, 3600.0)
+        number("cv_target", 0.0, 10.0)
+        number("outlier_k", 0.0, 1000.0)
+        if not isinstance(self.measure_idle, bool):
+            raise UsageError(f"protocol setting measure_idle must be true or false, got {self.measure_idle!r}")
+
     def window_s_for(self, meter):
         """A window must span many sensor updates: at least 20 of the meter's sample periods."""
         period = getattr(meter, "sample_period_s", 0.0) if meter is not None else 0.0
