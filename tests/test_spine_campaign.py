@@ -283,3 +283,41 @@ def test_a_second_writer_on_a_campaign_gets_one_clear_error_and_creation_never_c
     with pytest.raises(UsageError, match="exists"):
         Campaign.create(db, {"metric": "time"})
     assert [f for f in __import__("os").listdir(tmp_path) if ".tmp" in f] == []  # no temp file left
+
+
+def test_a_probe_that_fails_on_the_device_is_stored_failed_and_never_poisons_the_campaign(tmp_path):
+    class Flaky(FakeDevice):
+        def measure_probe(self, probe, **kw):
+            if probe.kind == "maxpool2d":
+                raise RuntimeError("the device could not run this probe")
+            return super().measure_probe(probe, **kw)
+
+    db = str(tmp_path / "c.db")
+    s = probe(["lenet5"], device=Flaky(), out=db, batch_sizes=[8])
+    assert s["probes_failed"] >= 1 and s["stop_reason"].startswith("every layer config")
+    from thor_sdk.store import Campaign
+
+    with Campaign.open(db) as c:
+        failed = c.conn.execute("SELECT kind, reason FROM probes WHERE status = 'failed'").fetchall()
+    assert failed and all(k == "maxpool2d" and "could not run" in why for k, why in failed)
+    dev = FakeDevice()
+    probe([], device=dev, out=db, resume=True)  # resume does not retry or trip over the failed probe
+    assert dev.calls == []
+    assert "conv2d" in fit(db)["kinds"]
+
+
+def test_layer_configs_out_of_bounds_are_refused_before_anything_is_built(tmp_path):
+    from thor_sdk.layers.kinds import get_kind
+
+    conv = get_kind("conv2d")
+    ok = {"in_channels": 3, "out_channels": 8, "kernel": 3, "stride": 1, "padding": 1, "groups": 1, "height": 8,
+          "width": 8, "bias": 1}
+    conv.check_config(ok)
+    for bad in ({"kernel": 11, "padding": 0}, {"out_channels": 0}, {"height": 1e12}, {"groups": 3},
+                {"bias": 2}, {"in_channels": 2.5}):
+        with pytest.raises(UsageError):
+            conv.check_config(dict(ok, **bad))
+    with pytest.raises(UsageError):
+        get_kind("dropout").check_config({"numel": 10, "p": 1.0})
+    with pytest.raises(UsageError):
+        get_kind("linear").check_config({"in_features": 4, "out_features": 0, "tokens": 1, "bias": 1})

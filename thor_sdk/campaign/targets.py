@@ -11,6 +11,8 @@ the targets' estimated relative uncertainty falls below ``target_rel_std``.
 import math
 import time
 
+from thor_sdk.errors import ThorError
+from thor_sdk.harness.protocol import ProtocolSettings
 from thor_sdk.layers.kinds import feature_vector, get_kind
 from thor_sdk.probes import Probe
 
@@ -56,7 +58,7 @@ def run_campaign(campaign, device, model_layers, batch_sizes, metric="time", set
     settings = settings or ProtocolSettings()
     t0 = clock()
     points = target_points(model_layers, batch_sizes)
-    done_ids = {p.id for p in campaign.probes("done")}
+    done_ids = {p.id for p in campaign.probes("done")} | {p.id for p in campaign.probes("failed")}
     planned = campaign.probes("planned")
     if progress:
         progress("start", {"total": len(points), "done": len(done_ids)})
@@ -66,12 +68,22 @@ def run_campaign(campaign, device, model_layers, batch_sizes, metric="time", set
         if progress:
             progress("probe", {"probe": p.to_dict(), "samples": samples, "done": len(done_ids)})
 
-    # 1. probes planned before a crash: measure exactly those first
-    for p in planned:
-        samples = measure_and_store(campaign, device, p, metric, settings, runtime)
+    def measure(p):
+        """Measure one planned probe; one that cannot be built or run is stored ``failed`` with the
+        reason (never retried, never blocking the rest or a later --resume)."""
+        nonlocal measured_now
+        try:
+            samples = measure_and_store(campaign, device, p, metric, settings, runtime)
+        except (ThorError, RuntimeError, ValueError) as e:
+            campaign.fail(p.id, f"{type(e).__name__}: {e}")
+            samples = []
         done_ids.add(p.id)
         measured_now += 1
         emit(p, samples)
+
+    # 1. probes planned before a crash: measure exactly those first
+    for p in planned:
+        measure(p)
 
     cache = GPCache(metric)
     reason = None
@@ -99,13 +111,11 @@ def run_campaign(campaign, device, model_layers, batch_sizes, metric="time", set
 
         p, _ = max(remaining, key=score)
         campaign.plan(p)
-        samples = measure_and_store(campaign, device, p, metric, settings, runtime)
-        done_ids.add(p.id)
-        measured_now += 1
-        emit(p, samples)
+        measure(p)
     if progress:
         progress("stop", {"reason": reason})
     counts = campaign.status_counts()
-    return {"stop_reason": reason, "probes_done": counts.get("done", 0), "probes_measured_now": measured_now,
+    return {"stop_reason": reason, "probes_done": counts.get("done", 0), "probes_failed": counts.get("failed", 0),
+            "probes_measured_now": measured_now,
             "target_configs": len(points), "seconds": clock() - t0,
             "flagged": sum(1 for s in campaign.samples() if s["flagged"]), **noisy_summary(campaign)}

@@ -102,12 +102,46 @@ class Kind:
         return total
 
     def check_config(self, config):
+        """Bounds of a config, checked before anything is built, planned or stored: every feature a finite
+        number in range (integers but ``p``; flags 0 or 1; sizes >= 1 and at most MAX_FEATURE), shapes
+        that exist (a kernel no larger than its padded input), groups that divide the channels, and at
+        most MAX_NUMEL elements per sample in and out."""
         missing = [f for f in self.features if f not in config]
         if missing:
             raise UsageError(f"layer of kind {self.name!r} lacks config features: {', '.join(missing)}")
         bad = [f for f in self.features if not _is_number(config[f]) or config[f] < 0]
         if bad:
             raise UsageError(f"layer of kind {self.name!r}: features must be non-negative numbers: {', '.join(bad)}")
+        for f in self.features:
+            v = config[f]
+            if v > MAX_FEATURE:
+                raise UsageError(f"layer of kind {self.name!r}: {f} = {v:g} is above {MAX_FEATURE:g}")
+            if f == "p":
+                if not v < 1:
+                    raise UsageError(f"layer of kind {self.name!r}: p must be in [0, 1), got {v!r}")
+                continue
+            if v != int(v):
+                raise UsageError(f"layer of kind {self.name!r}: {f} must be an integer, got {v!r}")
+            if f in _FLAGS and v not in (0, 1):
+                raise UsageError(f"layer of kind {self.name!r}: {f} must be 0 or 1, got {v!r}")
+            if f not in _FLAGS and f not in _MAY_BE_ZERO and v < 1:
+                raise UsageError(f"layer of kind {self.name!r}: {f} must be at least 1, got {v!r}")
+        if "groups" in self.features:
+            g = config["groups"]
+            if config["in_channels"] % g or config["out_channels"] % g:
+                raise UsageError(f"layer of kind {self.name!r}: groups ({g:g}) must divide in_channels and "
+                                 f"out_channels ({config['in_channels']:g}, {config['out_channels']:g})")
+        try:
+            shapes = (tuple(self.in_shape(config)), tuple(self.out_shape(config)))
+        except (ArithmeticError, KeyError, TypeError, ValueError) as e:
+            raise UsageError(f"layer of kind {self.name!r}: its shapes cannot be computed ({e})") from None
+        for what, shape in zip(("input", "output"), shapes):
+            if any(s < 1 for s in shape):
+                raise UsageError(f"layer of kind {self.name!r}: its {what} shape {list(shape)} is empty (a kernel "
+                                 "larger than its padded input?)")
+            if _prod(shape) > MAX_NUMEL:
+                raise UsageError(f"layer of kind {self.name!r}: {_prod(shape):g} {what} elements per sample is "
+                                 f"above {MAX_NUMEL:g}")
 
     def build(self, c):
         """A ``torch.nn.Module`` computing this layer alone (imports torch)."""
@@ -124,6 +158,13 @@ class Kind:
             "input_dtype": self.input_dtype,
             "roles": list(self.roles),
         }
+
+
+#: bounds of a layer config (see ``Kind.check_config``)
+MAX_FEATURE = 1e9
+MAX_NUMEL = 1e10
+_FLAGS = ("bias", "positional", "broadcast")
+_MAY_BE_ZERO = ("padding",)
 
 
 def _is_number(v):
