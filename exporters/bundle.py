@@ -172,12 +172,9 @@ def _manifest(writer, fmt, settings, metric, optimizer, lr, probes=(), model=Non
 
 
 def _write_manifest(out_dir, manifest):
-    path = os.path.join(out_dir, MANIFEST)
-    tmp = f"{path}.tmp{os.getpid()}"
-    with open(tmp, "w", encoding="utf-8") as f:
-        json.dump(manifest, f, indent=1, allow_nan=False)
-        f.write("\n")
-    os.replace(tmp, path)
+    from thor_sdk.store.files import write_text
+
+    write_text(os.path.join(out_dir, MANIFEST), json.dumps(manifest, indent=1, allow_nan=False) + "\n", "manifest")
 
 
 def write_probe_bundle(probe, out_dir, settings=None, metric="time", runtime="onnxruntime", cache=None):
@@ -228,13 +225,14 @@ def zip_bundle(bundle_dir, zip_path):
     """Zip a bundle folder (manifest and parts at the archive's top level)."""
     import zipfile
 
+    from thor_sdk.store.files import atomic_output
+
     manifest = read_manifest(bundle_dir)
-    tmp = f"{zip_path}.tmp{os.getpid()}"
-    with zipfile.ZipFile(tmp, "w", compression=zipfile.ZIP_DEFLATED) as z:
-        z.write(os.path.join(bundle_dir, MANIFEST), MANIFEST)
-        for f in manifest["files"]:
-            z.write(os.path.join(bundle_dir, *f["path"].split("/")), f["path"])
-    os.replace(tmp, zip_path)
+    with atomic_output(zip_path, "bundle zip") as tmp:
+        with zipfile.ZipFile(tmp, "w", compression=zipfile.ZIP_DEFLATED) as z:
+            z.write(os.path.join(bundle_dir, MANIFEST), MANIFEST)
+            for f in manifest["files"]:
+                z.write(os.path.join(bundle_dir, *f["path"].split("/")), f["path"])
     return zip_path
 
 
@@ -420,14 +418,13 @@ def ingest_file(results_path, bundle_path, campaign_path):
 
 
 def write_results(doc, path):
-    tmp = f"{path}.tmp{os.getpid()}"
+    from thor_sdk.store.files import write_text
+
     try:
-        with open(tmp, "w", encoding="utf-8") as f:
-            json.dump(doc, f, indent=1, allow_nan=False)
-            f.write("\n")
+        text = json.dumps(doc, indent=1, allow_nan=False) + "\n"
     except ValueError as e:  # NaN / infinity
         raise FormatError(f"results cannot be written as JSON: {e}") from None
-    os.replace(tmp, path)
+    write_text(path, text, "results")
 
 
 # ---------------------------------------------------------------------------------------------

@@ -148,9 +148,10 @@ def _export(module, input_shape, num_classes, path, optimizer, lr, batch_size, e
     spec.description.metadata.shortDescription = "updatable training model written by thor-sdk export"
     path = os.fspath(path)
     os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-    tmp = f"{path}.tmp{os.getpid()}.mlmodel"
-    save_spec(spec, tmp)
-    os.replace(tmp, path)
+    from thor_sdk.store.files import atomic_output
+
+    with atomic_output(path, "Core ML model", suffix=".mlmodel") as tmp:
+        save_spec(spec, tmp)
     return {"format": "coreml-neuralnetwork", "updatable": updatable, "frozen": frozen, "removed": conv.removed,
             "loss": "categorical_cross_entropy" if loss == "ce" else "mean_squared_error",
             "loss_input": "probs" if loss == "ce" else "logits",

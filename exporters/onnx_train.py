@@ -512,10 +512,9 @@ def _atomic_write(path, data):
     path = os.fspath(path)
     d = os.path.dirname(os.path.abspath(path))
     os.makedirs(d, exist_ok=True)
-    tmp = f"{path}.tmp{os.getpid()}"
-    with open(tmp, "wb") as f:
-        f.write(data)
-    os.replace(tmp, path)
+    from thor_sdk.store.files import write_bytes
+
+    write_bytes(path, data, "ONNX file")
 
 
 # -- content-hash cache -----------------------------------------------------------------------------

@@ -140,9 +140,10 @@ def export_torchscript(module, x, y, path, *, loss="ce", optimizer="sgd", x_requ
                           f"{str(e).strip().splitlines()[0]}") from e
     path = os.fspath(path)
     os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-    tmp = f"{path}.tmp{os.getpid()}"
-    torch.jit.save(step, tmp, _extra_files={EXTRA_FILE: text})
-    os.replace(tmp, path)
+    from thor_sdk.store.files import atomic_output
+
+    with atomic_output(path, "TorchScript file") as tmp:
+        torch.jit.save(step, tmp, _extra_files={EXTRA_FILE: text})
     return desc
 
 

@@ -213,6 +213,10 @@ def fit(campaign=None, samples_csv=None, out=None, metric=None, random_state=0, 
 
     if campaign is None and samples_csv is None:
         raise UsageError("give a campaign database and/or --samples CSV")
+    if out:
+        from thor_sdk.store.files import check_output
+
+        check_output(out, "estimator")  # before any fitting
     paths = [] if campaign is None else [campaign] if isinstance(campaign, (str, os.PathLike)) else list(campaign)
     samples, model_runs, sources = [], [], []
     device, runtimes, device_keys = None, set(), set()

@@ -19,8 +19,9 @@ def cmd(model, input_shape, out, unknown_ops, as_json):
 
     ml = layers_of(model, input_shape=input_shape, unknown_ops=unknown_ops)
     if out:
-        with open(out, "w", encoding="utf-8") as f:
-            json.dump(ml.to_dict(), f, indent=1)
+        from thor_sdk.store.files import write_text
+
+        write_text(out, json.dumps(ml.to_dict(), indent=1, allow_nan=False) + "\n", "layer list")
     if as_json:
         emit_json(ml.to_dict())
         return

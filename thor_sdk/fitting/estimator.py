@@ -8,7 +8,6 @@ stdlib), ``android_harness/runtime`` (Java), ``ios_harness/Runtime`` (Swift).
 import datetime
 import json
 import math
-import os
 
 from thor_sdk.errors import FormatError, UsageError
 
@@ -140,8 +139,6 @@ def write_estimator(doc, path):
         text = dumps_estimator(doc)
     except ValueError as e:  # NaN / infinity
         raise FormatError(f"estimator cannot be written as JSON: {e}") from None
-    tmp = f"{path}.tmp{os.getpid()}"
-    with open(tmp, "w", encoding="utf-8") as f:
-        f.write(text)
-    os.replace(tmp, path)
-    return path
+    from thor_sdk.store.files import write_text
+
+    return write_text(path, text, "estimator")

@@ -44,11 +44,14 @@ def read_json(path, part=None, what="power table"):
 
 
 def write_json(doc, path):
-    tmp = f"{path}.tmp"
-    with open(tmp, "w", encoding="utf-8") as f:
-        json.dump(doc, f, indent=1)
-        f.write("\n")
-    os.replace(tmp, path)
+    """``doc`` as strict JSON (no NaN tokens), written whole or not at all."""
+    from thor_sdk.store.files import write_text
+
+    try:
+        text = json.dumps(doc, indent=1, allow_nan=False) + "\n"
+    except ValueError as e:
+        raise FormatError(f"{path} cannot be written as JSON: {e}") from None
+    write_text(path, text, "power table file")
 
 
 def build_table(profile_meta, profile_rows, ratios_doc, samples_to_target=None, sources=None):
