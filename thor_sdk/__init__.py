@@ -22,6 +22,7 @@ _LAZY = {
     "profile": ("thor_sdk.api", "profile"),
     "fit": ("thor_sdk.api", "fit"),
     "estimate": ("thor_sdk.api", "estimate"),
+    "check": ("thor_sdk.check", "check"),
     "measure": ("thor_sdk.api", "measure"),
     "load_estimator": ("thor_sdk.runtime", "load_estimator"),
     "get_device": ("thor_sdk.devices", "get_device"),

@@ -18,6 +18,13 @@ class UsageError(ThorError):
     exit_code = 2
 
 
+class InputError(ThorError):
+    """An input of a command whose exit code 1 is a verdict (``check``: over budget) cannot be used: a
+    malformed estimator, budgets file or model. Exit code 2, so it never reads as the verdict."""
+
+    exit_code = 2
+
+
 class NotFoundError(ThorError):
     """A file, model, layer kind, device or campaign that does not exist."""
 

@@ -116,6 +116,17 @@ def measure_and_store(campaign, device, probe, metric, settings, runtime, on_pro
     return samples
 
 
+def is_probe_failure(e):
+    """Whether ``e`` is this probe's own failure (it cannot be built, exported or run: store it ``failed``
+    and go on) rather than the device's or the store's (unreachable device, no meter, a locked or broken
+    campaign, a usage error: stop, so ``--resume`` continues once that is fixed)."""
+    from thor_sdk.errors import DeviceError, NoMeterError, StoreError, ThorError, UsageError
+
+    if isinstance(e, (DeviceError, NoMeterError, StoreError, UsageError)):
+        return False
+    return isinstance(e, (ThorError, RuntimeError, ValueError))
+
+
 def _own_threads(device):
     own = getattr(device, "own_threads", None)
     return own() if callable(own) else 1

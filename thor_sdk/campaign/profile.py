@@ -25,7 +25,7 @@ from thor_sdk.layers.kinds import feature_vector
 from thor_sdk.probes import Probe
 
 from .gpcache import GPCache
-from .measure import budget_reached, measure_and_store, noisy_summary
+from .measure import budget_reached, is_probe_failure, measure_and_store, noisy_summary
 
 INTEGRATION_BATCHES = (4, 16, 64)
 MAX_INTEGRATION_CONFIGS = 40
@@ -165,9 +165,7 @@ def run_profile(campaign, device, plan, metric="time", settings=None, runtime="t
         try:
             samples = measure_and_store(campaign, device, p, metric, settings, runtime)
         except Exception as e:  # a probe that cannot be built or run is failed, not retried forever
-            from thor_sdk.errors import ThorError
-
-            if not isinstance(e, (ThorError, RuntimeError, ValueError)):
+            if not is_probe_failure(e):
                 raise
             campaign.fail(p.id, f"{type(e).__name__}: {e}")
             samples = []

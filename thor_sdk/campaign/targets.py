@@ -11,13 +11,12 @@ the targets' estimated relative uncertainty falls below ``target_rel_std``.
 import math
 import time
 
-from thor_sdk.errors import ThorError
 from thor_sdk.harness.protocol import ProtocolSettings
 from thor_sdk.layers.kinds import feature_vector, get_kind
 from thor_sdk.probes import Probe
 
 from .gpcache import GPCache
-from .measure import budget_reached, measure_and_store, noisy_summary
+from .measure import budget_reached, is_probe_failure, measure_and_store, noisy_summary
 
 
 def target_points(model_layers, batch_sizes):
@@ -74,7 +73,9 @@ def run_campaign(campaign, device, model_layers, batch_sizes, metric="time", set
         nonlocal measured_now
         try:
             samples = measure_and_store(campaign, device, p, metric, settings, runtime)
-        except (ThorError, RuntimeError, ValueError) as e:
+        except Exception as e:
+            if not is_probe_failure(e):
+                raise
             campaign.fail(p.id, f"{type(e).__name__}: {e}")
             samples = []
         done_ids.add(p.id)

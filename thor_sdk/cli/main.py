@@ -19,6 +19,7 @@ COMMANDS = {
     "profile": ("profile", "cmd", "Profile a device once over the model zoo's prior (estimates unseen models)."),
     "fit": ("fit", "cmd", "Fit one cost model per layer kind into a JSON estimator."),
     "estimate": ("estimate", "cmd", "Estimate a model's training-step cost from an estimator."),
+    "check": ("check", "cmd", "Fail a build when a model's training energy/time is over its budget."),
     "measure": ("measure", "cmd", "Measure a whole model's training step on a device (ground truth)."),
     "evaluate": ("evaluate", "cmd", "Accuracy benchmark: THOR and FLOPs estimates vs measurements."),
     "table": ("table", "cmd", "Power-cap table: profile, ratios, build, select; replay on GPU traces."),
