@@ -25,6 +25,18 @@ class InputError(ThorError):
     exit_code = 2
 
 
+class MissingExtraError(ThorError, ModuleNotFoundError):
+    """A command or function needs a module that only an optional extra installs (``pip install
+    'thor-sdk[probe]'``). Exit code 2; also a ``ModuleNotFoundError`` (``.name``: the module), so
+    ``except ImportError`` keeps working. ``.extra`` names the extra; ``thor_sdk.extras`` builds these."""
+
+    exit_code = 2
+
+    def __init__(self, extra, dist, what="thor-sdk", name=None):
+        self.extra, self.dist = extra, dist
+        super().__init__(f"{what} needs {dist}: pip install 'thor-sdk[{extra}]'", name=name or dist)
+
+
 class NotFoundError(ThorError):
     """A file, model, layer kind, device or campaign that does not exist."""
 

@@ -23,8 +23,6 @@ It is shown beside every THOR estimate so users see how far a FLOPs guess is off
 
 import math
 
-import numpy as np
-
 from thor_sdk.layers.kinds import get_kind
 
 MIN_COST = 1e-15  # s or J: below any measurable layer cost (thor_sdk.fitting.gp.MIN_COST)
@@ -60,6 +58,8 @@ def fit_rate_overhead(flops, costs, scales=None):
     overhead, the best of the four active sets), ``"origin"`` (one FLOPs value: rate only),
     ``"overhead only"`` (no FLOPs), ``"none"``.
     """
+    import numpy as np
+
     scales = costs if scales is None else scales
     # a layer does at least one FLOP or none: fewer (a subnormal from a corrupt input) counts as none
     rows = [(float(f) if f >= 1.0 else 0.0, float(c), float(d)) for f, c, d in zip(flops, costs, scales)

@@ -53,14 +53,25 @@ def cli():
     """thor-sdk: what training a neural network on a device costs, measured and predicted (THOR)."""
 
 
+def _command(argv):
+    """The subcommand named in ``argv`` (None before one is given)."""
+    args = sys.argv[1:] if argv is None else list(argv)
+    return next((a for a in args if a in COMMANDS), None)
+
+
 def main(argv=None):
     from thor_sdk.errors import ThorError
+    from thor_sdk.extras import missing_extra
 
     try:
         rv = cli.main(args=argv, prog_name="thor-sdk", standalone_mode=False)
-    except ThorError as e:
-        click.echo(f"Error: {e}", err=True)
-        sys.exit(e.exit_code)
+    except (ThorError, ModuleNotFoundError) as e:
+        # a module only an extra installs (torch, onnx, ...), raised or a ThorError's cause: one line naming the extra
+        err = missing_extra(e, _command(argv)) or e
+        if not isinstance(err, ThorError):
+            raise
+        click.echo(f"Error: {err}", err=True)
+        sys.exit(err.exit_code)
     except click.exceptions.Abort:
         click.echo("Aborted.", err=True)
         sys.exit(130)
