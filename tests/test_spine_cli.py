@@ -149,3 +149,23 @@ def test_kill_9_during_probe_then_resume(tmp_path):
     assert sorted(ids) == sorted(planned)  # each planned probe exactly once
     assert all(s == "done" for _, s in probes)
     assert sorted(p for (p,) in samples) == sorted(ids)
+
+
+def test_every_command_s_options_reach_its_function():
+    """Each click command's callback accepts every option it declares (a missing parameter is a TypeError at run time)."""
+    import inspect
+
+    from thor_sdk.cli.main import COMMANDS, cli
+
+    def walk(cmd):
+        if hasattr(cmd, "commands"):
+            for sub in cmd.commands.values():
+                yield from walk(sub)
+        else:
+            yield cmd
+
+    for name in COMMANDS:
+        for cmd in walk(cli.get_command(None, name)):
+            params = set(inspect.signature(cmd.callback).parameters)
+            declared = {p.name for p in cmd.params}
+            assert declared <= params, (name, cmd.name, declared - params)

@@ -33,8 +33,8 @@ from .probe import protocol_options, settings_from
 @quiet_option
 @json_option
 def cmd(device, runtime, metric, meter, out, resume, max_seconds, max_probes, target_std, models, input_shape, kinds,
-        reference_every_s, calibration_models, seed, prior_path, min_rounds, max_rounds, window_s, cv_target, threads, quiet,
-        as_json):
+        reference_every_s, calibration_models, seed, prior_path, min_rounds, max_rounds, window_s, cv_target, threads,
+        unknown_ops, quiet, as_json):
     """Profile DEVICE once over the zoo's prior of layer configs (space-filling, then where estimates over
     the prior are least certain). Fit it with `thor-sdk fit`; the estimator serves models never probed."""
     from thor_sdk.api import profile
