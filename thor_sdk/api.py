@@ -159,8 +159,6 @@ def profile(device="host", metric="time", out="profile.db", resume=False, runtim
         prior, kinds = meta["prior"], meta.get("profile_kinds")
         calibration_models = meta.get("calibration_models", [])
     else:
-        if threads is None and device == "host":
-            threads = 1
         dev = _device(device, meter, threads)
         dev.require_meter(metric)
         prior = load_prior(prior_path)
@@ -304,8 +302,7 @@ def _measurement_quality(dev, r, metric, settings):
     from thor_sdk.devices.state import load_summary
     from thor_sdk.harness.protocol import robust_summary
 
-    own = getattr(dev, "own_threads", None)
-    threads = own() if callable(own) else None
+    threads = dev.own_threads()
     load = load_summary(r.states, os.cpu_count() if dev.name == "host" else None, threads or 1)
     cv = robust_summary(r.values(metric))["cv"]
     outliers = r.outliers(metric, settings.outlier_k)

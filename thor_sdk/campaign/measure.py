@@ -109,7 +109,7 @@ def measure_and_store(campaign, device, probe, metric, settings, runtime, on_pro
         offset += max(len(r.time_s) for r in res.values())
         samples = derive_samples(probe, merged, metric, cv_target=s.cv_target,
                                  load=load_summary([st for r in merged.values() for st in r.states],
-                                                   own_threads=_own_threads(device)))
+                                                   own_threads=device.own_threads() or 1))
         if not any(x["flagged"] for x in samples):
             break
     campaign.complete(probe.id, samples, window_detail=window_detail(merged))
@@ -125,11 +125,6 @@ def is_probe_failure(e):
     if isinstance(e, (DeviceError, NoMeterError, StoreError, UsageError)):
         return False
     return isinstance(e, (ThorError, RuntimeError, ValueError))
-
-
-def _own_threads(device):
-    own = getattr(device, "own_threads", None)
-    return own() if callable(own) else 1
 
 
 def window_detail(results_by_part):
@@ -159,7 +154,10 @@ def budget_reached(n_done, max_probes, elapsed_s, limit_s, max_seconds):
 
 
 
-def noisy_summary(campaign):
-    """``{"noisy": n, "busy": n}``: samples of the campaign stored noisy, and those measured on a busy machine."""
-    got = [s for s in campaign.samples() if s.get("noisy")]
-    return {"noisy": len(got), "busy": sum(1 for s in got if "machine busy" in (s.get("noise_reason") or ""))}
+def sample_summary(campaign):
+    """``{"flagged", "noisy", "busy"}``: samples of the campaign flagged (left out of fits), stored noisy,
+    and measured on a busy machine."""
+    samples = campaign.samples()
+    noisy = [s for s in samples if s.get("noisy")]
+    return {"flagged": sum(1 for s in samples if s["flagged"]), "noisy": len(noisy),
+            "busy": sum(1 for s in noisy if "machine busy" in (s.get("noise_reason") or ""))}

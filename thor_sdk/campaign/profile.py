@@ -25,7 +25,7 @@ from thor_sdk.layers.kinds import feature_vector
 from thor_sdk.probes import Probe
 
 from .gpcache import GPCache
-from .measure import budget_reached, is_probe_failure, measure_and_store, noisy_summary
+from .measure import budget_reached, is_probe_failure, measure_and_store, sample_summary
 
 INTEGRATION_BATCHES = (4, 16, 64)
 MAX_INTEGRATION_CONFIGS = 40
@@ -247,7 +247,7 @@ def run_profile(campaign, device, plan, metric="time", settings=None, runtime="t
     st = campaign.status_counts()
     return {"stop_reason": reason, "probes_done": st.get("done", 0), "probes_failed": st.get("failed", 0),
             "probes_measured_now": measured_now, "calibration_runs": cal, "seconds": clock() - t0,
-            "flagged": sum(1 for s in campaign.samples() if s["flagged"]), **noisy_summary(campaign), "kinds": dict(sorted(counts.items()))}
+            **sample_summary(campaign), "kinds": dict(sorted(counts.items()))}
 
 
 def calibrate(campaign, device, metric, settings, runtime, models, batches, progress=None):

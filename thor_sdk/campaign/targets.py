@@ -16,7 +16,7 @@ from thor_sdk.layers.kinds import feature_vector, get_kind
 from thor_sdk.probes import Probe
 
 from .gpcache import GPCache
-from .measure import budget_reached, is_probe_failure, measure_and_store, noisy_summary
+from .measure import budget_reached, is_probe_failure, measure_and_store, sample_summary
 
 
 def target_points(model_layers, batch_sizes):
@@ -119,4 +119,4 @@ def run_campaign(campaign, device, model_layers, batch_sizes, metric="time", set
     return {"stop_reason": reason, "probes_done": counts.get("done", 0), "probes_failed": counts.get("failed", 0),
             "probes_measured_now": measured_now,
             "target_configs": len(points), "seconds": clock() - t0,
-            "flagged": sum(1 for s in campaign.samples() if s["flagged"]), **noisy_summary(campaign)}
+            **sample_summary(campaign)}

@@ -42,6 +42,10 @@ class Device:
         """Measure every part of ``probe``; returns {part: PartResult}."""
         raise NotImplementedError
 
+    def own_threads(self):
+        """Intra-op threads a measurement here runs with, where known (the host); None elsewhere."""
+        return None
+
     def measure_model(self, model, batch_size, metric="time", settings=None, runtime="torch", on_round=None):
         """Measure one whole model's training step; returns a PartResult (part "model"). ``model`` is a
         reference-network name; the host also takes any other form (``thor_sdk.harness.whole_model``)."""
