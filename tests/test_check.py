@@ -279,6 +279,39 @@ def test_junit_report_structure(tmp_path):
     assert root.find("testsuite").get("failures") == "0" and not list(root.iter("failure"))
 
 
+JUNIT_XSD = Path(__file__).parent / "fixtures" / "junit" / "junit-10.xsd"
+
+
+def test_junit_report_validates_against_the_common_junit_schema(tmp_path):
+    """Jenkins' junit-10.xsd (the file pytest validates its own --junitxml against), through xmlschema:
+    the over-budget report (one <failure> per over-budget model and budget) and the passing one."""
+    xmlschema = pytest.importorskip("xmlschema")
+    schema = xmlschema.XMLSchema(str(JUNIT_XSD))
+    junit = tmp_path / "thor-check.xml"
+    assert cli("--budgets", FAIL_TOML, "--junit", junit)[0] == 1
+    schema.validate(str(junit))
+    report = thor_sdk.check(budgets=str(FAIL_TOML))
+    assert len(ET.parse(junit).getroot().findall("testsuite/testcase/failure")) == len(report.failures) == 2
+    assert cli("--budgets", PASS_TOML, "--junit", junit)[0] == 0
+    schema.validate(str(junit))
+    # the schema rejects what it should (so the checks above can fail): an attribute it does not know
+    bad = junit.read_text().replace("<testsuite ", "<testsuite bogus=\"1\" ", 1)
+    assert not schema.is_valid(bad)
+
+
+def test_junit_text_is_valid_for_hostile_names(tmp_path):
+    """Control characters, markup and runs of spaces in model names or warnings still give a valid file."""
+    xmlschema = pytest.importorskip("xmlschema")
+    from thor_sdk.check import junit
+
+    schema = xmlschema.XMLSchema(str(JUNIT_XSD))
+    report = thor_sdk.check(budgets=str(FAIL_TOML))
+    for r in report.results:
+        r.model = "a\x00b <c> & \"d\"\x1f   e\n"
+    report.warnings.append("bell \x07 and ]]> end")
+    schema.validate(junit.junit_xml(report))
+
+
 def test_junit_write_is_atomic(tmp_path, monkeypatch):
     from thor_sdk.check import junit
     from thor_sdk.store import files
