@@ -11,7 +11,6 @@ import re
 import shutil
 import subprocess
 import sys
-import time
 import xml.etree.ElementTree as ET
 from pathlib import Path
 from statistics import NormalDist
@@ -418,7 +417,9 @@ def test_epochs_and_partial_last_batch(samples, steps_per_epoch, last):
 
 
 # ----------------------------------------------------------------------------- a cold 150-layer check
-def test_150_layer_list_cold_process_under_1s_without_torch(tmp_path):
+def test_150_layer_list_cold_process_without_torch(tmp_path):
+    """A cold check of a layer list imports no torch, numpy or scikit-learn (its wall time, < 1 s, is
+    measured in bench/bench_check.py, not asserted here)."""
     doc = json.loads(LAYERS.read_text())
     body, head = doc["layers"][:-1], doc["layers"][-1]
     layers = [dict(body[i % len(body)], name=f"l{i}", role="input" if i == 0 else "hidden") for i in range(149)]
@@ -434,11 +435,8 @@ def test_150_layer_list_cold_process_under_1s_without_torch(tmp_path):
             "    print('exit', e.code, sorted(m for m in ('torch', 'numpy', 'sklearn', 'onnx') if m in sys.modules),"
             " file=sys.stderr)\n")
     for budget, want in (("1000", 0), ("1", 1)):  # within; over (the explanation searches batch sizes)
-        t0 = time.perf_counter()
         p = subprocess.run([sys.executable, "-c", code, budget], capture_output=True, text=True, timeout=60)
-        wall = time.perf_counter() - t0
         assert p.stderr.strip().splitlines()[-1] == f"exit {want} []", p.stderr
-        assert wall < 1.0, f"{wall:.2f} s"
         assert "big150: 3 epochs x 313 steps" in p.stdout
 
 

@@ -363,6 +363,10 @@ class KindGP:
         # alpha = Lm^-T B^-1 Lm^-1 Kmn Lam^-1 r
         alpha = solve_triangular(Lm.T, cho_solve((LB, True), V @ (rt / lam)), lower=False)
         beta, Ub = eigh(B)                                     # B = Ub diag(beta) Ub^T, beta >= 1
+        # an eigenvector's sign is LAPACK's choice: fix it (largest entry positive) so that one fit writes
+        # one file on every machine; only |W k| is ever used, which the sign does not change
+        peak = Ub[np.argmax(np.abs(Ub), axis=0), np.arange(m)]
+        Ub = Ub * np.where(peak < 0, -1.0, 1.0)
         gain = np.clip(1.0 - 1.0 / beta, 0.0, 1.0)             # I - B^-1 = Ub diag(gain) Ub^T
         order = np.argsort(gain)[::-1][: self.max_rank]
         order = order[gain[order] > 1e-9]
