@@ -18,6 +18,7 @@ EXTRAS = (
     ("export", (("torch", "torch"), ("numpy", "numpy"), ("onnx", "onnx"), ("onnxruntime", "onnxruntime"),
                 ("onnxscript", "onnxscript"), ("onnx_ir", "onnx-ir"), ("coremltools", "coremltools"),
                 ("google.protobuf", "protobuf"))),
+    ("report", (("matplotlib", "matplotlib"),)),
 )
 
 # command -> the extra it needs beyond the core (commands not named here: "probe" for torch and the like)
