@@ -44,7 +44,7 @@ def test_shipped_code_has_no_pickle():
 # ---- the light core install and its extras (issue 11, part 5) -------------------------------------------
 
 HEAVY = ("torch", "onnx", "onnxruntime", "onnxscript", "onnx_ir", "coremltools", "numpy", "scipy", "sklearn",
-         "pynvml")
+         "pynvml", "matplotlib")
 # Runs thor_sdk.cli.main.main(argv) with every HEAVY module unimportable (as in a core-only install); prints
 # the heavy imports that were attempted, as one JSON line on stderr, after the command's own output.
 BLOCKED_RUN = r"""
@@ -110,14 +110,15 @@ def test_core_install_is_light_and_extras_bring_the_rest():
     project = _project()
     core = set(_requirement_names(project["dependencies"]))
     heavy = {"torch", "onnx", "onnxruntime", "onnxscript", "coremltools", "numpy", "scipy", "scikit-learn",
-             "nvidia-ml-py"}
+             "nvidia-ml-py", "matplotlib"}
     assert core == {"click", "jsonschema"}, core
-    assert set(project["optional-dependencies"]) >= {"fit", "probe", "export", "all", "dev"}
+    assert set(project["optional-dependencies"]) >= {"fit", "probe", "export", "report", "all", "dev"}
+    assert _resolved(project, "report") == {"matplotlib"}
     assert _resolved(project, "fit") == {"numpy", "scipy", "scikit-learn"}
     assert _resolved(project, "probe") == {"torch", "nvidia-ml-py", "numpy", "scipy", "scikit-learn"}
     assert _resolved(project, "export") >= {"torch", "onnx", "onnxruntime", "onnxscript", "coremltools"}
     assert _resolved(project, "all") == heavy
-    assert _resolved(project, "dev") == _resolved(project, "all") | {"pytest", "hypothesis"}
+    assert _resolved(project, "dev") == _resolved(project, "all") | {"pytest", "hypothesis", "xmlschema"}
     # thor_sdk.extras (what the one-line error suggests) agrees with what each extra installs
     from thor_sdk.extras import EXTRAS
 
