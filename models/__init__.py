@@ -157,6 +157,24 @@ def list_models(group="reference"):
     return [n for n, s in SPECS.items() if s.group == group]
 
 
+def expand_models(specs):
+    """Model specs with groups expanded, in order, without repeats: ``zoo:GROUP`` (``zoo:heldout``,
+    ``zoo:reference``, ``zoo:zoo``, ``zoo:all``) becomes that group's names; anything else (a name,
+    ``file.py:Class``, a layer-list JSON or ONNX path) is kept as given."""
+    out = []
+    for spec in specs:
+        spec = str(spec).strip()
+        names = list_models(spec[4:]) if spec.startswith("zoo:") else [spec] if spec else []
+        out.extend(n for n in names if n not in out)
+    return out
+
+
+def group_of(name):
+    """The group of a named net (``reference``, ``zoo``, ``heldout``), ``None`` for any other model form."""
+    spec = SPECS.get(name)
+    return spec.group if spec is not None else None
+
+
 def model_spec(name):
     try:
         return SPECS[name]

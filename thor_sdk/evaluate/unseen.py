@@ -1,0 +1,154 @@
+"""Generalization: a device profile's estimator against direct measurement of models it never saw, beside every baseline.
+
+For each model and batch size: a reference net is measured first (the machine's drift across the run is
+reported), then the profile's reference probe around the model (the device's speed now against during its
+profile), then the model itself; THOR's estimate (mean, std, 95% interval) and each baseline's estimate of
+the same model are put beside the measurement. Baselines are fitted only on what they are allowed to see:
+the FLOPs and TDP baselines on the profile's probes (through the estimator), PRE on whole-model runs of
+*other* models (leave one model out), so no method is scored on a model it was fitted on.
+"""
+
+import math
+import statistics
+import time
+
+Z95 = 1.959964
+
+
+def _ape(est, true):
+    return abs(est - true) / abs(true) * 100.0 if est is not None and true else None
+
+
+def _mean(xs):
+    xs = [x for x in xs if x is not None]
+    return statistics.fmean(xs) if xs else None
+
+
+def method_summary(rows, method):
+    """MAPE, max APE, n and (where the method has a std) the 95% coverage of one method over the rows."""
+    got = [r["estimates"][method] for r in rows if r["estimates"].get(method, {}).get("ape") is not None]
+    apes = [g["ape"] for g in got]
+    cov = [g["covered95"] for g in got if g.get("covered95") is not None]
+    return {"n": len(apes), "mape": _mean(apes), "max_ape": max(apes) if apes else None,
+            "median_ape": statistics.median(apes) if apes else None,
+            "coverage95": (sum(cov) / len(cov)) if cov else None}
+
+
+def evaluate_unseen(estimator, models, device="host", batch_sizes=(16,), metric="time", runtime=None, settings=None,
+                    threads=None, reference="lenet5", progress=None, input_shape=None, baselines=None):
+    """Estimate models and measure them directly, side by side, for THOR and every baseline.
+
+    ``estimator``: a path or a loaded estimator (``thor-sdk profile`` + ``fit``). ``models``: any form
+    ``estimate`` takes (reference or zoo names, ``file.py:Class`` with ``input_shape``, layer-list JSON,
+    ONNX). ``baselines``: ``{name: baseline}`` objects with ``estimate_model(layers, batch_size, info)``
+    (``thor_sdk.evaluate.methods``); the FLOPs baseline of the estimator is always there. ``progress``:
+    called ``("start", total)`` then ``("step", label)`` after each model and batch size.
+    Returns a plain dict (JSON-ready): one row per measured model and batch size with ``estimates`` per
+    method (value, APE, and for THOR the std, z and whether the 95% interval covers the measurement),
+    ``methods`` (MAPE, max APE, coverage per method), skipped models with the reason, the reference net's
+    drift, and what each method assumed.
+    """
+    from thor_sdk.api import _device, estimate
+    from thor_sdk.errors import NotFoundError, UsageError
+    from thor_sdk.evaluate.methods import finish_methods, row_context
+    from thor_sdk.harness.protocol import ProtocolSettings
+    from thor_sdk.harness.whole_model import resolve_model
+    from thor_sdk.models import group_of
+    from thor_sdk.runtime import load_estimator
+
+    est = load_estimator(estimator) if not hasattr(estimator, "estimate") else estimator
+    runtime = runtime or est.runtime
+    if runtime != est.runtime:
+        raise UsageError(f"the estimator was fitted on runtime {est.runtime!r}; measuring with {runtime!r} "
+                         "would compare different things")
+    if metric != est.metric:
+        raise UsageError(f"the estimator estimates {est.metric}; measuring {metric} would compare different things")
+    settings = settings or ProtocolSettings()
+    sources = [resolve_model(m, input_shape) for m in models]  # unknown names, missing files fail before any work
+    dev = _device(device, threads=threads)
+    baselines = dict(baselines or {})
+    rows, refs, skipped = [], [], []
+    t_start = time.monotonic()
+    probe_ref = (est.doc.get("whole_model") or {}).get("reference")
+    if progress:
+        progress("start", len(sources) * len(batch_sizes))
+
+    def device_level():
+        """The profile's reference probe measured now, over its level during the profile."""
+        from thor_sdk.probes import Probe
+
+        p = Probe.from_dict(probe_ref["probe"])
+        res = dev.measure_probe(p, metric=metric, settings=settings, runtime=runtime)
+        return statistics.median(res[probe_ref.get("part") or p.role].values(metric)) / probe_ref["median_value"]
+
+    for model, source in zip(models, sources):
+        for b in batch_sizes:
+            label = f"{source.label} b{b}"
+            try:
+                e = estimate(est, model, batch_size=b, input_shape=input_shape)
+            except NotFoundError as err:  # a kind the profile never reached: said, not averaged in
+                skipped.append({"model": source.label, "batch_size": b, "reason": str(err)})
+                if progress:
+                    progress("step", label)
+                continue
+            if reference:
+                r = dev.measure_model(reference, 16, metric=metric, settings=settings, runtime=runtime)
+                refs.append({"t_s": time.monotonic() - t_start, "value": statistics.median(r.values(metric))})
+            level = device_level() if probe_ref else None
+            m = dev.measure_model(source.name or source, b, metric=metric, settings=settings, runtime=runtime)
+            vals = m.values(metric)
+            measured = statistics.median(vals)
+            if probe_ref:
+                level = math.sqrt(level * device_level())  # before and after the model
+            mean, std = e["total"]["mean"], e["total"]["std"]
+            flops = e["flops_baseline"]["total"]
+            z = (measured - mean) / std if std > 0 else None  # no std: no interval (JSON has no infinity)
+            row = {"model": source.label, "group": group_of(source.name) if source.name else None, "batch_size": b,
+                   "measured": measured,
+                   "measured_cv": (statistics.stdev(vals) / statistics.fmean(vals)) if len(vals) > 1 else None,
+                   "thor": mean, "thor_std": std, "thor_layers_std": e["layers_total"]["std"],
+                   "thor_ape": _ape(mean, measured), "z": z, "covered95": z is not None and abs(z) <= Z95,
+                   "flops": flops, "flops_ape": _ape(flops, measured), "layers": len(e["layers"]),
+                   "approximated": e.get("approximated") or [], "device_level": level,
+                   "thor_level_adjusted": mean * level if level else None,
+                   "thor_level_adjusted_ape": _ape(mean * level, measured) if level else None,
+                   "covered95_level_adjusted": (abs(measured - mean * level) <= Z95 * std * level)
+                   if level else None}
+            row["estimates"] = {
+                "THOR": {"value": mean, "std": std, "ape": row["thor_ape"], "z": z, "covered95": row["covered95"],
+                         "low95": max(0.0, mean - Z95 * std), "high95": mean + Z95 * std},
+                "FLOPs": {"value": flops, "ape": row["flops_ape"]},
+            }
+            row["_context"] = row_context(e, b)  # what the baselines need (dropped from the result)
+            rows.append(row)
+            if progress:
+                progress("step", label)
+    notes = finish_methods(rows, baselines, est)  # fills every baseline's estimate; PRE leave-one-model-out
+    for r in rows:
+        r.pop("_context", None)
+    method_names = ["THOR", "FLOPs", *[n for n in baselines if n not in ("THOR", "FLOPs")]]
+    methods = {n: dict(method_summary(rows, n), note=notes.get(n)) for n in method_names}
+    thor = [r["thor_ape"] for r in rows]
+    fl = [r["flops_ape"] for r in rows if r["flops_ape"] is not None]
+    ref_vals = [r["value"] for r in refs]
+    adj = [r["thor_level_adjusted_ape"] for r in rows if r["thor_level_adjusted_ape"] is not None]
+    return {
+        "device": dev.name, "runtime": runtime, "metric": metric, "unit": est.unit, "batch_sizes": list(batch_sizes),
+        "rows": rows, "skipped": skipped, "methods": methods,
+        "thor_mape": statistics.fmean(thor) if thor else None,
+        "thor_max_ape": max(thor) if thor else None,
+        "flops_mape": statistics.fmean(fl) if fl else None,
+        "flops_over_thor": (statistics.fmean(fl) / statistics.fmean(thor)) if thor and fl else None,
+        "coverage95": sum(r["covered95"] for r in rows) / len(rows) if rows else None,
+        "thor_level_adjusted_mape": statistics.fmean(adj) if adj else None,
+        "coverage95_level_adjusted": (sum(r["covered95_level_adjusted"] for r in rows if r["device_level"])
+                                      / len(adj)) if adj else None,
+        "median_abs_z": statistics.median(abs(r["z"]) for r in rows if r["z"] is not None)
+        if any(r["z"] is not None for r in rows) else None,
+        "reference": {"model": reference, "batch_size": 16, "runs": refs,
+                      "spread": (max(ref_vals) / min(ref_vals) - 1.0) if len(ref_vals) > 1 else None},
+        "estimator": {"device": est.device.get("name"), "runtime": est.runtime,
+                      "whole_model_rel_std": est.whole_model_rel_std, "kinds": sorted(est.kinds)},
+        "elapsed_s": time.monotonic() - t_start,
+        "settings": settings.to_dict(), "device_info": dev.info(), "command": None,
+    }
