@@ -24,6 +24,7 @@ _LAZY = {
     "estimate": ("thor_sdk.api", "estimate"),
     "check": ("thor_sdk.check", "check"),
     "measure": ("thor_sdk.api", "measure"),
+    "prune_plan": ("thor_sdk.prune", "prune_plan"),
     "load_estimator": ("thor_sdk.runtime", "load_estimator"),
     "get_device": ("thor_sdk.devices", "get_device"),
 }

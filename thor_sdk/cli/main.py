@@ -28,6 +28,7 @@ COMMANDS = {
     "export": ("export", "cmd", "Export a model's training step as ONNX, TorchScript or updatable Core ML."),
     "bundle": ("bundle", "cmd", "Export a campaign's probes into a bundle a device harness runs."),
     "harness": ("harness", "cmd", "Run a probe bundle here (reference harness); ingest a harness's results."),
+    "prune-plan": ("prune", "cmd", "Plan width cuts that bring a model's estimated cost down by a target fraction."),
 }
 
 
