@@ -1,51 +1,88 @@
+"""`thor-sdk evaluate`: THOR and the baselines against measured training steps (a thin layer over thor_sdk.evaluate)."""
+
 import click
 
-from .common import emit_json, json_option, quiet_option, table
+from .common import Progress, emit_json, json_option, quiet_option, table
 from .probe import protocol_options, settings_from
 
 
 @click.command("evaluate")
+@click.option("--estimator", type=click.Path(dir_okay=False),
+              help="A device profile's estimator (`thor-sdk profile` + `fit`): estimate the models with it and with "
+                   "every baseline, measure them, and report (default models: zoo:heldout, nets it never saw).")
 @click.option("--device", default="host", show_default=True)
-@click.option("--model", "models", multiple=True, help="Models to evaluate (default: all reference nets).")
-@click.option("--batch-size", "batch_sizes", type=int, multiple=True, default=(32,), show_default=True,
-              help="Batch size(s); the target-driven benchmark uses the first.")
-@click.option("--unseen", is_flag=True,
-              help="Generalization: estimate models the --estimator never saw (default: the held-out nets) and "
-                   "measure them, with the 95%-interval coverage.")
-@click.option("--estimator", type=click.Path(dir_okay=False), help="With --unseen: a device profile's estimator.")
-@click.option("--metric", type=click.Choice(["time", "energy"]), default="time", show_default=True)
-@click.option("--runtime", type=click.Choice(["torch", "onnxruntime"]), default="torch", show_default=True)
+@click.option("--models", "model_list", help="Comma-separated models: names, zoo:GROUP (zoo:heldout, zoo:reference, "
+              "zoo:zoo, zoo:all), file.py:Class, layer-list .json, .onnx.")
+@click.option("--model", "models", multiple=True, help="One model (any form; repeatable).")
+@click.option("--input-shape", help="Per-sample input shape for file.py:Class models, e.g. 3,32,32.")
+@click.option("--batch-size", "batch_sizes", type=int, multiple=True, default=None,
+              help="Batch size(s) [default: 16 with --estimator, 32 without].")
+@click.option("--out", "out", type=click.Path(file_okay=False),
+              help="With --estimator: write the report here (index.html, report.md, results.json, figures).")
+@click.option("--campaign", type=click.Path(dir_okay=False, exists=True),
+              help="With --estimator: the profile's campaign, to plot its probes beside the GP estimates.")
+@click.option("--unseen", is_flag=True, help="Kept for older scripts: the same as giving --estimator.")
+@click.option("--metric", type=click.Choice(["time", "energy"]), default=None,
+              help="What is measured [default: the estimator's metric; time without one].")
+@click.option("--runtime", type=click.Choice(["torch", "onnxruntime"]), default=None,
+              help="Runtime measured [default: the estimator's; torch without one].")
 @click.option("--out-dir", default="thor-evaluate", show_default=True, type=click.Path(file_okay=False),
-              help="Campaigns and estimators are kept here.")
-@click.option("--max-probes", type=int)
-@click.option("--max-seconds", type=float)
+              help="Without --estimator: campaigns and estimators of the per-model benchmark are kept here.")
+@click.option("--max-probes", type=int, help="Without --estimator: probes per model's campaign at most.")
+@click.option("--max-seconds", type=float, help="Without --estimator: seconds per model's campaign at most.")
 @protocol_options
 @quiet_option
 @json_option
-def cmd(device, models, batch_sizes, unseen, estimator, metric, runtime, out_dir, max_probes, max_seconds, min_rounds, max_rounds, window_s,
-        cv_target, threads, quiet, as_json):
-    """Accuracy benchmark: THOR and FLOPs-baseline estimates vs measured training steps."""
-    import sys
+def cmd(estimator, device, model_list, models, input_shape, batch_sizes, out, campaign, unseen, metric, runtime,
+        out_dir, max_probes, max_seconds, min_rounds, max_rounds, window_s, cv_target, threads, quiet, as_json):
+    """THOR and the baselines against measured training steps.
 
+    With --estimator (a device profile): estimate models it never saw with THOR and each baseline, measure
+    them directly, and report MAPE, max error and the 95% interval's coverage per method (--out DIR adds an
+    HTML page, Markdown and JSON with figures). Without: the per-model benchmark (a THOR campaign per model).
+    """
     from thor_sdk.errors import UsageError
-    from thor_sdk.evaluate import evaluate
-    from thor_sdk.models import list_models
+    from thor_sdk.models import expand_models
 
-    if unseen:
+    specs = [m for m in (model_list or "").split(",") if m.strip()] + list(models)
+    settings = settings_from(min_rounds, max_rounds, window_s, cv_target)
+    if estimator or unseen:
         if not estimator:
             raise UsageError("--unseen needs --estimator (from `thor-sdk profile` and `thor-sdk fit`)")
-        return _unseen(estimator, device, list(models) or list_models("heldout"), batch_sizes, metric, threads,
-                       settings_from(min_rounds, max_rounds, window_s, cv_target), quiet, as_json)
+        return _unseen(estimator, device, expand_models(specs or ["zoo:heldout"]), input_shape,
+                       list(batch_sizes or (16,)), metric, runtime, threads, settings, out, campaign, quiet, as_json)
+    for name, v in (("--out", out), ("--campaign", campaign), ("--input-shape", input_shape)):
+        if v:
+            raise UsageError(f"{name} goes with --estimator (the per-model benchmark takes reference names)")
+    return _per_model(device, expand_models(specs or ["zoo:reference"]), list(batch_sizes or (32,)),
+                      metric or "time", runtime or "torch",
+                      out_dir, max_probes, max_seconds, settings, threads, quiet, as_json)
+
+
+def _per_model(device, models, batch_sizes, metric, runtime, out_dir, max_probes, max_seconds, settings, threads,
+               quiet, as_json):
+    import sys
+
+    from thor_sdk.evaluate import evaluate
+
     batch_size = batch_sizes[0]
-    models = list(models) or list_models()
+    bar = Progress(len(models), "evaluating", quiet)
+    started = []
 
     def progress(event, name):
-        if not quiet:
-            click.echo(f"evaluating {name} ...", err=True)
+        if event == "model":
+            if started:
+                bar.update(1)
+            started.append(name)
+            bar.update(0, label=f"campaign {name}")
 
-    r = evaluate(models, device=device, batch_size=batch_size, metric=metric, out_dir=out_dir, runtime=runtime,
-                 settings=settings_from(min_rounds, max_rounds, window_s, cv_target), max_probes=max_probes,
-                 max_seconds=max_seconds, progress=progress, threads=threads)
+    try:
+        r = evaluate(models, device=device, batch_size=batch_size, metric=metric, out_dir=out_dir, runtime=runtime,
+                     settings=settings, max_probes=max_probes, max_seconds=max_seconds, progress=progress,
+                     threads=threads)
+        bar.update(1)
+    finally:
+        bar.close()
     r["command"] = "thor-sdk " + " ".join(sys.argv[1:])
     if as_json:
         emit_json(r)
@@ -66,23 +103,55 @@ def cmd(device, models, batch_sizes, unseen, estimator, metric, runtime, out_dir
     click.echo(f"command: {r['command']}")
 
 
-def _unseen(estimator, device, models, batch_sizes, metric, threads, settings, quiet, as_json):
+def _unseen(estimator, device, models, input_shape, batch_sizes, metric, runtime, threads, settings, out, campaign,
+            quiet, as_json):
     import sys
 
     from thor_sdk.evaluate import evaluate_unseen
+    from thor_sdk.evaluate.report import check_report_dir, write_report
+    from thor_sdk.runtime import load_estimator
 
-    def progress(event, name):
-        if not quiet:
-            click.echo(f"measuring {name} ...", err=True)
+    if out:
+        check_report_dir(out)  # before any measurement
+    est = load_estimator(estimator)
+    samples = _campaign_samples(campaign, est.metric) if campaign else ()
+    bar = None
 
-    r = evaluate_unseen(estimator, models, device=device, batch_sizes=batch_sizes, metric=metric, settings=settings,
-                        threads=threads, progress=progress)
+    def progress(event, info):
+        nonlocal bar
+        if event == "start":
+            bar = Progress(info, "measuring", quiet)
+        elif bar is not None:
+            bar.update(1, label=f"done {info}")
+
+    try:
+        r = evaluate_unseen(est, models, device=device, batch_sizes=batch_sizes, metric=metric, settings=settings,
+                            threads=threads, progress=progress, input_shape=input_shape,
+                            runtime=runtime)
+    finally:
+        if bar is not None:
+            bar.close()
     r["command"] = "thor-sdk " + " ".join(sys.argv[1:])
+    if out:
+        r["report"] = write_report(r, out, estimator=est, samples=samples)
+    r.pop("layers", None)
     if as_json:
         emit_json(r)
         return
     click.echo(unseen_table(r))
+    if out:
+        click.echo(f"report: {r['report']['files'][-1]}" + (f" ({r['report']['note']})" if r["report"]["note"] else ""))
     click.echo(f"command: {r['command']}")
+
+
+def _campaign_samples(path, metric):
+    from thor_sdk.store import Campaign
+
+    c = Campaign.open(path)
+    try:
+        return c.samples(metric)
+    finally:
+        c.close()
 
 
 def unseen_table(r):

@@ -34,7 +34,7 @@ def method_summary(rows, method):
             "coverage95": (sum(cov) / len(cov)) if cov else None}
 
 
-def evaluate_unseen(estimator, models, device="host", batch_sizes=(16,), metric="time", runtime=None, settings=None,
+def evaluate_unseen(estimator, models, device="host", batch_sizes=(16,), metric=None, runtime=None, settings=None,
                     threads=None, reference="lenet5", progress=None, input_shape=None, baselines=None):
     """Estimate models and measure them directly, side by side, for THOR and every baseline.
 
@@ -58,6 +58,7 @@ def evaluate_unseen(estimator, models, device="host", batch_sizes=(16,), metric=
 
     est = load_estimator(estimator) if not hasattr(estimator, "estimate") else estimator
     runtime = runtime or est.runtime
+    metric = metric or est.metric
     if runtime != est.runtime:
         raise UsageError(f"the estimator was fitted on runtime {est.runtime!r}; measuring with {runtime!r} "
                          "would compare different things")
@@ -67,7 +68,7 @@ def evaluate_unseen(estimator, models, device="host", batch_sizes=(16,), metric=
     sources = [resolve_model(m, input_shape) for m in models]  # unknown names, missing files fail before any work
     dev = _device(device, threads=threads)
     baselines = dict(baselines or {})
-    rows, refs, skipped = [], [], []
+    rows, refs, skipped, layers = [], [], [], []
     t_start = time.monotonic()
     probe_ref = (est.doc.get("whole_model") or {}).get("reference")
     if progress:
@@ -121,6 +122,7 @@ def evaluate_unseen(estimator, models, device="host", batch_sizes=(16,), metric=
             }
             row["_context"] = row_context(e, b)  # what the baselines need (dropped from the result)
             rows.append(row)
+            layers.extend(dict(l, batch_size=b) for l in row["_context"]["layers"])
             if progress:
                 progress("step", label)
     notes = finish_methods(rows, baselines, est)  # fills every baseline's estimate; PRE leave-one-model-out
@@ -150,5 +152,6 @@ def evaluate_unseen(estimator, models, device="host", batch_sizes=(16,), metric=
         "estimator": {"device": est.device.get("name"), "runtime": est.runtime,
                       "whole_model_rel_std": est.whole_model_rel_std, "kinds": sorted(est.kinds)},
         "elapsed_s": time.monotonic() - t_start,
+        "layers": layers,  # every evaluated layer at its batch size (the report's per-kind figure; not in JSON)
         "settings": settings.to_dict(), "device_info": dev.info(), "command": None,
     }

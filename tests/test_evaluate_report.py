@@ -1,0 +1,168 @@
+"""`thor-sdk evaluate --estimator ... --out DIR`: per-method results, the report files, and the HTML rendered by Chromium.
+
+The estimator comes from a small profile of the fake device (planted costs through the real campaign, fit
+and runtime code); the evaluation measures the fake device, so every number is deterministic.
+"""
+
+import json
+import re
+import shutil
+import subprocess
+
+import pytest
+
+from fake_device import FakeDevice
+from thor_sdk.api import fit, profile
+from thor_sdk.campaign.prior import build_prior
+
+
+@pytest.fixture(scope="module")
+def evaluated(tmp_path_factory):
+    from thor_sdk.evaluate import evaluate_unseen
+    from thor_sdk.runtime import load_estimator
+    from thor_sdk.store import Campaign
+
+    d = tmp_path_factory.mktemp("eval")
+    (d / "prior.json").write_text(json.dumps(build_prior(["lenet5", "har"])))
+    dev = FakeDevice(noise=0.01)
+    profile(device=dev, out=str(d / "p.db"), max_probes=40, prior_path=str(d / "prior.json"), reference_every_s=1e-9,
+            calibration_models=[])
+    fit(str(d / "p.db"), out=str(d / "e.json"))
+    ticks = []
+    r = evaluate_unseen(str(d / "e.json"), ["cnn5", "lenet5", "lstm"], device=dev, batch_sizes=[8, 16],
+                        reference="har", progress=lambda ev, info: ticks.append((ev, info)))
+    c = Campaign.open(str(d / "p.db"))
+    samples = c.samples("time")
+    c.close()
+    return {"dir": d, "result": r, "ticks": ticks, "estimator": load_estimator(str(d / "e.json")), "samples": samples}
+
+
+def test_every_method_is_scored_on_every_measured_model(evaluated):
+    r = evaluated["result"]
+    assert [(x["model"], x["batch_size"]) for x in r["rows"]] == [("cnn5", 8), ("cnn5", 16), ("lenet5", 8),
+                                                                  ("lenet5", 16)]
+    assert [(s["model"], s["batch_size"]) for s in r["skipped"]] == [("lstm", 8), ("lstm", 16)]
+    assert evaluated["ticks"][0] == ("start", 6) and len(evaluated["ticks"]) == 7  # a tick per model and batch
+    assert {"THOR", "FLOPs"} <= set(r["methods"])
+    for x in r["rows"]:
+        th = x["estimates"]["THOR"]
+        assert th["low95"] <= th["value"] <= th["high95"]
+        assert th["covered95"] == (th["low95"] <= x["measured"] <= th["high95"])
+        for name, e in x["estimates"].items():
+            assert e["ape"] == pytest.approx(abs(e["value"] - x["measured"]) / x["measured"] * 100)
+    for name, m in r["methods"].items():
+        apes = [x["estimates"][name]["ape"] for x in r["rows"] if x["estimates"].get(name, {}).get("ape") is not None]
+        assert m["n"] == len(apes) and m["mape"] == pytest.approx(sum(apes) / len(apes))
+        assert m["max_ape"] == max(apes) and m["note"]
+    assert r["methods"]["THOR"]["coverage95"] == sum(x["covered95"] for x in r["rows"]) / 4
+    assert r["methods"]["THOR"]["mape"] < 10  # planted costs: the fit is close
+
+
+def test_report_files_are_complete_and_self_contained(evaluated, tmp_path):
+    from thor_sdk.evaluate.report import write_report
+
+    r = dict(evaluated["result"], command="thor-sdk evaluate --estimator e.json --out report")
+    out = tmp_path / "report"
+    info = write_report(r, out, estimator=evaluated["estimator"], samples=evaluated["samples"])
+    assert sorted(p.name for p in out.iterdir()) == sorted(
+        ["index.html", "report.md", "results.json", "estimated_vs_measured.png", "error_per_method.png",
+         "kind_fits.png"])
+    assert info["figures"] == ["error_per_method", "estimated_vs_measured", "kind_fits"] and info["note"] is None
+    doc = json.loads((out / "results.json").read_text(), parse_constant=lambda c: pytest.fail(f"bare {c}"))
+    assert doc["format"] == "thor-sdk/evaluation" and doc["version"] == 1 and "layers" not in doc
+    assert doc["methods"]["THOR"]["mape"] == pytest.approx(r["methods"]["THOR"]["mape"])
+    md = (out / "report.md").read_text()
+    for name in r["methods"]:
+        assert f"| {name} | 4 | {r['methods'][name]['mape']:.1f} |" in md
+    assert "![Estimated vs measured](estimated_vs_measured.png)" in md and "Skipped lstm b8" in md
+    page = (out / "index.html").read_text()
+    srcs = re.findall(r'(?:src|href)="([^"]*)"', page)
+    assert len(srcs) == 3 and all(s.startswith("data:image/png;base64,") for s in srcs)  # nothing fetched
+    assert "thor-sdk evaluate --estimator e.json" in page
+    for png in out.glob("*.png"):
+        assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+# a check run inside the page: every image decoded (natural size > 0) and not blank (more than one colour)
+_CHECK = """<script>
+window.addEventListener('load', () => {
+  const out = [];
+  for (const img of document.images) {
+    const c = document.createElement('canvas');
+    c.width = img.naturalWidth; c.height = img.naturalHeight;
+    let colours = 0;
+    if (img.naturalWidth > 0) {
+      const g = c.getContext('2d'); g.drawImage(img, 0, 0);
+      const px = g.getImageData(0, 0, c.width, c.height).data, seen = new Set();
+      for (let i = 0; i < px.length && seen.size < 50; i += 4 * 97) seen.add(px[i] + ',' + px[i+1] + ',' + px[i+2]);
+      colours = seen.size;
+    }
+    out.push({id: img.id, w: img.naturalWidth, h: img.naturalHeight, colours: colours});
+  }
+  const pre = document.createElement('pre'); pre.id = 'thor-check'; pre.textContent = JSON.stringify(out);
+  document.body.appendChild(pre);
+});
+</script>"""
+
+
+def test_html_report_renders_in_headless_chromium_with_every_figure(evaluated, tmp_path):
+    chromium = shutil.which("chromium") or shutil.which("chromium-browser")
+    if not chromium:
+        pytest.skip("Debian's chromium is not installed (.ci/run installs it)")
+    from thor_sdk.evaluate.report import write_report
+
+    out = tmp_path / "report"
+    write_report(evaluated["result"], out, estimator=evaluated["estimator"], samples=evaluated["samples"])
+    page = (out / "index.html").read_text().replace("</body>", _CHECK + "</body>")
+    probe = tmp_path / "probe.html"
+    probe.write_text(page)
+    p = subprocess.run([chromium, "--headless", "--no-sandbox", "--disable-gpu", "--virtual-time-budget=10000",
+                        f"--user-data-dir={tmp_path / 'profile'}", "--dump-dom", probe.as_uri()],
+                       capture_output=True, text=True, timeout=120)
+    m = re.search(r'<pre id="thor-check">(.*?)</pre>', p.stdout, re.S)
+    assert m, p.stderr[-2000:]
+    images = json.loads(m.group(1).replace("&quot;", '"'))
+    assert [i["id"] for i in images] == ["fig-estimated_vs_measured", "fig-error_per_method", "fig-kind_fits"]
+    for i in images:
+        assert i["w"] > 200 and i["h"] > 200 and i["colours"] >= 5, i
+
+
+def _cli(*args):
+    """``thor-sdk ARGS`` in this process through the real entry point: (exit code, stdout + stderr)."""
+    import contextlib
+    import io
+
+    from thor_sdk.cli.main import main
+
+    buf = io.StringIO()
+    with contextlib.redirect_stdout(buf), contextlib.redirect_stderr(buf):
+        try:
+            main([*map(str, args)])
+            code = 0
+        except SystemExit as e:
+            code = e.code
+    return code, buf.getvalue()
+
+
+def test_evaluate_cli_refuses_a_bad_report_folder_before_measuring(evaluated, tmp_path):
+    est = str(evaluated["dir"] / "e.json")
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    for args, msg in ((["--estimator", est, "--out", str(tmp_path / "no" / "such" / "dir")], "no such folder"),
+                      (["--estimator", est, "--out", str(blocker)], "is a file"),
+                      (["--out", str(tmp_path / "r")], "goes with --estimator"),
+                      (["--unseen"], "needs --estimator"),
+                      (["--estimator", est, "--model", "no_such_net"], "no_such_net")):
+        code, output = _cli("evaluate", *args)
+        lines = output.strip().splitlines()
+        assert code == 2 and lines[-1].startswith("Error:") and msg in lines[-1], output
+        assert "Traceback" not in output
+    assert blocker.read_text() == "x" and not (tmp_path / "r").exists()
+
+
+def test_zoo_groups_expand_in_order_without_repeats():
+    from thor_sdk.models import expand_models, list_models
+
+    got = expand_models(["lenet5", "zoo:reference", " zoo:heldout", "m.py:Net", "mlp5"])
+    assert got == ["lenet5", *[n for n in list_models("reference") if n != "lenet5"], *list_models("heldout"),
+                   "m.py:Net"]
