@@ -11,13 +11,13 @@ def _fmt(v, unit):
 
 
 @click.command("prune-plan")
-@click.option("--estimator", required=True, type=click.Path(dir_okay=False), help="Estimator JSON from `thor-sdk fit`.")
+@click.option("--estimator", required=True, help="Estimator JSON from `thor-sdk fit`.")
 @click.option("--model", required=True, help="Name, file.py:Class, .onnx or layer-list .json.")
 @click.option("--input-shape", help="Per-sample input shape for file.py:Class models, e.g. 3,32,32.")
 @click.option("--batch-size", type=int, default=32, show_default=True)
 @click.option("--target-saving", type=float, default=0.5, show_default=True,
               help="Fraction of the estimated cost to save, in (0, 1).")
-@click.option("--out", type=click.Path(dir_okay=False),
+@click.option("--out",
               help="Write the pruned layer list here (.json) and a PyTorch module beside it (.py).")
 @click.option("--capacity", type=click.Choice(["params", "units"]), default="params", show_default=True,
               help="What a cut costs the network, for ranking: parameters removed, or the fraction of a layer's "

@@ -217,6 +217,10 @@ def prune_plan(estimator, model, target_saving=0.5, batch_size=32, out=None, inp
         raise UsageError(f"repeats must be an integer in [1, 100], got {repeats!r}")
     if not isinstance(class_name, str) or not class_name.isidentifier():
         raise UsageError(f"class name must be a Python identifier, got {class_name!r}")
+    if measure and isinstance(device, str) and device != "host":
+        raise UsageError(f"--measure times the networks on the host only ({device} measures reference networks "
+                         "by name, and the pruned network has none): plan here, then measure the written module "
+                         "on the device yourself")
     py = None
     if out is not None:
         from thor_sdk.store.files import check_output
