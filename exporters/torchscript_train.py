@@ -140,10 +140,15 @@ def export_torchscript(module, x, y, path, *, loss="ce", optimizer="sgd", x_requ
                           f"{str(e).strip().splitlines()[0]}") from e
     path = os.fspath(path)
     os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-    from thor_sdk.store.files import atomic_output
+    import io
 
-    with atomic_output(path, "TorchScript file") as tmp:
-        torch.jit.save(step, tmp, _extra_files={EXTRA_FILE: text})
+    from thor_sdk.store.files import write_bytes
+
+    # saved to memory, then written by Python: torch's own file writer aborts the process (C++ abort, no
+    # exception) when a write fails, e.g. on a full disk
+    buf = io.BytesIO()
+    torch.jit.save(step, buf, _extra_files={EXTRA_FILE: text})
+    write_bytes(path, buf.getvalue(), "TorchScript file")
     return desc
 
 

@@ -65,6 +65,7 @@ def probe(models, device="host", batch_sizes=(32,), metric="time", out="campaign
     from thor_sdk.harness.protocol import ProtocolSettings
     from thor_sdk.layers import ModelLayers, layers_of
     from thor_sdk.store import Campaign
+    from thor_sdk.store.campaign import check_new
 
     _check_metric(metric)
     if isinstance(models, str):
@@ -104,6 +105,7 @@ def probe(models, device="host", batch_sizes=(32,), metric="time", out="campaign
     else:
         if not models:
             raise UsageError("give at least one --model")
+        check_new(out)  # a bad --out is refused before any model is built
         dev = _device(device, meter, threads)
         batch_sizes = _check_batch_sizes(batch_sizes)
         targets = [layers_of(m, input_shape=input_shape, unknown_ops=unknown_ops) for m in models]
@@ -139,6 +141,7 @@ def profile(device="host", metric="time", out="profile.db", resume=False, runtim
     from thor_sdk.harness.protocol import ProtocolSettings
     from thor_sdk.layers import layers_of
     from thor_sdk.store import Campaign
+    from thor_sdk.store.campaign import check_new
 
     _check_metric(metric)
     for name, v in (("max_probes", max_probes), ("max_seconds", max_seconds), ("target_rel_std", target_rel_std)):
@@ -159,6 +162,7 @@ def profile(device="host", metric="time", out="profile.db", resume=False, runtim
         prior, kinds = meta["prior"], meta.get("profile_kinds")
         calibration_models = meta.get("calibration_models", [])
     else:
+        check_new(out)  # a bad --out is refused before any work
         dev = _device(device, meter, threads)
         dev.require_meter(metric)
         prior = load_prior(prior_path)

@@ -112,6 +112,26 @@ def _lock(path):
     return f
 
 
+def _empty_file(path):
+    return os.path.isfile(path) and not os.path.islink(path) and os.path.getsize(path) == 0
+
+
+def check_new(path):
+    """UsageError unless a new campaign can be made at ``path`` (call it before any work): its folder
+    exists and is writable, and nothing but an empty regular file is there."""
+    path = os.fspath(path)
+    folder = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(folder):
+        raise UsageError(f"cannot create campaign {path}: no such folder {folder}")
+    if not os.access(folder, os.W_OK):
+        raise UsageError(f"cannot create campaign {path}: folder {folder} is not writable")
+    if os.path.lexists(path) and not _empty_file(path):
+        if os.path.islink(path) or not os.path.isfile(path):
+            raise UsageError(f"refusing to create campaign {path}: it exists and is not a regular file")
+        raise UsageError(f"campaign {path} exists; continue it with --resume or choose another --out")
+    return path
+
+
 class Campaign:
     """A campaign database. Use ``Campaign.create(path, meta)`` or ``Campaign.open(path[, writer=True])``.
 
@@ -129,12 +149,10 @@ class Campaign:
     @classmethod
     def create(cls, path, meta):
         """A new campaign at ``path``, made whole in a temporary file beside it and linked into place
-        (so two creators race cleanly: one wins, the other is told the campaign exists)."""
-        if os.path.exists(path):
-            raise UsageError(f"campaign {path} exists; continue it with --resume or choose another --out")
+        (so two creators race cleanly: one wins, the other is told the campaign exists). An empty regular
+        file at ``path`` (nothing was ever stored in it) is replaced; anything else is refused."""
+        check_new(path)
         folder = os.path.dirname(os.path.abspath(path))
-        if not os.path.isdir(folder):
-            raise UsageError(f"no such folder for the campaign: {folder}")
         tmp = os.path.join(folder, f".{os.path.basename(path)}.tmp{os.getpid()}")
         try:
             conn = sqlite3.connect(tmp)
@@ -145,23 +163,35 @@ class Campaign:
                         conn.execute("INSERT INTO meta(key, value) VALUES (?, ?)", (k, json.dumps(v)))
             finally:
                 conn.close()
+            if _empty_file(path):
+                os.unlink(path)
             try:
                 os.link(tmp, path)  # fails if path exists: never replaces another campaign
             except FileExistsError:
                 raise UsageError(f"campaign {path} exists; continue it with --resume or choose another --out") \
                     from None
         except (OSError, sqlite3.Error) as e:
-            raise StoreError(f"cannot create campaign {path}: {e}") from None
+            hint = " (is the disk full?)" if "disk" in str(e) or getattr(e, "errno", None) in (27, 28) else ""
+            raise StoreError(f"cannot create campaign {path}: {getattr(e, 'strerror', None) or e}{hint}") from None
         finally:
-            if os.path.exists(tmp):
-                os.unlink(tmp)
+            for f in (tmp, tmp + "-journal"):
+                if os.path.exists(f):
+                    os.unlink(f)
         return cls.open(path, writer=True)
 
     @classmethod
     def open(cls, path, writer=False):
-        """Open an existing campaign; ``writer=True`` also takes the one-writer lock."""
+        """Open an existing campaign; ``writer=True`` also takes the one-writer lock (and refuses a file
+        or folder that cannot be written, before any work)."""
         if not os.path.isfile(path):
             raise NotFoundError(f"no such campaign: {path}")
+        if _empty_file(path):
+            raise StoreError(f"campaign {path} is an empty file (nothing was ever stored in it): start a new "
+                             "campaign there without --resume")
+        if writer:
+            folder = os.path.dirname(os.path.abspath(path))
+            if not os.access(path, os.W_OK) or not os.access(folder, os.W_OK):
+                raise UsageError(f"campaign {path} cannot be written (the file or its folder {folder} is read-only)")
         lock = _lock(path) if writer else None
         try:
             return cls._open(path, lock)
@@ -193,9 +223,26 @@ class Campaign:
             self._lockfile.close()
             self._lockfile = None
 
+    def _store_error(self, e):
+        """One line for an SQLite failure while writing (a full disk, a file over its size limit)."""
+        hint = " (is the disk full?)" if isinstance(e, sqlite3.OperationalError) and "disk" in str(e) else ""
+        return StoreError(f"cannot write campaign {self.path}: {e}{hint}; what was committed before is kept "
+                          "(continue with --resume)")
+
+    @contextlib.contextmanager
     def _tx(self):
-        """The connection as a transaction context, or a no-op inside ``batch()`` (which commits once)."""
-        return contextlib.nullcontext() if self._batch else self.conn
+        """One committed transaction, or part of the enclosing ``batch()`` (which commits once). SQLite
+        failures become StoreError (IntegrityError passes through for the caller to name)."""
+        try:
+            if self._batch:
+                yield
+            else:
+                with self.conn:
+                    yield
+        except sqlite3.IntegrityError:
+            raise
+        except sqlite3.Error as e:
+            raise self._store_error(e) from None
 
     @contextlib.contextmanager
     def batch(self):
@@ -207,6 +254,8 @@ class Campaign:
         try:
             with self.conn:
                 yield self
+        except sqlite3.Error as e:
+            raise self._store_error(e) from None
         finally:
             self._batch = False
 
@@ -294,13 +343,15 @@ class Campaign:
         ``net_energy_j``, ``start_s``, ``end_s``, ``state`` (a dict), written onto those windows in the
         same transaction.
         """
-        if window_detail:
-            self._ensure_window_detail_columns()
-        self._ensure_sample_columns()
         try:
+            if window_detail:
+                self._ensure_window_detail_columns()
+            self._ensure_sample_columns()
             self._complete(probe_id, samples, window_detail)
-        except sqlite3.Error as e:
+        except sqlite3.IntegrityError as e:
             raise StoreError(f"cannot store probe {probe_id} in {self.path}: {e}") from None
+        except sqlite3.Error as e:
+            raise self._store_error(e) from None
 
     def _complete(self, probe_id, samples, window_detail):
         with self._tx():
