@@ -109,10 +109,92 @@ class _PartWriter:
                      "num_classes": int(num_classes), "x_requires_grad": bool(x_requires_grad)}, **extra)
 
 
-def _prepare_dir(out_dir):
-    if os.path.exists(out_dir) and (not os.path.isdir(out_dir) or os.listdir(out_dir)):
-        raise UsageError(f"{out_dir} exists and is not an empty folder; choose another --out")
-    os.makedirs(out_dir, exist_ok=True)
+_PARTIAL_MARK = ".thor-sdk-partial-bundle"  # inside a bundle folder still being built (and only there)
+
+
+def check_bundle_out(out_dir):
+    """UsageError unless a new bundle folder can be made at ``out_dir`` (call it before any work): its
+    parent folder exists and is writable, and nothing but an empty folder is there. Returns the path
+    without trailing separators."""
+    out = os.fspath(out_dir).rstrip("/" + os.sep) if os.fspath(out_dir) not in ("/", os.sep) else os.fspath(out_dir)
+    if not out or os.path.basename(out) in ("", ".", ".."):
+        raise UsageError(f"bundle folder {os.fspath(out_dir)!r} is not a folder name")
+    parent = os.path.dirname(os.path.abspath(out))
+    if not os.path.isdir(parent):
+        raise UsageError(f"cannot write bundle {out}: no such folder {parent}")
+    if not os.access(parent, os.W_OK):
+        raise UsageError(f"cannot write bundle {out}: folder {parent} is not writable")
+    if os.path.lexists(out):
+        if os.path.islink(out) or not os.path.isdir(out):
+            raise UsageError(f"{out} exists and is not a folder; choose another --out")
+        if os.listdir(out):
+            raise UsageError(f"{out} exists and is not an empty folder; choose another --out")
+    return out
+
+
+def _pid_alive(pid):
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # it exists but is another user's
+        return True
+    return True
+
+
+def _remove_stale_builds(parent, base):
+    """Remove ``.BASE.tmpPID`` folders a killed build left beside the bundle: only folders (never links)
+    that still carry our partial-bundle mark and whose process is gone (or is this one)."""
+    import re
+
+    pattern = re.compile(re.escape(f".{base}.tmp") + r"(\d+)")
+    for name in os.listdir(parent):
+        m = pattern.fullmatch(name)
+        path = os.path.join(parent, name)
+        if not m or os.path.islink(path) or not os.path.isdir(path) \
+                or not os.path.isfile(os.path.join(path, _PARTIAL_MARK)):
+            continue
+        pid = int(m.group(1))
+        if pid == os.getpid() or not _pid_alive(pid):
+            shutil.rmtree(path, ignore_errors=True)
+
+
+@contextlib.contextmanager
+def _building(out_dir, zip_path=None):
+    """``with _building(out) as tmp:`` build the bundle in ``tmp`` (a new folder beside ``out``); on success
+    it is zipped to ``zip_path`` (if given) and renamed to ``out``; on any error it is removed and ``out``
+    is as it was. A build killed outright leaves only a dot-named folder, removed by the next build."""
+    from thor_sdk.store.files import check_output
+
+    out = check_bundle_out(out_dir)
+    if zip_path:
+        check_output(zip_path, "bundle zip")
+    parent, base = os.path.dirname(os.path.abspath(out)), os.path.basename(out)
+    tmp = os.path.join(parent, f".{base}.tmp{os.getpid()}")
+    zipped = False
+    try:
+        _remove_stale_builds(parent, base)
+        os.mkdir(tmp)
+        open(os.path.join(tmp, _PARTIAL_MARK), "wb").close()
+        yield tmp
+        os.unlink(os.path.join(tmp, _PARTIAL_MARK))
+        if zip_path:
+            zip_bundle(tmp, zip_path)
+            zipped = True
+        try:
+            os.rename(tmp, out)  # over nothing, or over an empty folder; never over anything else
+        except OSError:
+            if zipped:
+                os.unlink(zip_path)
+            if os.path.lexists(out):
+                raise UsageError(f"{out} appeared while the bundle was built (another thor-sdk bundle?); "
+                                 "choose another --out") from None
+            raise
+    except OSError as e:
+        raise StoreError(f"cannot write bundle {out}: {e.strerror or e}") from None
+    finally:
+        if os.path.lexists(tmp) and not os.path.islink(tmp):
+            shutil.rmtree(tmp, ignore_errors=True)
 
 
 def _settings_dict(settings):
@@ -124,8 +206,9 @@ def _settings_dict(settings):
 
 
 def write_bundle(probes, out_dir, *, fmt="onnx", settings=None, metric="time", optimizer="sgd", lr=0.01,
-                 progress=None, cache=None):
-    """Export every part of ``probes`` into the new folder ``out_dir`` and write its manifest.
+                 progress=None, cache=None, zip_path=None):
+    """Export every part of ``probes`` into the new folder ``out_dir`` and write its manifest (and the
+    zip ``zip_path``). Built in a temporary folder beside ``out_dir`` and renamed into place at the end.
 
     ``progress(done, total, label)`` is called after each part. Returns the manifest.
     """
@@ -135,21 +218,21 @@ def write_bundle(probes, out_dir, *, fmt="onnx", settings=None, metric="time", o
         raise UsageError("no probes to bundle")
     if metric not in ("time", "energy"):
         raise UsageError(f"unknown metric {metric!r} (time, energy)")
-    _prepare_dir(out_dir)
-    writer = _PartWriter(out_dir, fmt, optimizer, lr, cache)
-    total = sum(len(p.parts()) for p in probes)
-    done, entries = 0, []
-    for probe in probes:
-        parts = []
-        for part in probe.parts():
-            pm = probe.build(part)
-            parts.append(writer.write(part, pm.module, pm.x, pm.y, pm.x_requires_grad, pm.num_classes))
-            done += 1
-            if progress:
-                progress(done, total, f"{probe.id}/{part}")
-        entries.append(dict(probe.to_dict(), parts=parts))
-    manifest = _manifest(writer, fmt, settings, metric, optimizer, lr, probes=entries)
-    _write_manifest(out_dir, manifest)
+    with _building(out_dir, zip_path) as tmp:
+        writer = _PartWriter(tmp, fmt, optimizer, lr, cache)
+        total = sum(len(p.parts()) for p in probes)
+        done, entries = 0, []
+        for probe in probes:
+            parts = []
+            for part in probe.parts():
+                pm = probe.build(part)
+                parts.append(writer.write(part, pm.module, pm.x, pm.y, pm.x_requires_grad, pm.num_classes))
+                done += 1
+                if progress:
+                    progress(done, total, f"{probe.id}/{part}")
+            entries.append(dict(probe.to_dict(), parts=parts))
+        manifest = _manifest(writer, fmt, settings, metric, optimizer, lr, probes=entries)
+        _write_manifest(tmp, manifest)
     return manifest
 
 
@@ -193,13 +276,13 @@ def write_model_bundle(model, batch_size, out_dir, settings=None, metric="time",
 
     fmt = "torchscript" if runtime == "torchscript" else "onnx"
     spec = model_spec(model)
-    _prepare_dir(out_dir)
-    writer = _PartWriter(out_dir, fmt, optimizer, lr, cache)
-    x, y = example_batch(model, int(batch_size))
-    part = writer.write("model", build_model(model), x, y, False, spec.num_classes)
-    manifest = _manifest(writer, fmt, settings, metric, optimizer, lr,
-                         model={"name": model, "batch_size": int(batch_size), "parts": [part]})
-    _write_manifest(out_dir, manifest)
+    with _building(out_dir) as tmp:
+        writer = _PartWriter(tmp, fmt, optimizer, lr, cache)
+        x, y = example_batch(model, int(batch_size))
+        part = writer.write("model", build_model(model), x, y, False, spec.num_classes)
+        manifest = _manifest(writer, fmt, settings, metric, optimizer, lr,
+                             model={"name": model, "batch_size": int(batch_size), "parts": [part]})
+        _write_manifest(tmp, manifest)
     return out_dir
 
 
@@ -208,17 +291,18 @@ def bundle_campaign(campaign_path, out_dir, *, fmt="onnx", zip_path=None, includ
     """Bundle the probes a campaign still has to measure (all of them with ``include_done``), with the
     campaign's metric and protocol settings. Returns the manifest."""
     from thor_sdk.store import Campaign
+    from thor_sdk.store.files import check_output
 
+    check_bundle_out(out_dir)  # before any work; write_bundle checks again
+    if zip_path:
+        check_output(zip_path, "bundle zip")
     with Campaign.open(campaign_path) as c:
         meta = c.meta
         probes = c.probes() if include_done else c.probes("planned") + c.probes("failed")
     if not probes:
         raise UsageError(f"{campaign_path} has no planned probes left to measure (use --all to bundle every probe)")
-    manifest = write_bundle(probes, out_dir, fmt=fmt, settings=meta.get("protocol"), metric=meta.get("metric", "time"),
-                            optimizer=optimizer, lr=lr, progress=progress, cache=cache)
-    if zip_path:
-        zip_bundle(out_dir, zip_path)
-    return manifest
+    return write_bundle(probes, out_dir, fmt=fmt, settings=meta.get("protocol"), metric=meta.get("metric", "time"),
+                        optimizer=optimizer, lr=lr, progress=progress, cache=cache, zip_path=zip_path)
 
 
 def zip_bundle(bundle_dir, zip_path):
@@ -228,6 +312,7 @@ def zip_bundle(bundle_dir, zip_path):
     from thor_sdk.store.files import atomic_output
 
     manifest = read_manifest(bundle_dir)
+    verify_files(bundle_dir, manifest)  # regular files, no links followed, sha256 as listed
     with atomic_output(zip_path, "bundle zip") as tmp:
         with zipfile.ZipFile(tmp, "w", compression=zipfile.ZIP_DEFLATED) as z:
             z.write(os.path.join(bundle_dir, MANIFEST), MANIFEST)
@@ -284,24 +369,145 @@ def validate_manifest(doc, what="bundle manifest"):
     return doc
 
 
+#: the most a bundle zip may unpack to (its members' declared sizes, and what is actually written)
+MAX_BUNDLE_BYTES = 4 << 30
+#: the most its manifest may hold
+MAX_MANIFEST_BYTES = 64 << 20
+
+
+def _no_links(bundle_dir, relpath, what):
+    """FormatError when ``relpath`` inside ``bundle_dir`` is, or passes through, a symbolic link or is
+    not a regular file: a bundle's files are read where they are, never through a link."""
+    import stat
+
+    path = bundle_dir
+    segments = relpath.split("/")
+    for i, seg in enumerate(segments):
+        path = os.path.join(path, seg)
+        try:
+            st = os.lstat(path)
+        except FileNotFoundError:
+            raise FormatError(f"{what} {relpath} is missing") from None
+        except OSError as e:
+            raise FormatError(f"{what} {relpath} cannot be read: {e.strerror}") from None
+        if stat.S_ISLNK(st.st_mode):
+            raise FormatError(f"{what} {relpath} is or passes through a symbolic link; a bundle holds plain files only")
+        last = i == len(segments) - 1
+        if (last and not stat.S_ISREG(st.st_mode)) or (not last and not stat.S_ISDIR(st.st_mode)):
+            raise FormatError(f"{what} {relpath} is not a regular file")
+    return path
+
+
 def read_manifest(bundle_dir):
-    return validate_manifest(load_json(os.path.join(bundle_dir, MANIFEST), "bundle manifest"),
-                             f"bundle manifest {os.path.join(bundle_dir, MANIFEST)}")
+    path = _no_links(bundle_dir, MANIFEST, "bundle file")
+    if os.path.getsize(path) > MAX_MANIFEST_BYTES:
+        raise FormatError(f"bundle manifest {path} is over {MAX_MANIFEST_BYTES >> 20} MiB")
+    return validate_manifest(load_json(path, "bundle manifest"), f"bundle manifest {path}")
 
 
 def verify_files(bundle_dir, manifest):
-    """Every listed file exists and has its sha256 (FormatError naming the first that does not)."""
+    """Every listed file is a regular file (no link followed), of its listed size and sha256 (FormatError
+    naming the first that is not)."""
     for f in manifest["files"]:
-        path = os.path.join(bundle_dir, *check_relpath(f["path"]).split("/"))
-        if not os.path.isfile(path):
-            raise FormatError(f"bundle file {f['path']} is missing")
-        if sha256_file(path) != f["sha256"]:
-            raise FormatError(f"bundle file {f['path']} fails its sha256 check (tampered or corrupted in transfer)")
+        path = _no_links(bundle_dir, check_relpath(f["path"]), "bundle file")
+        if os.path.getsize(path) != f["bytes"] or sha256_file(path) != f["sha256"]:
+            raise FormatError(f"bundle file {f['path']} fails its size or sha256 check (tampered or corrupted "
+                              "in transfer)")
+
+
+def _zip_members(z, path):
+    """{name: ZipInfo} of a bundle zip's files, every name a plain relative path, no links or special files."""
+    import stat
+
+    members = {}
+    for info in z.infolist():
+        name = info.filename[:-1] if info.is_dir() else info.filename
+        check_relpath(name, f"zip member of {path}")
+        mode = info.external_attr >> 16
+        if info.is_dir():
+            continue
+        if info.create_system == 3 and stat.S_IFMT(mode) not in (0, stat.S_IFREG):  # unix: links, devices, fifos
+            raise FormatError(f"zip member {name} of {path} is a symbolic link or special file; a bundle holds "
+                              "plain files only")
+        if info.flag_bits & 0x1:
+            raise FormatError(f"zip member {name} of {path} is encrypted")
+        if name in members:
+            raise FormatError(f"zip member {name} appears twice in {path}")
+        members[name] = info
+    return members
+
+
+def _extract_member(z, info, dest, limit_bytes, path):
+    """Write one member to ``dest``, refusing more than ``limit_bytes`` whatever its header says."""
+    import zipfile
+    import zlib
+
+    written = 0
+    try:
+        with z.open(info) as src, open(dest, "xb") as out:
+            while True:
+                block = src.read(min(1 << 20, limit_bytes - written + 1))
+                if not block:
+                    break
+                written += len(block)
+                if written > limit_bytes:
+                    raise FormatError(f"zip member {info.filename} of {path} unpacks to more than its "
+                                      f"{limit_bytes} bytes")
+                out.write(block)
+    except (zipfile.BadZipFile, zlib.error, EOFError, NotImplementedError, RuntimeError, ValueError) as e:
+        msg = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
+        raise FormatError(f"zip member {info.filename} of {path} is corrupt: {msg}") from None
+    return written
+
+
+def _unzip_bundle(path, tmp):
+    """Unpack a bundle zip into ``tmp`` after checking every member against its manifest: no unlisted
+    member, no link or special file, declared sizes within the manifest's and the size budget, and the
+    same enforced while unpacking (headers can lie)."""
+    import zipfile
+    import zlib
+
+    try:
+        with zipfile.ZipFile(path) as z:
+            members = _zip_members(z, path)
+            if MANIFEST not in members:
+                raise FormatError(f"{path} holds no {MANIFEST}: not a thor-sdk bundle")
+            _extract_member(z, members[MANIFEST], os.path.join(tmp, MANIFEST), MAX_MANIFEST_BYTES, path)
+            manifest = read_manifest(tmp)
+            listed = {f["path"]: f["bytes"] for f in manifest["files"]}
+            unlisted = sorted(set(members) - set(listed) - {MANIFEST})
+            if unlisted:
+                raise FormatError(f"{path} holds {len(unlisted)} file(s) its manifest does not list, e.g. "
+                                  f"{unlisted[0]}")
+            missing = sorted(set(listed) - set(members))
+            if missing:
+                raise FormatError(f"bundle file {missing[0]} is missing from {path}")
+            for name, n in listed.items():
+                if members[name].file_size != n:
+                    raise FormatError(f"zip member {name} of {path} is {members[name].file_size} bytes; its "
+                                      f"manifest says {n}")
+            total = sum(listed.values())
+            if total > MAX_BUNDLE_BYTES:
+                raise FormatError(f"{path} unpacks to {total} bytes, over the {MAX_BUNDLE_BYTES >> 30} GiB a "
+                                  "bundle may hold")
+            free = shutil.disk_usage(tmp).free
+            if total > free:
+                raise FormatError(f"{path} unpacks to {total} bytes but only {free} are free in {tmp}")
+            for name, n in sorted(listed.items()):
+                dest = os.path.join(tmp, *name.split("/"))
+                os.makedirs(os.path.dirname(dest), exist_ok=True)
+                _extract_member(z, members[name], dest, n, path)
+    except (zipfile.BadZipFile, zlib.error, EOFError) as e:
+        raise FormatError(f"{path} is not a readable zip: {str(e).strip() or type(e).__name__}") from None
+    except OSError as e:
+        raise StoreError(f"cannot unpack bundle {path} into {tmp}: {e.strerror or e}") from None
+    return manifest
 
 
 @contextlib.contextmanager
 def open_bundle(path):
-    """``(bundle_dir, manifest)`` of a bundle folder or zip, with every file's sha256 verified."""
+    """``(bundle_dir, manifest)`` of a bundle folder or zip, with every file's size and sha256 verified
+    (a zip's members checked against its manifest and a size budget before anything is unpacked)."""
     if not os.path.exists(path):
         raise NotFoundError(f"no such bundle: {path}")
     if os.path.isdir(path):
@@ -314,16 +520,7 @@ def open_bundle(path):
     if not zipfile.is_zipfile(path):
         raise FormatError(f"{path} is neither a bundle folder nor a zip")
     with tempfile.TemporaryDirectory(prefix="thor-bundle-") as tmp:
-        with zipfile.ZipFile(path) as z:
-            for info in z.infolist():
-                if info.is_dir():
-                    continue
-                check_relpath(info.filename, f"zip member of {path}")
-                dest = os.path.join(tmp, *info.filename.split("/"))
-                os.makedirs(os.path.dirname(dest), exist_ok=True)
-                with z.open(info) as src, open(dest, "wb") as out:
-                    shutil.copyfileobj(src, out)
-        manifest = read_manifest(tmp)
+        manifest = _unzip_bundle(path, tmp)
         verify_files(tmp, manifest)
         yield tmp, manifest
 
