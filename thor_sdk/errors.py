@@ -47,6 +47,14 @@ class ModelError(ThorError):
     """A model that cannot be built, traced or split into known layer kinds."""
 
 
+class ModelCodeError(ModelError):
+    """A model file's own code (``file.py:Class`` runs that file, as ``python file.py`` would) failed, or
+    tried to end the program (``SystemExit``, a ``KeyboardInterrupt`` it raised itself), while it was
+    imported, built or traced. Exit code 2."""
+
+    exit_code = 2
+
+
 class UnsupportedOperatorError(ModelError):
     """The model contains operators thor-sdk has no layer kind for."""
 

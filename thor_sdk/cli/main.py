@@ -82,6 +82,14 @@ def main(argv=None):
     except KeyboardInterrupt:
         click.echo("Interrupted.", err=True)
         sys.exit(130)
+    except SystemExit as e:
+        # no command ends by a successful SystemExit: code it ran did (a model file's forward, say), and
+        # exit 0 would read as success with nothing done
+        if e.code not in (None, 0):
+            raise
+        click.echo("Error: code this command ran (a model file?) called sys.exit() before the command finished; "
+                   "nothing was completed", err=True)
+        sys.exit(2)
     sys.exit(rv if isinstance(rv, int) else 0)
 
 

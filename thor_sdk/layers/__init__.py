@@ -45,25 +45,11 @@ def parse_input_shape(text):
 
 
 def load_module_from_file(ref):
-    """``path/to/file.py:ClassName`` -> an instance built with no arguments."""
-    import importlib.util
+    """``path/to/file.py:ClassName`` -> an instance built with no arguments. This RUNS the file's code
+    (as ``python file.py`` would): see ``user_code``."""
+    from .user_code import load_module_from_file as load
 
-    path, _, cls_name = ref.rpartition(":")
-    if not os.path.isfile(path):
-        raise NotFoundError(f"no such model file: {path}")
-    spec = importlib.util.spec_from_file_location(f"thor_user_model_{abs(hash(path))}", path)
-    module = importlib.util.module_from_spec(spec)
-    try:
-        spec.loader.exec_module(module)
-    except Exception as e:
-        raise FormatError(f"could not import {path}: {type(e).__name__}: {e}") from e
-    cls = getattr(module, cls_name, None)
-    if cls is None:
-        raise NotFoundError(f"{path} has no attribute {cls_name!r}")
-    try:
-        return cls()
-    except Exception as e:
-        raise FormatError(f"could not build {ref} with no arguments: {type(e).__name__}: {e}") from e
+    return load(ref)
 
 
 def layers_of(model, input_shape=None, input_dtype=None, vocab=None, unknown_ops="error"):
