@@ -34,14 +34,43 @@ class ModelLayers:
                 "input_shape": list(self.input_shape), "input_dtype": self.input_dtype, "layers": layers}
 
 
+#: bounds of a per-sample input shape: dimensions, and elements per sample (as a layer's, MAX_NUMEL)
+MAX_INPUT_DIMS = 8
+#: bound of a layer's given cost terms (training FLOPs or bytes per sample or fixed), and of its launches
+MAX_COST_TERM = 1e18
+MAX_LAUNCHES = 1e9
+
+
+def check_input_shape(shape, given=None):
+    """``shape`` as a list of positive integers, at most MAX_INPUT_DIMS of them and at most MAX_NUMEL
+    elements in all; UsageError naming ``given`` (what the user wrote) otherwise."""
+    from .kinds import MAX_NUMEL
+
+    given = shape if given is None else given
+    if isinstance(shape, (str, bytes)) or not hasattr(shape, "__iter__"):
+        raise UsageError(f"input shape must be a list of positive integers, got {given!r}")
+    shape = list(shape)
+    if not shape or any(isinstance(s, bool) or not isinstance(s, int) or s <= 0 for s in shape):
+        raise UsageError(f"input shape must be positive integers, got {given!r}")
+    if len(shape) > MAX_INPUT_DIMS:
+        raise UsageError(f"input shape has {len(shape)} dimensions; at most {MAX_INPUT_DIMS}, got {given!r}")
+    numel = 1
+    for s in shape:
+        numel *= s
+    if numel > MAX_NUMEL:
+        raise UsageError(f"input shape {given!r} is {numel:g} elements per sample; at most {MAX_NUMEL:g}")
+    return shape
+
+
 def parse_input_shape(text):
+    parts = str(text).replace("x", ",").split(",")
+    if any(not s.strip() for s in parts[:-1]) or any(len(s.strip()) > 12 for s in parts):
+        raise UsageError(f"input shape must be comma-separated integers, got {text!r}")
     try:
-        shape = [int(s) for s in str(text).replace("x", ",").split(",") if s.strip()]
+        shape = [int(s) for s in parts if s.strip()]
     except ValueError:
         raise UsageError(f"input shape must be comma-separated integers, got {text!r}") from None
-    if not shape or any(s <= 0 for s in shape):
-        raise UsageError(f"input shape must be positive integers, got {text!r}")
-    return shape
+    return check_input_shape(shape, text)
 
 
 def load_module_from_file(ref):
@@ -78,10 +107,11 @@ def layers_of(model, input_shape=None, input_dtype=None, vocab=None, unknown_ops
         if ".py:" in model:
             if input_shape is None:
                 raise UsageError(f"{model}: give the per-sample input shape (--input-shape, e.g. 3,32,32)")
+            # checked before the file's code runs or torch is imported
+            shape = parse_input_shape(input_shape) if isinstance(input_shape, str) else check_input_shape(input_shape)
             module = load_module_from_file(model)
             from .extract import layers_from_module
 
-            shape = parse_input_shape(input_shape) if isinstance(input_shape, str) else list(input_shape)
             dtype = input_dtype or "float32"
             return ModelLayers(model, shape, dtype,
                                layers_from_module(module, shape, dtype, vocab, source=model,
@@ -119,13 +149,23 @@ def validate(doc, schema_name, what):
 
 
 def read_json(path, what):
-    if not os.path.isfile(path):
-        raise NotFoundError(f"no such file: {path}")
-    try:
-        with open(path, encoding="utf-8") as f:
-            return json.load(f)
-    except (json.JSONDecodeError, UnicodeDecodeError) as e:
-        raise FormatError(f"{path} is not valid JSON ({what}): {e}") from None
+    """A JSON file read strictly (``thor_sdk.store.files.read_json``): FormatError naming it when malformed."""
+    from thor_sdk.store.files import read_json as read
+
+    return read(path, what)
+
+
+def _check_cost(cost, where):
+    """A layer's given cost terms: finite, >= 0 and at most MAX_COST_TERM (launches: 1..MAX_LAUNCHES)."""
+    from thor_sdk.runtime.terms import TERM_KEYS
+
+    for key in TERM_KEYS:
+        v = cost.get(key)
+        if not isinstance(v, (int, float)) or isinstance(v, bool) or not 0 <= v <= MAX_COST_TERM:
+            raise FormatError(f"{where}: cost.{key} must be a number in [0, {MAX_COST_TERM:g}], got {v!r}")
+    n = cost.get("launches", 1)
+    if not isinstance(n, (int, float)) or isinstance(n, bool) or not 1 <= n <= MAX_LAUNCHES:
+        raise FormatError(f"{where}: cost.launches must be a number in [1, {MAX_LAUNCHES:g}], got {n!r}")
 
 
 def read_layer_list(path):
@@ -151,9 +191,17 @@ def read_layer_list(path):
         upstream = upstream or kind.has_params
         entry = {"name": layer.get("name", str(i)), "kind": layer["kind"], "role": role,
                  "config": dict(layer["config"])}
+        if "cost" in layer:  # recomputed from the config here, but read as given by the Java and Swift runtimes
+            _check_cost(layer["cost"], f"{path}: layer {i}")
         for key in ("op", "approx"):  # what the layer came from, and why it is approximated (strings)
             if isinstance(layer.get(key), str):
                 entry[key] = layer[key]
         layers.append(entry)
+    shape = doc.get("input_shape")
+    if shape is not None:
+        try:
+            check_input_shape(shape)
+        except UsageError as e:
+            raise FormatError(f"{path}: {e}") from None
     return ModelLayers(doc.get("name", os.path.basename(path)), doc.get("input_shape", []),
                        doc.get("input_dtype", "float32"), finish_layers(layers, path))

@@ -68,22 +68,27 @@ REFERENCES = {
 }
 
 
+#: bounds of a trace's values: batch sizes, seconds per epoch, watts
+MAX_BATCH_SIZE = 10 ** 9
+MAX_EPOCH_S = 1e9
+MAX_POWER_W = 1e6
+#: caps replayed at most (``--cap-step`` that would give more is refused), and random half-splits
+MAX_CAPS = 10000
+MAX_SPLITS = 1000
+
+
 def _read_csv(path, required, what):
-    if not os.path.isfile(path):
-        raise NotFoundError(f"no such {what}: {path}")
-    with open(path, newline="", encoding="utf-8") as f:
-        reader = csv.DictReader(f)
-        missing = [c for c in required if c not in (reader.fieldnames or [])]
-        if missing:
-            raise FormatError(f"{what} {path} lacks columns {', '.join(missing)} (has {reader.fieldnames})")
-        return list(reader)
+    """Rows ``(line, {column: text})`` of a trace, read strictly (``thor_sdk.store.files.read_csv``)."""
+    from thor_sdk.store.files import read_csv
+
+    _, rows = read_csv(path, required, what)
+    return rows
 
 
-def _float(v, where):
-    try:
-        return float(v)
-    except (TypeError, ValueError):
-        raise FormatError(f"{where}: not a number: {v!r}") from None
+def _float(v, where, column="value", **bounds):
+    from thor_sdk.store.files import csv_number
+
+    return csv_number(v, where, column, **bounds)
 
 
 def workload_name(key):
@@ -93,14 +98,13 @@ def workload_name(key):
 def read_power_trace(path):
     """``{(dataset, network, optimizer): {(batch, power_limit): (time_per_epoch_s, average_power_w)}}``."""
     out, seen = {}, {}
-    for i, r in enumerate(_read_csv(path, POWER_COLS, "power trace"), start=2):
+    for i, r in _read_csv(path, POWER_COLS, "power trace"):
         where = f"{path}:{i}"
         key = (r["dataset"], r["network"], r["optimizer"].lower())
-        bs = int(_float(r["batch_size"], where))
-        pl = _float(r["power_limit"], where)
-        t, p = _float(r["time_per_epoch"], where), _float(r["average_power"], where)
-        if not (t > 0 and p > 0 and pl > 0 and bs > 0):
-            raise FormatError(f"{where}: batch_size, power_limit, time_per_epoch, average_power must be > 0")
+        bs = _float(r["batch_size"], where, "batch_size", integer=True, low=1, high=MAX_BATCH_SIZE)
+        pl = _float(r["power_limit"], where, "power_limit", low=0, low_open=True, high=MAX_POWER_W)
+        t = _float(r["time_per_epoch"], where, "time_per_epoch", low=0, low_open=True, high=MAX_EPOCH_S)
+        p = _float(r["average_power"], where, "average_power", low=0, low_open=True, high=MAX_POWER_W)
         cell = out.setdefault(key, {})
         if (bs, pl) in cell:  # average repeated measurements of one configuration
             n = seen[(key, bs, pl)]
@@ -118,14 +122,21 @@ def read_power_trace(path):
 def read_train_trace(path):
     """``{(dataset, network, optimizer): {target: {batch: {run: epochs or inf}}}}``."""
     out = {}
-    for i, r in enumerate(_read_csv(path, TRAIN_COLS, "train trace"), start=2):
+    for i, r in _read_csv(path, TRAIN_COLS, "train trace"):
         where = f"{path}:{i}"
         key = (r["dataset"], r["network"], r["optimizer"].lower())
-        e = _float(r["target_epoch"], where)
-        e = math.inf if math.isnan(e) else e
-        tgt = _float(r["target_metric"], where)
-        run = int(_float(r["run"], where))
-        out.setdefault(key, {}).setdefault(tgt, {}).setdefault(int(_float(r["batch_size"], where)), {})[run] = e
+        if r["target_epoch"].lower() == "nan":  # the run never reached the target
+            e = math.inf
+        else:
+            e = _float(r["target_epoch"], where, "target_epoch (or nan: never reached)", low=0, low_open=True,
+                       high=1e9)
+        tgt = _float(r["target_metric"], where, "target_metric")
+        run = _float(r["run"], where, "run", integer=True, low=0, high=1e9)
+        bs = _float(r["batch_size"], where, "batch_size", integer=True, low=1, high=MAX_BATCH_SIZE)
+        runs = out.setdefault(key, {}).setdefault(tgt, {}).setdefault(bs, {})
+        if run in runs:
+            raise FormatError(f"{where}: run {run} of batch {bs} at target {tgt:g} appears twice")
+        runs[run] = e
     if not out:
         raise FormatError(f"train trace {path} has no rows")
     return out
@@ -224,7 +235,11 @@ def _cap_grid(power, power_column, cap_step_w):
     peaks = [_peak(pl, avg, power_column) for cell in power.values() for (_, pl), (_, avg) in cell.items()]
     lo = math.floor(min(peaks) / cap_step_w) * cap_step_w
     hi = max(peaks)
-    n = int(math.floor((hi - lo) / cap_step_w + 1e-9))
+    n = math.floor((hi - lo) / cap_step_w + 1e-9)
+    if not n < MAX_CAPS:
+        raise UsageError(f"cap step {cap_step_w:g} W gives more than {MAX_CAPS} caps over {lo:g}-{hi:g} W; "
+                         f"give at least {(hi - lo) / (MAX_CAPS - 1):.3g} W")
+    n = int(n)
     caps = [round(lo + i * cap_step_w, 6) for i in range(n + 1)]
     if caps[-1] < hi:
         caps.append(round(hi, 6))
@@ -338,10 +353,20 @@ def replay(power_trace, train_trace, power_column="bound", cap_step_w=5.0, caps=
         raise UsageError(f"power column must be one of {', '.join(POWER_COLUMNS)}, got {power_column!r}")
     if ratio_model not in EFFICIENCY_MODELS:
         raise UsageError(f"ratio model must be one of {', '.join(EFFICIENCY_MODELS)}, got {ratio_model!r}")
-    if splits is not None and not (isinstance(splits, int) and splits >= 1):
-        raise UsageError(f"splits must be a positive integer (or None for the parity split), got {splits!r}")
-    if caps is None and not cap_step_w > 0:
-        raise UsageError("cap step must be > 0 W")
+    if splits is not None and not (isinstance(splits, int) and not isinstance(splits, bool)
+                                   and 1 <= splits <= MAX_SPLITS):
+        raise UsageError(f"splits must be an integer in [1, {MAX_SPLITS}] (or None for the parity split), "
+                         f"got {splits!r}")
+    if caps is None and not (isinstance(cap_step_w, (int, float)) and math.isfinite(cap_step_w) and cap_step_w > 0):
+        raise UsageError(f"cap step must be a finite number of watts > 0, got {cap_step_w!r}")
+    if caps is not None:
+        caps = list(caps)
+        if len(caps) > MAX_CAPS or not all(isinstance(c, (int, float)) and math.isfinite(c) and c > 0 for c in caps):
+            raise UsageError(f"caps must be at most {MAX_CAPS} finite numbers of watts > 0")
+    for k, v in (targets or {}).items():
+        if not k or not isinstance(v, (int, float)) or not math.isfinite(v):
+            raise UsageError(f"a target is a workload (dataset or dataset/network/optimizer) and a finite metric, "
+                             f"got {k!r}={v!r}")
     power = read_power_trace(power_trace)
     train = read_train_trace(train_trace)
     grid = sorted(float(c) for c in caps) if caps else _cap_grid(power, power_column, cap_step_w)

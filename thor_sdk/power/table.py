@@ -33,14 +33,27 @@ def validate(doc, part=None, what="power table"):
 
 
 def read_json(path, part=None, what="power table"):
-    if not os.path.isfile(path):
-        raise NotFoundError(f"no such file: {path}")
-    try:
-        with open(path, encoding="utf-8") as f:
-            doc = json.load(f)
-    except (json.JSONDecodeError, UnicodeDecodeError) as e:
-        raise FormatError(f"{path} is not valid JSON: {e}") from e
-    return validate(doc, part, f"{what} {path}")
+    """A power table (or, with ``part``, a ratios document or run report) read strictly
+    (``thor_sdk.store.files.read_json``) and checked against its schema; a whole table also by
+    ``thor_sdk.runtime.table.check_table`` (integer batch sizes, one ratio per batch size) and for one row
+    per (batch size, frequency)."""
+    from thor_sdk.runtime.table import check_table
+    from thor_sdk.store.files import read_json as read
+
+    doc = validate(read(path, what), part, f"{what} {path}")
+    if part is None:
+        try:
+            check_table(doc)
+        except FormatError as e:
+            raise FormatError(f"{what} {path}: {e}") from None
+        seen = {}
+        for i, r in enumerate(doc["rows"]):  # `table build` writes one row per pair; the runtime would scan both
+            key = (int(r["batch_size"]), float(r["freq_hz"]))
+            if key in seen:
+                raise FormatError(f"{what} {path}: rows {seen[key]} and {i} are both batch {key[0]} at "
+                                  f"{r['freq_hz']!r} Hz: one row per (batch size, frequency)")
+            seen[key] = i
+    return doc
 
 
 def write_json(doc, path):

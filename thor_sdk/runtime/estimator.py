@@ -37,7 +37,12 @@ DERIVED = ("train_flops", "train_bytes")  # inputs taken from the layer's cost t
 #: variance is checked on load; the residual where it is computed, since |k_i| <= constant bounds it)
 MAX_LOG_RESIDUAL = 60.0
 MAX_LOG_VAR = 25.0
-MAX_ROWS = 4096
+#: rows read per kind: inducing points (the fit keeps at most 128) and rows of the variance factor
+#: (its rank: at most 8); loading and predicting are linear in their product, so these bound both
+MAX_INDUCING = 512
+MAX_VAR_ROWS = 64
+#: kinds read from one estimator
+MAX_KINDS = 256
 VAR_FLOOR = 1e-12
 UNKNOWN = ("error", "approx")
 #: relative std of a layer the estimator has no model for, estimated from its FLOPs and bytes (approx)
@@ -76,11 +81,12 @@ def _nums(v, where, length=None, positive=False):
     return tuple(_num(x, f"{where}[{i}]", positive=positive) for i, x in enumerate(v))
 
 
-def _rows(v, where, ncols):
+def _rows(v, where, ncols, max_rows):
     if not isinstance(v, list) or not v:
         raise FormatError(f"estimator: {where} must be a non-empty array of rows")
-    if len(v) > MAX_ROWS:
-        raise FormatError(f"estimator: {where} has {len(v)} rows; at most {MAX_ROWS} are read")
+    if len(v) > max_rows:
+        raise FormatError(f"estimator: {where} has {len(v)} rows; at most {max_rows} are read "
+                          "(docs/estimator-format.md)")
     return tuple(_nums(r, f"{where}[{i}]", ncols) for i, r in enumerate(v))
 
 
@@ -140,11 +146,11 @@ class KindModel:
         ls = self.length_scale
         if min(ls) < 1e-6:
             raise FormatError(f"estimator: {where}.kernel.length_scale below 1e-6 is not a usable kernel")
-        inducing = _rows(_field(d, "inducing", where), f"{where}.inducing", nd)
+        inducing = _rows(_field(d, "inducing", where), f"{where}.inducing", nd, MAX_INDUCING)
         m = len(inducing)
         self.inducing_u = tuple(tuple(z / l for z, l in zip(row, ls)) for row in inducing)
         self.alpha = _nums(_field(d, "alpha", where), f"{where}.alpha", m)
-        self.W = _rows(_field(d, "var_factor", where), f"{where}.var_factor", m)
+        self.W = _rows(_field(d, "var_factor", where), f"{where}.var_factor", m, MAX_VAR_ROWS)
         n_samples = _field(d, "n_samples", where)
         if not isinstance(n_samples, int) or isinstance(n_samples, bool) or n_samples < 1:
             raise FormatError(f"estimator: {where}.n_samples must be a positive integer, got {n_samples!r}")
@@ -250,6 +256,8 @@ class Estimator:
         kinds = _field(doc, "kinds", "top level", dict)
         if not kinds:
             raise FormatError("estimator: kinds is empty")
+        if len(kinds) > MAX_KINDS:
+            raise FormatError(f"estimator: {len(kinds)} kinds; at most {MAX_KINDS} are read")
         self.metric = metric
         self.unit = unit
         self._models = {str(name): KindModel(str(name), d) for name, d in kinds.items()}
@@ -432,6 +440,11 @@ class Estimator:
                                      "kind": layer["kind"], "reason": why})
             out_layers.append(row)
         layers_var = fsum(total_var)
+        if layers_var < 0.0:  # covariances of one kind summed below zero: rounding, or a W the kernel cannot give
+            if layers_var < -1e-6 * total_mean * total_mean:
+                raise FormatError("estimator: the variance factor and the kernel give this model a negative "
+                                  "variance; the file is corrupt")
+            layers_var = 0.0
         whole = (self.whole_model_rel_std * total_mean) ** 2
         if not math.isfinite(total_mean) or not math.isfinite(layers_var + whole):
             raise UsageError("the estimate is too large to represent (far outside what the estimator covers)")
@@ -468,24 +481,84 @@ def _layer_label(layer, i):
     return f"layer {name}: {op}" if isinstance(op, str) and op else f"layer {name}"
 
 
+#: what ``load_estimator`` reads at most: the file's size (an estimator is about 100 KB; at this cap
+#: loading takes about a second), nesting depth, digits of an integer literal (the rules of
+#: ``thor_sdk.store.files.read_json``, kept here so this package imports nothing else)
+MAX_FILE_BYTES = 16 * 1024 * 1024
+MAX_JSON_DEPTH = 64
+MAX_INT_DIGITS = 30
+_BOMS = ((b"\xff\xfe\x00\x00", "UTF-32"), (b"\x00\x00\xfe\xff", "UTF-32"), (b"\xff\xfe", "UTF-16"),
+         (b"\xfe\xff", "UTF-16"))
+
+
 def _reject_constant(name):
-    raise FormatError(f"estimator JSON contains {name}, which is not a finite number")
+    raise FormatError(f"{name} is not a finite number")
+
+
+def _parse_int(text):
+    if len(text.lstrip("-")) > MAX_INT_DIGITS:
+        raise FormatError(f"an integer of {len(text.lstrip('-'))} digits (at most {MAX_INT_DIGITS} are read)")
+    return int(text)
+
+
+def _parse_float(text):
+    v = float(text)
+    if not math.isfinite(v):
+        raise FormatError(f"the number {text[:40]} is out of range")
+    return v
+
+
+def _depth(doc):
+    depth, stack = 0, [(doc, 1)]
+    while stack:
+        v, d = stack.pop()
+        if isinstance(v, dict):
+            v = list(v.values())
+        elif not isinstance(v, list):
+            continue
+        depth = max(depth, d)
+        stack.extend((x, d + 1) for x in v if isinstance(x, (list, dict)))
+    return depth
+
+
+def read_json_file(path, what="estimator"):
+    """A parsed JSON file, strictly: at most MAX_FILE_BYTES, UTF-8 (a byte-order mark dropped; UTF-16/32
+    and NUL bytes named), no NaN/Infinity tokens or numbers beyond the float range, integers of at most
+    MAX_INT_DIGITS digits, at most MAX_JSON_DEPTH levels deep. One FormatError naming the file otherwise."""
+    path = os.fspath(path)
+    if not os.path.isfile(path):
+        raise NotFoundError(f"no such {what} file: {path}")
+    try:
+        with open(path, "rb") as f:
+            data = f.read(MAX_FILE_BYTES + 1)
+    except OSError as e:
+        raise NotFoundError(f"cannot read {what} file {path}: {e.strerror or e}") from None
+    if len(data) > MAX_FILE_BYTES:
+        raise FormatError(f"{what} file {path} is larger than {MAX_FILE_BYTES} bytes; not read")
+    for bom, name in _BOMS:
+        if data.startswith(bom):
+            raise FormatError(f"{what} file {path} is {name} text; save it as UTF-8")
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as e:
+        raise FormatError(f"{what} file {path} is not UTF-8 text (byte {e.start}); save it as UTF-8") from None
+    if "\x00" in text:
+        raise FormatError(f"{what} file {path} contains a NUL byte: not a text file")
+    try:
+        doc = json.loads(text, parse_int=_parse_int, parse_float=_parse_float, parse_constant=_reject_constant)
+    except FormatError as e:
+        raise FormatError(f"{path} is not valid JSON: {e}") from None
+    except RecursionError:
+        raise FormatError(f"{path} is nested more than {MAX_JSON_DEPTH} levels deep") from None
+    except ValueError as e:  # json.JSONDecodeError included
+        raise FormatError(f"{path} is not valid JSON: {e}") from None
+    if _depth(doc) > MAX_JSON_DEPTH:
+        raise FormatError(f"{path} is nested more than {MAX_JSON_DEPTH} levels deep")
+    return doc
 
 
 def load_estimator(path_or_dict):
     """An ``Estimator`` from a JSON file path or an already-parsed dict; FormatError if it is corrupt."""
     if isinstance(path_or_dict, dict):
         return Estimator(path_or_dict)
-    path = os.fspath(path_or_dict)
-    if not os.path.isfile(path):
-        raise NotFoundError(f"no such estimator file: {path}")
-    try:
-        with open(path, encoding="utf-8") as f:
-            doc = json.load(f, parse_constant=_reject_constant)
-    except (json.JSONDecodeError, UnicodeDecodeError) as e:
-        raise FormatError(f"{path} is not valid JSON: {e}") from None
-    except RecursionError:
-        raise FormatError(f"{path} is nested too deeply to be an estimator") from None
-    except ValueError as e:  # e.g. an integer literal longer than Python's digit limit
-        raise FormatError(f"{path} is not a readable estimator: {e}") from None
-    return Estimator(doc)
+    return Estimator(read_json_file(path_or_dict))

@@ -42,8 +42,17 @@ class InfeasibleCapError(UsageError):
         )
 
 
+#: rows a table may hold (batch sizes x frequencies: a Jetson has about 15 frequencies)
+MAX_ROWS = 100000
+
+
 def _num(v):
-    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+    if not isinstance(v, (int, float)) or isinstance(v, bool):
+        return False
+    try:
+        return math.isfinite(v)
+    except OverflowError:  # an integer beyond the float range
+        return False
 
 
 def is_monotone(powers):
@@ -98,6 +107,8 @@ def check_table(doc):
     rows = doc.get("rows")
     if not isinstance(rows, list) or not rows:
         raise FormatError("power table has no rows")
+    if len(rows) > MAX_ROWS:
+        raise FormatError(f"power table has {len(rows)} rows; at most {MAX_ROWS} are read")
     for i, r in enumerate(rows):
         if not isinstance(r, dict):
             raise FormatError(f"power table row {i} is not an object")
@@ -106,12 +117,24 @@ def check_table(doc):
                 raise FormatError(f"power table row {i}: {k} must be a non-negative number")
         if r["batch_size"] < 1 or r["time_per_sample_s"] <= 0:
             raise FormatError(f"power table row {i}: batch_size and time_per_sample_s must be positive")
+        if r["batch_size"] != int(r["batch_size"]):
+            raise FormatError(f"power table row {i}: batch_size must be an integer, got {r['batch_size']!r}")
     ratios = doc.get("ratios")
     if not isinstance(ratios, list) or not ratios:
         raise FormatError("power table has no batch-size ratios")
+    seen = {}
     for i, r in enumerate(ratios):
         if not isinstance(r, dict) or not _num(r.get("batch_size")) or not _num(r.get("ratio")) or r["ratio"] <= 0:
             raise FormatError(f"power table ratio {i}: needs batch_size and a positive ratio")
+        if r["batch_size"] < 1 or r["batch_size"] != int(r["batch_size"]):
+            raise FormatError(f"power table ratio {i}: batch_size must be a positive integer, got {r['batch_size']!r}")
+        if int(r["batch_size"]) in seen:
+            raise FormatError(f"power table ratios {seen[int(r['batch_size'])]} and {i} are both of batch "
+                              f"{int(r['batch_size'])}: one ratio per batch size")
+        seen[int(r["batch_size"])] = i
+    ref = doc.get("reference_samples_to_target")
+    if ref is not None and (not _num(ref) or ref <= 0):
+        raise FormatError(f"power table: reference_samples_to_target must be a positive number or null, got {ref!r}")
 
 
 def knob_text(value, knob="gpu_freq_hz"):

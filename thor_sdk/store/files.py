@@ -6,9 +6,19 @@ its folder exists and is writable, and an existing target is a regular file, nev
 folder or a symlink), the content is written to a temporary file in the same folder, flushed to disk
 and renamed over the target; on any error (a full disk, a kill before the rename) the temporary file is
 removed and the target is as it was.
+
+Every JSON or CSV file a user hands thor-sdk is read the other way round, by ``read_json`` / ``read_csv``:
+size capped, strict UTF-8 (a UTF-16 file or a NUL byte is named as such), strict numbers (no NaN or
+Infinity tokens, nothing beyond the float range, integers of at most MAX_INT_DIGITS digits), nesting
+capped, CSV headers without duplicates and rows of the header's width; anything else is one FormatError
+naming the file. Standard library only (``thor_sdk.runtime`` keeps its own copy of the JSON rules).
 """
 
 import contextlib
+import csv
+import io
+import json
+import math
 import os
 
 from thor_sdk.errors import StoreError, UsageError
@@ -65,3 +75,170 @@ def write_bytes(path, data, what="output"):
         with open(tmp, "wb") as f:
             f.write(data)
     return path
+
+
+# ----------------------------------------------------------------------------- readers
+#: the largest JSON or CSV file a reader opens (bytes): an estimator is about 100 KB, a layer list of a
+#: 1,000-layer model about 1 MB; a bigger file is refused before it is read
+MAX_READ_BYTES = 64 * 1024 * 1024
+#: nesting depth of a JSON document (objects and arrays); our formats need 6
+MAX_JSON_DEPTH = 64
+#: digits of a JSON integer literal; 10^30 is beyond any count, size or id a format holds
+MAX_INT_DIGITS = 30
+#: bytes of one CSV field (the csv module's own limit, said here so the error can name it)
+MAX_CSV_FIELD = 131072
+_BOMS = ((b"\xff\xfe\x00\x00", "UTF-32"), (b"\x00\x00\xfe\xff", "UTF-32"), (b"\xff\xfe", "UTF-16"),
+         (b"\xfe\xff", "UTF-16"))
+
+
+def read_text(path, what="file", max_bytes=MAX_READ_BYTES):
+    """The text of a UTF-8 file (a UTF-8 byte-order mark is dropped). FormatError naming ``path`` for a file
+    over ``max_bytes``, a UTF-16/32 file, bytes that are not UTF-8, or a NUL byte; NotFoundError when it is
+    not a readable regular file."""
+    from thor_sdk.errors import FormatError, NotFoundError
+
+    path = os.fspath(path)
+    if not os.path.isfile(path):
+        raise NotFoundError(f"no such {what}: {path}")
+    try:
+        with open(path, "rb") as f:
+            data = f.read(max_bytes + 1)
+    except OSError as e:
+        raise NotFoundError(f"cannot read {what} {path}: {e.strerror or e}") from None
+    if len(data) > max_bytes:
+        raise FormatError(f"{what} {path} is larger than {max_bytes} bytes; not read")
+    for bom, name in _BOMS:
+        if data.startswith(bom):
+            raise FormatError(f"{what} {path} is {name} text; save it as UTF-8")
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError as e:
+        raise FormatError(f"{what} {path} is not UTF-8 text (byte {e.start}: {data[e.start:e.start + 1]!r}); "
+                          "save it as UTF-8") from None
+    if "\x00" in text:
+        raise FormatError(f"{what} {path} contains a NUL byte (at character {text.index(chr(0))}): not a text file")
+    return text
+
+
+def _json_int(text):
+    from thor_sdk.errors import FormatError
+
+    if len(text.lstrip("-")) > MAX_INT_DIGITS:
+        raise FormatError(f"an integer of {len(text.lstrip('-'))} digits (at most {MAX_INT_DIGITS} are read)")
+    return int(text)
+
+
+def _json_float(text):
+    from thor_sdk.errors import FormatError
+
+    v = float(text)
+    if not math.isfinite(v):
+        raise FormatError(f"the number {text[:40]} is out of range")
+    return v
+
+
+def _json_constant(name):
+    from thor_sdk.errors import FormatError
+
+    raise FormatError(f"{name} is not a number JSON allows (write a finite number)")
+
+
+def json_depth(doc):
+    """Nesting depth of a parsed JSON value (a scalar: 0), counted without recursion."""
+    depth, stack = 0, [(doc, 1)]
+    while stack:
+        v, d = stack.pop()
+        if isinstance(v, dict):
+            v = list(v.values())
+        elif not isinstance(v, list):
+            continue
+        depth = max(depth, d)
+        stack.extend((x, d + 1) for x in v if isinstance(x, (list, dict)))
+    return depth
+
+
+def parse_json(text, what="JSON"):
+    """Strict JSON: no NaN/Infinity tokens, no number out of the float range, integers of at most
+    MAX_INT_DIGITS digits, nesting at most MAX_JSON_DEPTH deep. FormatError naming ``what`` otherwise."""
+    from thor_sdk.errors import FormatError
+
+    try:
+        doc = json.loads(text, parse_int=_json_int, parse_float=_json_float, parse_constant=_json_constant)
+    except FormatError as e:
+        raise FormatError(f"{what} is not valid JSON: {e}") from None
+    except json.JSONDecodeError as e:
+        raise FormatError(f"{what} is not valid JSON: {e}") from None
+    except RecursionError:
+        raise FormatError(f"{what} is nested more than {MAX_JSON_DEPTH} levels deep") from None
+    except ValueError as e:
+        raise FormatError(f"{what} is not valid JSON: {e}") from None
+    if json_depth(doc) > MAX_JSON_DEPTH:
+        raise FormatError(f"{what} is nested more than {MAX_JSON_DEPTH} levels deep")
+    return doc
+
+
+def read_json(path, what="JSON file", max_bytes=MAX_READ_BYTES):
+    """A parsed JSON file, read by ``read_text`` and ``parse_json``: one FormatError naming the file for
+    anything malformed (encoding, NUL bytes, size, syntax, non-finite or oversized numbers, depth)."""
+    path = os.fspath(path)
+    return parse_json(read_text(path, what, max_bytes), f"{what} {path}")
+
+
+def read_csv(path, required=(), what="CSV file", max_bytes=MAX_READ_BYTES):
+    """``(header, rows)`` of a CSV file, each row a dict of the header's columns (stripped strings).
+
+    FormatError naming the file (and line) for: anything ``read_text`` refuses, no header, a duplicate or
+    empty column name, a missing ``required`` column, a row with more or fewer fields than the header, a
+    field over MAX_CSV_FIELD bytes, or broken quoting. Blank lines are skipped."""
+    from thor_sdk.errors import FormatError
+
+    path = os.fspath(path)
+    text = read_text(path, what, max_bytes)
+    reader = csv.reader(io.StringIO(text, newline=""), strict=True)
+    header, rows = None, []
+    try:
+        for fields in reader:
+            if not fields or (len(fields) == 1 and not fields[0].strip()):
+                continue
+            line = reader.line_num
+            if header is None:
+                header = [h.strip() for h in fields]
+                dup = sorted({h for h in header if header.count(h) > 1})
+                if dup:
+                    raise FormatError(f"{what} {path}: column {dup[0]!r} appears more than once")
+                if "" in header:
+                    raise FormatError(f"{what} {path}: column {header.index('') + 1} has no name")
+                missing = [c for c in required if c not in header]
+                if missing:
+                    raise FormatError(f"{what} {path} lacks columns {', '.join(missing)} (has {', '.join(header)})")
+                continue
+            if len(fields) != len(header):
+                raise FormatError(f"{what} {path}:{line}: {len(fields)} fields, the header has {len(header)}")
+            rows.append((line, {h: v.strip() for h, v in zip(header, fields)}))
+    except csv.Error as e:
+        if "field larger than field limit" in str(e):
+            raise FormatError(f"{what} {path}:{reader.line_num}: a field is longer than {MAX_CSV_FIELD} bytes") from None
+        raise FormatError(f"{what} {path}:{reader.line_num}: not valid CSV: {e}") from None
+    if header is None:
+        raise FormatError(f"{what} {path} is empty (no header)")
+    return header, rows
+
+
+def csv_number(text, where, column, integer=False, low=None, high=None, low_open=False):
+    """A finite number from a CSV field, in ``[low, high]`` (``low_open``: ``(low, high]``); an integer
+    value when ``integer``. FormatError naming ``where`` and the column otherwise."""
+    from thor_sdk.errors import FormatError
+
+    try:
+        v = float(text)
+    except (TypeError, ValueError):
+        raise FormatError(f"{where}: {column} is not a number: {text!r}") from None
+    if not math.isfinite(v):
+        raise FormatError(f"{where}: {column} is not a finite number: {text!r}")
+    if integer and v != int(v):
+        raise FormatError(f"{where}: {column} must be an integer, got {text!r}")
+    if low is not None and (v <= low if low_open else v < low):
+        raise FormatError(f"{where}: {column} must be {'>' if low_open else '>='} {low:g}, got {text!r}")
+    if high is not None and v > high:
+        raise FormatError(f"{where}: {column} must be at most {high:g}, got {text!r}")
+    return int(v) if integer else v
