@@ -29,8 +29,12 @@ def evaluated(tmp_path_factory):
             calibration_models=[])
     fit(str(d / "p.db"), out=str(d / "e.json"))
     ticks = []
+    # a per-epoch log whose cost settles at epoch 3 (warm-up 1.6, 1.3, 1.15 then 1.0 +- 1%)
+    costs = [1.6, 1.3, 1.15, 1.0, 1.01, 0.99, 1.0, 1.005, 0.995, 1.0]
+    (d / "run.csv").write_text("epoch,time_s\n" + "".join(f"{i},{c}\n" for i, c in enumerate(costs)))
     r = evaluate_unseen(str(d / "e.json"), ["cnn5", "lenet5", "lstm"], device=dev, batch_sizes=[8, 16],
-                        reference="har", progress=lambda ev, info: ticks.append((ev, info)))
+                        reference="har", progress=lambda ev, info: ticks.append((ev, info)), tdp={},
+                        pre_variants=("ridge",), step_logs=[str(d / "run.csv")])
     c = Campaign.open(str(d / "p.db"))
     samples = c.samples("time")
     c.close()
@@ -43,7 +47,12 @@ def test_every_method_is_scored_on_every_measured_model(evaluated):
                                                                   ("lenet5", 16)]
     assert [(s["model"], s["batch_size"]) for s in r["skipped"]] == [("lstm", 8), ("lstm", 16)]
     assert evaluated["ticks"][0] == ("start", 6) and len(evaluated["ticks"]) == 7  # a tick per model and batch
-    assert {"THOR", "FLOPs"} <= set(r["methods"])
+    assert list(r["methods"]) == ["THOR", "FLOPs", "TDP", "PRE ridge"]
+    # PRE needs runs of 3 other models; two were measured: said, not estimated
+    assert r["methods"]["PRE ridge"]["n"] == 0 and "at least 3 other models" in r["methods"]["PRE ridge"]["note"]
+    assert r["methods"]["TDP"]["n"] == 4 and "leave one model out" in r["methods"]["TDP"]["note"]
+    (step,) = r["step"]
+    assert step["stabilised"] and step["stable_epoch"] == 3 and step["epochs_used"] == 6 and step["ape"] < 1
     for x in r["rows"]:
         th = x["estimates"]["THOR"]
         assert th["low95"] <= th["value"] <= th["high95"]
@@ -51,6 +60,8 @@ def test_every_method_is_scored_on_every_measured_model(evaluated):
         for name, e in x["estimates"].items():
             assert e["ape"] == pytest.approx(abs(e["value"] - x["measured"]) / x["measured"] * 100)
     for name, m in r["methods"].items():
+        if not m["n"]:
+            continue
         apes = [x["estimates"][name]["ape"] for x in r["rows"] if x["estimates"].get(name, {}).get("ape") is not None]
         assert m["n"] == len(apes) and m["mape"] == pytest.approx(sum(apes) / len(apes))
         assert m["max_ape"] == max(apes) and m["note"]
@@ -72,8 +83,9 @@ def test_report_files_are_complete_and_self_contained(evaluated, tmp_path):
     assert doc["format"] == "thor-sdk/evaluation" and doc["version"] == 1 and "layers" not in doc
     assert doc["methods"]["THOR"]["mape"] == pytest.approx(r["methods"]["THOR"]["mape"])
     md = (out / "report.md").read_text()
-    for name in r["methods"]:
+    for name in ("THOR", "FLOPs", "TDP"):
         assert f"| {name} | 4 | {r['methods'][name]['mape']:.1f} |" in md
+    assert "| PRE ridge | 0 | - |" in md and "## STEP on run logs" in md and "| run.csv | 10 | 6 | 3 |" in md
     assert "![Estimated vs measured](estimated_vs_measured.png)" in md and "Skipped lstm b8" in md
     page = (out / "index.html").read_text()
     srcs = re.findall(r'(?:src|href)="([^"]*)"', page)
@@ -166,3 +178,45 @@ def test_zoo_groups_expand_in_order_without_repeats():
     got = expand_models(["lenet5", "zoo:reference", " zoo:heldout", "m.py:Net", "mlp5"])
     assert got == ["lenet5", *[n for n in list_models("reference") if n != "lenet5"], *list_models("heldout"),
                    "m.py:Net"]
+
+
+def test_pre_and_tdp_never_see_the_model_they_estimate():
+    """Leave one model out: a model's PRE and TDP estimates equal those of baselines fitted on the other
+    models alone, however wild its own measurements are."""
+    from thor_sdk.baselines.pre import PreBaseline
+    from thor_sdk.baselines.tdp import TdpBaseline
+    from thor_sdk.evaluate.methods import finish_methods
+
+    def layers(width):
+        return [{"kind": "linear", "config": {"in_features": 64, "out_features": width, "tokens": 1, "bias": 1},
+                 "role": "input"},
+                {"kind": "relu", "config": {"numel": width}, "role": "hidden"},
+                {"kind": "output", "config": {"in_features": width, "out_features": 10, "tokens": 1}, "role": "output"}]
+
+    rows = []
+    for i, w in enumerate((32, 64, 128, 256, 512)):
+        for b in (8, 32):
+            from thor_sdk.baselines.base import train_flops
+
+            f = train_flops(layers(w), b)
+            measured = 1e-9 * f + 1e-4
+            if i == 2:
+                measured *= 100.0  # model m2's own runs are wildly off: they must not move its estimate
+            feats = {"batch_size": b, "input_size": 64, "train_flops": f, "params": 64 * w + 10 * w,
+                     "n_layers": 3, "kinds": {"linear": 1, "relu": 1, "output": 1}, "cpu_count": 2, "threads": 1}
+            rows.append({"model": f"m{i}", "batch_size": b, "measured": measured, "estimates": {},
+                         "_context": {"layers": layers(w), "batch_size": b, "features": feats}})
+    notes, names = finish_methods(rows, "time", tdp={}, pre_variants=("ridge",))
+    assert names == ["THOR", "FLOPs", "TDP", "PRE ridge"]
+    others = [r for r in rows if r["model"] != "m2"]
+    pre = PreBaseline("ridge", "time").fit([dict(r["_context"]["features"], model=r["model"], time_s=r["measured"])
+                                            for r in others])
+    tdp = TdpBaseline(metric="time").fit([{"model": r["_context"]["layers"], "batch_size": r["batch_size"],
+                                           "time_s": r["measured"]} for r in others])
+    for r in rows:
+        if r["model"] == "m2":
+            assert r["estimates"]["PRE ridge"]["value"] == pytest.approx(
+                pre.predict_rows([r["_context"]["features"]])[0], rel=1e-12)
+            assert r["estimates"]["TDP"]["value"] == pytest.approx(
+                tdp.estimate(r["_context"]["layers"], r["batch_size"])["value"], rel=1e-12)
+            assert r["estimates"]["PRE ridge"]["ape"] > 90  # it could not have learnt m2's 100x

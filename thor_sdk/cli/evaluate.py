@@ -21,6 +21,17 @@ from .probe import protocol_options, settings_from
               help="With --estimator: write the report here (index.html, report.md, results.json, figures).")
 @click.option("--campaign", type=click.Path(dir_okay=False, exists=True),
               help="With --estimator: the profile's campaign, to plot its probes beside the GP estimates.")
+@click.option("--tdp-w", type=float, help="With --estimator: the device's TDP in watts for the TDP baseline's "
+              "(assumed) energy [default: from its table with --tdp-device; time needs none].")
+@click.option("--tdp-device", help="With --estimator: a device name in the TDP baseline's table (docs/baselines.md).")
+@click.option("--pre-variant", "pre_variants", multiple=True,
+              type=click.Choice(["linear", "ridge", "kernel_ridge", "svr"]),
+              help="With --estimator: PRE variants scored (repeatable) [default: all four].")
+@click.option("--pre-runs", type=click.Path(dir_okay=False, exists=True),
+              help="With --estimator: more whole-model runs to train PRE on (runs CSV or a campaign of "
+                   "`thor-sdk measure --out` runs); an evaluated model's own runs are always left out.")
+@click.option("--step-log", "step_logs", multiple=True, type=click.Path(dir_okay=False, exists=True),
+              help="With --estimator: per-epoch logs (`thor-sdk train` reports or CSV) to score STEP on.")
 @click.option("--unseen", is_flag=True, help="Kept for older scripts: the same as giving --estimator.")
 @click.option("--metric", type=click.Choice(["time", "energy"]), default=None,
               help="What is measured [default: the estimator's metric; time without one].")
@@ -33,8 +44,8 @@ from .probe import protocol_options, settings_from
 @protocol_options
 @quiet_option
 @json_option
-def cmd(estimator, device, model_list, models, input_shape, batch_sizes, out, campaign, unseen, metric, runtime,
-        out_dir, max_probes, max_seconds, min_rounds, max_rounds, window_s, cv_target, threads, quiet, as_json):
+def cmd(estimator, device, model_list, models, input_shape, batch_sizes, out, campaign, tdp_w, tdp_device, pre_variants,
+        pre_runs, step_logs, unseen, metric, runtime, out_dir, max_probes, max_seconds, min_rounds, max_rounds, window_s, cv_target, threads, quiet, as_json):
     """THOR and the baselines against measured training steps.
 
     With --estimator (a device profile): estimate models it never saw with THOR and each baseline, measure
@@ -49,9 +60,15 @@ def cmd(estimator, device, model_list, models, input_shape, batch_sizes, out, ca
     if estimator or unseen:
         if not estimator:
             raise UsageError("--unseen needs --estimator (from `thor-sdk profile` and `thor-sdk fit`)")
+        baselines = {"tdp": {k: v for k, v in (("tdp_w", tdp_w), ("device", tdp_device)) if v is not None},
+                     "pre_variants": tuple(pre_variants or ("linear", "ridge", "kernel_ridge", "svr")),
+                     "pre_runs": pre_runs, "step_logs": tuple(step_logs)}
         return _unseen(estimator, device, expand_models(specs or ["zoo:heldout"]), input_shape,
-                       list(batch_sizes or (16,)), metric, runtime, threads, settings, out, campaign, quiet, as_json)
-    for name, v in (("--out", out), ("--campaign", campaign), ("--input-shape", input_shape)):
+                       list(batch_sizes or (16,)), metric, runtime, threads, settings, out, campaign, baselines, quiet,
+                       as_json)
+    for name, v in (("--out", out), ("--campaign", campaign), ("--input-shape", input_shape), ("--tdp-w", tdp_w),
+                    ("--tdp-device", tdp_device), ("--pre-variant", pre_variants), ("--pre-runs", pre_runs),
+                    ("--step-log", step_logs)):
         if v:
             raise UsageError(f"{name} goes with --estimator (the per-model benchmark takes reference names)")
     return _per_model(device, expand_models(specs or ["zoo:reference"]), list(batch_sizes or (32,)),
@@ -104,7 +121,7 @@ def _per_model(device, models, batch_sizes, metric, runtime, out_dir, max_probes
 
 
 def _unseen(estimator, device, models, input_shape, batch_sizes, metric, runtime, threads, settings, out, campaign,
-            quiet, as_json):
+            baselines, quiet, as_json):
     import sys
 
     from thor_sdk.evaluate import evaluate_unseen
@@ -127,7 +144,7 @@ def _unseen(estimator, device, models, input_shape, batch_sizes, metric, runtime
     try:
         r = evaluate_unseen(est, models, device=device, batch_sizes=batch_sizes, metric=metric, settings=settings,
                             threads=threads, progress=progress, input_shape=input_shape,
-                            runtime=runtime)
+                            runtime=runtime, **baselines)
     finally:
         if bar is not None:
             bar.close()
@@ -139,6 +156,7 @@ def _unseen(estimator, device, models, input_shape, batch_sizes, metric, runtime
         emit_json(r)
         return
     click.echo(unseen_table(r))
+    click.echo("\n" + methods_table(r))
     if out:
         click.echo(f"report: {r['report']['files'][-1]}" + (f" ({r['report']['note']})" if r["report"]["note"] else ""))
     click.echo(f"command: {r['command']}")
@@ -152,6 +170,20 @@ def _campaign_samples(path, metric):
         return c.samples(metric)
     finally:
         c.close()
+
+
+def methods_table(r):
+    """Every method's MAPE, max error and (THOR) coverage, one line each, and STEP on the run logs."""
+    rows = [(n, m["n"], "-" if m["mape"] is None else f"{m['mape']:.1f}",
+             "-" if m["max_ape"] is None else f"{m['max_ape']:.1f}",
+             "-" if m["coverage95"] is None else f"{100 * m['coverage95']:.0f}%",
+             "" if m["n"] else (m.get("note") or "")) for n, m in r["methods"].items()]
+    text = table(rows, ["method", "models", "MAPE %", "max APE %", "95% coverage", "note"])
+    for s in r.get("step") or []:
+        text += (f"\nSTEP on {s['log']}: {s['epochs_used']} of {s['epochs']} epochs used, projected "
+                 + (f"{s['projected']:.4g} {s['unit']} vs measured {s['measured_total']:.4g} {s['unit']} "
+                    f"({s['ape']:.1f}%)" if s["projected"] is not None else f"nothing ({s['reason']})"))
+    return text
 
 
 def unseen_table(r):

@@ -84,6 +84,17 @@ def model_table(result):
     return head, rows
 
 
+def step_table(result):
+    """(header, rows) of STEP scored on per-epoch run logs (empty rows without any)."""
+    head = ["run log", "epochs", "epochs used", "stable from epoch", "projected", "measured total", "APE %"]
+    rows = [[os.path.basename(s["log"]), str(s["epochs"]), str(s["epochs_used"]),
+             "-" if s["stable_epoch"] is None else str(s["stable_epoch"]),
+             "-" if s["projected"] is None else f"{s['projected']:.4g} {s['unit']}",
+             f"{s['measured_total']:.4g} {s['unit']}", _pct(s["ape"]) if s["projected"] is not None
+             else f"- ({s['reason']})"] for s in result.get("step") or []]
+    return head, rows
+
+
 def _md_table(head, rows):
     esc = [[str(c).replace("|", "\\|") for c in r] for r in rows]
     return "\n".join(["| " + " | ".join(head) + " |", "|" + "---|" * len(head), *("| " + " | ".join(r) + " |"
@@ -161,9 +172,13 @@ def write_report(result, out_dir, estimator=None, samples=(), timestamp=None):
     title = f"THOR and baselines vs measured: {result['device']} / {result['runtime']}"
     sh, sr = summary_table(result)
     mh, mr = model_table(result)
+    th, tr = step_table(result)
     facts = _facts(result)
     md = [f"# {title}", "", f"Written {stamp}.", "", *[f"- {f}" for f in facts], "", "## Methods", "",
           _md_table(sh, sr), "", "## Models", "", _md_table(mh, mr), ""]
+    if tr:
+        md += ["## STEP on run logs", "", "STEP projects a run from its own first epochs; it is scored on "
+               "per-epoch logs, not on the models above.", "", _md_table(th, tr), ""]
     if note:
         md += [f"_{note}_", ""]
     for name, caption in FIGURES:
@@ -186,7 +201,9 @@ def write_report(result, out_dir, estimator=None, samples=(), timestamp=None):
         "</style></head><body>"
         f"<h1>{html.escape(title)}</h1><p>Written {html.escape(stamp)}.</p><ul>"
         + "".join(f"<li>{html.escape(f)}</li>" for f in facts) + "</ul><h2>Methods</h2>" + _html_table(sh, sr)
-        + "<h2>Models</h2>" + _html_table(mh, mr) + (f"<p><em>{html.escape(note)}</em></p>" if note else "")
+        + "<h2>Models</h2>" + _html_table(mh, mr)
+        + (("<h2>STEP on run logs</h2><p>STEP projects a run from its own first epochs; it is scored on per-epoch "
+            "logs, not on the models above.</p>" + _html_table(th, tr)) if tr else "") + (f"<p><em>{html.escape(note)}</em></p>" if note else "")
         + imgs + "</body></html>\n")
     written.append(write_text(os.path.join(out_dir, "index.html"), page, "report page"))
     return {"files": written, "figures": sorted(figs), "note": note}

@@ -35,13 +35,16 @@ def method_summary(rows, method):
 
 
 def evaluate_unseen(estimator, models, device="host", batch_sizes=(16,), metric=None, runtime=None, settings=None,
-                    threads=None, reference="lenet5", progress=None, input_shape=None, baselines=None):
+                    threads=None, reference="lenet5", progress=None, input_shape=None, tdp=None, pre_variants=(),
+                    pre_runs=None, step_logs=()):
     """Estimate models and measure them directly, side by side, for THOR and every baseline.
 
     ``estimator``: a path or a loaded estimator (``thor-sdk profile`` + ``fit``). ``models``: any form
     ``estimate`` takes (reference or zoo names, ``file.py:Class`` with ``input_shape``, layer-list JSON,
-    ONNX). ``baselines``: ``{name: baseline}`` objects with ``estimate_model(layers, batch_size, info)``
-    (``thor_sdk.evaluate.methods``); the FLOPs baseline of the estimator is always there. ``progress``:
+    ONNX). Beside THOR and the estimator's FLOPs baseline (always there): ``tdp`` (None, or keyword
+    arguments of ``TdpBaseline``: ``{}`` fits its throughput), ``pre_variants`` (PRE's variants) with
+    ``pre_runs`` (more training runs: a runs CSV or campaign path), ``step_logs`` (per-epoch logs STEP is
+    scored on); see ``thor_sdk.evaluate.methods``. ``progress``:
     called ``("start", total)`` then ``("step", label)`` after each model and batch size.
     Returns a plain dict (JSON-ready): one row per measured model and batch size with ``estimates`` per
     method (value, APE, and for THOR the std, z and whether the 95% interval covers the measurement),
@@ -50,7 +53,9 @@ def evaluate_unseen(estimator, models, device="host", batch_sizes=(16,), metric=
     """
     from thor_sdk.api import _device, estimate
     from thor_sdk.errors import NotFoundError, UsageError
-    from thor_sdk.evaluate.methods import finish_methods, row_context
+    from thor_sdk.baselines.pre import features_of, load_runs
+    from thor_sdk.evaluate.methods import finish_methods, row_context, score_step_logs
+    from thor_sdk.layers import layers_of
     from thor_sdk.harness.protocol import ProtocolSettings
     from thor_sdk.harness.whole_model import resolve_model
     from thor_sdk.models import group_of
@@ -67,7 +72,9 @@ def evaluate_unseen(estimator, models, device="host", batch_sizes=(16,), metric=
     settings = settings or ProtocolSettings()
     sources = [resolve_model(m, input_shape) for m in models]  # unknown names, missing files fail before any work
     dev = _device(device, threads=threads)
-    baselines = dict(baselines or {})
+    extra_runs = list(load_runs(pre_runs, metric)) if pre_runs else []  # a bad file fails before any work
+    step = score_step_logs(step_logs) if step_logs else []
+    info = dev.info()
     rows, refs, skipped, layers = [], [], [], []
     t_start = time.monotonic()
     probe_ref = (est.doc.get("whole_model") or {}).get("reference")
@@ -120,15 +127,19 @@ def evaluate_unseen(estimator, models, device="host", batch_sizes=(16,), metric=
                          "low95": max(0.0, mean - Z95 * std), "high95": mean + Z95 * std},
                 "FLOPs": {"value": flops, "ape": row["flops_ape"]},
             }
-            row["_context"] = row_context(e, b)  # what the baselines need (dropped from the result)
+            feats = None
+            if pre_variants:
+                ml = layers_of(source.name or model, input_shape=input_shape)
+                feats = features_of(ml, b, device=info)
+            row["_context"] = row_context(e, b, feats)  # what the baselines need (dropped from the result)
             rows.append(row)
             layers.extend(dict(l, batch_size=b) for l in row["_context"]["layers"])
             if progress:
                 progress("step", label)
-    notes = finish_methods(rows, baselines, est)  # fills every baseline's estimate; PRE leave-one-model-out
+    # every baseline's estimates, each fitted without the model it estimates (leave one model out)
+    notes, method_names = finish_methods(rows, metric, tdp=tdp, pre_variants=pre_variants, pre_runs=extra_runs)
     for r in rows:
         r.pop("_context", None)
-    method_names = ["THOR", "FLOPs", *[n for n in baselines if n not in ("THOR", "FLOPs")]]
     methods = {n: dict(method_summary(rows, n), note=notes.get(n)) for n in method_names}
     thor = [r["thor_ape"] for r in rows]
     fl = [r["flops_ape"] for r in rows if r["flops_ape"] is not None]
@@ -136,7 +147,7 @@ def evaluate_unseen(estimator, models, device="host", batch_sizes=(16,), metric=
     adj = [r["thor_level_adjusted_ape"] for r in rows if r["thor_level_adjusted_ape"] is not None]
     return {
         "device": dev.name, "runtime": runtime, "metric": metric, "unit": est.unit, "batch_sizes": list(batch_sizes),
-        "rows": rows, "skipped": skipped, "methods": methods,
+        "rows": rows, "skipped": skipped, "methods": methods, "step": step,
         "thor_mape": statistics.fmean(thor) if thor else None,
         "thor_max_ape": max(thor) if thor else None,
         "flops_mape": statistics.fmean(fl) if fl else None,
