@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 from thor_sdk.errors import NotFoundError
 
-VOCAB = 65  # characters of the bundled public-domain text (see thor_sdk.models.text)
+VOCAB = 65  # characters of a small char-level vocabulary (the size of tiny-Shakespeare's); inputs are synthetic token ids
 SEQ_LEN = 64
 
 

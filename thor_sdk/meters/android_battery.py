@@ -125,9 +125,6 @@ class AndroidBatteryMeter(SamplingMeter):
                         "(adb over Wi-Fi) or allow charging explicitly")
         return ""
 
-    def is_available(self):
-        return self.why_unavailable() == ""
-
     def read_sample(self):
         return (read_number(self.fs, self._f("current_now"), "battery current"),
                 read_number(self.fs, self._f("voltage_now"), "battery voltage"))

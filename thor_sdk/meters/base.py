@@ -47,12 +47,12 @@ class Meter:
     sample_period_s = 0.0
 
     def is_available(self):
-        """True when this meter can be read here (files present and readable)."""
-        return False
+        """True when this meter can be read here (files present and readable): ``why_unavailable()`` is empty."""
+        return self.why_unavailable() == ""
 
     def why_unavailable(self):
-        """One sentence saying why ``is_available()`` is False (empty when available)."""
-        return ""
+        """One sentence saying why this meter cannot be read here (empty when it can). Subclasses say it."""
+        return f"{self.name} does not say how it is read"
 
     def start(self):
         raise NotImplementedError
@@ -74,7 +74,7 @@ class Meter:
 
 
 # ---------------------------------------------------------------------------------------------
-# Shared machinery for the meters in this package (added; the API above is unchanged).
+# Shared machinery for the meters in this package
 # ---------------------------------------------------------------------------------------------
 
 def trapezoid_j(samples):

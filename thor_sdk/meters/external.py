@@ -174,9 +174,6 @@ class ExternalLogMeter(Meter):
             return f"meter log {self.path} has fewer than two samples"
         return ""
 
-    def is_available(self):
-        return self.why_unavailable() == ""
-
     def energy_between(self, t0_s, t1_s):
         """``EnergyWindow`` for host-clock times ``[t0_s, t1_s]`` (waits up to ``wait_s`` for the log)."""
         from thor_sdk.errors import MeasurementError

@@ -130,9 +130,6 @@ class Ina3221Meter(SamplingMeter):
                     return why
         return ""
 
-    def is_available(self):
-        return self.why_unavailable() == ""
-
     @staticmethod
     def _rail_power_w(fs, r):
         if r.power:

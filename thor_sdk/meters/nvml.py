@@ -104,9 +104,6 @@ class NvmlEnergyMeter(CounterMeter):
             return "this GPU has no total-energy counter (pre-Volta)"
         return ""
 
-    def is_available(self):
-        return self.why_unavailable() == ""
-
     def read_counters(self):
         mj = self.nv.call("nvmlDeviceGetTotalEnergyConsumption", "total energy")
         return {f"gpu{self.nv.index}": (mj / 1000.0, None)}
@@ -129,9 +126,6 @@ class NvmlPowerMeter(SamplingMeter):
         if not self.nv.supports("nvmlDeviceGetPowerUsage"):
             return "this GPU does not report its power draw"
         return ""
-
-    def is_available(self):
-        return self.why_unavailable() == ""
 
     def power_w(self):
         return self.nv.call("nvmlDeviceGetPowerUsage", "power usage") / 1000.0

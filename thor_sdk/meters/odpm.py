@@ -157,9 +157,6 @@ class OdpmMeter(CounterMeter):
                 return f"no ODPM rail matches {', '.join(self.rails)} (present: {', '.join(sorted(present))})"
         return ""
 
-    def is_available(self):
-        return self.why_unavailable() == ""
-
     def read_counters(self):
         from thor_sdk.errors import MeasurementError
 
@@ -206,9 +203,6 @@ class PowerStatsDumpMeter(CounterMeter):
         if self.rails is not None and not _select(rows, set(self.rails), {}):
             return f"no power-stats channel matches {', '.join(self.rails)} (present: {', '.join(sorted(rows))})"
         return ""
-
-    def is_available(self):
-        return self.why_unavailable() == ""
 
     def read_counters(self):
         rows = parse_power_stats_dump(self.dump_fn())

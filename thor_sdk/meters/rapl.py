@@ -81,9 +81,6 @@ class RaplMeter(CounterMeter):
                 return why
         return ""
 
-    def is_available(self):
-        return self.why_unavailable() == ""
-
     def read_counters(self):
         from thor_sdk.errors import MeasurementError
 
