@@ -592,7 +592,9 @@ def run_harness(bundle_path, out, *, threads=None, on_probe=None, root="/"):
     its energy meter when the bundle asks for energy, its sysfs state per window, and write ``out``."""
     from thor_sdk.devices.host import HostDevice
     from thor_sdk.devices.state import sysfs_state
+    from thor_sdk.store.files import check_output
 
+    check_output(out, "results")  # before measuring: a bad --out never costs a run
     with open_bundle(bundle_path) as (_d, manifest):
         metric = manifest["metric"]
     host = HostDevice(root=root, threads=threads)

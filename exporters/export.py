@@ -27,6 +27,9 @@ def export_model(model, batch_size, fmt, out, *, optimizer="sgd", loss="ce", lr=
         raise UsageError(f"unknown loss {loss!r} (known: {', '.join(LOSSES)})")
     if batch_size < 1:
         raise UsageError(f"batch size must be >= 1, got {batch_size}")
+    from thor_sdk.store.files import check_output
+
+    check_output(out, f"{fmt} file")  # before any model is built or exported
     spec = model_spec(model)
     if loss == "mse" and spec.label_shape:
         raise UsageError(f"--loss mse needs one label per sample; {model} predicts a sequence (use ce)")

@@ -17,6 +17,10 @@ def cmd(model, input_shape, out, unknown_ops, as_json):
     """Show MODEL's THOR layer list (a name, file.py:Class, .onnx or layer-list .json)."""
     from thor_sdk.layers import layers_of
 
+    if out:
+        from thor_sdk.store.files import check_output
+
+        check_output(out, "layer list")  # before the model is built
     ml = layers_of(model, input_shape=input_shape, unknown_ops=unknown_ops)
     if out:
         from thor_sdk.store.files import write_text

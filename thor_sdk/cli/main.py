@@ -76,6 +76,13 @@ def main(argv=None):
     except click.exceptions.Abort:
         click.echo("Aborted.", err=True)
         sys.exit(130)
+    except click.UsageError as e:
+        if type(e).__name__ == "NoArgsIsHelpError":  # `thor-sdk probe` alone: its help
+            e.show()
+        else:  # one line, like every other error: a bad option value, an unknown option, a missing one
+            where = f" (see '{e.ctx.command_path} --help')" if e.ctx is not None else ""
+            click.echo(f"Error: {e.format_message().strip().rstrip('.')}{where}", err=True)
+        sys.exit(e.exit_code)
     except click.ClickException as e:
         e.show()
         sys.exit(e.exit_code)

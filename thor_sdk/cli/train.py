@@ -44,6 +44,10 @@ def cmd(device, sysfs_root, power_cap, table_path, model, data, target_accuracy,
 
     from thor_sdk.power.ratios import parse_batch_sizes
 
+    if out:
+        from thor_sdk.store.files import check_output
+
+        check_output(out, "run report")  # before training
     doc = read_json(table_path) if table_path else None
     ratios = read_json(ratios_path, "ratios", "batch ratios") if ratios_path else None
     sizes = parse_batch_sizes(batch_sizes)
