@@ -9,7 +9,7 @@
    (``thor_sdk.devices.state.load_state``). Time only: this host has no energy meter.
 2. ``thor_sdk.baselines.pre.cross_validate``: each PRE variant (linear, ridge, kernel ridge, SVR) leaving
    one model out at a time, so no net is in its own training set; beside them, the TDP baseline's time
-   (one FLOP/s fitted on the other nets, ``TdpBaseline.fit``'s formula) for reference.
+   (one FLOP/s fitted on the other nets by ``TdpBaseline.fit``) for reference.
 
 Writes ``bench/results/pre-host-<stamp>.csv`` (the runs, in the documented runs-CSV format) and ``.md``.
 """
@@ -58,12 +58,13 @@ def _collect(models, batch_sizes, threads, say):
 
 
 def _tdp_time_cv(rows):
-    """Leave-one-model-out APE (%) of time = train_flops / F, F fitted on the other models' runs."""
+    """Leave-one-model-out APE (%) of the TDP baseline's time: train_flops / F, F fitted on the other models."""
+    from thor_sdk.baselines.tdp import TdpBaseline
+
     out = []
     for r in rows:
-        ratios = [o["train_flops"] / o["time_s"] for o in rows if o["model"] != r["model"] and o["train_flops"] > 0]
-        inv = math.fsum(ratios) / math.fsum(x * x for x in ratios)
-        out.append(abs(r["train_flops"] * inv - r["time_s"]) / r["time_s"] * 100.0)
+        f = TdpBaseline(metric="time").fit([o for o in rows if o["model"] != r["model"]]).flops_per_s_
+        out.append(abs(r["train_flops"] / f - r["time_s"]) / r["time_s"] * 100.0)
     return out
 
 

@@ -68,6 +68,17 @@ def test_fit_recovers_throughput_from_runs():
     f = TdpBaseline(metric="time").fit([{"model": m, "batch_size": bs, "time_s": t} for m, bs, t in noisy]).flops_per_s_
     assert 2.4e9 < f < 3.8e9
     assert "fitted on 12" in TdpBaseline(metric="time").fit(runs).assumptions
+    rows = [{"model": "x", "train_flops": train_flops(m, bs), "time_s": t} for m, bs, t in runs]
+    assert TdpBaseline(metric="time").fit(rows).flops_per_s_ == pytest.approx(3e9, rel=1e-9)
+    with pytest.raises(UsageError):
+        TdpBaseline(metric="time").fit([{"train_flops": float("nan"), "time_s": 1.0}])
+
+
+def test_table_ships_with_the_package():
+    import pathlib
+
+    text = (pathlib.Path(__file__).resolve().parents[1] / "pyproject.toml").read_text()
+    assert "baselines/tdp_table.json" in text  # package-data: a wheel without it could not look up a TDP
 
 
 def test_refusals():

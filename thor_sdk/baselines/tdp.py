@@ -114,11 +114,20 @@ class TdpBaseline(Baseline):
 
     def fit(self, runs):
         """Fit the effective FLOP/s from measured whole-model times: ``runs`` of ``(model, batch_size,
-        time_s)`` (``model`` in any form ``estimate`` takes) or dicts with those keys."""
+        time_s)`` (``model`` in any form ``estimate`` takes) or dicts with those keys; a dict with
+        ``train_flops`` (a PRE run row) is used as it is, without rebuilding its model."""
         ratios = []
         for i, run in enumerate(runs):
             if i >= MAX_RUNS:
                 raise UsageError(f"more than {MAX_RUNS} runs")
+            if isinstance(run, dict) and "train_flops" in run:
+                f = run["train_flops"]
+                if isinstance(f, bool) or not isinstance(f, (int, float)) or not math.isfinite(f) or f < 0:
+                    raise UsageError(f"run {i}: train_flops must be a finite number >= 0, got {f!r}")
+                check_positive(f"run {i}: time_s", run.get("time_s"))
+                if f > 0:
+                    ratios.append(f / run["time_s"])
+                continue
             model, b, t = (run["model"], run["batch_size"], run["time_s"]) if isinstance(run, dict) else run
             b, t = check_batch_size(b), check_positive(f"run {i}: time_s", t)
             f = train_flops(model_layers(model)[1], b)
