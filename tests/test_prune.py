@@ -212,3 +212,30 @@ def test_output_in_an_unwritable_folder_is_refused_before_work(tmp_path, capsys)
         os.chmod(ro, 0o700)
     assert code == 2 and res.err.startswith("Error: ") and not os.listdir(ro)
     shutil.rmtree(ro)
+
+
+def test_a_list_that_is_not_one_network_is_planned_but_not_written(tmp_path):
+    conv = {"kernel": 3, "stride": 1, "padding": 1, "groups": 1, "bias": 1}
+    layers = [
+        {"name": "c1", "kind": "conv2d", "role": "input",
+         "config": dict(conv, in_channels=3, out_channels=16, height=16, width=16)},
+        {"name": "r1", "kind": "relu", "role": "hidden", "config": {"numel": 16 * 256}},
+        {"name": "c2", "kind": "conv2d", "role": "hidden",
+         "config": dict(conv, in_channels=16, out_channels=32, height=16, width=16)},
+        # a shortcut's layer: its input is the block's input, not c2's output (the list does not chain here)
+        {"name": "s", "kind": "conv2d", "role": "hidden",
+         "config": dict(conv, in_channels=3, out_channels=32, height=16, width=16)},
+        {"name": "r2", "kind": "relu", "role": "hidden", "config": {"numel": 32 * 256}},
+        {"name": "f", "kind": "flatten", "role": "hidden", "config": {"numel": 32 * 256}},
+        {"name": "head", "kind": "output", "role": "output", "config": {"in_features": 32 * 256, "out_features": 10,
+                                                                         "tokens": 1}},
+    ]
+    src = tmp_path / "branchy.json"
+    src.write_text(json.dumps({"format": "thor-sdk/layers", "version": 1, "name": "branchy", "input_shape": [3, 16, 16],
+                               "input_dtype": "float32", "layers": layers}))
+    r = thor_sdk.prune_plan(EST, str(src), target_saving=0.2, batch_size=4)
+    assert r["changes"] and {c["layer"] for c in r["changes"]} <= {"c1", "s"}
+    assert any("branches" in w for w in r["warnings"])
+    with pytest.raises(UsageError, match="one network"):
+        thor_sdk.prune_plan(EST, str(src), target_saving=0.2, batch_size=4, out=str(tmp_path / "p.json"))
+    assert sorted(os.listdir(tmp_path)) == ["branchy.json"]

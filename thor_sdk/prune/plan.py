@@ -22,6 +22,8 @@ from thor_sdk.errors import ModelError, UsageError
 from .groups import cut, find_groups, params_of, units_of
 
 CAPACITIES = ("params", "units")
+#: kinds that join two tensors: where they are, the layer list is not the whole dataflow
+BRANCH_KINDS = ("add", "cat", "mul")
 ACCURACY_NOTE = ("accuracy after pruning is out of scope: the plan is about cost only; retrain or fine-tune the "
                  "pruned network and check its accuracy yourself")
 
@@ -69,6 +71,7 @@ def plan_cuts(est, layers, batch_size, target_saving=0.5, step_fraction=0.125, m
     before, before_std = _cost(est, layers, batch_size, unknown_ops)
     target = (1.0 - target_saving) * before
     groups = find_groups(layers)
+    chained = _chains(layers)  # a list that is one network stays one (else only the groups' own rules hold)
     original = {i: units_of(layers[i]) for i in groups}
     step = {i: max(1, int(round(step_fraction * n))) for i, n in original.items()}
     floor = {i: max(1, math.ceil(min_fraction * n)) for i, n in original.items()}
@@ -85,7 +88,7 @@ def plan_cuts(est, layers, batch_size, target_saving=0.5, step_fraction=0.125, m
                     cand, edits = cut(current, i, new, groups)
                 except (UsageError, ModelError):
                     break
-                if not _chains(cand):
+                if chained and not _chains(cand):
                     break
                 m, s = _cost(est, cand, batch_size, unknown_ops)
                 saving = cost - m
@@ -236,7 +239,14 @@ def prune_plan(estimator, model, target_saving=0.5, batch_size=32, out=None, inp
     label = model if isinstance(model, str) else ml.name
     from thor_sdk.harness.whole_model import chain_reshapes
 
-    chain_reshapes(ml.layers, str(label))  # the plan is written as one buildable network: the list must chain
+    try:
+        chain_reshapes(ml.layers, str(label))
+        chained = True
+    except ModelError as e:
+        if out is not None or measure:  # the plan is written (and measured) as one buildable network
+            raise UsageError(f"{e}; --out and --measure need a layer list that is one network (plan without them "
+                             "to see the cuts)") from None
+        chained = False
     plan = plan_cuts(est, ml.layers, batch_size, target_saving, step_fraction, min_fraction, capacity, unknown_ops)
     name = os.path.splitext(os.path.basename(os.fspath(out)))[0] if out is not None else f"{ml.name}-pruned"
     pruned = ModelLayers(name, list(ml.input_shape), ml.input_dtype, plan["layers"])
@@ -253,6 +263,12 @@ def prune_plan(estimator, model, target_saving=0.5, batch_size=32, out=None, inp
         "out": None if out is None else os.fspath(out), "module": py, "class": class_name,
         "layers": pruned.to_dict()["layers"], "measured": None, "note": ACCURACY_NOTE, "warnings": [],
     }
+    if not chained or any(l["kind"] in BRANCH_KINDS for l in ml.layers):
+        result["warnings"].append(
+            f"{label} has branches (residual adds, concatenations, products) its layer list shows only as a chain: "
+            "no cut crosses one, but a branch that reads a cut layer's output elsewhere is not seen, and the written "
+            "module is the list rebuilt as a chain (as `thor-sdk measure` rebuilds a layer list), not the original "
+            "topology; check the cuts against the network")
     if not plan["groups"]:
         result["warnings"].append(f"no layer of {label} can be cut (no convolution or linear layer whose units "
                                   "flow only through per-unit layers into the next layer with weights)")
