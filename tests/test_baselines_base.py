@@ -57,3 +57,17 @@ def test_every_baseline_shares_the_interface():
         FlopsBaseline(metric="power")
     with pytest.raises(UsageError):
         FlopsBaseline().fit(_samples()).estimate([{"kind": "linear"}], 8)
+
+
+def test_flops_adapter_from_an_estimator_matches_thor_estimate():
+    import pathlib
+
+    import thor_sdk
+    from thor_sdk.runtime import load_estimator
+
+    vec = pathlib.Path(__file__).parent / "vectors"
+    est_path, layers_path = str(vec / "estimator_energy_floored.json"), str(vec / "layers_energy_floored_0.json")
+    b = FlopsBaseline.from_estimator(load_estimator(est_path))
+    r = b.estimate(layers_path, 16)
+    assert b.metric == "energy" and r["unit"] == "J"
+    assert r["value"] == thor_sdk.estimate(est_path, layers_path, batch_size=16)["flops_baseline"]["total"] > 0

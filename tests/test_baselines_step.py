@@ -65,11 +65,13 @@ def test_rule_threshold_and_warmup():
 
 
 def test_train_report_time_and_energy(tmp_path):
-    report = {"format": "thor-sdk/train-run", "version": 1, "epochs": _series(4, n=12)}
+    report = {"format": "thor-sdk/train-run", "version": 1, "model": "mlp", "batch_size": 32,
+              "epochs": _series(4, n=12)}
     p = tmp_path / "run.json"
     p.write_text(json.dumps(report))
     m = StepBaseline().fit(str(p))
     assert m.metric_ == "time"
+    assert m.estimate()["model"] == "mlp" and m.estimate()["batch_size"] == 32
     with pytest.raises(NoMeterError):
         StepBaseline(metric="energy").fit(report)
     for e in report["epochs"]:

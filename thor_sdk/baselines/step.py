@@ -147,6 +147,26 @@ def read_epochs_doc(doc, source="per-epoch series"):
     return _rows([(f"{source}: epochs[{i}]", rec) for i, rec in enumerate(doc)], source)
 
 
+def _run_labels(series):
+    """``{"model", "batch_size"}`` of a train report (a dict, or a JSON path re-read within the size
+    limit); empty for a CSV or a bare list. Labels only: never used in the projection."""
+    doc = series
+    if isinstance(series, (str, os.PathLike)) and not os.fspath(series).lower().endswith(".csv"):
+        try:
+            doc = json.loads(_read_text(os.fspath(series)))
+        except ValueError:
+            return {}
+    if not isinstance(doc, dict):
+        return {}
+    out = {}
+    if isinstance(doc.get("model"), str):
+        out["model"] = doc["model"]
+    b = doc.get("batch_size")
+    if isinstance(b, numbers.Integral) and not isinstance(b, bool) and b >= 1:
+        out["batch_size"] = int(b)
+    return out
+
+
 def epoch_costs(rows, metric):
     """Per-epoch cost of ``metric``: ``time_s``, or ``energy_j`` (else ``power_w x time_s``); NoMeterError
     when an epoch has no energy (a run without a meter), UsageError when one has no time."""
@@ -206,6 +226,7 @@ class StepBaseline(Baseline):
         """Find the stable window of ``series`` (anything ``read_epochs`` takes). ``metric`` None picks
         energy when every epoch has it (or power and time), else time."""
         rows = read_epochs(series)
+        self.run_ = _run_labels(series)
         metric = self.metric
         if metric is None:
             has_energy = all(r["energy_j"] is not None or (r["power_w"] and r["time_s"]) for r in rows)
@@ -229,8 +250,11 @@ class StepBaseline(Baseline):
 
     def estimate(self, model=None, batch_size=None, n_epochs=None):
         """The whole training's cost projected to ``n_epochs`` (default: the series' length). ``model``
-        and ``batch_size`` are the run's own: STEP projects the run it was fitted on."""
+        and ``batch_size`` are the run's own (default: a train report's): STEP projects the run it was
+        fitted on."""
         self._check_fitted()
+        model = model if model is not None else self.run_.get("model")
+        batch_size = batch_size if batch_size is not None else self.run_.get("batch_size")
         n = len(self.costs_) if n_epochs is None else n_epochs
         if isinstance(n, bool) or not isinstance(n, numbers.Integral) or n < 1:
             raise UsageError(f"n_epochs must be an integer >= 1, got {n_epochs!r}")
