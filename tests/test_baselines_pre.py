@@ -117,6 +117,9 @@ def test_hostile_model_files(tmp_path):
     p.write_text(json.dumps(doc).replace(str(doc["model"]["intercept"]), "NaN", 1))
     with pytest.raises(FormatError):
         PreBaseline.load(str(p))
+    p.write_text("[" * 100_000 + "]" * 100_000)
+    with pytest.raises(FormatError):
+        PreBaseline.load(str(p))
     with pytest.raises(NotFoundError):
         PreBaseline.load(str(tmp_path / "absent.json"))
 

@@ -120,9 +120,10 @@ def test_hostile_json_and_limits(tmp_path):
         with pytest.raises(FormatError):
             read_epochs(doc)
     p = tmp_path / "bad.json"
-    p.write_text("{not json")
-    with pytest.raises(FormatError):
-        read_epochs(str(p))
+    for text in ("{not json", "[" * 100_000 + "]" * 100_000):
+        p.write_text(text)
+        with pytest.raises(FormatError):
+            read_epochs(str(p))
     big = tmp_path / "big.csv"
     with open(big, "w") as f:
         f.write("epoch,time_s\n")

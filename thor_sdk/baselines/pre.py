@@ -489,7 +489,7 @@ class PreBaseline(Baseline):
         try:
             with open(path, encoding="utf-8") as f:
                 doc = json.load(f, parse_constant=_no_constant)
-        except (UnicodeDecodeError, ValueError) as e:
+        except (UnicodeDecodeError, ValueError, RecursionError) as e:
             raise FormatError(f"{path}: not JSON ({e})") from None
         return cls.from_dict(doc, path)
 

@@ -129,7 +129,7 @@ def read_epochs(source):
             return _from_csv_text(text, path)
         try:
             doc = json.loads(text)
-        except ValueError as e:
+        except (ValueError, RecursionError) as e:
             raise FormatError(f"{path}: not JSON ({e}); a per-epoch CSV must end in .csv") from None
         return read_epochs_doc(doc, path)
     return read_epochs_doc(source, "per-epoch series")
@@ -154,7 +154,7 @@ def _run_labels(series):
     if isinstance(series, (str, os.PathLike)) and not os.fspath(series).lower().endswith(".csv"):
         try:
             doc = json.loads(_read_text(os.fspath(series)))
-        except ValueError:
+        except (ValueError, RecursionError):
             return {}
     if not isinstance(doc, dict):
         return {}
