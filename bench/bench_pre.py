@@ -50,7 +50,8 @@ def _collect(models, batch_sizes, threads, say):
                 skipped.append(f"{name} b{b}: {e}")
                 continue
             row = features_of(ml, b, device)
-            row.update(model=name, time_s=r["median"], device="host", runtime="torch", load_1m=load.get("load_1m"))
+            row.update(model=name, time_s=r["median"], device="host", runtime="torch", load_1m=load.get("load_1m"),
+                       other_runnable=load.get("other_runnable"))
             rows.append(row)
             say(f"[{i}/{len(models)}] {name} b{b}: {r['median'] * 1e3:.2f} ms ({r['n']} windows, "
                 f"{time.monotonic() - t0:.1f} s, load {load.get('load_1m')})")
@@ -104,6 +105,7 @@ def main(argv=None):
     cv_s = time.monotonic() - t1
     tdp = _tdp_time_cv(rows)
     loads = [r["load_1m"] for r in rows if r.get("load_1m") is not None]
+    others = [r["other_runnable"] for r in rows if r.get("other_runnable") is not None]
     models = sorted({r["model"] for r in rows})
     batches = sorted({int(r["batch_size"]) for r in rows})
     lines = [f"# PRE on the host ({stamp} UTC)", "", f"Command: `{command}`", "",
@@ -114,7 +116,9 @@ def main(argv=None):
              f"Load (1-minute average; the machine was shared with other agents' work, so times are noisy): "
              f"{load_start.get('load_1m')} at start, {load_end.get('load_1m')} at end"
              + (f", per run min {min(loads):.2f} / median {statistics.median(loads):.2f} / max {max(loads):.2f}"
-                if loads else "") + ".", "",
+                if loads else "")
+             + (f"; other runnable threads beside ours before a run: median {statistics.median(others):g}, max "
+                f"{max(others):g}" if others else "") + ".", "",
              f"Cross-validation: {cv['scheme']} ({cv['n_models']} nets), so a net is never in its own training set; "
              "hyper-parameters chosen by an inner grouped CV on the training nets alone. APE of the step time, %.", "",
              "| method | MAPE | median APE | max APE |", "|---|---|---|---|"]

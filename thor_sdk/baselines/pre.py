@@ -204,7 +204,7 @@ def parse_pre_csv(text, source="runs CSV"):
 def pre_csv_text(rows):
     """The CSV text of ``rows`` (feature rows with ``time_s`` and/or ``energy_j``), in the documented columns."""
     kinds = sorted({k for r in rows for k in (r.get("kinds") or {})})
-    extra = [c for c in ("device", "runtime", "load_1m") if any(r.get(c) is not None for r in rows)]
+    extra = [c for c in ("device", "runtime", "load_1m", "other_runnable") if any(r.get(c) is not None for r in rows)]
     header = (["model"] + list(BASE_FEATURES) + list(DEVICE_FEATURES) + [KIND_PREFIX + k for k in kinds]
               + ["time_s", "energy_j"] + extra)
     buf = io.StringIO()
