@@ -165,11 +165,15 @@ def test_campaign_runs(tmp_path):
             for b in (4, 8):
                 c.add_model_run(p, b, "time", 1e-3 * (i + 1) * b, 1e-5, 5, "torch")
         c.add_model_run(paths[0], 4, "energy", 0.5, 0.01, 5, "torch")
+        c.add_model_run("reference:p0001", 8, "time", 1e-4, 1e-6, 5, "torch")  # a profile's drift probe: not a model
+        c.add_model_run("calibration:" + paths[2], 16, "time", 0.05, 1e-4, 5, "torch")
     rows = rows_from_campaign(db)
+    assert rows[-1]["model"] == paths[2] and rows[-1]["batch_size"] == 16 and rows[-1]["n_layers"] == 7
+    rows = rows[:-1]
     assert len(rows) == 6 and {r["cpu_count"] for r in rows} == {2} and {r["threads"] for r in rows} == {1}
     assert rows[0]["time_s"] == pytest.approx(4e-3) and rows[0]["n_layers"] == 3
     m = PreBaseline("linear").fit(db)
-    assert m.device_defaults_ == {"cpu_count": 2, "threads": 1} and m.n_runs_ == 6
+    assert m.device_defaults_ == {"cpu_count": 2, "threads": 1} and m.n_runs_ == 7
     assert [r["energy_j"] for r in rows_from_campaign(db, "energy")] == [0.5]
     with pytest.raises(UsageError, match="at least 2"):
         PreBaseline("linear", metric="energy").fit(db)

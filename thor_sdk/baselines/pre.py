@@ -232,15 +232,17 @@ def write_pre_csv(path, rows):
 
 
 def rows_from_campaign(path, metric="time"):
-    """Training rows from a campaign's whole-model runs (``thor-sdk measure --out``) of ``metric``: each
-    run's model is rebuilt by its label to compute its features; device features from the campaign's
-    ``device`` meta where recorded."""
+    """Training rows from a campaign's whole-model runs of ``metric``: ``thor-sdk measure --out`` runs and a
+    device profile's ``calibration:<net>`` runs (each run's model rebuilt by its label for its features);
+    a profile's ``reference:<probe>`` drift re-measurements are probes, not models, and are left out.
+    Device features from the campaign's ``device`` meta where recorded."""
     from thor_sdk.store import Campaign
 
     metric = check_metric(metric)
     c = Campaign.open(path)
     try:
-        runs = [r for r in c.model_runs() if r.get("metric") == metric]
+        runs = [dict(r, model=r["model"][len("calibration:"):] if r["model"].startswith("calibration:") else r["model"])
+                for r in c.model_runs() if r.get("metric") == metric and not r["model"].startswith("reference:")]
         device = (c.meta or {}).get("device") or {}
     finally:
         c.close()
