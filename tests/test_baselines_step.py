@@ -149,3 +149,14 @@ def test_settings_and_estimate_arguments():
         m.estimate(n_epochs=0)
     assert m.estimate(n_epochs=1)["value"] == pytest.approx(m.costs_[0])  # inside the warm-up: measured epochs
     assert "warm-up" in m.assumptions
+
+
+@pytest.mark.parametrize("n_warm", [0, 1, 4])
+def test_constant_after_warmup_projects_exactly(n_warm):
+    xs = [{"epoch": e, "energy_j": 50.0 + 10 * (n_warm - e)} for e in range(n_warm)]
+    xs += [{"epoch": e, "energy_j": 7.0} for e in range(n_warm, n_warm + 5)]
+    m = StepBaseline(min_warmup=n_warm).fit(xs)
+    r = m.estimate(n_epochs=1000)
+    assert m.stable_epoch_ == n_warm and r["metric"] == "energy"
+    assert r["value"] == pytest.approx(math.fsum(x["energy_j"] for x in xs[:n_warm]) + (1000 - n_warm) * 7.0,
+                                       rel=1e-12)
