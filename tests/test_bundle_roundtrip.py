@@ -316,3 +316,174 @@ def test_harness_cli_runs_a_zip_and_ingests(measured, tmp_path, capsys):
     assert code == 0 and len(json.loads(res.out)["probes"]) == len(PROBES)
     with Campaign.open(db) as c:
         assert c.status_counts() == {"done": len(PROBES)}
+
+
+# -- untrusted archives and folders, bundles built whole or not at all -------------------------------------
+def _rezip(measured, path, extra=(), skip=(), compression=zipfile.ZIP_DEFLATED):
+    """The measured bundle as a zip, members in ``skip`` left out, ``extra`` (ZipInfo or name, bytes) added."""
+    m = measured["manifest"]
+    with zipfile.ZipFile(path, "w", compression=compression) as z:
+        for name in ["manifest.json"] + [f["path"] for f in m["files"]]:
+            if name not in skip:
+                z.write(os.path.join(measured["bundle"], *name.split("/")), name)
+        for info, data in extra:
+            z.writestr(info, data)
+    return str(path)
+
+
+def _refused(path, match):
+    with pytest.raises(FormatError, match=match) as e:
+        with B.open_bundle(path):
+            pass
+    assert "\n" not in str(e.value)
+
+
+@pytest.mark.filterwarnings("ignore:Duplicate name")
+def test_zip_members_are_checked_against_the_manifest_before_anything_is_unpacked(measured, tmp_path):
+    import stat
+
+    big = zipfile.ZipInfo("parts/extra.bin")  # 64 MiB of zeros: 64 KB zipped, never unpacked
+    _refused(_rezip(measured, tmp_path / "unlisted.zip", [(big, b"\0" * (64 << 20))]), "does not list")
+    link = zipfile.ZipInfo(measured["manifest"]["files"][0]["path"])
+    link.create_system, link.external_attr = 3, (stat.S_IFLNK | 0o777) << 16
+    first = measured["manifest"]["files"][0]["path"]
+    _refused(_rezip(measured, tmp_path / "link.zip", [(link, "/etc/passwd")], skip=[first]), "symbolic link")
+    _refused(_rezip(measured, tmp_path / "missing.zip", skip=[first]), "missing")
+    # a listed member whose header declares another size than the manifest's
+    _refused(_rezip(measured, tmp_path / "size.zip", [(first, b"x" * 10)], skip=[first]), "manifest says")
+    _refused(_rezip(measured, tmp_path / "dup.zip", [("manifest.json", b"{}")]), "twice")
+
+
+def test_a_corrupt_zip_member_is_one_format_error(measured, tmp_path, capsys):
+    path = tmp_path / "corrupt.zip"
+    _rezip(measured, path)
+    with zipfile.ZipFile(path) as z:  # the largest part: its compressed bytes are garbled mid-stream
+        info = max(z.infolist(), key=lambda i: i.compress_size)
+    data = bytearray(path.read_bytes())
+    start = info.header_offset + 30 + len(info.filename.encode()) + len(info.extra)
+    for i in range(start + info.compress_size // 3, start + info.compress_size // 3 + 64):
+        data[i] ^= 0x5A
+    path.write_bytes(bytes(data))
+    _refused(str(path), "corrupt")
+    code, out = run_cli(["harness", "run", str(path), "--out", str(tmp_path / "r.json"), "--quiet"], capsys)
+    lines = out.err.strip().splitlines()
+    assert code != 0 and len(lines) == 1 and lines[0].startswith("Error: ") and "corrupt" in lines[0]
+    assert not (tmp_path / "r.json").exists()
+
+
+def test_symbolic_links_inside_a_bundle_folder_are_never_followed(measured, tmp_path):
+    part = measured["manifest"]["files"][0]["path"]
+    linked_file = tmp_path / "file-link"
+    shutil.copytree(measured["bundle"], linked_file)
+    os.replace(linked_file / part, tmp_path / "elsewhere.onnx")  # same bytes, same sha256: reached by a link
+    os.symlink(tmp_path / "elsewhere.onnx", linked_file / part)
+    linked_dir = tmp_path / "dir-link"
+    shutil.copytree(measured["bundle"], linked_dir)
+    os.rename(linked_dir / "parts", tmp_path / "parts-elsewhere")
+    os.symlink(tmp_path / "parts-elsewhere", linked_dir / "parts")
+    linked_manifest = tmp_path / "manifest-link"
+    shutil.copytree(measured["bundle"], linked_manifest)
+    os.rename(linked_manifest / "manifest.json", tmp_path / "manifest-elsewhere.json")
+    os.symlink(tmp_path / "manifest-elsewhere.json", linked_manifest / "manifest.json")
+    for bundle in (linked_file, linked_dir, linked_manifest):
+        _refused(str(bundle), "symbolic link")
+
+
+def test_a_bundle_is_built_beside_its_folder_and_a_killed_build_never_blocks_the_rerun(measured, tmp_path, cache):
+    import subprocess
+    import sys
+
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True,
+                          text=True, check=True).stdout.strip()
+    stale = tmp_path / f".b.tmp{dead}"  # what a build killed by kill -9 leaves: marked as ours, its process gone
+    (stale / "parts").mkdir(parents=True)
+    (stale / ".thor-sdk-partial-bundle").write_bytes(b"")
+    theirs = tmp_path / f".b.tmp{int(dead) + 1}"  # the same pattern, not ours (no mark): never touched
+    theirs.mkdir()
+    db = fresh_campaign(measured, tmp_path)
+    seen = []
+    B.bundle_campaign(db, str(tmp_path / "b"), cache=cache, zip_path=str(tmp_path / "b.zip"),
+                      progress=lambda done, total, label: seen.append(sorted(os.listdir(tmp_path))))
+    assert "b" not in seen[0] and "b.zip" not in seen[-1]  # nothing at --out until the whole bundle is there
+    assert sorted(os.listdir(tmp_path)) == sorted(["b", "b.zip", "c.db", theirs.name])
+    assert ".thor-sdk-partial-bundle" not in os.listdir(tmp_path / "b")
+    with B.open_bundle(str(tmp_path / "b.zip")) as (_d, m):
+        assert m["id"] == measured["manifest"]["id"]
+    # a build that fails part-way (a probe that cannot be built) leaves nothing behind
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(RuntimeError):
+        B.write_bundle(PROBES, str(tmp_path / "empty"), settings=FAST, cache=cache,
+                       progress=lambda *a: (_ for _ in ()).throw(RuntimeError("killed mid-build")))
+    assert os.listdir(tmp_path / "empty") == [] and not [f for f in os.listdir(tmp_path) if ".empty.tmp" in f]
+
+
+def _cli(*args, limit_bytes=None, env=None):
+    """The console script in a subprocess; ``limit_bytes``: no file it writes may grow past this (a full
+    disk: RLIMIT_FSIZE, with SIGXFSZ ignored so a write past it fails with EFBIG instead of killing it)."""
+    import resource
+    import signal
+    import subprocess
+
+    def full_disk():
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limit_bytes, limit_bytes))
+
+    return subprocess.run(["thor-sdk", *map(str, args)], capture_output=True, text=True, timeout=300,
+                          preexec_fn=full_disk if limit_bytes is not None else None, env=env)
+
+
+def _one_line_error(p, text=""):
+    lines = p.stderr.strip().splitlines()
+    assert p.returncode != 0 and len(lines) == 1 and lines[0].startswith("Error: "), p.stderr
+    assert "Traceback" not in p.stderr and text in lines[0], p.stderr
+
+
+def test_a_full_disk_while_bundling_is_one_error_and_leaves_nothing(measured, tmp_path, cache):
+    root = tmp_path / "cache-root"  # the exports are cached already (the session's bundle): only the bundle is written
+    root.mkdir()
+    os.symlink(cache, root / "onnx")
+    out = tmp_path / "out"
+    out.mkdir()
+    db = fresh_campaign(measured, tmp_path)
+    env = dict(os.environ, THOR_SDK_CACHE=str(root))
+    p = _cli("bundle", "--campaign", db, "--out", out / "b", "--zip", "--quiet", limit_bytes=4096, env=env)
+    _one_line_error(p, "cannot write bundle")
+    assert os.listdir(out) == []  # no bundle folder, no zip, no temporary folder or file
+    p = _cli("bundle", "--campaign", db, "--out", out / "b", "--zip", "--quiet", env=env)  # the rerun: not blocked
+    assert p.returncode == 0, p.stderr
+    assert sorted(os.listdir(out)) == ["b", "b.zip"]
+
+
+def test_a_killed_ingest_leaves_the_campaign_as_it_was_and_the_rerun_completes(measured, tmp_path):
+    import signal
+    import sqlite3
+    import subprocess
+    import time
+
+    db = fresh_campaign(measured, tmp_path)
+    results = str(measured["dir"] / "results.json")
+    reader = sqlite3.connect(db, isolation_level=None)
+    reader.execute("BEGIN")  # a reader's shared lock: the ingest can write its transaction but not commit it
+    reader.execute("SELECT COUNT(*) FROM probes").fetchall()
+    proc = subprocess.Popen(["thor-sdk", "harness", "ingest", results, "--bundle", measured["bundle"],
+                             "--campaign", db], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        deadline = time.time() + 120
+        journal = db + "-journal"
+        while not (os.path.exists(journal) and os.path.getsize(journal)) and proc.poll() is None \
+                and time.time() < deadline:
+            time.sleep(0.005)
+        assert proc.poll() is None, proc.stderr.read().decode()  # mid-ingest: its rows written, not committed
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait()
+        assert os.path.getsize(db + "-journal") > 0  # killed inside its transaction: a hot journal is left
+    finally:
+        proc.kill() if proc.poll() is None else None
+        reader.execute("COMMIT")
+        reader.close()
+    assert proc.returncode == -signal.SIGKILL
+    assert untouched(db)  # no window, no sample, every probe still planned (the hot journal rolled back)
+    r = B.ingest_file(results, measured["bundle"], db)
+    assert sorted(r["probes"]) == sorted(p.id for p in PROBES)
+    with Campaign.open(db) as c:
+        assert c.status_counts() == {"done": len(PROBES)}
