@@ -25,8 +25,11 @@ def export_model(model, batch_size, fmt, out, *, optimizer="sgd", loss="ce", lr=
         raise UsageError(f"unknown optimizer {optimizer!r} (known: {', '.join(OPTIMIZERS)})")
     if loss not in LOSSES:
         raise UsageError(f"unknown loss {loss!r} (known: {', '.join(LOSSES)})")
-    if batch_size < 1:
-        raise UsageError(f"batch size must be >= 1, got {batch_size}")
+    from thor_sdk.bounds import MAX_LR, MAX_RUN_BATCH_SIZE, number
+
+    batch_size = number("batch size", batch_size, low=1, high=MAX_RUN_BATCH_SIZE, integer=True)
+    lr = number("learning rate", lr, low=0, low_open=True, high=MAX_LR)  # stored in the file a phone runs
+    epochs = number("epochs", epochs, low=1, high=1000000, integer=True)
     from thor_sdk.store.files import check_output
 
     check_output(out, f"{fmt} file")  # before any model is built or exported

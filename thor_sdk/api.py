@@ -46,11 +46,25 @@ def _device(device, meter=None, threads=None):
     return get_device(device, meter=meter)
 
 
-def _check_batch_sizes(batch_sizes):
-    bs = [int(b) for b in batch_sizes]
-    if not bs or any(b < 1 for b in bs):
-        raise UsageError(f"batch sizes must be >= 1, got {list(batch_sizes)}")
+def _check_batch_sizes(batch_sizes, high=None):
+    """Integer batch sizes in [1, high] (default ``thor_sdk.bounds.MAX_BATCH_SIZE``: arithmetic only; what
+    allocates a batch passes MAX_RUN_BATCH_SIZE); 16.7 or 0 is a UsageError, never rounded."""
+    from thor_sdk.bounds import MAX_BATCH_SIZE, number
+
+    bs = [number("batch size", b, low=1, high=high or MAX_BATCH_SIZE, integer=True) for b in batch_sizes]
+    if not bs:
+        raise UsageError("give at least one batch size")
     return bs
+
+
+def _check_limits(max_probes=None, max_seconds=None, target_rel_std=None):
+    """A campaign's stopping rules: a positive probe count, a positive finite duration (at most a year), a
+    relative std in (0, 1]; None: no such rule."""
+    from thor_sdk.bounds import MAX_SECONDS, number
+
+    number("max_probes", max_probes, low=1, high=10 ** 9, integer=True, optional=True)
+    number("max_seconds", max_seconds, low=0, low_open=True, high=MAX_SECONDS, optional=True)
+    number("target_rel_std", target_rel_std, low=0, low_open=True, high=1, optional=True)
 
 
 def probe(models, device="host", batch_sizes=(32,), metric="time", out="campaign.db", resume=False,
@@ -68,6 +82,7 @@ def probe(models, device="host", batch_sizes=(32,), metric="time", out="campaign
     from thor_sdk.store.campaign import check_new
 
     _check_metric(metric)
+    _check_limits(max_probes=max_probes, max_seconds=max_seconds, target_rel_std=target_rel_std)
     if isinstance(models, str):
         models = [models]
     if resume:
@@ -105,9 +120,11 @@ def probe(models, device="host", batch_sizes=(32,), metric="time", out="campaign
     else:
         if not models:
             raise UsageError("give at least one --model")
+        from thor_sdk.bounds import MAX_RUN_BATCH_SIZE
+
+        batch_sizes = _check_batch_sizes(batch_sizes, MAX_RUN_BATCH_SIZE)
         check_new(out)  # a bad --out is refused before any model is built
         dev = _device(device, meter, threads)
-        batch_sizes = _check_batch_sizes(batch_sizes)
         targets = [layers_of(m, input_shape=input_shape, unknown_ops=unknown_ops) for m in models]
         settings = settings or ProtocolSettings()
         dev.require_meter(metric)
@@ -144,10 +161,11 @@ def profile(device="host", metric="time", out="profile.db", resume=False, runtim
     from thor_sdk.store.campaign import check_new
 
     _check_metric(metric)
-    for name, v in (("max_probes", max_probes), ("max_seconds", max_seconds), ("target_rel_std", target_rel_std)):
-        if v is not None and (isinstance(v, bool) or not isinstance(v, (int, float)) or not v > 0
-                              or v != v or v == float("inf")):
-            raise UsageError(f"{name} must be a finite number > 0, got {v!r}")
+    _check_limits(max_probes=max_probes, max_seconds=max_seconds, target_rel_std=target_rel_std)
+    from thor_sdk.bounds import MAX_SECONDS, number
+
+    number("reference_every_s (0: never)", reference_every_s, low=0, high=MAX_SECONDS, optional=True)
+    number("seed", seed, low=0, high=2 ** 32 - 1, integer=True)
     if resume:
         campaign = Campaign.open(out, writer=True)
         meta = campaign.meta
@@ -339,7 +357,9 @@ def measure(model, device="host", batch_size=32, metric="time", runtime="torch",
     _check_metric(metric)
     if isinstance(batch_size, bool) or not isinstance(batch_size, numbers.Integral):
         raise UsageError(f"batch size must be an integer >= 1, got {batch_size!r}")
-    (batch_size,) = _check_batch_sizes([batch_size])
+    from thor_sdk.bounds import MAX_RUN_BATCH_SIZE
+
+    (batch_size,) = _check_batch_sizes([batch_size], MAX_RUN_BATCH_SIZE)
     source = resolve_model(model, input_shape, input_dtype, vocab)  # unknown names, missing files, bad shapes fail here
     if source.name is None and isinstance(device, str) and device != "host":
         raise UsageError(f"{device} measures whole models by reference-network name only (its bundle exports the "

@@ -120,14 +120,12 @@ def kind_share(entry):
 
 def load_prior(path=None):
     """The shipped prior (or one at ``path``), checked."""
+    from thor_sdk.store.files import read_json
+
     path = path or PRIOR_FILE
-    try:
-        with open(path, encoding="utf-8") as f:
-            doc = json.load(f)
-    except FileNotFoundError:
-        raise FormatError(f"no prior at {path}: build it with `python -m thor_sdk.campaign.prior --write`") from None
-    except (json.JSONDecodeError, UnicodeDecodeError, RecursionError) as e:
-        raise FormatError(f"{path} is not a readable prior: {e}") from None
+    if not os.path.isfile(path):
+        raise FormatError(f"no prior at {path}: build it with `python -m thor_sdk.campaign.prior --write`")
+    doc = read_json(path, "prior")  # strict: encoding, NaN tokens, number range, depth
     if not isinstance(doc, dict) or doc.get("format") != PRIOR_FORMAT or doc.get("version") != PRIOR_VERSION:
         raise FormatError(f"{path} is not a {PRIOR_FORMAT} version {PRIOR_VERSION} file")
     from thor_sdk.layers import validate

@@ -19,10 +19,16 @@ def settings_from(min_rounds, max_rounds, window_s, cv_target):
     from thor_sdk.harness.protocol import ProtocolSettings
 
     d = ProtocolSettings().to_dict()
+    # what is given is kept as given (a --max-rounds below --min-rounds is refused, never raised); a default
+    # moves to make room for the other option alone
     if min_rounds is not None:
         d["min_rounds"] = min_rounds
+        if max_rounds is None and isinstance(min_rounds, int):
+            d["max_rounds"] = max(d["max_rounds"], min_rounds)
     if max_rounds is not None:
-        d["max_rounds"] = max(max_rounds, d["min_rounds"])
+        d["max_rounds"] = max_rounds
+        if min_rounds is None and isinstance(max_rounds, int):
+            d["min_rounds"] = max(min(d["min_rounds"], max_rounds), 2)
     if window_s is not None:
         d["min_window_s"] = window_s
     if cv_target is not None:

@@ -16,14 +16,13 @@ Bundles and results are the exporters' formats (``thor_sdk.exporters.bundle``), 
 ``BundleCodec`` so that this layer depends only on four calls.
 """
 
-import json
 import os
 import posixpath
 import secrets
 import tempfile
 import time
 
-from thor_sdk.errors import DeviceError, FormatError, MeasurementError, NoMeterError, UsageError
+from thor_sdk.errors import DeviceError, FormatError, MeasurementError, NoMeterError, ThorError, UsageError
 from thor_sdk.meters.base import Meter, SnapshotFs
 from thor_sdk.transports.base import TransportDisconnected, validate_device_path
 
@@ -55,8 +54,9 @@ class BundleCodec:
 
     def window_times(self, results_path):
         """{part: [(t_start_s, t_end_s), ...]} on the device's wall clock (for a bench meter's log)."""
-        with open(results_path) as f:
-            doc = json.load(f)
+        from thor_sdk.store.files import read_json
+
+        doc = read_json(results_path, "results file")
         out = {}
         for part, r in (doc.get("parts") or {}).items():
             if r.get("window_times_s"):  # the Python harness (PartResult.to_dict)
@@ -247,11 +247,12 @@ class DeviceMeter(Meter):
 # ---------------------------------------------------------------------------------------------
 def _raise_harness_error(results_path):
     """A harness that failed on the device writes ``{"error": ...}`` instead of results: say why."""
+    from thor_sdk.store.files import read_json
+
     try:
-        with open(results_path) as f:
-            doc = json.load(f)
-    except (OSError, ValueError) as e:
-        raise FormatError(f"the results the device sent are not JSON: {e}") from e
+        doc = read_json(results_path, "results file")
+    except ThorError as e:
+        raise FormatError(f"the results the device sent are not readable: {e}") from e
     if isinstance(doc, dict) and doc.get("error"):
         raise DeviceError(f"the harness on the device failed: {str(doc['error'])[:300]}")
 

@@ -132,6 +132,12 @@ def profile(board, model, batch_sizes, out, power_cap_w=None, n_steps=5, warmup=
     from .board import flops_per_sample
     from .data import build_net, input_shape_for
 
+    from thor_sdk.bounds import MAX_POWER_W, MAX_STEPS, batch_sizes as check_batch_sizes, number
+
+    check_batch_sizes(batch_sizes)
+    number("power cap (W)", power_cap_w, low=0, low_open=True, high=MAX_POWER_W, optional=True)
+    number("steps", n_steps, low=1, high=MAX_STEPS, integer=True)
+    number("warm-up steps", warmup, low=0, high=MAX_STEPS, integer=True)
     if os.path.exists(out) and not resume:
         raise UsageError(f"{out} exists; give --resume to continue it or another --out")
     ctl = board.controller()

@@ -23,13 +23,16 @@ RATIOS_VERSION = 1
 
 
 def parse_batch_sizes(text):
+    """Sorted distinct batch sizes from ``8,16,32``: integers in [1, MAX_RUN_BATCH_SIZE], none twice."""
+    from thor_sdk.bounds import batch_sizes
+
     try:
-        out = sorted({int(s) for s in str(text).split(",") if s.strip()})
+        out = [int(s) for s in str(text).split(",") if s.strip()]
     except ValueError:
         raise UsageError(f"batch sizes must be comma-separated integers, got {text!r}") from None
-    if not out or out[0] < 1:
+    if not out:
         raise UsageError(f"batch sizes must be positive integers, got {text!r}")
-    return out
+    return sorted(batch_sizes(out))
 
 
 def estimate_ratios(model="mlp", proxy="digits", batch_sizes=(16, 32, 64, 128), target_accuracy=0.9,
@@ -38,6 +41,13 @@ def estimate_ratios(model="mlp", proxy="digits", batch_sizes=(16, 32, 64, 128), 
     """Train on the proxy per batch size and seed; return the ratios document (a dict)."""
     if ratio_model not in EFFICIENCY_MODELS:
         raise UsageError(f"ratio model must be one of {', '.join(EFFICIENCY_MODELS)}, got {ratio_model!r}")
+    from thor_sdk.bounds import MAX_EPOCHS, MAX_LR, number
+
+    number("target accuracy", target_accuracy, low=0, low_open=True, high=1)
+    number("base learning rate", base_lr, low=0, low_open=True, high=MAX_LR)
+    number("max epochs", max_epochs, low=1, high=MAX_EPOCHS, integer=True)
+    for s in seeds:
+        number("seed", s, low=0, high=2 ** 32 - 1, integer=True)
     import torch
 
     from .data import Trainer, adapt, build_net, load_proxy, split

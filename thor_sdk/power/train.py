@@ -80,10 +80,16 @@ def train_under_cap(board, power_cap_w, model="mlp", data="digits", target_accur
 
     say = log or (lambda line: None)
     notes = []
-    if power_cap_w is not None and not power_cap_w > 0:
-        raise UsageError(f"power cap must be > 0 W, got {power_cap_w}")
-    if not 0 < target_accuracy <= 1:
-        raise UsageError(f"target accuracy must be in (0, 1], got {target_accuracy}")
+    from thor_sdk.bounds import MAX_EPOCHS, MAX_LR, MAX_POWER_W, MAX_RUN_BATCH_SIZE, MAX_STEPS, number
+
+    number("power cap (W)", power_cap_w, low=0, low_open=True, high=MAX_POWER_W, optional=True)
+    number("target accuracy", target_accuracy, low=0, low_open=True, high=1)
+    number("base learning rate", base_lr, low=0, low_open=True, high=MAX_LR)
+    number("max epochs", max_epochs, low=1, high=MAX_EPOCHS, integer=True)
+    number("batch size", batch_size, low=1, high=MAX_RUN_BATCH_SIZE, integer=True, optional=True)
+    number("reference batch size", reference_batch_size, low=1, high=MAX_RUN_BATCH_SIZE, integer=True,
+           optional=True)
+    number("profile steps", profile_steps, low=1, high=MAX_STEPS, integer=True, optional=True)
     choice = None
     ctl = board.controller()
     if table is None and ctl is not None:
