@@ -546,6 +546,36 @@ def outcomes(tmp_path_factory):
 CASE_IDS = [c[0] for c in all_cases()]
 
 
+def good_cases():
+    """The unmutated inputs through the same commands: each must succeed, or every rejection above is moot."""
+    budgets = (f'version = 1\nestimators = ["{GOOD_ESTIMATOR}"]\n\n[[models]]\nmodel = "{GOOD_LAYERS}"\n'
+               'batch_size = 16\nsamples = 100\nbudget_s = 100.0\n')
+    traces = {"p.csv": csv_text(POWER_HEADER, POWER_ROWS), "t.csv": csv_text(TRAIN_HEADER, TRAIN_ROWS)}
+    return [
+        ("estimate", {"e.json": GOOD_ESTIMATOR.read_text(), "l.json": GOOD_LAYERS.read_text()},
+         ["estimate", "--estimator", "{d}/e.json", "--model", "{d}/l.json", "--batch-size", "4", "--json"], []),
+        ("check", {"e.json": GOOD_ESTIMATOR.read_text()},
+         ["check", "--estimator", "{d}/e.json", "--model", str(GOOD_LAYERS), "--batch-size", "16", "--samples", "100",
+          "--budget-s", "10", "--junit", "{d}/j.xml"], ["j.xml"]),
+        ("layers", {"l.json": GOOD_LAYERS.read_text()}, ["layers", "{d}/l.json", "--out", "{d}/out.json"], ["out.json"]),
+        ("fit", {"s.csv": csv_text(SAMPLES_HEADER, SAMPLES_ROWS)},
+         ["fit", "--samples", "{d}/s.csv", "--out", "{d}/est.json"], ["est.json"]),
+        ("table select", {"t.json": json.dumps(good_table())}, ["table", "select", "{d}/t.json", "--power-cap", "5"], []),
+        ("table replay", traces, ["table", "replay", "--power-trace", "{d}/p.csv", "--train-trace", "{d}/t.csv", "-q",
+                                  "--cap-step", "10"], []),
+        ("budgets", {"b.toml": budgets}, ["check", "--budgets", "{d}/b.toml", "--junit", "{d}/j.xml"], ["j.xml"]),
+    ]
+
+
+@pytest.mark.parametrize("case", good_cases(), ids=lambda c: c[0])
+def test_good_inputs_are_accepted(case, tmp_path):
+    """Control: the files every hostile case mutates are accepted as they are, and write their outputs."""
+    o = run_case(case, tmp_path / "c")
+    assert o["why"] == "accepted (exit 0)" or (o["why"].startswith("accepted (exit 0); wrote")), o
+    for name in case[3]:
+        assert (tmp_path / "c" / name).is_file()
+
+
 def test_suite_is_large_and_ids_are_unique():
     assert len(CASE_IDS) >= 300
     assert len(set(CASE_IDS)) == len(CASE_IDS), [c for c in CASE_IDS if CASE_IDS.count(c) > 1]
