@@ -8,8 +8,6 @@ token embeddings, recurrent and transformer blocks). Widths only: the weights ar
 Writing it needs no torch (the text is generated); importing it does.
 """
 
-import datetime
-
 _PLAIN = {"relu": "nn.ReLU()", "relu6": "nn.ReLU6()", "gelu": "nn.GELU()", "tanh": "nn.Tanh()",
           "sigmoid": "nn.Sigmoid()", "hardswish": "nn.Hardswish()", "hardsigmoid": "nn.Hardsigmoid()",
           "silu": "nn.SiLU()", "leaky_relu": "nn.LeakyReLU()", "elu": "nn.ELU()", "flatten": "nn.Flatten(1)",
@@ -104,8 +102,7 @@ def module_source(ml, class_name="PrunedModel", result=None):
                   f"{result['estimated_after']:.6g} {u} per training step "
                   f"({result['estimated_saving']:.1%} less) for {result.get('model')}.")
     out = [
-        f'"""{ml.name}: the architecture `thor-sdk prune-plan` wrote on '
-        f'{datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC (widths only: weights start fresh).',
+        f'"""{ml.name}: the architecture `thor-sdk prune-plan` planned (widths only: the weights start fresh).',
         *([saving] if saving else []),
         "",
         "Accuracy after pruning is out of scope of the plan, which is about cost only: train or fine-tune this",
