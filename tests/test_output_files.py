@@ -55,3 +55,54 @@ def test_fit_refuses_a_bad_out_before_fitting(tmp_path):
 
     with pytest.raises(UsageError):
         thor_sdk.fit(str(tmp_path / "missing.db"), out="/dev/null")
+
+
+@pytest.mark.parametrize("argv,text", [
+    (["export", "--model", "lenet5", "--format", "onnx", "--out", "{missing}/m.onnx"], "no such folder"),
+    (["export", "--model", "lenet5", "--format", "torchscript", "--out", "/dev/null"], "not a regular file"),
+    (["harness", "run", "{tmp}", "--out", "{missing}/r.json"], "cannot write results"),  # before the bundle is read
+    (["bundle", "--campaign", "{missing}/c.db", "--out", "{missing}/b"], "cannot write bundle"),
+    (["bundle", "--campaign", "{missing}/c.db", "--out", "/dev/null"], "not a folder"),
+    (["bundle", "--campaign", "{missing}/c.db", "--out", "{tmp}/b", "--zip"], "not a regular file"),  # b.zip: a folder
+    (["probe", "--model", "lenet5", "--out", "{missing}/c.db"], "cannot create campaign"),
+    (["probe", "--model", "lenet5", "--out", "/dev/null"], "not a regular file"),
+    (["profile", "--max-probes", "1", "--out", "{missing}/p.db"], "cannot create campaign"),
+    (["measure", "--model", "lenet5", "--out", "{missing}/c.db"], "no such campaign"),
+    (["fit", "{missing}/c.db", "--out", "{tmp}"], "is a directory"),
+    (["layers", "nosuchnet", "--out", "{missing}/l.json"], "cannot write layer list"),  # before the model is looked up
+    (["train", "--power-cap", "10", "--out", "{missing}/run.json"], "cannot write run report"),
+])
+def test_every_command_checks_its_output_before_any_work_in_one_line(tmp_path, capsys, argv, text):
+    from thor_sdk.cli.main import main
+
+    (tmp_path / "b.zip").mkdir()
+    subst = {"{missing}": str(tmp_path / "no" / "such"), "{tmp}": str(tmp_path)}
+    for k, v in subst.items():
+        argv = [a.replace(k, v) for a in argv]
+    before = sorted(os.listdir(tmp_path))
+    capsys.readouterr()
+    with pytest.raises(SystemExit) as e:
+        main(argv)
+    err = capsys.readouterr().err
+    lines = err.strip().splitlines()
+    assert e.value.code == 2 and len(lines) == 1 and lines[0].startswith("Error: "), err
+    assert text in lines[0] and "Traceback" not in err
+    assert sorted(os.listdir(tmp_path)) == before
+
+
+def test_an_empty_campaign_file_never_blocks_a_fresh_run_and_resume_says_why(tmp_path):
+    from fake_device import FakeDevice
+
+    import thor_sdk
+    from thor_sdk.errors import StoreError
+    from thor_sdk.store import Campaign
+
+    db = tmp_path / "c.db"
+    db.write_bytes(b"")  # what a crash of an older thor-sdk left
+    with pytest.raises(StoreError, match="empty file"):
+        thor_sdk.probe([], device=FakeDevice(), out=str(db), resume=True)
+    thor_sdk.probe(["har"], device=FakeDevice(), out=str(db), max_probes=1)
+    with Campaign.open(str(db)) as c:
+        assert c.status_counts() == {"done": 1}
+    with pytest.raises(UsageError, match="exists"):  # a campaign with data is never replaced
+        thor_sdk.probe(["har"], device=FakeDevice(), out=str(db), max_probes=1)
