@@ -186,6 +186,7 @@ def test_cli_text_says_accuracy_is_out_of_scope(capsys):
     {"--batch-size": "0"}, {"--repeats": "0"}, {"--model": "no_such_net"}, {"--model": "missing.json"},
     {"--out": "NOFOLDER/p.json"}, {"--out": "p.txt"}, {"--out": "adir.json"}, {"--measure": None, "--device": "android"},
     {"--estimator": "missing-estimator.json"}, {"--class-name": "not a name"},
+    {"--model": "har"},  # dropout: a kind the synthetic estimator lacks
 ])
 def test_hostile_options_give_one_error_line_and_write_nothing(given, tmp_path, capsys, monkeypatch):
     monkeypatch.chdir(tmp_path)
@@ -239,3 +240,25 @@ def test_a_list_that_is_not_one_network_is_planned_but_not_written(tmp_path):
     with pytest.raises(UsageError, match="one network"):
         thor_sdk.prune_plan(EST, str(src), target_saving=0.2, batch_size=4, out=str(tmp_path / "p.json"))
     assert sorted(os.listdir(tmp_path)) == ["branchy.json"]
+
+
+CORE_ONLY = r"""
+import importlib.abc, sys
+class Block(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path=None, target=None):
+        if name.split(".")[0] in ("torch", "numpy", "scipy", "sklearn", "onnx", "onnxruntime", "matplotlib"):
+            raise ModuleNotFoundError(f"No module named {name!r} (blocked: core install)", name=name)
+sys.meta_path.insert(0, Block())
+from thor_sdk.cli.main import main
+main(sys.argv[1:])
+"""
+
+
+def test_a_plan_on_a_layer_list_needs_no_torch_or_numpy(tmp_path):
+    import subprocess
+
+    out = tmp_path / "p.json"
+    r = subprocess.run([sys.executable, "-c", CORE_ONLY, "prune-plan", "--estimator", EST, "--model", CNN,
+                        "--batch-size", "4", "--out", str(out), "--json"], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert json.loads(r.stdout)["target_met"] and out.exists() and out.with_suffix(".py").exists()
