@@ -55,7 +55,8 @@ def cmd(estimator, model, input_shape, batch_size, target_saving, out, capacity,
         return
     u = r["unit"]
     rows = [(c["layer"], c["kind"], c["feature"], f"{c['from']:g}", f"{c['to']:g}", _fmt(c["estimated_saving"], u),
-             c["params_removed"], ", ".join(f"{f['layer']}.{f['feature']} {f['from']:g}->{f['to']:g}" for f in c["follow"]))
+             c["params_removed"],
+             ", ".join(f"{f['layer']}.{f['feature']} {f['from']:g}->{f['to']:g}" for f in c["follow"]))
             for c in r["changes"]]
     if rows:
         click.echo(table(rows, ["layer", "kind", "feature", "from", "to", "est. saving", "params removed",

@@ -89,9 +89,12 @@ def module_source(ml, class_name="PrunedModel", result=None):
             config = {k: layer["config"][k] for k in sorted(layer["config"])}
             expr = f"build_layer({layer['kind']!r}, {config!r})"
         name = str(layer.get("name", i))
-        note = f"  # {i}{'' if name == str(i) else ' ' + name}: {layer['kind']}" + (f" ({notes[i]})" if i in notes else "")
+        note = f"  # {i}{'' if name == str(i) else ' ' + name}: {layer['kind']}"
+        if i in notes:
+            note += f" ({notes[i]})"
         lines.append(f"            {expr},{note}")
     shape = "x".join(str(_i(s)) for s in ml.input_shape)
+    per_sample = ",".join(str(_i(s)) for s in ml.input_shape)
     head = ml.layers[-1]
     classes = f", {_i(head['config']['out_features'])} classes" if head["kind"] == "output" else ""
     saving = ""
@@ -108,7 +111,7 @@ def module_source(ml, class_name="PrunedModel", result=None):
         "Accuracy after pruning is out of scope of the plan, which is about cost only: train or fine-tune this",
         "network and check its accuracy yourself. Measure it on a device:",
         "",
-        f"    thor-sdk measure --model THIS_FILE.py:{class_name} --input-shape {','.join(str(_i(s)) for s in ml.input_shape)}",
+        f"    thor-sdk measure --model THIS_FILE.py:{class_name} --input-shape {per_sample}",
         '"""',
         "",
         "from torch import nn",
