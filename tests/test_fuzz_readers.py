@@ -1,0 +1,423 @@
+"""Property tests of every file reader: on any input it returns valid, finite data or raises a ThorError (never
+another exception, never a NaN or infinity), deterministic in CI (derandomized, bounded example counts)."""
+
+import copy
+import csv
+import io
+import json
+import math
+import os
+import tempfile
+from pathlib import Path
+
+from hypothesis import HealthCheck, event, example, given, settings
+from hypothesis import strategies as st
+
+from thor_sdk.errors import ThorError
+
+ROOT = Path(__file__).resolve().parents[1]
+EXAMPLE = ROOT / "examples" / "check"
+GOOD_ESTIMATOR = EXAMPLE / "synthetic-phone-time.json"
+GOOD_LAYERS = EXAMPLE / "example_cnn.layers.json"
+FUZZ = settings(derandomize=True, max_examples=200, deadline=None,
+                suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+
+#: JSON values, including what strict readers must refuse (NaN, infinities, integers far beyond a float)
+SCALARS = (st.none() | st.booleans() | st.integers(min_value=-10 ** 40, max_value=10 ** 40)
+           | st.sampled_from([0, -1, 1, 10 ** 400, -10 ** 400, 2 ** 63, 1e300, -1e300, 1e-300, 16.7])
+           | st.floats(allow_nan=True, allow_infinity=True) | st.text(max_size=6))
+JSON_VALUES = st.recursive(SCALARS, lambda c: st.lists(c, max_size=3) | st.dictionaries(st.text(max_size=4), c,
+                                                                                         max_size=3), max_leaves=6)
+#: CSV fields: numbers in and out of range, non-numbers, and text with the characters CSV and UTF-8 trip on
+CSV_FIELDS = (st.sampled_from(["0", "-1", "1", "16", "16.7", "1e12", "1e308", "1e400", "nan", "inf", "-inf", "", "x",
+                               "0x10", "1_000", "Input", "sideways", "hidden", "input", "output", "linear", "conv9d",
+                               '"', "a,b", "\x00", "\ufeff"])
+              | st.floats(allow_nan=True, allow_infinity=True).map(repr)
+              | st.integers(min_value=-10 ** 30, max_value=10 ** 30).map(str) | st.text(max_size=8))
+
+
+def _paths(doc, prefix=()):
+    """Every path (tuple of keys/indices) into a JSON document, the root included."""
+    out = [prefix]
+    if isinstance(doc, dict):
+        for k, v in doc.items():
+            out += _paths(v, prefix + (k,))
+    elif isinstance(doc, list):
+        for i, v in enumerate(doc):
+            out += _paths(v, prefix + (i,))
+    return out
+
+
+@st.composite
+def mutated_docs(draw, doc, n_max=3):
+    """``doc`` with 1..n_max values replaced by arbitrary JSON values, or deleted."""
+    d = copy.deepcopy(doc)
+    for _ in range(draw(st.integers(1, n_max))):
+        paths = [p for p in _paths(d) if p]
+        if not paths:
+            break
+        numeric = [p for p in paths if _is_number(_at(d, p))]
+        how = draw(st.integers(0, 9))
+        if how < 5 and numeric:  # a number scaled or shifted: mostly still readable, so what follows is tested
+            path = draw(st.sampled_from(numeric))
+            parent = _at(d, path[:-1])
+            parent[path[-1]] = draw(SCALINGS)(parent[path[-1]])
+            continue
+        path = draw(st.sampled_from(paths))
+        parent = _at(d, path[:-1])
+        if how == 9:
+            del parent[path[-1]]
+        else:
+            parent[path[-1]] = draw(JSON_VALUES)
+    return d
+
+
+def _at(doc, path):
+    for p in path:
+        doc = doc[p]
+    return doc
+
+
+def _is_number(v):
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+#: how a number in a good document is changed: scaled, negated, shifted, rounded, blown up or shrunk
+SCALINGS = st.sampled_from([
+    lambda x: x * 2, lambda x: x / 3, lambda x: -x, lambda x: x + 1, lambda x: x - 1, lambda x: 0,
+    lambda x: x * 1e6, lambda x: x * 1e-6, lambda x: x * 1e300, lambda x: x * 1e-300, lambda x: round(x),
+    lambda x: x + 0.5, lambda x: int(x) * 10 ** 25])
+
+
+def _text(doc):
+    """JSON text of a document that may hold NaN or infinities (written as the tokens a strict reader refuses)."""
+    return json.dumps(doc, allow_nan=True)
+
+
+def _write(name, data):
+    """A file in this process's fuzz folder (one per name, overwritten by each example)."""
+    folder = Path(tempfile.gettempdir()) / f"thor-fuzz-{os.getpid()}"
+    folder.mkdir(exist_ok=True)
+    path = folder / name
+    path.write_bytes(data if isinstance(data, bytes) else data.encode("utf-8", "surrogatepass"))
+    return str(path)
+
+
+def _finite_numbers(obj):
+    """Every number in a nested structure (dicts, lists, tuples) is finite."""
+    if isinstance(obj, bool) or obj is None or isinstance(obj, str):
+        return True
+    if isinstance(obj, (int, float)):
+        return math.isfinite(obj)
+    if isinstance(obj, dict):
+        return all(_finite_numbers(v) for v in obj.values())
+    if isinstance(obj, (list, tuple)):
+        return all(_finite_numbers(v) for v in obj)
+    return True
+
+
+def _good_layers():
+    from thor_sdk.layers import read_layer_list
+
+    return read_layer_list(str(GOOD_LAYERS)).layers
+
+
+def _check_estimate(est, layers, batch_size=4):
+    """An estimate is finite and non-negative, or a ThorError."""
+    try:
+        r = est.estimate(layers, batch_size)
+    except ThorError as e:
+        event(f"estimate refused: {type(e).__name__}")
+        return
+    event("estimated")
+    assert math.isfinite(r["total"]["mean"]) and r["total"]["mean"] > 0, r["total"]
+    assert math.isfinite(r["total"]["std"]) and r["total"]["std"] >= 0, r["total"]
+    assert all(math.isfinite(l["mean"]) and math.isfinite(l["std"]) for l in r["layers"])
+    json.dumps(r, allow_nan=False)  # what --json prints
+
+
+# ----------------------------------------------------------------------------- estimator
+@FUZZ
+@given(mutated_docs(json.loads(GOOD_ESTIMATOR.read_text())))
+@example(json.loads(GOOD_ESTIMATOR.read_text()))
+def test_estimator_reader(doc):
+    from thor_sdk.runtime import load_estimator
+
+    path = _write("estimator.json", _text(doc))
+    try:
+        est = load_estimator(path)
+    except ThorError as e:
+        event(f"refused: {type(e).__name__}")
+        return
+    event("accepted")
+    _check_estimate(est, _good_layers())
+
+
+@FUZZ
+@given(st.binary(max_size=300) | st.sampled_from([b"\xff\xfe{}", b'{"a": ' + b"[" * 5000 + b"]" * 5000 + b"}",
+                                                  b'{"a": 1e999}', b'{"a": ' + b"9" * 400 + b"}", b"{\x00}"]))
+def test_estimator_reader_on_bytes_agrees_with_the_shared_reader(data):
+    """The runtime's own JSON reader and ``thor_sdk.store.files.read_json`` accept and refuse the same bytes."""
+    from thor_sdk.runtime.estimator import read_json_file
+    from thor_sdk.store.files import read_json
+
+    path = _write("bytes.json", data)
+    got = []
+    for reader in (read_json_file, read_json):
+        try:
+            got.append(("ok", reader(path)))
+        except ThorError:
+            got.append(("error", None))
+    assert got[0] == got[1], (data, got)
+    if got[0][0] == "ok":
+        assert _finite_numbers(got[0][1])
+
+
+# ----------------------------------------------------------------------------- layer list
+@FUZZ
+@given(mutated_docs(json.loads(GOOD_LAYERS.read_text())))
+@example(json.loads(GOOD_LAYERS.read_text()))
+def test_layer_list_reader(doc):
+    from thor_sdk.layers import read_layer_list
+    from thor_sdk.layers.kinds import get_kind
+    from thor_sdk.runtime import load_estimator
+    from thor_sdk.runtime.terms import cost_terms
+
+    path = _write("layers.json", _text(doc))
+    try:
+        ml = read_layer_list(path)
+    except ThorError as e:
+        event(f"refused: {type(e).__name__}")
+        return
+    event("accepted")
+    assert ml.layers and all(isinstance(s, int) and s >= 1 for s in ml.input_shape)
+    for layer in ml.layers:
+        get_kind(layer["kind"]).check_config(layer["config"])  # what was read is within the kind's bounds
+        assert _finite_numbers(cost_terms(layer["kind"], layer["config"], layer["role"]))
+    _check_estimate(load_estimator(str(GOOD_ESTIMATOR)), ml.layers)
+
+
+# ----------------------------------------------------------------------------- samples CSV
+SAMPLES_HEADER = ["kind", "role", "batch_size", "time_s", "in_features", "out_features", "tokens", "bias"]
+SAMPLES_ROWS = [["linear", "hidden", str(b), f"{1e-4 * b:.6g}", "32", "64", "1", "1"] for b in (8, 16, 32)]
+
+
+@st.composite
+def mutated_csv(draw, header, rows):
+    """CSV text of ``header`` and ``rows`` with some cells, header names or row lengths changed."""
+    header, rows = list(header), [list(r) for r in rows]
+    for _ in range(draw(st.integers(1, 4))):
+        what = draw(st.integers(0, 9))
+        if what == 0:
+            header[draw(st.integers(0, len(header) - 1))] = draw(CSV_FIELDS)
+        elif what == 1 and rows:
+            r = rows[draw(st.integers(0, len(rows) - 1))]
+            if draw(st.booleans()):
+                r.append(draw(CSV_FIELDS))
+            elif r:
+                r.pop()
+        else:
+            r = rows[draw(st.integers(0, len(rows) - 1))]
+            i = draw(st.integers(0, len(r) - 1))
+            try:
+                x = float(r[i])
+            except ValueError:
+                x = None
+            if what < 6 and x is not None and math.isfinite(x):  # a number changed: often still readable
+                r[i] = repr(draw(SCALINGS)(x))
+            else:
+                r[i] = draw(CSV_FIELDS)
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(header)
+    w.writerows(rows)
+    return buf.getvalue()
+
+
+@FUZZ
+@given(mutated_csv(SAMPLES_HEADER, SAMPLES_ROWS))
+def test_samples_csv_reader(text):
+    from thor_sdk.fitting.samples_csv import MAX_SAMPLE_COST, read_samples_csv
+    from thor_sdk.layers.kinds import get_kind
+
+    path = _write("samples.csv", text)
+    try:
+        samples = read_samples_csv(path)
+    except ThorError as e:
+        event(f"refused: {type(e).__name__}")
+        return
+    event("accepted")
+    assert samples
+    for s in samples:
+        kind = get_kind(s["kind"])
+        assert s["role"] in kind.roles
+        assert isinstance(s["batch_size"], int) and s["batch_size"] >= 1
+        assert math.isfinite(s["value"]) and 0 < s["value"] <= MAX_SAMPLE_COST
+        kind.check_config(s["config"])
+
+
+# ----------------------------------------------------------------------------- results (ingest's reader)
+GOOD_RESULTS = {"format": "thor-sdk/results", "version": 1, "harness": "fuzz", "metric": "time",
+                "parts": {"hidden": {"steps_per_window": 4, "time_s": [0.01, 0.011, 0.012],
+                                     "energy_j": [], "window_times_s": [[0.0, 0.04], [0.05, 0.09], [0.1, 0.14]]}}}
+
+
+@FUZZ
+@given(mutated_docs(GOOD_RESULTS))
+@example(GOOD_RESULTS)
+def test_results_reader(doc):
+    from thor_sdk.exporters.bundle import validate_results_doc
+    from thor_sdk.layers import read_json
+
+    path = _write("results.json", _text(doc))
+    try:
+        out = validate_results_doc(read_json(path, "results"), "results")
+    except ThorError as e:
+        event(f"refused: {type(e).__name__}")
+        return
+    event("accepted")
+    assert _finite_numbers(out)
+
+
+# ----------------------------------------------------------------------------- power table
+GOOD_TABLE = {
+    "format": "thor-sdk/power-table", "version": 1, "simulated": True, "knob": "gpu_freq_hz", "model": "mlp",
+    "device": {"name": "sim"}, "power_metric": "peak", "reference_batch_size": 64,
+    "reference_samples_to_target": 1000.0, "reference_samples_source": "given", "target_accuracy": 0.9,
+    "created_by": "tests", "sources": {"notes": []},
+    "rows": [{"batch_size": b, "freq_hz": f, "time_per_sample_s": t, "peak_power_w": p, "mean_power_w": p * 0.8}
+             for b, f, t, p in [(16, 306000000, 0.0039, 1.9), (16, 918000000, 0.0013, 3.8),
+                                (64, 306000000, 0.0024, 2.5), (64, 918000000, 0.0008, 5.5)]],
+    "ratios": [{"batch_size": 16, "ratio": 0.8}, {"batch_size": 64, "ratio": 1.0}]}
+
+
+@FUZZ
+@given(mutated_docs(GOOD_TABLE), st.sampled_from([0.5, 2.0, 3.0, 5.0, 100.0]))
+@example(GOOD_TABLE, 5.0)
+def test_power_table_reader(doc, cap_w):
+    from thor_sdk.power.select import compare
+    from thor_sdk.power.table import read_json
+
+    path = _write("table.json", _text(doc))
+    try:
+        table = read_json(path)
+    except ThorError as e:
+        event(f"refused: {type(e).__name__}")
+        return
+    event("accepted")
+    keys = [(r["batch_size"], r["freq_hz"]) for r in table["rows"]]
+    assert len(keys) == len(set(keys))
+    try:
+        res = compare(table, cap_w)
+    except ThorError as e:
+        event(f"selection refused: {type(e).__name__}")
+        return
+    event("selected")
+    json.dumps(res, allow_nan=True)
+    sel = res["selected"]
+    assert isinstance(sel["batch_size"], int) and math.isfinite(sel["time_per_sample_s"])
+    assert sel["peak_power_w"] <= cap_w
+
+
+# ----------------------------------------------------------------------------- GPU traces
+POWER_HEADER = ["dataset", "network", "batch_size", "optimizer", "power_limit", "time_per_epoch", "average_power"]
+POWER_ROWS = [["toy", "net", str(b), "sgd", str(pl), str(t), str(p)] for b, pl, t, p in
+              [(8, 100, 3.0, 90.0), (8, 200, 1.5, 140.0), (32, 100, 2.0, 100.0), (32, 200, 1.0, 190.0)]]
+TRAIN_HEADER = ["dataset", "network", "batch_size", "optimizer", "learning_rate", "run", "target_metric",
+                "target_epoch"]
+TRAIN_ROWS = [["toy", "net", str(b), "sgd", "0.1", str(r), "0.5", str(e)]
+              for b, runs in {8: (10, 11, 12, 10), 32: (4, 5, 4, 5)}.items() for r, e in enumerate(runs)]
+
+
+@FUZZ
+@given(mutated_csv(POWER_HEADER, POWER_ROWS))
+def test_power_trace_reader(text):
+    from thor_sdk.power.replay import read_power_trace
+
+    path = _write("power.csv", text)
+    try:
+        trace = read_power_trace(path)
+    except ThorError as e:
+        event(f"refused: {type(e).__name__}")
+        return
+    event("accepted")
+    for cell in trace.values():
+        for (bs, pl), (t, p) in cell.items():
+            assert isinstance(bs, int) and bs >= 1
+            assert all(math.isfinite(x) and x > 0 for x in (pl, t, p))
+
+
+@FUZZ
+@given(mutated_csv(TRAIN_HEADER, TRAIN_ROWS))
+def test_train_trace_reader(text):
+    from thor_sdk.power.replay import read_train_trace
+
+    path = _write("train.csv", text)
+    try:
+        trace = read_train_trace(path)
+    except ThorError as e:
+        event(f"refused: {type(e).__name__}")
+        return
+    event("accepted")
+    for by_target in trace.values():
+        for target, per_bs in by_target.items():
+            assert math.isfinite(target)
+            for bs, runs in per_bs.items():
+                assert isinstance(bs, int) and bs >= 1
+                # an epoch is finite and positive, or infinite: the documented "never reached" (nan in the file)
+                assert all(isinstance(r, int) and r >= 0 and e > 0 and not math.isnan(e) for r, e in runs.items())
+
+
+def _csv(header, rows):
+    buf = io.StringIO()
+    w = csv.writer(buf, lineterminator="\n")
+    w.writerow(header)
+    w.writerows(rows)
+    return buf.getvalue()
+
+
+@settings(derandomize=True, max_examples=40, deadline=None)
+@given(st.just(_csv(POWER_HEADER, POWER_ROWS)) | mutated_csv(POWER_HEADER, POWER_ROWS),
+       st.sampled_from([1e-9, 0.0, -1.0, math.nan, math.inf, 1e-300, 5.0, 10.0, 50.0, 50.0]),
+       st.sampled_from([None, None, 1, 2, 0, 10 ** 9]))
+def test_replay_returns_finite_figures_or_an_error(text, cap_step_w, splits):
+    from thor_sdk.power.replay import replay
+
+    power = _write("power-r.csv", text)
+    train = _write("train-r.csv", _csv(TRAIN_HEADER, TRAIN_ROWS))
+    try:
+        res = replay(power, train, cap_step_w=cap_step_w, splits=splits)
+    except ThorError as e:
+        event(f"refused: {type(e).__name__}")
+        return
+    event("accepted")
+    json.dumps(res, allow_nan=False)  # a figure that is not finite is written as null, never NaN
+
+
+# ----------------------------------------------------------------------------- budgets TOML
+BUDGET_VALUES = st.sampled_from(["0", "-1", "16", "16.7", "1e400", "nan", "inf", "-inf", "9" * 400, '"x"', "true",
+                                 "[]", "{}", '""', "0.9999", "2.0", "[1, 2]"]) | st.sampled_from(
+    ["8", "32", "1000", "5.0", "0.5", "0.95", '"step"', '"epoch"', '"run"', '"my model"'])
+
+
+@FUZZ
+@given(st.lists(st.tuples(st.sampled_from(["batch_size", "samples", "epochs", "budget_s", "budget_j", "confidence",
+                                           "per", "input_shape", "name", "model", "unknown"]), BUDGET_VALUES),
+                min_size=1, max_size=3))
+def test_budgets_reader(changes):
+    from thor_sdk.check.budgets import read_budgets
+
+    entries = {"model": f'"{GOOD_LAYERS}"', "batch_size": "16", "samples": "100", "budget_s": "100.0"}
+    for key, value in changes:
+        entries[key] = value
+    text = (f'version = 1\nestimators = ["{GOOD_ESTIMATOR}"]\n\n[[models]]\n'
+            + "".join(f"{k} = {v}\n" for k, v in entries.items()))
+    path = _write("budgets.toml", text)
+    try:
+        bf = read_budgets(path)
+    except ThorError as e:
+        event(f"refused: {type(e).__name__}")
+        return
+    event("accepted")
+    for m in bf.models:
+        assert _finite_numbers({k: v for k, v in vars(m).items() if isinstance(v, (int, float))})
