@@ -186,8 +186,8 @@ class Campaign:
         if not os.path.isfile(path):
             raise NotFoundError(f"no such campaign: {path}")
         if _empty_file(path):
-            raise StoreError(f"campaign {path} is an empty file (nothing was ever stored in it): start a new "
-                             "campaign there without --resume")
+            raise StoreError(f"campaign {path} is an empty file: nothing was ever stored in it (a new campaign "
+                             "may be started there)")
         if writer:
             folder = os.path.dirname(os.path.abspath(path))
             if not os.access(path, os.W_OK) or not os.access(folder, os.W_OK):
