@@ -198,7 +198,7 @@ def read_layer_list(path):
                 entry[key] = layer[key]
         layers.append(entry)
     shape = doc.get("input_shape")
-    if shape is not None:
+    if shape:  # absent or empty: unknown
         try:
             check_input_shape(shape)
         except UsageError as e:

@@ -1,4 +1,4 @@
-"""Output files written whole or not at all: checked before any work, written beside, fsynced, renamed.
+"""Files in and out: outputs written whole or not at all, user-given JSON and CSV inputs read strictly.
 
 Every file thor-sdk writes (estimators, power tables, results, manifests, layer lists, exported
 models, bundles' zips) goes through ``atomic_output``: the target is checked first (``check_output``:
@@ -99,7 +99,7 @@ def read_text(path, what="file", max_bytes=MAX_READ_BYTES):
 
     path = os.fspath(path)
     if not os.path.isfile(path):
-        raise NotFoundError(f"no such {what}: {path}")
+        raise NotFoundError(f"no such file: {path} ({what})")
     try:
         with open(path, "rb") as f:
             data = f.read(max_bytes + 1)
