@@ -421,3 +421,26 @@ def test_budgets_reader(changes):
     event("accepted")
     for m in bf.models:
         assert _finite_numbers({k: v for k, v in vars(m).items() if isinstance(v, (int, float))})
+
+
+# ----------------------------------------------------------------------------- bench meter logs
+METER_HEADER = ["time_s", "power_w"]
+METER_ROWS = [[f"{0.1 * i:.1f}", f"{2.0 + 0.01 * i:.2f}"] for i in range(6)]
+
+
+@FUZZ
+@given(mutated_csv(METER_HEADER, METER_ROWS)
+       | st.sampled_from([b"\xff\xfet\x00,\x00p\x00", b"time_s,power_w\n\xe9,1\n1,2\n", b"time_s,power_w\n1,\x002\n3,4\n",
+                          b"time_s,power_w\n1," + b"9" * 140000 + b"\n2,3\n"]))
+def test_meter_log_reader(data):
+    from thor_sdk.meters.external import read_power_log
+
+    path = _write("meter.csv", data)
+    try:
+        rows = read_power_log(path)
+    except ThorError as e:
+        event(f"refused: {type(e).__name__}")
+        return
+    event("accepted")
+    assert all(math.isfinite(t) and math.isfinite(p) for t, p in rows)
+    assert rows == sorted(rows)

@@ -65,45 +65,57 @@ def read_power_log(path):
         raise NotFoundError(f"no such meter log: {path}") from None
     except OSError as e:
         raise FormatError(f"cannot read meter log {path}: {e.strerror or e}") from e
-    with f:
-        reader = csv.reader(f)
-        header = next(reader, None)
-        if not header:
-            raise FormatError(f"meter log {path} is empty (a header row is required)")
-        cols = {_norm(h): i for i, h in enumerate(header)}
+    try:
+        with f:
+            return _read_rows(f, path)
+    except UnicodeDecodeError as e:
+        raise FormatError(f"meter log {path} is not UTF-8 text (byte {e.start} of a chunk); save it as UTF-8") from None
+    except csv.Error as e:  # a NUL byte, a field over the csv module's limit, broken quoting
+        raise FormatError(f"meter log {path} is not a readable CSV: {e}") from None
 
-        def pick(table):
-            for name, scale in table.items():
-                if name in cols:
-                    return cols[name], scale
-            return None, None
 
-        ti, ts = pick(TIME_COLS)
-        if ti is None:
-            raise FormatError(f"meter log {path}: no time column (one of {', '.join(TIME_COLS)}) in {header}")
-        pi, ps = pick(POWER_COLS)
-        ci, cs = pick(CURRENT_COLS)
-        vi, vs = pick(VOLTAGE_COLS)
-        if pi is None and (ci is None or vi is None):
-            raise FormatError(f"meter log {path}: no power column ({', '.join(POWER_COLS)}) and no current + "
-                              f"voltage columns in {header}")
-        rows, bad, last = [], [], 0
-        for lineno, row in enumerate(reader, start=2):
-            if not row or all(not c.strip() for c in row):
-                continue
-            last = lineno
-            try:
-                t = _parse_time(row[ti], ts)
-                if pi is not None:
-                    p = float(row[pi]) * ps
-                else:
-                    p = float(row[ci]) * cs * float(row[vi]) * vs
-            except (ValueError, IndexError):
-                t, p = None, float("nan")
-            if t is None or not math.isfinite(p):
-                bad.append(lineno)
-                continue
-            rows.append((t, p))
+def _read_rows(f, path):
+    """The rows of an open meter log (``read_power_log``; decoding and CSV errors are raised to it)."""
+    from thor_sdk.errors import FormatError
+
+    reader = csv.reader(f)
+    header = next(reader, None)
+    if not header:
+        raise FormatError(f"meter log {path} is empty (a header row is required)")
+    cols = {_norm(h): i for i, h in enumerate(header)}
+
+    def pick(table):
+        for name, scale in table.items():
+            if name in cols:
+                return cols[name], scale
+        return None, None
+
+    ti, ts = pick(TIME_COLS)
+    if ti is None:
+        raise FormatError(f"meter log {path}: no time column (one of {', '.join(TIME_COLS)}) in {header}")
+    pi, ps = pick(POWER_COLS)
+    ci, cs = pick(CURRENT_COLS)
+    vi, vs = pick(VOLTAGE_COLS)
+    if pi is None and (ci is None or vi is None):
+        raise FormatError(f"meter log {path}: no power column ({', '.join(POWER_COLS)}) and no current + "
+                          f"voltage columns in {header}")
+    rows, bad, last = [], [], 0
+    for lineno, row in enumerate(reader, start=2):
+        if not row or all(not c.strip() for c in row):
+            continue
+        last = lineno
+        try:
+            t = _parse_time(row[ti], ts)
+            if pi is not None:
+                p = float(row[pi]) * ps
+            else:
+                p = float(row[ci]) * cs * float(row[vi]) * vs
+        except (ValueError, IndexError):
+            t, p = None, float("nan")
+        if t is None or not math.isfinite(t) or not math.isfinite(p):
+            bad.append(lineno)
+            continue
+        rows.append((t, p))
     # the last line of a log that is still being written may be partial: skip only that one
     bad = [n for n in bad if n != last]
     if bad:
