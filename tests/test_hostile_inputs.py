@@ -77,6 +77,8 @@ def raw_json_variants(good_text):
         ("binary", bytes(range(256)) * 4),
         ("python literals", g[:-1] + b', "x": True}'),
         ("single quotes", g.replace(b'"', b"'")),
+        ("duplicate top-level key", b'{"version": 0, ' + g[1:]),
+        ("duplicate nested key", g.replace(b'": {', b'": {"x": 1, "x": 2, ', 1)),
     ]
 
 

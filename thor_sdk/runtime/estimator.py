@@ -508,6 +508,15 @@ def _parse_float(text):
     return v
 
 
+def _object(pairs):
+    d = dict(pairs)
+    if len(d) != len(pairs):
+        seen = set()
+        dup = next(k for k, _ in pairs if k in seen or seen.add(k))
+        raise FormatError(f"key {dup[:80]!r} appears twice in one object")
+    return d
+
+
 def _depth(doc):
     depth, stack = 0, [(doc, 1)]
     while stack:
@@ -524,7 +533,7 @@ def _depth(doc):
 def read_json_file(path, what="estimator"):
     """A parsed JSON file, strictly: at most MAX_FILE_BYTES, UTF-8 (a byte-order mark dropped; UTF-16/32
     and NUL bytes named), no NaN/Infinity tokens or numbers beyond the float range, integers of at most
-    MAX_INT_DIGITS digits, at most MAX_JSON_DEPTH levels deep. One FormatError naming the file otherwise."""
+    MAX_INT_DIGITS digits, no key twice in one object, at most MAX_JSON_DEPTH levels deep. One FormatError naming the file otherwise."""
     path = os.fspath(path)
     if not os.path.isfile(path):
         raise NotFoundError(f"no such {what} file: {path}")
@@ -545,7 +554,8 @@ def read_json_file(path, what="estimator"):
     if "\x00" in text:
         raise FormatError(f"{what} file {path} contains a NUL byte: not a text file")
     try:
-        doc = json.loads(text, parse_int=_parse_int, parse_float=_parse_float, parse_constant=_reject_constant)
+        doc = json.loads(text, parse_int=_parse_int, parse_float=_parse_float, parse_constant=_reject_constant,
+                         object_pairs_hook=_object)
     except FormatError as e:
         raise FormatError(f"{path} is not valid JSON: {e}") from None
     except RecursionError:

@@ -9,8 +9,8 @@ removed and the target is as it was.
 
 Every JSON or CSV file a user hands thor-sdk is read the other way round, by ``read_json`` / ``read_csv``:
 size capped, strict UTF-8 (a UTF-16 file or a NUL byte is named as such), strict numbers (no NaN or
-Infinity tokens, nothing beyond the float range, integers of at most MAX_INT_DIGITS digits), nesting
-capped, CSV headers without duplicates and rows of the header's width; anything else is one FormatError
+Infinity tokens, nothing beyond the float range, integers of at most MAX_INT_DIGITS digits), no key
+twice in one object (which copy would win?), nesting capped, CSV headers without duplicates and rows of the header's width; anything else is one FormatError
 naming the file. Standard library only (``thor_sdk.runtime`` keeps its own copy of the JSON rules).
 """
 
@@ -137,6 +137,17 @@ def _json_float(text):
     return v
 
 
+def _json_object(pairs):
+    from thor_sdk.errors import FormatError
+
+    d = dict(pairs)
+    if len(d) != len(pairs):
+        seen = set()
+        dup = next(k for k, _ in pairs if k in seen or seen.add(k))
+        raise FormatError(f"key {dup[:80]!r} appears twice in one object")
+    return d
+
+
 def _json_constant(name):
     from thor_sdk.errors import FormatError
 
@@ -159,11 +170,12 @@ def json_depth(doc):
 
 def parse_json(text, what="JSON"):
     """Strict JSON: no NaN/Infinity tokens, no number out of the float range, integers of at most
-    MAX_INT_DIGITS digits, nesting at most MAX_JSON_DEPTH deep. FormatError naming ``what`` otherwise."""
+    MAX_INT_DIGITS digits, no key twice in one object, nesting at most MAX_JSON_DEPTH deep. FormatError naming ``what`` otherwise."""
     from thor_sdk.errors import FormatError
 
     try:
-        doc = json.loads(text, parse_int=_json_int, parse_float=_json_float, parse_constant=_json_constant)
+        doc = json.loads(text, parse_int=_json_int, parse_float=_json_float, parse_constant=_json_constant,
+                         object_pairs_hook=_json_object)
     except FormatError as e:
         raise FormatError(f"{what} is not valid JSON: {e}") from None
     except json.JSONDecodeError as e:
