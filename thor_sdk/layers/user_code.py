@@ -10,7 +10,7 @@ never ends silently with exit 0. A real Ctrl-C at the terminal during that time 
 import contextlib
 import os
 
-from thor_sdk.errors import ModelCodeError, NotFoundError
+from thor_sdk.errors import ModelCodeError, NotFoundError, ThorError
 
 
 def _first_line(e):
@@ -44,7 +44,7 @@ def running_user_code(what):
         previous = signal.signal(signal.SIGINT, on_sigint)
     try:
         yield
-    except ModelCodeError:
+    except ThorError:  # already one of ours (a bad shape found while tracing, say): as it is
         raise
     except KeyboardInterrupt as e:
         if interrupted:
