@@ -61,7 +61,7 @@ def kind0(doc):
 
 
 def raw_json_variants(good_text):
-    """(label, bytes) of malformed encodings and syntax of any JSON file, from a good file's text."""
+    """(label, bytes or an int: a sparse file of that size) of malformed JSON files, from a good file's text."""
     g = good_text.encode()
     deep = b'{"a": ' + b"[" * 100000 + b"]" * 100000 + b"}"
     deep_obj = b'{"a": ' + b'{"b": ' * 3000 + b"1" + b"}" * 3000 + b"}"
@@ -78,6 +78,7 @@ def raw_json_variants(good_text):
         ("python literals", g[:-1] + b', "x": True}'),
         ("single quotes", g.replace(b'"', b"'")),
         ("duplicate top-level key", b'{"version": 0, ' + g[1:]),
+        ("over the size cap (sparse 70 MiB)", 70 * 2 ** 20),
         ("duplicate nested key", g.replace(b'": {', b'": {"x": 1, "x": 2, ', 1)),
     ]
 
@@ -128,7 +129,7 @@ def csv_text(header, rows):
 
 
 def raw_csv_variants(header, rows):
-    """(label, bytes) of malformed encodings and structures of any CSV file."""
+    """(label, bytes or an int: a sparse file of that size) of malformed encodings and structures of a CSV file."""
     good = csv_text(header, rows)
     g = good.encode()
     return [
@@ -137,6 +138,7 @@ def raw_csv_variants(header, rows):
         ("utf32", good.encode("utf-32")),
         ("latin1 byte", g.replace(b"\n", b"\xe9\n", 2)), ("nul byte", g[:10] + b"\x00" + g[10:]),
         ("nul in row", g.replace(b"\n", b"\n\x00", 2)),
+        ("over the size cap (sparse 70 MiB)", 70 * 2 ** 20),
         ("field over the csv limit", csv_text(header, [rows[0][:-1] + ["x" * 140000]] + rows[1:]).encode()),
         ("binary", bytes(range(256)) * 4),
         ("unterminated quote", g.replace(b"\n", b'\n"', 2)),
@@ -488,6 +490,10 @@ def run_case(case, folder):
     cid, files, argv, outputs = case
     folder.mkdir(parents=True)
     for name, data in files.items():
+        if isinstance(data, int):  # a sparse file of that many bytes (zeros), made without writing them
+            with open(folder / name, "wb") as f:
+                f.truncate(data)
+            continue
         (folder / name).write_bytes(data if isinstance(data, bytes) else data.encode())
     (folder / "sys").mkdir()
     argv = [a.replace("{d}", str(folder)) for a in argv]

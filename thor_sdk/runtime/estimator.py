@@ -539,6 +539,8 @@ def read_json_file(path, what="estimator"):
         raise NotFoundError(f"no such {what} file: {path}")
     try:
         with open(path, "rb") as f:
+            if os.fstat(f.fileno()).st_size > MAX_FILE_BYTES:  # refused unread
+                raise FormatError(f"{what} file {path} is larger than {MAX_FILE_BYTES} bytes; not read")
             data = f.read(MAX_FILE_BYTES + 1)
     except OSError as e:
         raise NotFoundError(f"cannot read {what} file {path}: {e.strerror or e}") from None

@@ -102,6 +102,8 @@ def read_text(path, what="file", max_bytes=MAX_READ_BYTES):
         raise NotFoundError(f"no such file: {path} ({what})")
     try:
         with open(path, "rb") as f:
+            if os.fstat(f.fileno()).st_size > max_bytes:  # refused unread
+                raise FormatError(f"{what} {path} is larger than {max_bytes} bytes; not read")
             data = f.read(max_bytes + 1)
     except OSError as e:
         raise NotFoundError(f"cannot read {what} {path}: {e.strerror or e}") from None
