@@ -377,7 +377,9 @@ def option_cases():
             cases.append((f"probe {opt} {v}", probe + [opt, v], ["p.db"]))
     profile = ["profile", "--out", "{d}/pr.db", "-q", "--max-seconds", "60"]
     for opt, values in {"--max-seconds": ["nan", "-1", "inf"], "--reference-every": ["inf", "nan", "-5"],
-                        "--kind": ["conv9d"], "--max-probes": ["0"], "--prior": ["{d}/prior.json"]}.items():
+                        "--kind": ["conv9d"], "--max-probes": ["0"], "--prior": ["{d}/prior.json"],
+                        "--seed": ["-1", "99999999999999"], "--calibration-model": ["nonet"],
+                        "--target-std": ["nan", "0"]}.items():
         for v in values:
             cases.append((f"profile {opt} {v}", profile + [opt, v], ["pr.db"]))
     export = ["export", "--model", "har", "--format", "onnx", "--out", "{d}/x.onnx"]
@@ -410,7 +412,7 @@ def power_option_cases():
         for v in values:
             cases.append((f"table profile {opt} {v!r}", tp + [opt, v], ["tp.db"]))
     tr = ["table", "ratios", "--out", "{d}/r.json", "-q", "--proxy", "synthetic"]
-    for opt, values in {"--target-accuracy": ["2", "nan", "0", "-0.5"], "--seeds": ["x", "", "1.5"],
+    for opt, values in {"--target-accuracy": ["2", "nan", "0", "-0.5"], "--seeds": ["x", "", "1.5", "-1"],
                         "--base-lr": ["nan", "0", "-1", "inf"], "--max-epochs": ["0", "-1"],
                         "--batch-sizes": ["0,8", "x"]}.items():
         for v in values:

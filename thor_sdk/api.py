@@ -202,6 +202,10 @@ def profile(device="host", metric="time", out="profile.db", resume=False, runtim
             if unknown:
                 raise UsageError(f"kinds not in the prior: {', '.join(unknown)}")
         calibration_models = list(DEFAULT_CALIBRATION if calibration_models is None else calibration_models)
+        from thor_sdk.models import model_spec
+
+        for name in calibration_models:  # measured last: an unknown name must fail now, not after the budget
+            model_spec(name)
         # a profile buys many probes: at most 8 rounds each (the fit weighs each by its own noise)
         settings = settings or ProtocolSettings(min_rounds=4, max_rounds=8)
         campaign = Campaign.create(out, {
