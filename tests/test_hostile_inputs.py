@@ -366,6 +366,8 @@ def option_cases():
                         "--batch-size": ["0", "-4", "1000000000000"]}.items():
         for v in values:
             cases.append((f"measure {opt} {v}", measure + [opt, v], []))
+    for meter in ["external:{d}/log.csv,offset=1e999", "external:{d}/log.csv,offset=-1e10", "external:", "rapl9"]:
+        cases.append((f"measure --meter {meter}", measure + ["--metric", "energy", "--meter", meter], []))
     cases.append(("measure min-rounds > max-rounds", measure + ["--min-rounds", "9", "--max-rounds", "3"], []))
     cases.append(("measure --vocab 0", ["measure", "--model", "{d}/net.py:Net", "--input-shape", "8",
                                         "--input-dtype", "int64", "--vocab", "0"], []))

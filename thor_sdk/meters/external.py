@@ -250,6 +250,8 @@ def parse_meter_spec(spec):
             offset = float(m.group(1))
         except ValueError:
             raise UsageError(f"bad clock offset in {spec!r}") from None
+        if not abs(offset) <= 1e9:  # finite, and within about 30 years of this clock
+            raise UsageError(f"clock offset in {spec!r} must be a finite number of seconds (at most 1e9)")
         body = body[:m.start()]
     if not body:
         raise UsageError("external meter needs a file: external:FILE.csv")
