@@ -62,5 +62,19 @@ def test_a_forward_that_calls_sys_exit_never_reads_as_success(tmp_path, capsys):
     assert exit_code == 2 and len(lines) == 1 and lines[0].startswith("Error: ") and "sys.exit" in lines[0]
 
 
+def test_a_forward_that_raises_keyboard_interrupt_or_exits_is_one_model_code_error(tmp_path):
+    import thor_sdk
+    from thor_sdk.harness.protocol import ProtocolSettings
+
+    with pytest.raises(ModelCodeError, match="could not trace .*KeyboardInterrupt"):
+        layers_of(model_file(tmp_path, forward="raise KeyboardInterrupt"), input_shape=[4])
+    ref = model_file(tmp_path, init="self.calls = 0", forward="""self.calls += 1
+        if self.calls > 3:
+            import sys; sys.exit(0)""")
+    with pytest.raises(ModelCodeError, match=r"measuring .*sys.exit\(0\)"):
+        thor_sdk.measure(ref, input_shape=[4], batch_size=2,
+                         settings=ProtocolSettings(min_rounds=2, max_rounds=2, min_window_s=0.002))
+
+
 def test_a_well_behaved_model_file_still_loads(tmp_path):
     assert [l["kind"] for l in layers_of(model_file(tmp_path), input_shape=[4]).layers] == ["output"]

@@ -375,8 +375,16 @@ def measure(model, device="host", batch_size=32, metric="time", runtime="torch",
         from thor_sdk.store import Campaign
 
         campaign = Campaign.open(out, writer=True)
+    import contextlib
+
+    from thor_sdk.layers.user_code import running_user_code
+
+    # a file.py:Class model is the user's code: what it raises while it trains (SystemExit included) is one error
+    guard = running_user_code(f"measuring {source.label}") if source.form == "file" else contextlib.nullcontext()
     try:
-        r = dev.measure_model(source.name or source, batch_size, metric=metric, settings=settings, runtime=runtime)
+        with guard:
+            r = dev.measure_model(source.name or source, batch_size, metric=metric, settings=settings,
+                                  runtime=runtime)
     except BaseException:
         if campaign is not None:
             campaign.close()

@@ -111,11 +111,12 @@ def layers_of(model, input_shape=None, input_dtype=None, vocab=None, unknown_ops
             shape = parse_input_shape(input_shape) if isinstance(input_shape, str) else check_input_shape(input_shape)
             module = load_module_from_file(model)
             from .extract import layers_from_module
+            from .user_code import running_user_code
 
             dtype = input_dtype or "float32"
-            return ModelLayers(model, shape, dtype,
-                               layers_from_module(module, shape, dtype, vocab, source=model,
-                                                  unknown_ops=unknown_ops))
+            with running_user_code(f"could not trace {model}"):  # its forward is the user's code too
+                layers = layers_from_module(module, shape, dtype, vocab, source=model, unknown_ops=unknown_ops)
+            return ModelLayers(model, shape, dtype, layers)
         raise NotFoundError(
             f"unknown model {model!r}: not a reference network ({', '.join(models.SPECS)}), "
             "a .json layer list, a .onnx file or a file.py:Class"
