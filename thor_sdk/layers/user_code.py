@@ -1,10 +1,10 @@
 """Model files are code: ``file.py:Class`` is imported and built here, its failures and exits made one ModelCodeError.
 
 Loading ``my_net.py:Net`` runs every statement of ``my_net.py`` with the user's rights, exactly as
-``python my_net.py`` would (then ``Net()``, then its ``forward``); only load model files you trust. Whatever
-that code raises while it is imported, built, traced (``layers_of``) or measured (``measure``) -- an exception, ``SystemExit`` (``sys.exit()``, ``exit()``), a
-``KeyboardInterrupt`` it raises itself -- becomes one ``ModelCodeError`` (exit code 2), so the command
-never ends silently with exit 0. A real Ctrl-C at the terminal during that time still interrupts.
+``python my_net.py`` would (then ``Net()``, then its ``forward``); only load model files you trust.
+Whatever that code raises while it is imported, built, traced (``layers_of``) or measured (``measure``)
+-- an exception, ``SystemExit`` (``sys.exit()``, ``exit()``), a ``KeyboardInterrupt`` it raises itself --
+becomes one ``ModelCodeError`` (exit code 2), so the command never ends silently with exit 0. A real Ctrl-C at the terminal during that time still interrupts.
 """
 
 import contextlib
