@@ -19,8 +19,10 @@ GOOD_ESTIMATOR = EXAMPLE / "synthetic-phone-time.json"
 GOOD_LAYERS = EXAMPLE / "example_cnn.layers.json"
 #: a case slower than this (seconds) is a hang: interrupted and counted as not rejected cleanly
 HANG_S = 10.0
-#: every case together must take at most this long (the suite's whole budget on a 2-core machine)
+#: a case slower than this (seconds) is not clean either: every rejection comes before any real work
 SLOW_CASE_S = 3.0
+#: an error line longer than this buries its reason (e.g. a schema message quoting the whole input)
+MAX_ERROR_CHARS = 1000
 
 POWER_HEADER = ["dataset", "network", "batch_size", "optimizer", "power_limit", "time_per_epoch", "average_power"]
 POWER_ROWS = [["toy", "net", b, "sgd", pl, t, p] for b, pl, t, p in
@@ -251,6 +253,8 @@ def layer_list_cases():
         "cost 1e300 per sample": setter(["layers", 0, "cost", "flops_per_sample"], 1e300),
         "layer not object": setter(["layers", 0], "conv2d"),
         "name number": setter(["name"], 5),
+        "5000 distinct layers": lambda d: d.update(layers=[{"kind": "relu", "config": {"numel": 100 + i}}
+                                                           for i in range(5000)] + d["layers"][-1:]),
     }
     cases += [(label, mutated(doc, fn)) for label, fn in muts.items()]
     return cases
@@ -537,6 +541,8 @@ def run_case(case, folder):
             why.append(f"{len(errors)} 'Error:' lines")
         if "Traceback" in err.getvalue():
             why.append("traceback on stderr")
+        if errors and len(errors[-1]) > MAX_ERROR_CHARS:
+            why.append(f"an error line of {len(errors[-1])} characters")
     bad_writes = [w for w in written if w in outputs or ".tmp" in w]
     if bad_writes:
         why.append(f"wrote {bad_writes}")

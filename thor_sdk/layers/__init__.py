@@ -145,8 +145,18 @@ def validate(doc, schema_name, what):
     try:
         jsonschema.validate(doc, _load_schema(schema_name))
     except jsonschema.ValidationError as e:
-        where = "/".join(str(p) for p in e.absolute_path) or "(top level)"
-        raise FormatError(f"{what} breaks its schema at {where}: {e.message}") from None
+        raise FormatError(schema_error(e, what)) from None
+
+
+def schema_error(e, what):
+    """One short line for a jsonschema ``ValidationError``: where, and what rule (a message that would
+    quote a long value, e.g. a 5,000-layer list that is too long, names the rule instead)."""
+    where = "/".join(str(p) for p in e.absolute_path) or "(top level)"
+    where = where if len(where) <= 200 else where[:200] + "..."
+    msg = e.message
+    if len(msg) > 300:
+        msg = f"fails {e.validator} {json.dumps(e.validator_value, default=str)[:100]}"
+    return f"{what} breaks its schema at {where}: {msg}"
 
 
 def read_json(path, what):
@@ -173,8 +183,12 @@ def read_layer_list(path):
     from .extract import finish_layers
     from .kinds import ROLES
 
+    from thor_sdk.runtime.estimator import MAX_LAYERS
+
     doc = read_json(path, "layer list")
     validate(doc, "layers.schema.json", f"layer list {path}")
+    if len(doc["layers"]) > MAX_LAYERS:
+        raise FormatError(f"layer list {path} has {len(doc['layers'])} layers; at most {MAX_LAYERS} are read")
     layers, upstream = [], False
     last = len(doc["layers"]) - 1
     for i, layer in enumerate(doc["layers"]):

@@ -27,8 +27,9 @@ def validate(doc, part=None, what="power table"):
     try:
         jsonschema.validate(doc, schema)
     except jsonschema.ValidationError as e:
-        where = "/".join(str(p) for p in e.absolute_path) or "(top level)"
-        raise FormatError(f"{what} breaks its schema at {where}: {e.message}") from None
+        from thor_sdk.layers import schema_error
+
+        raise FormatError(schema_error(e, what)) from None
     return doc
 
 

@@ -43,6 +43,9 @@ MAX_INDUCING = 512
 MAX_VAR_ROWS = 64
 #: kinds read from one estimator
 MAX_KINDS = 256
+#: layers estimated at once: the whole-model variance sums covariances over pairs of distinct layers of
+#: one kind (quadratic: 2,000 distinct layers of one kind take about 1.4 s here)
+MAX_LAYERS = 4096
 VAR_FLOOR = 1e-12
 UNKNOWN = ("error", "approx")
 #: relative std of a layer the estimator has no model for, estimated from its FLOPs and bytes (approx)
@@ -351,6 +354,8 @@ class Estimator:
         batch_size = int(batch_size)
         if not isinstance(layers, (list, tuple)):
             raise UsageError("layers must be a list of layer dicts")
+        if len(layers) > MAX_LAYERS:
+            raise UsageError(f"{len(layers)} layers; at most {MAX_LAYERS} are estimated at once")
         groups = {}  # kind -> {key: count}
         keys = []
         missing = []  # (index, layer) of kinds the estimator lacks
