@@ -21,8 +21,8 @@ METRIC_COLUMNS = {"time": "time_s", "energy": "energy_j"}
 MAX_BATCH_SIZE = 10 ** 9
 #: the largest cost of one layer in one training step a row may give (seconds or joules)
 MAX_SAMPLE_COST = 1e6
-#: rows read from one file
-MAX_ROWS = 1_000_000
+#: rows read from one file (a device profile stores a few hundred samples; fitting is linear in rows)
+MAX_ROWS = 100_000
 
 
 def read_samples_csv(path):

@@ -75,6 +75,10 @@ MAX_POWER_W = 1e6
 #: caps replayed at most (``--cap-step`` that would give more is refused), and random half-splits
 MAX_CAPS = 10000
 MAX_SPLITS = 1000
+#: rows read from a trace, and (caps x power-trace rows) replayed at most: the replay's work is about
+#: proportional to that product (the V100 trace: 31 caps x 476 rows, 0.14 s here)
+MAX_TRACE_ROWS = 1_000_000
+MAX_CAP_ROWS = 1_000_000
 
 
 def _read_csv(path, required, what):
@@ -82,6 +86,8 @@ def _read_csv(path, required, what):
     from thor_sdk.store.files import read_csv
 
     _, rows = read_csv(path, required, what)
+    if len(rows) > MAX_TRACE_ROWS:
+        raise FormatError(f"{what} {path} has {len(rows)} rows; at most {MAX_TRACE_ROWS} are read")
     return rows
 
 
@@ -370,6 +376,10 @@ def replay(power_trace, train_trace, power_column="bound", cap_step_w=5.0, caps=
     power = read_power_trace(power_trace)
     train = read_train_trace(train_trace)
     grid = sorted(float(c) for c in caps) if caps else _cap_grid(power, power_column, cap_step_w)
+    n_rows = sum(len(cell) for cell in power.values())
+    if len(grid) * n_rows > MAX_CAP_ROWS:
+        raise UsageError(f"{len(grid)} caps x {n_rows} power-trace rows is more than {MAX_CAP_ROWS} to replay; "
+                         "give a larger --cap-step")
     cases, workloads, skipped, fits = [], [], [], []
     infeasible = unscorable = 0
     keys = sorted(power)
