@@ -338,6 +338,8 @@ def budgets_cases():
         ("unknown key", g.replace(b"batch_size = 16", b"batch_size = 16\nbatchsize = 4")),
         ("not toml", b"[[models]\nmodel ="),
         ("estimator missing", g.replace(str(GOOD_ESTIMATOR).encode(), b"/nonexistent/e.json")),
+        ("utf16le no bom", good.encode("utf-16-le")), ("over the size cap (sparse 70 MiB)", 70 * 2 ** 20),
+        ("deep tables", b"a = " + b"{b = " * 3000 + b"1" + b"}" * 3000),
     ]
 
 

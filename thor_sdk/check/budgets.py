@@ -18,6 +18,8 @@ PERS = ("step", "epoch", "run")
 UNKNOWN_OPS = ("error", "approx")
 #: a budget above this (joules or seconds) is taken for a typo, not a budget
 MAX_BUDGET = 1e15
+#: a budgets file larger than this is refused unread (10,000 models take about 2 MB)
+MAX_BUDGETS_BYTES = 8 * 1024 * 1024
 MAX_BATCH_SIZE = 10 ** 9
 DEFAULT_CONFIDENCE = 0.95
 DEFAULT_PER = "run"
@@ -157,20 +159,19 @@ def read_budgets(path):
     and the entry for anything malformed, NotFoundError when it does not exist."""
     import tomllib
 
+    from thor_sdk.store.files import read_text
+
     path = os.fspath(path)
     if not os.path.isfile(path):
         raise NotFoundError(f"no such budgets file: {path}")
+    # size cap, UTF-8 (UTF-16 and NUL bytes named) as every input; then TOML
+    text = read_text(path, "budgets file", max_bytes=MAX_BUDGETS_BYTES)
     try:
-        with open(path, "rb") as f:
-            doc = tomllib.load(f)
+        doc = tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
         raise FormatError(f"budgets file {path} is not valid TOML: {e}") from None
-    except UnicodeDecodeError as e:
-        raise FormatError(f"budgets file {path} is not UTF-8 text: {e}") from None
     except (ValueError, RecursionError) as e:  # e.g. an integer beyond Python's digit limit, nesting too deep
         raise FormatError(f"budgets file {path} is not a readable budgets file: {type(e).__name__}: {e}") from None
-    except OSError as e:
-        raise NotFoundError(f"cannot read budgets file {path}: {e.strerror or e}") from None
     return parse_budgets(doc, os.path.dirname(os.path.abspath(path)), path)
 
 
