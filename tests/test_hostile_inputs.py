@@ -475,6 +475,10 @@ def all_cases():
         add(f"options/table replay {label}", good_traces,
             ["table", "replay", "--power-trace", "{d}/p.csv", "--train-trace", "{d}/t.csv", "--json", "-q", *extra])
     prior_bad = b'{"format": "thor-sdk/prior", "version": 1, "kinds": {"linear": NaN}}'
+    for label, data in [("garbage", b"garbage\x00\xff" * 10), ("empty", b""), ("text", b"x" * 100),
+                        ("utf16 text", "not onnx".encode("utf-16"))]:
+        add(f"onnx/estimate: {label}", {"m.onnx": data},
+            ["estimate", "--estimator", str(GOOD_ESTIMATOR), "--model", "{d}/m.onnx", "--batch-size", "4"])
     for label, argv, outputs in option_cases():
         add(f"options/{label}", {"net.py": NET_PY.encode(), "prior.json": prior_bad}, argv, outputs)
     bad_table = mutated(good_table(), lambda d: d["rows"].append(dict(d["rows"][0])))
