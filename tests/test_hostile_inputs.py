@@ -207,6 +207,9 @@ def estimator_cases():
         "inducing 600 rows": lambda d: kind0(d).update(inducing=[[0.01 * i] * nd for i in range(600)],
                                                       alpha=[0.0] * 600, var_factor=[[0.0] * 600]),
         "var_factor 600 rows": lambda d: kind0(d).update(var_factor=[[0.0] * m] * 600),
+        "1.2 million model numbers": lambda d: d["kinds"].update(
+            {f"k{i}": dict(kind0(d), inducing=[[0] * nd] * 512, alpha=[0] * 512, var_factor=[[0] * 512] * 64)
+             for i in range(30)}),
         "alpha short": setter(kp + ["alpha"], [0.0] * (m - 1)), "alpha 1e300": setter(kp + ["alpha"], [1e300] * m),
         "var_factor wide": setter(kp + ["var_factor"], [[0.0] * (m + 1)]),
         "var_factor empty": setter(kp + ["var_factor"], []),

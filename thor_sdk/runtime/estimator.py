@@ -41,8 +41,10 @@ MAX_LOG_VAR = 25.0
 #: (its rank: at most 8); loading and predicting are linear in their product, so these bound both
 MAX_INDUCING = 512
 MAX_VAR_ROWS = 64
-#: kinds read from one estimator
+#: kinds read from one estimator, and numbers in all their inducing, alpha and var_factor arrays
+#: together (a 35-kind device profile holds about 150,000; loading 1,000,000 takes about half a second)
 MAX_KINDS = 256
+MAX_MODEL_NUMBERS = 1_000_000
 #: layers estimated at once: the whole-model variance sums covariances over pairs of distinct layers of
 #: one kind (quadratic: 2,000 distinct layers of one kind take about 1.4 s here)
 MAX_LAYERS = 4096
@@ -261,6 +263,10 @@ class Estimator:
             raise FormatError("estimator: kinds is empty")
         if len(kinds) > MAX_KINDS:
             raise FormatError(f"estimator: {len(kinds)} kinds; at most {MAX_KINDS} are read")
+        n = _model_numbers(kinds)
+        if n > MAX_MODEL_NUMBERS:
+            raise FormatError(f"estimator: its kinds hold {n} numbers in inducing, alpha and var_factor; at most "
+                              f"{MAX_MODEL_NUMBERS} are read (docs/estimator-format.md)")
         self.metric = metric
         self.unit = unit
         self._models = {str(name): KindModel(str(name), d) for name, d in kinds.items()}
@@ -480,6 +486,20 @@ class Estimator:
         return fsum(parts)
 
 
+def _model_numbers(kinds):
+    """How many numbers the kinds' inducing, alpha and var_factor arrays hold (rows beyond the per-kind caps
+    not counted: they are refused anyway)."""
+    n = 0
+    for d in kinds.values():
+        if not isinstance(d, dict):
+            continue
+        for key, cap in (("inducing", MAX_INDUCING), ("var_factor", MAX_VAR_ROWS), ("alpha", None)):
+            v = d.get(key)
+            if isinstance(v, list):
+                n += len(v) if cap is None else sum(len(r) if isinstance(r, list) else 1 for r in v[:cap + 1])
+    return n
+
+
 def _layer_label(layer, i):
     name = layer.get("name", i)
     op = layer.get("op")
@@ -489,7 +509,7 @@ def _layer_label(layer, i):
 #: what ``load_estimator`` reads at most: the file's size (an estimator is about 100 KB; at this cap
 #: loading takes about a second), nesting depth, digits of an integer literal (the rules of
 #: ``thor_sdk.store.files.read_json``, kept here so this package imports nothing else)
-MAX_FILE_BYTES = 16 * 1024 * 1024
+MAX_FILE_BYTES = 8 * 1024 * 1024
 MAX_JSON_DEPTH = 64
 MAX_INT_DIGITS = 30
 _BOMS = ((b"\xff\xfe\x00\x00", "UTF-32"), (b"\x00\x00\xfe\xff", "UTF-32"), (b"\xff\xfe", "UTF-16"),

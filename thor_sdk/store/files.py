@@ -21,7 +21,7 @@ import json
 import math
 import os
 
-from thor_sdk.errors import StoreError, UsageError
+from thor_sdk.errors import FormatError, NotFoundError, StoreError, UsageError
 
 
 def check_output(path, what="output"):
@@ -95,8 +95,6 @@ def read_text(path, what="file", max_bytes=MAX_READ_BYTES):
     """The text of a UTF-8 file (a UTF-8 byte-order mark is dropped). FormatError naming ``path`` for a file
     over ``max_bytes``, a UTF-16/32 file, bytes that are not UTF-8, or a NUL byte; NotFoundError when it is
     not a readable regular file."""
-    from thor_sdk.errors import FormatError, NotFoundError
-
     path = os.fspath(path)
     if not os.path.isfile(path):
         raise NotFoundError(f"no such file: {path} ({what})")
@@ -123,16 +121,12 @@ def read_text(path, what="file", max_bytes=MAX_READ_BYTES):
 
 
 def _json_int(text):
-    from thor_sdk.errors import FormatError
-
     if len(text.lstrip("-")) > MAX_INT_DIGITS:
         raise FormatError(f"an integer of {len(text.lstrip('-'))} digits (at most {MAX_INT_DIGITS} are read)")
     return int(text)
 
 
 def _json_float(text):
-    from thor_sdk.errors import FormatError
-
     v = float(text)
     if not math.isfinite(v):
         raise FormatError(f"the number {text[:40]} is out of range")
@@ -140,8 +134,6 @@ def _json_float(text):
 
 
 def _json_object(pairs):
-    from thor_sdk.errors import FormatError
-
     d = dict(pairs)
     if len(d) != len(pairs):
         seen = set()
@@ -151,8 +143,6 @@ def _json_object(pairs):
 
 
 def _json_constant(name):
-    from thor_sdk.errors import FormatError
-
     raise FormatError(f"{name} is not a number JSON allows (write a finite number)")
 
 
@@ -173,8 +163,6 @@ def json_depth(doc):
 def parse_json(text, what="JSON"):
     """Strict JSON: no NaN/Infinity tokens, no number out of the float range, integers of at most
     MAX_INT_DIGITS digits, no key twice in one object, nesting at most MAX_JSON_DEPTH deep. FormatError naming ``what`` otherwise."""
-    from thor_sdk.errors import FormatError
-
     try:
         doc = json.loads(text, parse_int=_json_int, parse_float=_json_float, parse_constant=_json_constant,
                          object_pairs_hook=_json_object)
@@ -204,8 +192,6 @@ def read_csv(path, required=(), what="CSV file", max_bytes=MAX_READ_BYTES):
     FormatError naming the file (and line) for: anything ``read_text`` refuses, no header, a duplicate or
     empty column name, a missing ``required`` column, a row with more or fewer fields than the header, a
     field over MAX_CSV_FIELD bytes, or broken quoting. Blank lines are skipped."""
-    from thor_sdk.errors import FormatError
-
     path = os.fspath(path)
     text = read_text(path, what, max_bytes)
     reader = csv.reader(io.StringIO(text, newline=""), strict=True)
@@ -241,8 +227,6 @@ def read_csv(path, required=(), what="CSV file", max_bytes=MAX_READ_BYTES):
 def csv_number(text, where, column, integer=False, low=None, high=None, low_open=False):
     """A finite number from a CSV field, in ``[low, high]`` (``low_open``: ``(low, high]``); an integer
     value when ``integer``. FormatError naming ``where`` and the column otherwise."""
-    from thor_sdk.errors import FormatError
-
     try:
         v = float(text)
     except (TypeError, ValueError):
