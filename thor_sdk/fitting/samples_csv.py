@@ -42,7 +42,7 @@ def read_samples_csv(path):
             kind = get_kind(row["kind"])
         except ThorError as e:
             raise FormatError(f"{where}: {e}") from None
-        default = "output" if kind.name == "output" else "hidden"
+        default = "hidden" if "hidden" in kind.roles else kind.roles[0]  # output: output; embedding: input
         role = row.get("role") or default
         if role not in kind.roles:
             raise FormatError(f"{where}: role {role!r} is not one of kind {kind.name}'s roles "
