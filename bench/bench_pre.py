@@ -113,7 +113,8 @@ def main(argv=None):
              f"time per training step (no energy meter here). {len(rows)} runs: {len(models)} nets x batch sizes "
              f"{', '.join(map(str, batches))}; measuring took {collect_s:.0f} s, the cross-validation {cv_s:.1f} s.",
              "",
-             f"Load (1-minute average; the machine was shared with other agents' work, so times are noisy): "
+             f"Load (1-minute average, this run's own thread included; other agents share this machine at times, "
+             f"so times may be noisy): "
              f"{load_start.get('load_1m')} at start, {load_end.get('load_1m')} at end"
              + (f", per run min {min(loads):.2f} / median {statistics.median(loads):.2f} / max {max(loads):.2f}"
                 if loads else "")
