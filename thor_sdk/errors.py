@@ -1,6 +1,8 @@
 """One error tree for everything thor-sdk raises on purpose.
 
-Library code raises these; only the CLI turns them into a one-line ``Error: ...`` and an exit code.
+Library code raises these; only the CLI turns them into a one-line ``Error: ...`` and an exit code:
+2 for bad input (options, files, models: nothing was done), 1 for work that failed (a device, a
+measurement, an export, the store).
 Vendor and OS errors (subprocess failures, sysfs permission errors, NVML errors, onnxruntime
 failures) are caught where they happen and re-raised as one of these, with the original chained.
 """
@@ -44,7 +46,9 @@ class NotFoundError(ThorError):
 
 
 class ModelError(ThorError):
-    """A model that cannot be built, traced or split into known layer kinds."""
+    """A model that cannot be built, traced or split into known layer kinds (an input error: exit code 2)."""
+
+    exit_code = 2
 
 
 class ModelCodeError(ModelError):
@@ -67,7 +71,10 @@ class UnsupportedOperatorError(ModelError):
 
 
 class FormatError(ThorError):
-    """A file we read (estimator JSON, layer list, manifest, results, CSV) is corrupt or breaks its schema."""
+    """A file we read (estimator JSON, layer list, manifest, results, CSV) is corrupt or breaks its schema
+    (an input error: exit code 2, as for bad options; 1 is left to failures of the work itself)."""
+
+    exit_code = 2
 
 
 class MeasurementError(ThorError):
