@@ -141,3 +141,19 @@ def test_json_output_is_strict_a_non_finite_result_is_one_error(capsys):
     with pytest.raises(thor_sdk.errors.FormatError, match="not finite"):
         emit_json({"x": float("nan")})
     assert capsys.readouterr().out == ""
+
+
+def test_host_measures_with_denormals_flushed_and_restores_after():
+    """A probe's fixed batch can drift into denormal floats, 30-100x slower on x86: the host flushes them
+    while it measures (probes and whole models alike), says so in its info, and leaves torch as it was."""
+    torch = pytest.importorskip("torch")
+    from thor_sdk.devices.host import HostDevice
+
+    dev = HostDevice(threads=1)
+    if not dev.info()["flush_denormal"]:
+        pytest.skip("this CPU cannot flush denormals")
+    tiny = torch.tensor([1e-39], dtype=torch.float32)  # a denormal float32
+    assert (tiny * 1.0).item() != 0.0
+    with dev._threads():
+        assert (tiny * 1.0).item() == 0.0
+    assert (tiny * 1.0).item() != 0.0
