@@ -1,4 +1,5 @@
-"""NVML meters against a fake NVML library object raising the real pynvml error classes."""
+"""NVML meters against a fake NVML library object raising the real pynvml error classes and returning
+pynvml's own field-value structs (``c_nvmlFieldValue_t``), so the real code path reads them."""
 
 import pynvml
 import pytest
@@ -13,15 +14,20 @@ class FakeNvml:
     """Stands in for the pynvml module: same function names, real pynvml error classes."""
 
     NVMLError = pynvml.NVMLError
+    NVML_FI_DEV_POWER_INSTANT = pynvml.NVML_FI_DEV_POWER_INSTANT
 
-    def __init__(self, energy=True, init_error=None):
+    def __init__(self, energy=True, init_error=None, instant=False):
         self.energy = energy
         self.init_error = init_error
+        self.instant = instant  # whether the GPU answers NVML_FI_DEV_POWER_INSTANT
         self.mj = 5_000_000.0
         self.mw = 0.0
+        self.instant_mw = 0
         self.lost = False
+        self.inits = 0
 
     def nvmlInit(self):
+        self.inits += 1
         if self.init_error is not None:
             raise pynvml.NVMLError(self.init_error)
 
@@ -42,6 +48,21 @@ class FakeNvml:
             raise pynvml.NVMLError(pynvml.NVML_ERROR_GPU_IS_LOST)
         return int(self.mw)
 
+    def nvmlDeviceGetFieldValues(self, h, field_ids):
+        """As the driver answers: the call succeeds, each field carries its own return code."""
+        values = (pynvml.c_nvmlFieldValue_t * len(field_ids))()
+        for v, fid in zip(values, field_ids):
+            v.fieldId = fid
+            if fid != pynvml.NVML_FI_DEV_POWER_INSTANT or not self.instant:
+                v.nvmlReturn = pynvml.NVML_ERROR_NOT_SUPPORTED
+            elif self.lost:
+                v.nvmlReturn = pynvml.NVML_ERROR_GPU_IS_LOST
+            else:
+                v.nvmlReturn = pynvml.NVML_SUCCESS
+                v.valueType = pynvml.NVML_VALUE_TYPE_UNSIGNED_INT
+                v.value.uiVal = self.instant_mw
+        return values
+
 
 def test_this_machine_has_no_driver():
     m = nvml_meter()
@@ -51,7 +72,8 @@ def test_this_machine_has_no_driver():
 
 def test_factory_picks_counter_or_power():
     assert isinstance(nvml_meter(nvml=FakeNvml(energy=True)), NvmlEnergyMeter)
-    assert isinstance(nvml_meter(nvml=FakeNvml(energy=False)), NvmlPowerMeter)
+    avg = nvml_meter(nvml=FakeNvml(energy=False))
+    assert isinstance(avg, NvmlPowerMeter) and avg.source == "power-average" and avg.sample_period_s == 1.0
     lib = FakeNvml(init_error=pynvml.NVML_ERROR_DRIVER_NOT_LOADED)
     m = nvml_meter(nvml=lib)
     assert not m.is_available() and "driver is not loaded" in m.why_unavailable()
@@ -89,3 +111,58 @@ def test_power_sampling_and_lost_gpu():
     with pytest.raises(MeasurementError, match="fallen off the bus") as ei:
         sampler.tick()
     assert isinstance(ei.value.__cause__, pynvml.NVMLError)
+
+
+def test_instant_power_field_first_then_counter_then_average():
+    """Instantaneous field where the GPU answers it, else the energy counter, the 1 s average last; each window says which."""
+    inst = nvml_meter(nvml=FakeNvml(energy=True, instant=True))
+    assert isinstance(inst, NvmlPowerMeter) and inst.source == "power-instant" and inst.sample_period_s == 0.1
+    assert inst.describe()["reads"] == "power-instant"
+    assert nvml_meter(nvml=FakeNvml(energy=True, instant=False)).window_source() == "total-energy"
+    assert nvml_meter(nvml=FakeNvml(energy=False, instant=False)).window_source() == "power-average"
+    # a GPU without the field: asked for explicitly, the meter says why
+    why = NvmlPowerMeter(nvml=FakeNvml(instant=False), source="power-instant").why_unavailable()
+    assert "NVML_FI_DEV_POWER_INSTANT" in why
+
+
+def test_instant_power_within_half_a_percent_and_recorded_per_window():
+    lib = FakeNvml(energy=True, instant=True)
+    samples = wave(n=41, duration_s=4.0, base_w=300.0, amp_w=120.0)
+    clock = FakeClock()
+    sampler = ManualSampler(clock)
+    m = nvml_meter(nvml=lib, clock=clock, sampler=sampler)
+    w = drive(m, sampler, clock, samples, lambda k, t, p: setattr(lib, "instant_mw", round(p * 1000)))
+    assert w.energy_j == pytest.approx(trapezoid(samples), rel=0.005)
+    assert w.source == "power-instant" and w.to_dict()["source"] == "power-instant"
+    # the counter's and the average's windows say so too
+    lib2 = FakeNvml(energy=False)
+    c2 = FakeClock()
+    s2 = ManualSampler(c2)
+    avg = NvmlPowerMeter(nvml=lib2, sampler=s2)
+    w2 = drive(avg, s2, c2, samples, lambda k, t, p: setattr(lib2, "mw", round(p * 1000)))
+    assert w2.source == "power-average" and w2.energy_j == pytest.approx(trapezoid(samples), rel=0.005)
+    # a field that fails while measuring: NVML's reason, chained
+    m.start()
+    lib.lost = True
+    with pytest.raises(MeasurementError, match="fallen off the bus") as ei:
+        sampler.tick()
+    assert isinstance(ei.value.__cause__, pynvml.NVMLError)
+
+
+@pytest.mark.parametrize("marker", ["release", "device-tree"])
+def test_never_on_tegra(tmp_path, marker):
+    """On a Jetson NVML initialises but reports no power: the meter says why without loading NVML."""
+    from fixtures.sysfs import write
+
+    if marker == "release":
+        write(tmp_path, "etc/nv_tegra_release", "# R38 (release), REVISION: 2.0, GCID: 0, BOARD: generic, EABI: aarch64\n")
+    else:  # Jetson AGX Thor's device tree
+        write(tmp_path, "proc/device-tree/compatible", "nvidia,p3971-0080+p3834-0008\x00nvidia,tegra264\x00")
+    lib = FakeNvml(energy=True, instant=True)
+    m = nvml_meter(nvml=lib, root=tmp_path)
+    assert not m.is_available() and "Jetson" in m.why_unavailable() and "Tegra" in m.why_unavailable()
+    assert lib.inits == 0
+    assert not NvmlPowerMeter(nvml=lib, source="power-instant", root=tmp_path).is_available()
+    # an ordinary host's device tree (or none) is not Tegra
+    write(tmp_path / "arm", "proc/device-tree/compatible", "raspberrypi,4-model-b\x00brcm,bcm2711\x00")
+    assert nvml_meter(nvml=FakeNvml(instant=True), root=tmp_path / "arm").is_available()

@@ -15,7 +15,9 @@ class EnergyWindow:
 
     ``energy_j`` is gross energy over the window; ``idle_power_w`` (when the protocol measured an
     idle baseline) gives ``net_energy_j = energy_j - idle_power_w * duration_s``. ``samples`` are
-    ``(t_s, power_w)`` pairs relative to the window start (empty for pure counters).
+    ``(t_s, power_w)`` pairs relative to the window start (empty for pure counters). ``source`` says
+    which reading of the meter gave the energy where a meter has several (NVML: the instantaneous power
+    field, the total-energy counter or the averaged power; a Perfetto trace: its rails or the battery).
     """
 
     energy_j: float
@@ -23,6 +25,7 @@ class EnergyWindow:
     meter: str
     samples: list = field(default_factory=list)
     idle_power_w: float = None
+    source: str = None
 
     @property
     def net_energy_j(self):
@@ -35,8 +38,11 @@ class EnergyWindow:
         return self.energy_j / self.duration_s if self.duration_s > 0 else float("nan")
 
     def to_dict(self):
-        return {"energy_j": self.energy_j, "net_energy_j": self.net_energy_j, "duration_s": self.duration_s,
-                "meter": self.meter, "idle_power_w": self.idle_power_w, "n_samples": len(self.samples)}
+        d = {"energy_j": self.energy_j, "net_energy_j": self.net_energy_j, "duration_s": self.duration_s,
+             "meter": self.meter, "idle_power_w": self.idle_power_w, "n_samples": len(self.samples)}
+        if self.source is not None:
+            d["source"] = self.source
+        return d
 
 
 class Meter:
@@ -54,6 +60,10 @@ class Meter:
         """One sentence saying why this meter cannot be read here (empty when it can). Subclasses say it."""
         return f"{self.name} does not say how it is read"
 
+    def window_source(self):
+        """Which of its readings this meter's windows come from (``EnergyWindow.source``); None for single-source meters."""
+        return None
+
     def start(self):
         raise NotImplementedError
 
@@ -69,8 +79,11 @@ class Meter:
             raise NoMeterError(f"{self.name}: {self.why_unavailable()}")
 
     def describe(self):
-        return {"name": self.name, "available": self.is_available(), "why_unavailable": self.why_unavailable(),
-                "sample_period_s": self.sample_period_s}
+        d = {"name": self.name, "available": self.is_available(), "why_unavailable": self.why_unavailable(),
+             "sample_period_s": self.sample_period_s}
+        if self.window_source() is not None:
+            d["reads"] = self.window_source()
+        return d
 
 
 # ---------------------------------------------------------------------------------------------
@@ -350,7 +363,8 @@ class SamplingMeter(Meter):
         samples = self.samples_to_power(raw)
         t0 = samples[0][0]
         rel = [(t - t0, p) for t, p in samples]
-        return EnergyWindow(energy_j=trapezoid_j(rel), duration_s=rel[-1][0], meter=self.name, samples=rel)
+        return EnergyWindow(energy_j=trapezoid_j(rel), duration_s=rel[-1][0], meter=self.name, samples=rel,
+                            source=self.window_source())
 
 
 class CounterMeter(Meter):
@@ -405,4 +419,5 @@ class CounterMeter(Meter):
             energy += de
             if tb > ta:
                 samples.append((tb - t0, de / (tb - ta)))
-        return EnergyWindow(energy_j=energy, duration_s=readings[-1][0] - t0, meter=self.name, samples=samples)
+        return EnergyWindow(energy_j=energy, duration_s=readings[-1][0] - t0, meter=self.name, samples=samples,
+                            source=self.window_source())

@@ -1,12 +1,20 @@
 """NVIDIA GPU energy through NVML (the ``nvidia-ml-py`` package, imported as ``pynvml``).
 
-Two sources, chosen per GPU:
+Three sources, chosen per GPU in this order (``nvml_meter()``), the one used named in every window
+(``EnergyWindow.source``) and in ``describe()["reads"]``:
 
-- ``nvmlDeviceGetTotalEnergyConsumption``: millijoules since the driver was loaded (Volta and
-  newer). Read at the window's ends; a counter meter.
-- otherwise ``nvmlDeviceGetPowerUsage`` (milliwatts), sampled on a background thread and
-  integrated. On recent drivers this value is itself a ~1 s average, hence the 1 s sensor
-  period (20 s windows).
+1. ``"power-instant"``: ``nvmlDeviceGetFieldValues(NVML_FI_DEV_POWER_INSTANT)`` (field 186, mW),
+   the instantaneous board power of recent GPUs and drivers (Ampere+ with R525+ drivers; where the GPU
+   lacks it the field's own return code says NotSupported), sampled on a background thread and
+   integrated; 0.1 s sensor period.
+2. ``"total-energy"``: ``nvmlDeviceGetTotalEnergyConsumption``, millijoules since the driver was
+   loaded (Volta and newer). Read at the window's ends; a counter meter.
+3. ``"power-average"``: ``nvmlDeviceGetPowerUsage`` (mW), only as a last resort: on recent drivers it
+   is a ~1 s moving average (hence the 1 s sensor period, 20 s windows), which smears short windows.
+
+Never on Tegra (Jetson): NVML initialises there but answers NotSupported for power, so the meter says
+so before loading NVML (``/etc/nv_tegra_release``, or ``nvidia,tegra`` in
+``/proc/device-tree/compatible``, under the meter's ``root``); the board's INA3221/INA238 rails measure.
 
 Every NVML error becomes a ``ThorError``: no driver / no library -> ``is_available()`` is False
 with the reason; failures while measuring -> ``MeasurementError``.
@@ -29,14 +37,38 @@ def _nvml_reason(e):
     return hints.get(kind, f"NVML error {kind}: {e}")
 
 
+#: pynvml's NVML_FI_DEV_POWER_INSTANT (nvml.h), for bindings that predate the name
+FI_DEV_POWER_INSTANT = 186
+
+
+def tegra_reason(root="/"):
+    """'' off Tegra; on a Jetson, why NVML is not used for power (what shows it is a Tegra)."""
+    from .base import as_fs
+
+    fs = as_fs(root)
+    if fs.exists("etc/nv_tegra_release"):
+        evidence = fs.path("etc/nv_tegra_release") + " exists"
+    else:
+        try:
+            compat = fs.read_text("proc/device-tree/compatible")
+        except OSError:
+            return ""
+        if "nvidia,tegra" not in compat:
+            return ""
+        evidence = fs.path("proc/device-tree/compatible") + " says nvidia,tegra"
+    return (f"this is a Jetson (Tegra: {evidence}): NVML initialises there but reports no GPU power "
+            "(NotSupported); the board's INA3221/INA238 rails measure it")
+
+
 class _Nvml:
     """Holds an initialised NVML handle for one GPU (``nvml``: the pynvml module or a fake)."""
 
-    def __init__(self, index=0, nvml=None):
+    def __init__(self, index=0, nvml=None, root="/"):
         self.index = index
         self._lib = nvml
         self._handle = None
         self._why = None
+        self.root = root
 
     def lib(self):
         if self._lib is None:
@@ -47,6 +79,9 @@ class _Nvml:
 
     def handle(self):
         if self._handle is None and self._why is None:
+            self._why = tegra_reason(self.root) or None  # never load NVML for power on a Jetson
+            if self._why:
+                return None
             try:
                 lib = self.lib()
             except ImportError:
@@ -66,23 +101,61 @@ class _Nvml:
     def call(self, fn_name, what):
         from thor_sdk.errors import MeasurementError
 
-        lib = self.lib()
         h = self.handle()
         if h is None:
             raise MeasurementError(f"NVML: {self._why}")
+        lib = self.lib()
         try:
             return getattr(lib, fn_name)(h)
         except lib.NVMLError as e:
             raise MeasurementError(f"NVML {what} failed: {_nvml_reason(e)}") from e
 
     def supports(self, fn_name):
-        lib = self.lib()
         h = self.handle()
         if h is None:
             return False
+        lib = self.lib()
+        fn = getattr(lib, fn_name, None)
+        if fn is None:  # an nvidia-ml-py too old to bind it
+            return False
         try:
-            getattr(lib, fn_name)(h)
+            fn(h)
         except lib.NVMLError:
+            return False
+        return True
+
+    def field_mw(self, field_id):
+        """One field value (``nvmlDeviceGetFieldValues``) as a number; MeasurementError with NVML's reason."""
+        from thor_sdk.errors import MeasurementError
+
+        h = self.handle()
+        if h is None:
+            raise MeasurementError(f"NVML: {self._why}")
+        lib = self.lib()
+        try:
+            (v,) = lib.nvmlDeviceGetFieldValues(h, [field_id])
+        except lib.NVMLError as e:
+            raise MeasurementError(f"NVML field {field_id} failed: {_nvml_reason(e)}") from e
+        if v.nvmlReturn != 0:  # NVML_SUCCESS; each field carries its own return code
+            e = lib.NVMLError(v.nvmlReturn)  # pynvml maps the code to its error class
+            raise MeasurementError(f"NVML field {field_id} failed: {_nvml_reason(e)}") from e
+        member = {0: "dVal", 1: "uiVal", 2: "ulVal", 3: "ullVal", 4: "sllVal", 5: "siVal", 6: "usVal"}.get(v.valueType)
+        if member is None:
+            raise MeasurementError(f"NVML field {field_id} has an unknown value type {v.valueType}")
+        return getattr(v.value, member)
+
+    def instant_field(self):
+        return getattr(self.lib(), "NVML_FI_DEV_POWER_INSTANT", FI_DEV_POWER_INSTANT)
+
+    def supports_instant(self):
+        """True when the GPU answers NVML_FI_DEV_POWER_INSTANT (the field's own return code is success)."""
+        from thor_sdk.errors import MeasurementError
+
+        if self.handle() is None or not hasattr(self.lib(), "nvmlDeviceGetFieldValues"):
+            return False
+        try:
+            self.field_mw(self.instant_field())
+        except MeasurementError:
             return False
         return True
 
@@ -92,9 +165,12 @@ class NvmlEnergyMeter(CounterMeter):
 
     name = "nvml-energy"
 
-    def __init__(self, index=0, nvml=None, poll_period_s=5.0, clock=None, sampler=None, _shared=None):
+    def __init__(self, index=0, nvml=None, poll_period_s=5.0, clock=None, sampler=None, root="/", _shared=None):
         super().__init__(sample_period_s=0.1, poll_period_s=poll_period_s, clock=clock, sampler=sampler)
-        self.nv = _shared or _Nvml(index, nvml)
+        self.nv = _shared or _Nvml(index, nvml, root)
+
+    def window_source(self):
+        return "total-energy"
 
     def why_unavailable(self):
         why = self.nv.why()
@@ -110,34 +186,58 @@ class NvmlEnergyMeter(CounterMeter):
 
 
 class NvmlPowerMeter(SamplingMeter):
-    """GPU energy by integrating sampled ``nvmlDeviceGetPowerUsage`` (mW)."""
+    """GPU energy by integrating sampled power (mW): the instantaneous field, or the averaged power usage.
+
+    ``source``: ``"power-instant"`` (``NVML_FI_DEV_POWER_INSTANT`` through ``nvmlDeviceGetFieldValues``)
+    or ``"power-average"`` (``nvmlDeviceGetPowerUsage``, a ~1 s moving average on recent drivers).
+    """
 
     name = "nvml-power"
+    SOURCES = {"power-instant": 0.1, "power-average": 1.0}  # source -> sensor period, s
 
-    def __init__(self, index=0, nvml=None, sample_period_s=1.0, poll_period_s=0.1, clock=None, sampler=None,
-                 _shared=None):
-        super().__init__(sample_period_s=sample_period_s, poll_period_s=poll_period_s, clock=clock, sampler=sampler)
-        self.nv = _shared or _Nvml(index, nvml)
+    def __init__(self, index=0, nvml=None, source="power-average", sample_period_s=None, poll_period_s=0.1,
+                 clock=None, sampler=None, root="/", _shared=None):
+        from thor_sdk.errors import UsageError
+
+        if source not in self.SOURCES:
+            raise UsageError(f"NVML power source must be one of {', '.join(self.SOURCES)}, got {source!r}")
+        super().__init__(sample_period_s=sample_period_s or self.SOURCES[source],
+                         poll_period_s=min(poll_period_s, sample_period_s or self.SOURCES[source]),
+                         clock=clock, sampler=sampler)
+        self.source = source
+        self.nv = _shared or _Nvml(index, nvml, root)
+
+    def window_source(self):
+        return self.source
 
     def why_unavailable(self):
         why = self.nv.why()
         if why:
             return why
-        if not self.nv.supports("nvmlDeviceGetPowerUsage"):
+        if self.source == "power-instant":
+            if not self.nv.supports_instant():
+                return "this GPU or driver has no instantaneous power field (NVML_FI_DEV_POWER_INSTANT)"
+        elif not self.nv.supports("nvmlDeviceGetPowerUsage"):
             return "this GPU does not report its power draw"
         return ""
 
     def power_w(self):
+        if self.source == "power-instant":
+            return self.nv.field_mw(self.nv.instant_field()) / 1000.0
         return self.nv.call("nvmlDeviceGetPowerUsage", "power usage") / 1000.0
 
 
-def nvml_meter(index=0, nvml=None, clock=None, sampler=None):
-    """The GPU's energy-counter meter where it has one, else its power-sampling meter.
+def nvml_meter(index=0, nvml=None, clock=None, sampler=None, root="/"):
+    """The GPU's best NVML meter: instantaneous power field, else the total-energy counter, else the averaged power.
 
-    Without a driver the energy meter is returned, unavailable, with NVML's reason.
+    Without a driver, or on a Jetson (Tegra), the energy meter is returned, unavailable, with the reason.
     """
-    shared = _Nvml(index, nvml)
+    shared = _Nvml(index, nvml, root)
     energy = NvmlEnergyMeter(index, clock=clock, sampler=sampler, _shared=shared)
-    if shared.why() or energy.is_available():
+    if shared.why():
         return energy
-    return NvmlPowerMeter(index, clock=clock, sampler=sampler, _shared=shared)
+    if shared.supports_instant():
+        return NvmlPowerMeter(index, source="power-instant", clock=clock, sampler=sampler, _shared=shared)
+    if energy.is_available():
+        return energy
+    return NvmlPowerMeter(index, source="power-average", clock=clock, sampler=sampler, _shared=shared)
