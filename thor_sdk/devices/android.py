@@ -8,7 +8,7 @@ measurable (e.g. the phone is charging over USB: use adb over Wi-Fi and unplug i
 """
 
 from thor_sdk.meters.android_battery import AndroidBatteryMeter
-from thor_sdk.meters.odpm import OdpmMeter
+from thor_sdk.meters.odpm import OdpmMeter, PowerStatsDumpMeter, dumpsys_reader
 from thor_sdk.transports.adb import AdbTransport
 
 from .remote import AndroidHarness, DeviceMeter, RemoteDevice, snapshot_files
@@ -32,5 +32,8 @@ class AndroidDevice(RemoteDevice):
         self.allow_charging = allow_charging
 
     def device_meters(self):
+        """In preference order: ODPM sysfs (rail counters; root/system only), the power-stats HAL dump (the same
+        counters through ``dumpsys``, readable over adb), then the battery fuel gauge (~1 s, whole phone)."""
         snap = snapshot_files(self.transport, METER_FILES, root=self.device_root)
-        return [DeviceMeter(AndroidBatteryMeter(snap, allow_charging=self.allow_charging)), DeviceMeter(OdpmMeter(snap))]
+        return [DeviceMeter(OdpmMeter(snap)), DeviceMeter(PowerStatsDumpMeter(dumpsys_reader(self.transport, once=True))),
+                DeviceMeter(AndroidBatteryMeter(snap, allow_charging=self.allow_charging))]

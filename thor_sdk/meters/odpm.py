@@ -28,6 +28,8 @@ import re
 from .base import CounterMeter, as_fs, probe_readable
 
 IIO = "sys/bus/iio/devices"
+#: the AIDL power-stats HAL's service, whose dump lists the ODPM rails' energy
+POWER_STATS_SERVICE = "android.hardware.power.stats.IPowerStats/default"
 _T = re.compile(r"^t=(\d+)")
 _CH = re.compile(r"^CH(\d+)\(T=(\d+)\)\[([^\]]*)\],\s*(-?\d+)")
 _EN = re.compile(r"^CH(\d+)\[([^\]]*)\]:(.*)$")
@@ -91,6 +93,29 @@ def parse_power_stats_dump(text):
     if not rows:
         raise FormatError("the power-stats dump's energy meter section lists no channel")
     return rows
+
+
+def dumpsys_reader(transport, once=False):
+    """A ``dump_fn`` for ``PowerStatsDumpMeter``: ``dumpsys`` of the power-stats HAL through ``transport``.
+
+    ``once=True`` runs it once and answers later calls from that text (a snapshot, for availability
+    checks over adb); a failing command is a MeasurementError with its output.
+    """
+    seen = []
+
+    def dump():
+        from thor_sdk.errors import MeasurementError
+
+        if once and seen:
+            return seen[0]
+        res = transport.run(["dumpsys", POWER_STATS_SERVICE], timeout_s=30, check=False)
+        if res.returncode != 0:
+            why = (res.stderr.strip() or res.stdout.strip() or "no output").splitlines()[-1][:200]
+            raise MeasurementError(f"`dumpsys {POWER_STATS_SERVICE}` failed (exit {res.returncode}): {why}")
+        seen[:] = [res.stdout]
+        return res.stdout
+
+    return dump
 
 
 def _select(rails, wanted, subsystems):
