@@ -76,3 +76,15 @@ def test_host_registry_on_a_thor_board(tmp_path):
     assert len(nv) == 1 and not nv[0].is_available() and "Tegra" in nv[0].why_unavailable()
     # an ordinary host lists no board sensor
     assert [m.name for m in host_meters(str(tmp_path / "plain"))][:1] == ["rapl"]
+
+
+def test_thor_gpu_devfreq_is_found(tmp_path):
+    """Thor's GPU clock domain (devfreq ``gpu-gpc-0``) is found by the devfreq discovery and its frequencies read."""
+    try:
+        from thor_sdk.devices.devfreq import GpuFrequencyController, find_gpu_devfreq
+    except ImportError:  # before the power/ -> devices/ move
+        from thor_sdk.power.devfreq import GpuFrequencyController, find_gpu_devfreq
+
+    plant(tmp_path, "thor")
+    assert find_gpu_devfreq(str(tmp_path)).endswith("sys/class/devfreq/gpu-gpc-0")
+    assert GpuFrequencyController(str(tmp_path)).available_frequencies()[-1] == 1575000000
