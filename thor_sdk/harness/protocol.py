@@ -1,11 +1,18 @@
-"""The measurement protocol shared by every device.
+"""The measurement protocol shared by every device (spec: docs/protocol.md; vectors: tests/vectors/protocol_*.json).
 
 A *trainer* is anything with ``step()`` (one full training step: forward, backward, optimizer
 update) and ``close()``. ``measure_parts`` measures several trainers side by side: warm-up, then
 rounds in which each part runs a window of steps (long enough for the clock or meter), repeated
-until the spread is small or a cap is hit. Interleaving the parts round by round means slow drift
-of the machine (thermal, other load) hits every part alike, so per-round *differences* between
-parts -- what THOR's subtraction needs -- stay clean.
+until the spread of the campaign's metric is small or a cap is hit. The order of the parts
+alternates every round (ABBA: A B, B A, A B, ...), so slow drift of the machine (thermal, other
+load) hits every part alike and cancels in the per-round *differences* between parts -- what
+THOR's subtraction needs. With a meter, the idle power comes from an ``IdleBaseline`` held for
+the whole campaign: measured once, and again only when the device state changes (charging,
+thermal status, low-power mode, battery temperature), never per probe.
+
+Everything that takes time is injected (``clock``, ``wall``, ``sleep``, the trainers, the meter,
+``state_fn``), so the conformance vectors run it on a scripted device; the Java and Swift harnesses
+implement the same steps.
 """
 
 import gc
@@ -15,6 +22,13 @@ import time
 from dataclasses import dataclass, field
 
 from thor_sdk.errors import MeasurementError
+
+#: a window spans at least this many of the meter's sample periods
+WINDOW_SAMPLE_PERIODS = 20
+#: device-state keys whose change makes the idle baseline stale (compared exactly; absent = None)
+IDLE_STATE_KEYS = ("charging", "plugged", "screen_on", "thermal_status", "thermal_state", "low_power_mode")
+#: a battery temperature move larger than this (degrees C) since the idle baseline makes it stale
+IDLE_RECHECK_TEMP_C = 5.0
 
 
 @dataclass
@@ -61,9 +75,10 @@ class ProtocolSettings:
             raise UsageError(f"protocol setting measure_idle must be true or false, got {self.measure_idle!r}")
 
     def window_s_for(self, meter):
-        """A window must span many sensor updates: at least 20 of the meter's sample periods."""
+        """A window must span many sensor updates: at least ``WINDOW_SAMPLE_PERIODS`` (20) of the meter's
+        sample periods, and at least ``min_window_s``."""
         period = getattr(meter, "sample_period_s", 0.0) if meter is not None else 0.0
-        return max(self.min_window_s, 20.0 * period)
+        return max(self.min_window_s, WINDOW_SAMPLE_PERIODS * period)
 
     def to_dict(self):
         return dict(self.__dict__)
@@ -79,12 +94,16 @@ class PartResult:
     energy_j: list = field(default_factory=list)  # empty without a meter; gross (idle included)
     #: per step, idle energy over the window subtracted (empty without an idle baseline)
     net_energy_j: list = field(default_factory=list)
-    #: mean idle power measured around the rounds (W), None without a meter
+    #: the campaign's idle power (W) in force after the last window, None without a meter
     idle_power_w: float = None
     #: device state recorded with every window (battery level, temperatures, clocks...): dicts
     states: list = field(default_factory=list)
     #: [start, end] of every window on the wall clock (time.time(): aligns a bench meter's log)
     window_times_s: list = field(default_factory=list)
+    #: robust z-score above which a window is flagged (the settings' ``outlier_k``)
+    outlier_k: float = 3.5
+    #: per window, the idle power (W) its net energy was computed with (empty without an idle baseline)
+    window_idle_power_w: list = field(default_factory=list)
 
     def values(self, metric):
         if metric == "net_energy":
@@ -95,9 +114,10 @@ class PartResult:
         v = self.values(metric)
         return robust_summary(v)
 
-    def outliers(self, metric="time", k=3.5):
-        """Indices of windows more than ``k`` robust standard deviations from the median."""
-        return flag_outliers(self.values(metric), k)
+    def outliers(self, metric="time", k=None):
+        """Indices of windows more than ``k`` (default: this part's ``outlier_k``) robust standard
+        deviations from the median."""
+        return flag_outliers(self.values(metric), self.outlier_k if k is None else k)
 
     def to_dict(self):
         return {"part": self.part, "steps_per_window": self.steps_per_window, "time_s": list(self.time_s),
@@ -130,6 +150,49 @@ def flag_outliers(values, k=3.5):
     return [i for i, v in enumerate(values) if abs(v - med) / (1.4826 * mad) > k]
 
 
+def part_order(parts, round_index):
+    """The order the parts run in round ``round_index`` (0-based): as given on even rounds, reversed on
+    odd ones (ABBA), so over each pair of rounds every part is measured as often early as late."""
+    parts = list(parts)
+    return parts if round_index % 2 == 0 else parts[::-1]
+
+
+def idle_state_changed(before, after):
+    """Whether the device state moved enough since ``before`` (the idle baseline's) to re-measure idle:
+    any of ``IDLE_STATE_KEYS`` differs, or the battery temperature moved more than
+    ``IDLE_RECHECK_TEMP_C``. Clocks, load and battery level alone do not count. No state, no change."""
+    if not isinstance(before, dict) or not isinstance(after, dict):
+        return False
+    if any(before.get(k) != after.get(k) for k in IDLE_STATE_KEYS):
+        return True
+    a, b = before.get("battery_temp_c"), after.get("battery_temp_c")
+    numbers = all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in (a, b))
+    return numbers and abs(b - a) > IDLE_RECHECK_TEMP_C
+
+
+@dataclass
+class IdleBaseline:
+    """The idle power of one campaign on one device: measured by the first ``measure_parts`` that needs it,
+    and again only after a window (or at a probe's start) whose device state ``idle_state_changed`` from
+    the state it was measured in. Hold one per campaign and pass it to every probe's ``measure_parts``."""
+
+    power_w: float = None
+    #: the device state read when ``power_w`` was measured
+    state: dict = None
+    #: every idle measurement: {"power_w", "start_s", "end_s" (wall clock), "state"}
+    measurements: list = field(default_factory=list)
+
+    def stale(self, state):
+        return self.power_w is None or idle_state_changed(self.state, state)
+
+    def refresh(self, meter, window_s, state, sleep=time.sleep, wall=time.time):
+        w0 = wall()
+        power_w = measure_idle_w(meter, window_s, sleep)
+        self.power_w, self.state = power_w, state
+        self.measurements.append({"power_w": power_w, "start_s": w0, "end_s": wall(), "state": state})
+        return power_w
+
+
 def measure_idle_w(meter, window_s, sleep=time.sleep):
     """Idle power (W): the meter over ``window_s`` seconds of no work, after a short settling pause
     (a quarter window, at most 2 s) so the tail of preceding work is not counted as idle."""
@@ -157,43 +220,46 @@ def _steps_for_window(step_s, window_s, cap):
 
 
 def measure_parts(trainers, settings=None, meter=None, metric="time", on_round=None, clock=time.perf_counter,
-                  stop=None, state_fn=None, sleep=time.sleep, wall=time.time):
+                  stop=None, state_fn=None, sleep=time.sleep, wall=time.time, idle=None, order=part_order):
     """Measure ``trainers`` ({part: trainer}) side by side; returns {part: PartResult}.
 
-    ``meter``: an energy ``Meter`` or None (time only). ``on_round(round_index, {part: (time_s,
+    ``meter``: an energy ``Meter`` or None (time only). ``metric`` ("time" or "energy") is what the
+    campaign measures and what the rounds stop on. ``on_round(round_index, {part: (time_s,
     energy_j)})`` is called after every round (the campaign store commits each window there).
     ``stop(results)`` may end the rounds early once ``min_rounds`` are done (default: every part's
-    coefficient of variation below ``cv_target``).
+    coefficient of variation of ``metric`` below ``cv_target``). ``order(parts, round_index)`` gives
+    each round's part order (default ``part_order``: ABBA).
 
-    With a meter (and ``settings.measure_idle``) the idle power is measured for one window before
-    and one after the rounds; each part keeps gross ``energy_j`` and ``net_energy_j`` (idle energy
-    over the window subtracted). ``state_fn()`` (optional) returns a dict of device state
-    (battery level, temperatures, clocks) recorded with every window; ``wall()`` timestamps each
-    window (``window_times_s``) so a bench meter's log can be aligned to it.
+    With a meter (and ``settings.measure_idle``) each part keeps gross ``energy_j`` and ``net_energy_j``
+    (the idle power over the window subtracted). The idle power comes from ``idle`` (an ``IdleBaseline``
+    held for the campaign; a fresh one when None): measured here only if it has none yet or the device
+    state changed since (checked at the start and after every window). ``state_fn()`` (optional) returns
+    a dict of device state (battery level, temperatures, clocks) recorded with every window; ``wall()``
+    timestamps each window (``window_times_s``) so a bench meter's log can be aligned to it.
     """
     settings = settings or ProtocolSettings()
     if metric == "energy" and meter is None:
         raise MeasurementError("energy was asked for but no meter was given")
     window_s = settings.window_s_for(meter)
-    idle = []
+    baseline = None
     if meter is not None and settings.measure_idle:
-        idle.append(measure_idle_w(meter, window_s, sleep))
+        baseline = idle if idle is not None else IdleBaseline()
+        state = state_fn() if state_fn is not None else None
+        if baseline.stale(state):
+            baseline.refresh(meter, window_s, state, sleep, wall)
     step_s = {p: _warm_up(t, settings.warmup_steps, clock) for p, t in trainers.items()}
-    results = {p: PartResult(p, _steps_for_window(step_s[p], window_s, settings.max_steps_per_window))
+    results = {p: PartResult(p, _steps_for_window(step_s[p], window_s, settings.max_steps_per_window),
+                             outlier_k=settings.outlier_k)
                for p in trainers}
     if stop is None:
         def stop(res):
             return all(r.summary(metric)["cv"] <= settings.cv_target for r in res.values())
     gc_was_enabled = gc.isenabled()
-    durations = {}
     try:
         for rnd in range(settings.max_rounds):
             row = {}
-            # ABBA order: alternate which part goes first, so linear drift within a pair of
-            # rounds hits every part alike and cancels in the per-round differences
-            order = list(trainers.items())
-            for part, trainer in (order if rnd % 2 == 0 else order[::-1]):
-                r = results[part]
+            for part in order(list(trainers), rnd):
+                trainer, r = trainers[part], results[part]
                 gc.collect()
                 gc.disable()
                 if meter is not None:
@@ -208,13 +274,21 @@ def measure_parts(trainers, settings=None, meter=None, metric="time", on_round=N
                 if gc_was_enabled:
                     gc.enable()
                 r.time_s.append(dt / r.steps_per_window)
+                state = state_fn() if state_fn is not None else None
+                if state_fn is not None:
+                    r.states.append(state)
                 e = None
                 if window is not None:
                     e = window.energy_j / r.steps_per_window
                     r.energy_j.append(e)
-                    durations.setdefault(part, []).append(window.duration_s if window.duration_s > 0 else dt)
-                if state_fn is not None:
-                    r.states.append(state_fn())
+                    if baseline is not None:
+                        # a window whose state differs from the baseline's: idle is re-measured in that
+                        # state now, and this window's net energy already uses it
+                        if baseline.stale(state):
+                            baseline.refresh(meter, window_s, state, sleep, wall)
+                        d = window.duration_s if window.duration_s > 0 else dt
+                        r.window_idle_power_w.append(baseline.power_w)
+                        r.net_energy_j.append(e - baseline.power_w * d / r.steps_per_window)
                 row[part] = (r.time_s[-1], e)
             if on_round is not None:
                 on_round(rnd, {p: row[p] for p in trainers})
@@ -223,12 +297,9 @@ def measure_parts(trainers, settings=None, meter=None, metric="time", on_round=N
     finally:
         if gc_was_enabled:
             gc.enable()
-    if idle:
-        idle.append(measure_idle_w(meter, window_s, sleep))
-        idle_w = sum(idle) / len(idle)
-        for part, r in results.items():
-            r.idle_power_w = idle_w
-            r.net_energy_j = [e - idle_w * d / r.steps_per_window for e, d in zip(r.energy_j, durations.get(part, []))]
+    if baseline is not None:
+        for r in results.values():
+            r.idle_power_w = baseline.power_w
     return results
 
 
