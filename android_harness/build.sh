@@ -12,6 +12,7 @@ HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 BUILD_DIR="${BUILD_DIR:-$HERE/build/harness}"
 JUNIT_JAR="${JUNIT_JAR:-/usr/share/java/junit4.jar}"
 HAMCREST_JAR="${HAMCREST_JAR:-/usr/share/java/hamcrest-core.jar}"
+VECTORS="${THOR_VECTORS:-$HERE/../tests/vectors}"   # the shared protocol vectors (ProtocolVectorsTest)
 for jar in "$JUNIT_JAR" "$HAMCREST_JAR"; do
   if [ ! -f "$jar" ]; then
     echo "missing $jar (apt-get install -y junit4, or set JUNIT_JAR / HAMCREST_JAR)" >&2
@@ -24,6 +25,7 @@ javac --release 17 -Xlint:all -Werror -d "$BUILD_DIR/main" \
   "$HERE"/app/src/main/java/dev/thorsdk/harness/*.java "$HERE"/runtime/src/main/java/dev/thorsdk/runtime/*.java
 javac --release 17 -Xlint:all -d "$BUILD_DIR/test" -cp "$BUILD_DIR/main:$JUNIT_JAR" \
   "$HERE"/app/src/test/java/dev/thorsdk/harness/*.java
-java ${RESULTS_OUT:+-Dthor.results.out="$RESULTS_OUT"} -cp "$BUILD_DIR/main:$BUILD_DIR/test:$JUNIT_JAR:$HAMCREST_JAR" \
+java ${RESULTS_OUT:+-Dthor.results.out="$RESULTS_OUT"} -Dthor.vectors="$VECTORS" -cp "$BUILD_DIR/main:$BUILD_DIR/test:$JUNIT_JAR:$HAMCREST_JAR" \
   org.junit.runner.JUnitCore \
-  dev.thorsdk.harness.BatteryPowerTest dev.thorsdk.harness.ProtocolTest dev.thorsdk.harness.HarnessTest
+  dev.thorsdk.harness.BatteryPowerTest dev.thorsdk.harness.ProtocolTest dev.thorsdk.harness.HarnessTest \
+  dev.thorsdk.harness.ProtocolVectorsTest

@@ -15,12 +15,19 @@ public final class Harness {
     private final Clock clock;
     private final Clock wall;
     private final Sleeper sleeper;
+    /** The campaign's idle baseline: kept across the bundles this harness runs (docs/protocol.md). */
+    private final Protocol.IdleBaseline idle;
 
     public Harness(RunnerFactory factory, Clock clock, Clock wall, Sleeper sleeper) {
+        this(factory, clock, wall, sleeper, new Protocol.IdleBaseline());
+    }
+
+    public Harness(RunnerFactory factory, Clock clock, Clock wall, Sleeper sleeper, Protocol.IdleBaseline idle) {
         this.factory = factory;
         this.clock = clock;
         this.wall = wall;
         this.sleeper = sleeper;
+        this.idle = idle;
     }
 
     /**
@@ -37,6 +44,8 @@ public final class Harness {
         if (energy && meter == null) {
             throw new IllegalStateException("the bundle asks for energy but no meter is readable on this device");
         }
+        seedIdle(b.manifest.get("idle_baseline"));
+        int idleBefore = idle.measurements.size();
         Map<String, StepRunner> runners = new LinkedHashMap<>();
         Map<String, Object> doc = new LinkedHashMap<>();
         try {
@@ -44,7 +53,8 @@ public final class Harness {
                 runners.put(e.getKey(), factory.open(e.getValue()));
             }
             Map<String, Protocol.PartResult> res =
-                    new Protocol(s, clock, wall, sleeper).measure(runners, energy ? meter : null, state);
+                    new Protocol(s, clock, wall, sleeper).measure(runners, energy ? meter : null, state,
+                            energy ? "energy" : "time", idle);
             Map<String, Object> parts = new LinkedHashMap<>();
             for (Map.Entry<String, Protocol.PartResult> e : res.entrySet()) {
                 parts.put(e.getKey(), e.getValue().toMap(s.outlierK));
@@ -56,6 +66,14 @@ public final class Harness {
             doc.put("metric", b.metric());
             doc.put("device", device);
             doc.put("parts", parts);
+            if (energy && idle.powerW != null) {
+                // the baseline after this bundle, for the host to carry to the campaign's next bundle
+                Map<String, Object> ib = new LinkedHashMap<>();
+                ib.put("power_w", idle.powerW);
+                ib.put("state", idle.state);
+                ib.put("measured", idle.measurements.subList(idleBefore, idle.measurements.size()));
+                doc.put("idle_baseline", ib);
+            }
         } finally {
             for (StepRunner r : runners.values()) {
                 r.close();
@@ -63,5 +81,23 @@ public final class Harness {
         }
         JsonWriter.writeAtomically(out, doc);
         return doc;
+    }
+
+    /**
+     * A campaign's idle baseline carried by the host in the manifest ({@code "idle_baseline": {"power_w": W,
+     * "state": {...}}}, as a previous bundle's results returned it): used unless this harness already holds
+     * one, so a campaign of one-probe bundles measures idle once, and again only when the state changes.
+     */
+    @SuppressWarnings("unchecked")
+    private void seedIdle(Object carried) {
+        if (idle.powerW != null || !(carried instanceof Map)) {
+            return;
+        }
+        Map<String, Object> m = (Map<String, Object>) carried;
+        Object w = m.get("power_w");
+        if (w instanceof Number && Double.isFinite(((Number) w).doubleValue())) {
+            idle.powerW = ((Number) w).doubleValue();
+            idle.state = m.get("state") instanceof Map ? (Map<String, Object>) m.get("state") : null;
+        }
     }
 }

@@ -1,17 +1,30 @@
 package dev.thorsdk.harness;
 
 import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.Collections;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Objects;
 
 /**
- * The measurement protocol shared with the host (thor_sdk.harness.protocol): warm-up; an idle baseline
- * before and after (with a meter); windows long enough for the clock or meter (20 sensor periods);
- * parts interleaved round by round; rounds until every part's coefficient of variation is below the
- * target or the cap is hit; outliers flagged; wall-clock times and device state kept per window.
+ * The measurement protocol shared with the host (thor_sdk.harness.protocol; spec docs/protocol.md, conformance
+ * vectors tests/vectors/protocol_*.json): warm-up timed to size the windows (at least min_window_s and 20 of the
+ * meter's sample periods); rounds in which the parts run in alternating order (ABBA); rounds until every
+ * part's coefficient of variation of the campaign's metric (time or energy) is below the target or the cap is
+ * hit; the idle power from a baseline held for the campaign, re-measured only when the device state changes;
+ * outliers flagged; wall-clock times and device state kept per window.
  */
 public final class Protocol {
+    /** A window spans at least this many of the meter's sample periods. */
+    public static final int WINDOW_SAMPLE_PERIODS = 20;
+    /** Device-state keys whose change makes the idle baseline stale (compared exactly; absent = null). */
+    public static final List<String> IDLE_STATE_KEYS = Collections.unmodifiableList(Arrays.asList(
+            "charging", "plugged", "screen_on", "thermal_status", "thermal_state", "low_power_mode"));
+    /** A battery temperature move larger than this (degrees C) since the idle baseline makes it stale. */
+    public static final double IDLE_RECHECK_TEMP_C = 5.0;
+
     /** An energy meter: {@code stop()} returns {energy_j, duration_s}. */
     public interface Meter {
         double samplePeriodS();
@@ -26,6 +39,65 @@ public final class Protocol {
         Map<String, Object> state();
     }
 
+    /** The order the parts run in round {@code round} (0-based); {@link #ABBA} is the protocol's. */
+    public interface Order {
+        List<String> parts(List<String> parts, int round);
+    }
+
+    /** As given on even rounds, reversed on odd ones: drift hits every part alike over each pair of rounds. */
+    public static final Order ABBA = (parts, round) -> {
+        List<String> out = new ArrayList<>(parts);
+        if (round % 2 == 1) {
+            Collections.reverse(out);
+        }
+        return out;
+    };
+
+    /**
+     * The idle power of one campaign on one device: measured by the first {@code measure} that needs it, and
+     * again only after a window (or at a probe's start) whose device state {@link #idleStateChanged changed}
+     * from the one it was measured in. Hold one per campaign and pass it to every probe's {@code measure}.
+     */
+    public static final class IdleBaseline {
+        public Double powerW;
+        /** The device state read when {@code powerW} was measured (null without a state source). */
+        public Map<String, Object> state;
+        /** Every idle measurement: power_w, start_s, end_s (wall clock), state. */
+        public final List<Map<String, Object>> measurements = new ArrayList<>();
+
+        public boolean stale(Map<String, Object> now) {
+            return powerW == null || idleStateChanged(state, now);
+        }
+    }
+
+    /**
+     * Whether the device state moved enough since {@code before} to re-measure idle: any of
+     * {@link #IDLE_STATE_KEYS} differs, or the battery temperature moved more than {@link #IDLE_RECHECK_TEMP_C}.
+     * Clocks, load and battery level alone do not count. No state, no change.
+     */
+    public static boolean idleStateChanged(Map<String, Object> before, Map<String, Object> after) {
+        if (before == null || after == null) {
+            return false;
+        }
+        for (String k : IDLE_STATE_KEYS) {
+            if (!sameValue(before.get(k), after.get(k))) {
+                return true;
+            }
+        }
+        Object a = before.get("battery_temp_c");
+        Object b = after.get("battery_temp_c");
+        return a instanceof Number && b instanceof Number
+                && Math.abs(((Number) b).doubleValue() - ((Number) a).doubleValue()) > IDLE_RECHECK_TEMP_C;
+    }
+
+    /** Equal values; numbers by value whatever their boxed type (2 == 2.0, as in Python and JSON). */
+    private static boolean sameValue(Object a, Object b) {
+        if (a instanceof Number && b instanceof Number) {
+            return ((Number) a).doubleValue() == ((Number) b).doubleValue();
+        }
+        return Objects.equals(a, b);
+    }
+
     public static final class Settings {
         public int warmupSteps = 3;
         public double minWindowS = 0.05;
@@ -38,7 +110,7 @@ public final class Protocol {
 
         public double windowSFor(Meter meter) {
             double period = meter == null ? 0.0 : meter.samplePeriodS();
-            return Math.max(minWindowS, 20.0 * period);
+            return Math.max(minWindowS, WINDOW_SAMPLE_PERIODS * period);
         }
 
         /** Settings from the bundle's JSON (unknown keys ignored, missing keys keep their defaults). */
@@ -75,7 +147,10 @@ public final class Protocol {
         public final List<Double> energyJ = new ArrayList<>();
         public final List<Double> netEnergyJ = new ArrayList<>();
         public final List<Double> windowDurationS = new ArrayList<>();
+        /** Per window, the idle power its net energy was computed with (empty without an idle baseline). */
+        public final List<Double> windowIdlePowerW = new ArrayList<>();
         public final List<Map<String, Object>> windows = new ArrayList<>();
+        /** The campaign's idle power in force after the last window; null without a meter. */
         public Double idlePowerW;
 
         PartResult(String part, int stepsPerWindow) {
@@ -96,6 +171,9 @@ public final class Protocol {
             if (!energyJ.isEmpty()) {
                 out.put("energy", outliers(energyJ, outlierK));
             }
+            if (!netEnergyJ.isEmpty()) {
+                out.put("net_energy", outliers(netEnergyJ, outlierK));
+            }
             m.put("outliers", out);
             return m;
         }
@@ -105,12 +183,19 @@ public final class Protocol {
     private final Clock clock;
     private final Clock wall;
     private final Sleeper sleeper;
+    private final Order order;
 
     public Protocol(Settings settings, Clock clock, Clock wall, Sleeper sleeper) {
+        this(settings, clock, wall, sleeper, ABBA);
+    }
+
+    /** With another part order: only for showing, in tests, that the vectors catch a non-ABBA order. */
+    public Protocol(Settings settings, Clock clock, Clock wall, Sleeper sleeper, Order order) {
         this.settings = settings;
         this.clock = clock;
         this.wall = wall;
         this.sleeper = sleeper;
+        this.order = order;
     }
 
     static double median(List<Double> v) {
@@ -181,74 +266,122 @@ public final class Protocol {
         return w[0] / w[1];
     }
 
-    public Map<String, PartResult> measure(Map<String, StepRunner> parts, Meter meter, StateSource state)
-            throws Exception {
-        double windowS = settings.windowSFor(meter);
-        List<Double> idle = new ArrayList<>();
-        if (meter != null && settings.measureIdle) {
-            idle.add(idleW(meter, windowS));
+    private void refresh(IdleBaseline idle, Meter meter, double windowS, Map<String, Object> st) throws Exception {
+        double w0 = wall.nowS();
+        double p = idleW(meter, windowS);
+        idle.powerW = p;
+        idle.state = st;
+        Map<String, Object> m = new LinkedHashMap<>();
+        m.put("power_w", p);
+        m.put("start_s", w0);
+        m.put("end_s", wall.nowS());
+        m.put("state", st);
+        idle.measurements.add(m);
+    }
+
+    /** Median warm-up step time (at least one step, at least 1e-7 s): what sizes the windows. */
+    private double warmUp(StepRunner r) throws Exception {
+        List<Double> times = new ArrayList<>();
+        for (int i = 0; i < Math.max(1, settings.warmupSteps); i++) {
+            double t0 = clock.nowS();
+            r.step();
+            times.add(clock.nowS() - t0);
         }
-        for (StepRunner r : parts.values()) {
-            for (int i = 0; i < settings.warmupSteps; i++) {
-                r.step();
+        return Math.max(median(times), 1e-7);
+    }
+
+    private boolean done(Map<String, PartResult> results, String metric) {
+        for (PartResult r : results.values()) {
+            List<Double> v = "energy".equals(metric) ? r.energyJ : r.timeS;
+            if (!(cv(v) <= settings.cvTarget)) {
+                return false;
             }
         }
-        Map<String, PartResult> results = new LinkedHashMap<>();
+        return true;
+    }
+
+    /**
+     * Measures the parts side by side.
+     *
+     * @param meter energy meter, or null (time only)
+     * @param state device state source, or null
+     * @param metric "time" or "energy": what the campaign measures and what the rounds stop on
+     * @param idle the campaign's idle baseline (null: a fresh one, i.e. measured for this call)
+     */
+    public Map<String, PartResult> measure(Map<String, StepRunner> parts, Meter meter, StateSource state,
+                                           String metric, IdleBaseline idle) throws Exception {
+        if (!"time".equals(metric) && !"energy".equals(metric)) {
+            throw new IllegalArgumentException("metric must be time or energy, got " + metric);
+        }
+        if ("energy".equals(metric) && meter == null) {
+            throw new IllegalStateException("energy was asked for but no meter was given");
+        }
+        double windowS = settings.windowSFor(meter);
+        IdleBaseline baseline = null;
+        if (meter != null && settings.measureIdle) {
+            baseline = idle != null ? idle : new IdleBaseline();
+            Map<String, Object> st = state != null ? state.state() : null;
+            if (baseline.stale(st)) {
+                refresh(baseline, meter, windowS, st);
+            }
+        }
+        Map<String, Double> stepS = new LinkedHashMap<>();
         for (Map.Entry<String, StepRunner> e : parts.entrySet()) {
-            double t0 = clock.nowS();
-            e.getValue().step();
-            double dt = Math.max(clock.nowS() - t0, 1e-7);
-            int steps = (int) Math.max(1, Math.min(settings.maxStepsPerWindow, Math.ceil(windowS / dt)));
+            stepS.put(e.getKey(), warmUp(e.getValue()));
+        }
+        Map<String, PartResult> results = new LinkedHashMap<>();
+        for (Map.Entry<String, Double> e : stepS.entrySet()) {
+            int steps = (int) Math.max(1, Math.min(settings.maxStepsPerWindow, Math.ceil(windowS / e.getValue())));
             results.put(e.getKey(), new PartResult(e.getKey(), steps));
         }
+        List<String> names = new ArrayList<>(parts.keySet());
         for (int rnd = 0; rnd < settings.maxRounds; rnd++) {
-            for (Map.Entry<String, StepRunner> e : parts.entrySet()) {
-                PartResult r = results.get(e.getKey());
+            for (String part : order.parts(names, rnd)) {
+                PartResult r = results.get(part);
+                StepRunner runner = parts.get(part);
                 if (meter != null) {
                     meter.start();
                 }
                 double wall0 = wall.nowS();
                 double t0 = clock.nowS();
                 for (int i = 0; i < r.stepsPerWindow; i++) {
-                    e.getValue().step();
+                    runner.step();
                 }
                 double dt = clock.nowS() - t0;
                 double wall1 = wall.nowS();
                 double[] w = meter != null ? meter.stop() : null;
                 r.timeS.add(dt / r.stepsPerWindow);
-                if (w != null) {
-                    r.energyJ.add(w[0] / r.stepsPerWindow);
-                    r.windowDurationS.add(w[1] > 0 ? w[1] : dt);
-                }
+                Map<String, Object> st = state != null ? state.state() : null;
                 Map<String, Object> win = new LinkedHashMap<>();
                 win.put("t_start_s", wall0);
                 win.put("t_end_s", wall1);
                 if (state != null) {
-                    win.put("state", state.state());
+                    win.put("state", st);
                 }
                 r.windows.add(win);
-            }
-            if (rnd + 1 >= settings.minRounds) {
-                boolean done = true;
-                for (PartResult r : results.values()) {
-                    List<Double> v = meter != null ? r.energyJ : r.timeS;
-                    if (!(cv(v) <= settings.cvTarget)) {
-                        done = false;
+                if (w != null) {
+                    double e = w[0] / r.stepsPerWindow;
+                    double d = w[1] > 0 ? w[1] : dt;
+                    r.energyJ.add(e);
+                    r.windowDurationS.add(d);
+                    if (baseline != null) {
+                        // a window whose state differs from the baseline's: idle is re-measured in that state
+                        // now, and this window's net energy already uses it
+                        if (baseline.stale(st)) {
+                            refresh(baseline, meter, windowS, st);
+                        }
+                        r.windowIdlePowerW.add(baseline.powerW);
+                        r.netEnergyJ.add(e - baseline.powerW * d / r.stepsPerWindow);
                     }
                 }
-                if (done) {
-                    break;
-                }
+            }
+            if (rnd + 1 >= settings.minRounds && done(results, metric)) {
+                break;
             }
         }
-        if (!idle.isEmpty()) {
-            idle.add(idleW(meter, windowS));
-            double idleW = (idle.get(0) + idle.get(1)) / 2.0;
+        if (baseline != null) {
             for (PartResult r : results.values()) {
-                r.idlePowerW = idleW;
-                for (int i = 0; i < r.energyJ.size(); i++) {
-                    r.netEnergyJ.add(r.energyJ.get(i) - idleW * r.windowDurationS.get(i) / r.stepsPerWindow);
-                }
+                r.idlePowerW = baseline.powerW;
             }
         }
         return results;

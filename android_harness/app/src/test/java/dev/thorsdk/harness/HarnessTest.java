@@ -140,4 +140,39 @@ public class HarnessTest {
             assertTrue(e.getMessage().contains("no meter"));
         }
     }
+
+    /** One idle baseline per campaign: carried in the manifest, kept across bundles, re-measured on a state change. */
+    @Test
+    @SuppressWarnings("unchecked")
+    public void idleBaselineIsCarriedAndRecheckedOnlyOnAStateChange() throws Exception {
+        File dir = tmp.newFolder("b3");
+        Files.write(new File(dir, "m.onnx").toPath(), "HEAD".getBytes(StandardCharsets.UTF_8));
+        Files.write(new File(dir, "manifest.json").toPath(), ("{\"id\": \"p1\", \"metric\": \"energy\", "
+                + "\"settings\": {\"min_rounds\": 2, \"max_rounds\": 2, \"warmup_steps\": 1, \"min_window_s\": 0.05},"
+                + "\"parts\": {\"head\": \"m.onnx\"}, "
+                + "\"idle_baseline\": {\"power_w\": 2.0, \"state\": {\"charging\": false}}}")
+                .getBytes(StandardCharsets.UTF_8));
+        FakeRunners f = new FakeRunners();
+        Map<String, Object> st = new java.util.LinkedHashMap<>();
+        st.put("charging", false);
+        Harness h = new Harness(f, f.b, f.b, f.b);
+        int[] measured = new int[3];
+        for (int run = 0; run < 3; run++) {
+            if (run == 1) {
+                st.put("charging", true);   // the charger is plugged in between the first and second bundle
+            }
+            Map<String, Object> doc = h.run(dir, new File(tmp.getRoot(), "r" + run + ".json"), f.b,
+                    () -> new java.util.LinkedHashMap<>(st), null);
+            Map<String, Object> ib = (Map<String, Object>) doc.get("idle_baseline");
+            measured[run] = ((List<Object>) ib.get("measured")).size();
+            assertEquals(ProtocolTest.IDLE_W, (Double) ib.get("power_w"), 1e-9);
+            Map<String, Object> head = (Map<String, Object>) ((Map<String, Object>) doc.get("parts")).get("head");
+            for (Object net : (List<Object>) head.get("net_energy_j")) {
+                assertEquals(1.0 * 0.001, (Double) net, 1e-9);   // the runner's extra 1 W over 1 ms steps
+            }
+        }
+        assertEquals(0, measured[0]);   // the carried baseline's state matches: no idle window
+        assertEquals(1, measured[1]);   // charging changed: measured again
+        assertEquals(0, measured[2]);   // same state as the new baseline
+    }
 }

@@ -92,7 +92,7 @@ public class ProtocolTest {
             Map<String, Object> m = new LinkedHashMap<>();
             m.put("seq", seq[0]++);
             return m;
-        });
+        }, "energy", null);
         assertEquals(0.2, s.windowSFor(b), 1e-12);
         double[][] want = {{0.002, 1.0}, {0.005, 3.0}};
         int i = 0;
@@ -109,7 +109,7 @@ public class ProtocolTest {
             }
             i++;
         }
-        assertEquals(7, seq[0] - 1);
+        assertEquals(9, seq[0]);   // once for the idle check at the start, then once per window (2 x 4)
     }
 
     @Test
@@ -118,7 +118,7 @@ public class ProtocolTest {
         Map<String, StepRunner> parts = new LinkedHashMap<>();
         parts.put("head", new Runner(b, 0.01, 1.0));
         Protocol.Settings s = new Protocol.Settings();
-        Map<String, Protocol.PartResult> res = new Protocol(s, b, b, b).measure(parts, null, null);
+        Map<String, Protocol.PartResult> res = new Protocol(s, b, b, b).measure(parts, null, null, "time", null);
         Protocol.PartResult r = res.get("head");
         assertEquals(s.minRounds, r.timeS.size());   // constant step time: CV 0 after min rounds
         assertTrue(r.energyJ.isEmpty());
@@ -139,7 +139,7 @@ public class ProtocolTest {
         s.minRounds = 8;
         s.maxRounds = 8;
         s.warmupSteps = 1;
-        Map<String, Protocol.PartResult> res = new Protocol(s, b, b, b).measure(parts, null, null);
+        Map<String, Protocol.PartResult> res = new Protocol(s, b, b, b).measure(parts, null, null, "time", null);
         Map<String, Object> m = res.get("head").toMap(3.5);
         @SuppressWarnings("unchecked")
         Map<String, Object> out = (Map<String, Object>) m.get("outliers");

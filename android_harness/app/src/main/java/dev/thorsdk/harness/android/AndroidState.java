@@ -32,6 +32,17 @@ public final class AndroidState implements Protocol.StateSource {
             if (level >= 0 && scale > 0) {
                 m.put("battery_pct", 100.0 * level / scale);
             }
+            // the charger changes what the battery meter reads and the idle power: the idle baseline's rule
+            // (docs/protocol.md) re-measures idle when either changes
+            int plugged = i.getIntExtra(BatteryManager.EXTRA_PLUGGED, -1);
+            if (plugged >= 0) {
+                m.put("plugged", plugged != 0);
+            }
+            int status = i.getIntExtra(BatteryManager.EXTRA_STATUS, -1);
+            if (status >= 0) {
+                m.put("charging", status == BatteryManager.BATTERY_STATUS_CHARGING
+                        || status == BatteryManager.BATTERY_STATUS_FULL);
+            }
             int temp = i.getIntExtra(BatteryManager.EXTRA_TEMPERATURE, Integer.MIN_VALUE);
             if (temp != Integer.MIN_VALUE) {
                 m.put("battery_temp_c", temp / 10.0);
