@@ -61,7 +61,7 @@ class Meter:
         return f"{self.name} does not say how it is read"
 
     def window_source(self):
-        """Which of its readings this meter's windows come from (``EnergyWindow.source``); None for single-source meters."""
+        """Which reading this meter's windows come from (``EnergyWindow.source``); None for single-source meters."""
         return None
 
     def start(self):

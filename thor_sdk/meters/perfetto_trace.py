@@ -1,4 +1,4 @@
-"""Android power from a Perfetto trace's ``android.power`` data source: ODPM rail energy and battery counters, parsed on the host.
+"""Android power from a Perfetto ``android.power`` trace (ODPM rail energy, battery counters), parsed on the host.
 
 Record on the phone, pull the trace, give its path::
 
@@ -89,7 +89,7 @@ VARINT, FIXED64, LEN, FIXED32 = 0, 1, 2, 5
 # protobuf wire format (just what the messages above need)
 # ---------------------------------------------------------------------------------------------
 def read_varint(buf, pos, end):
-    """``(value, next position)`` of the base-128 varint at ``buf[pos:end]``; FormatError if it is truncated or over 64 bits."""
+    """``(value, next position)`` of the varint at ``buf[pos:end]``; FormatError if truncated or over 64 bits."""
     from thor_sdk.errors import FormatError
 
     value = shift = 0
@@ -508,9 +508,11 @@ class PerfettoTraceMeter(Meter):
         src = self._chosen(pt)
         if src == "rails":
             if not pt.rail_energy:
-                return f"Perfetto trace {self.path} has no power rail energy (collect_power_rails: true; ODPM phones only)"
+                return (f"Perfetto trace {self.path} has no power rail energy (collect_power_rails: true; "
+                        "ODPM phones only)")
             if not self.selected_rails(pt):
-                names = sorted({d["name"] for d in pt.rails.values()} | {d["subsystem"] for d in pt.rails.values()} - {""})
+                names = sorted(({d["name"] for d in pt.rails.values()}
+                                | {d["subsystem"] for d in pt.rails.values()}) - {""})
                 return f"no rail in the Perfetto trace matches {', '.join(self.rails)} (present: {', '.join(names)})"
             return ""
         if len(pt.battery) < 2:
@@ -573,7 +575,8 @@ class PerfettoTraceMeter(Meter):
         q_c = (_interp(charge, a) - _interp(charge, b)) * 1e-6 * 3600.0  # uAh -> C; the counter falls on discharge
         inner = [(t, c) for t, c in charge if a < t < b]
         pts = [(a, _interp(charge, a))] + inner + [(b, _interp(charge, b))]
-        samples = [(t1 - a0, (c0 - c1) * 3.6e-3 * v_mean / (t1 - t0)) for (t0, c0), (t1, c1) in zip(pts, pts[1:]) if t1 > t0]
+        samples = [(t1 - a0, (c0 - c1) * 3.6e-3 * v_mean / (t1 - t0))
+                   for (t0, c0), (t1, c1) in zip(pts, pts[1:]) if t1 > t0]
         return q_c * v_mean, samples, {"battery_energy": "charge", "mean_voltage_v": v_mean}
 
     def energy_between_boot(self, a_s, b_s):
