@@ -2,7 +2,9 @@
 the JDK and run under JUnit 4. The Android-only classes (instrumentation, BatteryManager, ONNX Runtime) need
 the Android SDK and are not compiled here. Skips where javac or JUnit 4 is missing."""
 
+import json
 import os
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -19,13 +21,20 @@ JUNIT = os.environ.get("JUNIT_JAR", "/usr/share/java/junit4.jar")
 def test_android_harness_junit(tmp_path):
     out = tmp_path / "results.json"
     p = subprocess.run(["bash", str(BUILD)], env=dict(os.environ, BUILD_DIR=str(tmp_path / "build"),
-                                                      RESULTS_OUT=str(out)),
+                                                      RESULTS_OUT=str(out),
+                                                      THOR_VECTORS=str(ROOT / "tests" / "vectors")),
                        capture_output=True, text=True, timeout=300)
     assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
     assert "OK (" in p.stdout
+    # ProtocolVectorsTest ran every shared protocol vector (docs/protocol.md), and a fixed part order, the stop
+    # rule on the other metric and an idle baseline per probe each failed the vectors they concern
+    vectors = sorted((ROOT / "tests" / "vectors").glob("protocol_*.json"))
+    m = re.search(r"ProtocolVectorsTest: (\d+) vectors, (\d+) probes passed; fixed order failed (\d+), "
+                  r"wrong stop metric failed (\d+), idle per probe failed (\d+)", p.stdout)
+    assert m, p.stdout[-3000:]
+    assert tuple(map(int, m.groups())) == (len(vectors), sum(len(json.loads(v.read_text())["expected"])
+                                                             for v in vectors), len(vectors), 2, 1)
     # what the app writes passes the same checks as any harness's results
-    import json
-
     from thor_sdk.exporters.bundle import validate_results_doc
 
     doc = validate_results_doc(json.loads(out.read_text()))
