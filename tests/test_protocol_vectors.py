@@ -120,3 +120,20 @@ def test_idle_baseline_per_probe_fails_the_campaign_vector():
     got = GEN.run_vector(vec, idle_per_probe=True)
     assert [p["idle_measurements"] for p in got] == [1, 2, 1]
     assert _mismatch(vec["expected"], got) is not None
+
+
+def test_java_and_swift_state_the_same_constants():
+    """The Swift protocol cannot be compiled here: at least its constants (and Java's) are the spec's."""
+    import re
+
+    from thor_sdk.harness.protocol import IDLE_RECHECK_TEMP_C, IDLE_STATE_KEYS, WINDOW_SAMPLE_PERIODS
+
+    root = VECTORS.parents[1]
+    java = (root / "android_harness/app/src/main/java/dev/thorsdk/harness/Protocol.java").read_text()
+    swift = (root / "ios_harness/App/Sources/Protocol.swift").read_text()
+    keys = '", "'.join(IDLE_STATE_KEYS)
+    assert re.search(r'Arrays\.asList\(\s*"' + re.escape(keys) + '"', java)
+    assert f'idleStateKeys = ["{keys}"]' in swift
+    assert f"WINDOW_SAMPLE_PERIODS = {WINDOW_SAMPLE_PERIODS};" in java
+    assert f"windowSamplePeriods = {float(WINDOW_SAMPLE_PERIODS)}" in swift
+    assert f"IDLE_RECHECK_TEMP_C = {IDLE_RECHECK_TEMP_C};" in java and f"idleRecheckTempC = {IDLE_RECHECK_TEMP_C}" in swift

@@ -2,91 +2,20 @@ import CryptoKit
 import Foundation
 import UIKit
 
-/// One training step per call (the exported ONNX step, chained); see OrtStepRunner.swift.
-protocol StepRunner {
-    func step() throws
-}
-
-struct Settings {
-    var warmupSteps = 3
-    var minWindowS = 0.05
-    var minRounds = 5
-    var maxRounds = 15
-    var cvTarget = 0.03
-    var maxStepsPerWindow = 5000
-
-    init(_ m: [String: Any]?) {
-        guard let m = m else { return }
-        warmupSteps = (m["warmup_steps"] as? NSNumber)?.intValue ?? warmupSteps
-        minWindowS = (m["min_window_s"] as? NSNumber)?.doubleValue ?? minWindowS
-        minRounds = (m["min_rounds"] as? NSNumber)?.intValue ?? minRounds
-        maxRounds = max((m["max_rounds"] as? NSNumber)?.intValue ?? maxRounds, minRounds)
-        cvTarget = (m["cv_target"] as? NSNumber)?.doubleValue ?? cvTarget
-        maxStepsPerWindow = (m["max_steps_per_window"] as? NSNumber)?.intValue ?? maxStepsPerWindow
-    }
-}
-
 enum HarnessError: Error, CustomStringConvertible {
     case bad(String)
     var description: String { if case .bad(let s) = self { return s }; return "error" }
 }
 
-/// The shared protocol (thor_sdk.harness.protocol), time only: warm-up, window sizing, parts interleaved
-/// round by round, stop on a small robust coefficient of variation or the round cap; per window the wall-clock
-/// start/end (to align a bench meter's log on the host) and the device state.
-enum ProtocolRunner {
-    static func median(_ v: [Double]) -> Double {
-        let s = v.sorted()
-        if s.isEmpty { return .nan }
-        return s.count % 2 == 1 ? s[s.count / 2] : (s[s.count / 2 - 1] + s[s.count / 2]) / 2
-    }
-
-    static func cv(_ v: [Double]) -> Double {
-        let med = median(v)
-        let mad = median(v.map { abs($0 - med) })
-        var std = 1.4826 * mad
-        if mad == 0 && v.count > 1 {
-            let mean = v.reduce(0, +) / Double(v.count)
-            std = (v.map { ($0 - mean) * ($0 - mean) }.reduce(0, +) / Double(v.count - 1)).squareRoot()
-        }
-        return med != 0 ? std / abs(med) : .infinity
-    }
-
-    static func state() -> [String: Any] {
+/// Device state recorded with every window (and compared by the idle baseline's rule).
+enum DeviceState {
+    static func read() -> [String: Any] {
         UIDevice.current.isBatteryMonitoringEnabled = true
         let thermal = ProcessInfo.processInfo.thermalState.rawValue  // 0 nominal ... 3 critical
+        let battery = UIDevice.current.batteryState
         return ["battery_pct": Double(UIDevice.current.batteryLevel) * 100, "thermal_state": thermal,
-                "low_power_mode": ProcessInfo.processInfo.isLowPowerModeEnabled]
-    }
-
-    static func measure(_ parts: [(String, StepRunner)], _ s: Settings) throws -> [String: Any] {
-        let clock = { Double(DispatchTime.now().uptimeNanoseconds) / 1e9 }
-        let wall = { Date().timeIntervalSince1970 }
-        for (_, r) in parts { for _ in 0..<s.warmupSteps { try r.step() } }
-        var steps: [String: Int] = [:]
-        for (name, r) in parts {
-            let t0 = clock(); try r.step(); let dt = max(clock() - t0, 1e-7)
-            steps[name] = max(1, min(s.maxStepsPerWindow, Int((s.minWindowS / dt).rounded(.up))))
-        }
-        var times: [String: [Double]] = [:]
-        var windows: [String: [[String: Any]]] = [:]
-        for rnd in 0..<s.maxRounds {
-            for (name, r) in parts {
-                let n = steps[name]!
-                let w0 = wall(); let t0 = clock()
-                for _ in 0..<n { try r.step() }
-                let dt = clock() - t0; let w1 = wall()
-                times[name, default: []].append(dt / Double(n))
-                windows[name, default: []].append(["t_start_s": w0, "t_end_s": w1, "state": state()])
-            }
-            if rnd + 1 >= s.minRounds && parts.allSatisfy({ cv(times[$0.0]!) <= s.cvTarget }) { break }
-        }
-        var out: [String: Any] = [:]
-        for (name, _) in parts {
-            out[name] = ["steps_per_window": steps[name]!, "time_s": times[name]!, "energy_j": [Double](),
-                         "net_energy_j": [Double](), "idle_power_w": NSNull(), "windows": windows[name]!]
-        }
-        return out
+                "low_power_mode": ProcessInfo.processInfo.isLowPowerModeEnabled,
+                "charging": battery == .charging || battery == .full]
     }
 }
 
@@ -130,7 +59,11 @@ enum Harness {
         if (manifest["metric"] as? String) == "energy" {
             throw HarnessError.bad("iOS gives apps no energy counter: measure time, and energy with a bench meter")
         }
-        let results = try ProtocolRunner.measure(parts, Settings(manifest["settings"] as? [String: Any]))
+        let settings = Settings(manifest["settings"] as? [String: Any])
+        let measured = try ProtocolRunner.measure(parts, settings, metric: "time", meter: nil, idle: nil,
+                                                  env: .real(state: DeviceState.read))
+        var results: [String: Any] = [:]
+        for (name, r) in measured { results[name] = r.toDict(settings.outlierK) }
         return ["format": "thor-sdk/results", "version": 1, "harness": "ios", "bundle": manifest["id"] ?? NSNull(),
                 "metric": "time", "device": ["model": UIDevice.current.model,
                                              "system": UIDevice.current.systemVersion], "parts": results]

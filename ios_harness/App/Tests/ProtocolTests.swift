@@ -24,9 +24,11 @@ final class ProtocolTests: XCTestCase {
         var s = Settings(nil)
         s.minRounds = 2; s.maxRounds = 2; s.warmupSteps = 1; s.minWindowS = 0.002
         let head = Counter(), hidden = Counter()
-        let r = try ProtocolRunner.measure([("head", head), ("hidden", hidden)], s)
-        let h = r["hidden"] as! [String: Any]
-        XCTAssertEqual((h["time_s"] as! [Double]).count, 2)
-        XCTAssertEqual((h["windows"] as! [[String: Any]]).count, 2)
+        let r = try ProtocolRunner.measure([("head", head), ("hidden", hidden)], s, metric: "time", meter: nil,
+                                           idle: nil, env: .real(state: nil))
+        XCTAssertEqual(r.map { $0.0 }, ["head", "hidden"])
+        XCTAssertEqual(r[1].1.timeS.count, 2)
+        XCTAssertEqual(r[1].1.windows.count, 2)
+        XCTAssertEqual(ProtocolRunner.abba(["head", "hidden"], 1), ["hidden", "head"])
     }
 }
