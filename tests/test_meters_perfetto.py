@@ -5,11 +5,13 @@ import struct
 import zlib
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from fixtures.sysfs import trapezoid, wave
 from thor_sdk.errors import FormatError, MeasurementError, NoMeterError
 from thor_sdk.meters.external import integrate_between
-from thor_sdk.meters.perfetto_trace import PerfettoTraceMeter, parse_trace, read_trace
+from thor_sdk.meters.perfetto_trace import PerfettoTraceMeter, android_power_config, parse_trace, read_trace
 
 BOOT0_S = 5000.0            # CLOCK_BOOTTIME at the first sample
 REALTIME_MINUS_BOOT_S = 1.7e9  # the phone's wall clock minus its boot time
@@ -296,3 +298,25 @@ def test_random_bytes_never_escape_as_other_errors():
             parse_trace(data)
         except FormatError:
             pass
+
+
+@settings(derandomize=True, max_examples=300, deadline=None)
+@given(st.binary(max_size=600))
+def test_fuzz_only_format_errors(data):
+    try:
+        parse_trace(data)
+    except FormatError:
+        pass
+
+
+def test_recording_config():
+    """The config for `perfetto --txt -c` (checked once against perfetto 0.59.1's TraceConfig with text_format)."""
+    from thor_sdk.errors import UsageError
+
+    text = android_power_config(duration_s=600, battery_poll_ms=500)
+    for line in ('name: "android.power"', "battery_poll_ms: 500", "collect_power_rails: true", "duration_ms: 600000",
+                 "BATTERY_COUNTER_CURRENT", "BATTERY_COUNTER_VOLTAGE", "BATTERY_COUNTER_CHARGE", "write_into_file: true"):
+        assert line in text
+    for bad in ({"duration_s": 0}, {"battery_poll_ms": 1.5}, {"buffer_kb": True}):
+        with pytest.raises(UsageError):
+            android_power_config(**bad)

@@ -1,14 +1,8 @@
 """Android power from a Perfetto ``android.power`` trace (ODPM rail energy, battery counters), parsed on the host.
 
-Record on the phone, pull the trace, give its path::
+Record on the phone (``android_power_config()`` writes the config), pull the trace, give its path::
 
-    adb shell perfetto -o /data/misc/perfetto-traces/power.pftrace -t 120s -c - --txt <<EOF
-    buffers { size_kb: 4096 }
-    data_sources { config { name: "android.power" android_power_config {
-        battery_poll_ms: 250 collect_power_rails: true
-        battery_counters: BATTERY_COUNTER_CURRENT battery_counters: BATTERY_COUNTER_VOLTAGE
-        battery_counters: BATTERY_COUNTER_CHARGE } } }
-    EOF
+    adb shell perfetto -o /data/misc/perfetto-traces/power.pftrace -t 120s --txt -c - < power.pbtxt
     adb pull /data/misc/perfetto-traces/power.pftrace
 
 Sources (``source=``): ``"rails"``, the ODPM rails' energy counters (``PowerRails.energy_data``: uWs
@@ -83,6 +77,25 @@ DESC_INDEX, DESC_NAME, DESC_SUBSYS, DESC_RATE = 1, 2, 3, 4
 DATA_INDEX, DATA_TS_MS, DATA_ENERGY_UWS = 1, 2, 3
 
 VARINT, FIXED64, LEN, FIXED32 = 0, 1, 2, 5
+
+
+def android_power_config(duration_s=120, battery_poll_ms=250, rails=True, buffer_kb=8192):
+    """A Perfetto text config recording what this meter reads (``perfetto --txt -c``): the ``android.power``
+    data source with power rails and the battery's current, voltage and charge counters."""
+    from thor_sdk.errors import UsageError
+
+    for name, v, lo in (("duration_s", duration_s, 1), ("battery_poll_ms", battery_poll_ms, 100),
+                        ("buffer_kb", buffer_kb, 64)):
+        if not isinstance(v, int) or isinstance(v, bool) or v < lo:
+            raise UsageError(f"{name} must be an integer >= {lo}, got {v!r}")
+    counters = "".join(f"      battery_counters: BATTERY_COUNTER_{c}\n" for c in ("CURRENT", "VOLTAGE", "CHARGE"))
+    return (f"duration_ms: {duration_s * 1000}\n"
+            "write_into_file: true\nfile_write_period_ms: 5000\n"  # long runs: drained to the file every 5 s
+            f"buffers {{ size_kb: {buffer_kb} fill_policy: RING_BUFFER }}\n"
+            "data_sources {\n  config {\n    name: \"android.power\"\n    android_power_config {\n"
+            f"      battery_poll_ms: {battery_poll_ms}\n{counters}"
+            f"      collect_power_rails: {'true' if rails else 'false'}\n"
+            "    }\n  }\n}\n")
 
 
 # ---------------------------------------------------------------------------------------------
