@@ -19,6 +19,11 @@ Tables (schema version in ``meta``):
   protocol's target, or measured on a busy machine) stay in, and fits name the kinds resting on them.
   Files made before ``noisy`` existed get the columns on the first completed probe (NULL: unknown).
 - ``model_runs(...)``: whole-model measurements (``thor-sdk measure --out``).
+- ``power_rows(batch_size, freq_hz, time_per_sample_s, peak_power_w, mean_power_w, n_steps, seq,
+  measured_utc)``: a power profile's (batch size, GPU frequency) pairs (``thor-sdk table profile``; meta
+  ``campaign_kind`` = ``power-profile``), each committed once as it is measured and never replaced.
+  Version 1 files (before this table) are read as they are and gain it on their first writer open
+  (version 2).
 
 A planned probe is inserted (and committed) before it is measured, so after a crash ``--resume``
 re-measures exactly the probes that were planned but not done, discarding their partial windows:
@@ -31,10 +36,14 @@ import json
 import os
 import sqlite3
 
-from thor_sdk.errors import NotFoundError, StoreError, UsageError
+from thor_sdk.errors import FormatError, NotFoundError, StoreError, UsageError
 
 FORMAT = "thor-sdk/campaign"
-VERSION = 1
+VERSION = 2
+#: versions this thor-sdk reads; a writer upgrades an older one to VERSION (tables added, nothing changed)
+READ_VERSIONS = (1, 2)
+#: ``campaign_kind`` of a (batch size, GPU frequency) power profile: read only where a profile is expected
+POWER_PROFILE = "power-profile"
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -87,6 +96,17 @@ CREATE TABLE IF NOT EXISTS model_runs (
     created_utc TEXT NOT NULL,
     detail TEXT
 );
+CREATE TABLE IF NOT EXISTS power_rows (
+    batch_size INTEGER NOT NULL,
+    freq_hz REAL NOT NULL,
+    time_per_sample_s REAL NOT NULL,
+    peak_power_w REAL NOT NULL,
+    mean_power_w REAL,
+    n_steps INTEGER,
+    seq INTEGER NOT NULL,
+    measured_utc TEXT NOT NULL,
+    PRIMARY KEY (batch_size, freq_hz)
+);
 """
 
 
@@ -108,7 +128,7 @@ def _lock(path):
     except OSError:
         f.close()
         raise StoreError(f"campaign {path} is being written by another thor-sdk process (probe, profile, "
-                         "measure --out or harness ingest); wait for it to finish") from None
+                         "measure --out, harness ingest or table profile); wait for it to finish") from None
     return f
 
 
@@ -177,12 +197,14 @@ class Campaign:
             for f in (tmp, tmp + "-journal"):
                 if os.path.exists(f):
                     os.unlink(f)
-        return cls.open(path, writer=True)
+        return cls.open(path, writer=True, power=meta.get("campaign_kind") == POWER_PROFILE)
 
     @classmethod
-    def open(cls, path, writer=False):
+    def open(cls, path, writer=False, power=False):
         """Open an existing campaign; ``writer=True`` also takes the one-writer lock (and refuses a file
-        or folder that cannot be written, before any work)."""
+        or folder that cannot be written, before any work). ``power=True`` opens a power profile
+        (``campaign_kind`` ``power-profile``); without it a power profile is refused, and the other way
+        round (FormatError)."""
         if not os.path.isfile(path):
             raise NotFoundError(f"no such campaign: {path}")
         if _empty_file(path):
@@ -194,14 +216,14 @@ class Campaign:
                 raise UsageError(f"campaign {path} cannot be written (the file or its folder {folder} is read-only)")
         lock = _lock(path) if writer else None
         try:
-            return cls._open(path, lock)
+            return cls._open(path, lock, power)
         except BaseException:
             if lock is not None:
                 lock.close()
             raise
 
     @classmethod
-    def _open(cls, path, lock):
+    def _open(cls, path, lock, power=False):
         try:
             conn = sqlite3.connect(path)
             rows = dict(conn.execute("SELECT key, value FROM meta").fetchall())
@@ -213,8 +235,23 @@ class Campaign:
             fmt, ver = None, None
         if fmt != FORMAT:
             raise StoreError(f"{path} is not a thor-sdk campaign database")
-        if ver != VERSION:
-            raise StoreError(f"{path} is campaign format version {ver}; this thor-sdk reads version {VERSION}")
+        if ver not in READ_VERSIONS:
+            raise StoreError(f"{path} is campaign format version {ver}; this thor-sdk reads versions "
+                             f"{', '.join(map(str, READ_VERSIONS))}")
+        kind = json.loads(rows.get("campaign_kind", "null"))
+        if power and kind != POWER_PROFILE:
+            raise FormatError(f"{path} is not a power profile (a THOR campaign of `thor-sdk probe`/`profile`); "
+                              "profile with `thor-sdk table profile`")
+        if not power and kind == POWER_PROFILE:
+            raise FormatError(f"{path} is a power profile (`thor-sdk table profile`), not a THOR campaign: give it "
+                              "to `thor-sdk table build`")
+        if lock is not None and ver != VERSION:  # a writer upgrades: version 2 adds the power_rows table
+            try:
+                conn.executescript(SCHEMA)
+                with conn:
+                    conn.execute("UPDATE meta SET value = ? WHERE key = 'version'", (json.dumps(VERSION),))
+            except sqlite3.Error as e:
+                raise StoreError(f"cannot upgrade campaign {path} to version {VERSION}: {e}") from None
         return cls(path, conn, lock)
 
     def close(self):
@@ -438,3 +475,40 @@ class Campaign:
             d["detail"] = json.loads(d["detail"]) if d["detail"] else {}
             out.append(d)
         return out
+
+    # -- power profile: (batch size, GPU frequency) pairs ---------------------------------------------
+    _POWER_COLS = ("batch_size", "freq_hz", "time_per_sample_s", "peak_power_w", "mean_power_w", "n_steps")
+
+    def add_power_row(self, row):
+        """Store one measured (batch size, frequency) pair (committed); one already stored is never replaced
+        (StoreError)."""
+        try:
+            with self._tx():
+                seq = self.conn.execute("SELECT COALESCE(MAX(seq), -1) + 1 FROM power_rows").fetchone()[0]
+                self.conn.execute(
+                    "INSERT INTO power_rows(batch_size, freq_hz, time_per_sample_s, peak_power_w, mean_power_w, "
+                    "n_steps, seq, measured_utc) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                    (int(row["batch_size"]), float(row["freq_hz"]), float(row["time_per_sample_s"]),
+                     float(row["peak_power_w"]), row.get("mean_power_w"), row.get("n_steps"), seq, _now()))
+        except sqlite3.IntegrityError:
+            raise StoreError(f"{self.path} already holds batch {row['batch_size']} at {row['freq_hz']:g} Hz; a "
+                             "measured row is never replaced") from None
+
+    def _has_power_rows(self):
+        return self.conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'power_rows'"
+                                 ).fetchone() is not None
+
+    def get_power_row(self, batch_size, freq_hz):
+        """The stored pair as a dict, or None."""
+        if not self._has_power_rows():
+            return None
+        r = self.conn.execute(f"SELECT {', '.join(self._POWER_COLS)} FROM power_rows WHERE batch_size = ? AND "
+                              "freq_hz = ?", (int(batch_size), float(freq_hz))).fetchone()
+        return dict(zip(self._POWER_COLS, r)) if r else None
+
+    def power_rows(self):
+        """Every stored pair, in the order measured (``[]`` for a file without the table)."""
+        if not self._has_power_rows():
+            return []
+        return [dict(zip(self._POWER_COLS, r)) for r in
+                self.conn.execute(f"SELECT {', '.join(self._POWER_COLS)} FROM power_rows ORDER BY seq")]
