@@ -8,9 +8,9 @@ import sys
 
 import pytest
 
+from thor_sdk.devices.devfreq import GpuFrequencyController, find_gpu_devfreq
+from thor_sdk.devices.simjetson import SimulatedJetson
 from thor_sdk.errors import DeviceError, DeviceUnavailableError, UsageError
-from thor_sdk.power.devfreq import GpuFrequencyController, find_gpu_devfreq
-from thor_sdk.power.simjetson import SimulatedJetson
 
 NANO_NODE = "sys/devices/gpu.0/devfreq/57000000.gpu"
 ORIN_NODE = "sys/devices/17000000.ga10b/devfreq/17000000.ga10b"
@@ -86,7 +86,7 @@ def test_no_devfreq_node_is_a_clear_error(tmp_path):
 
 KILL_SCRIPT = """
 import sys, time
-from thor_sdk.power.devfreq import GpuFrequencyController
+from thor_sdk.devices.devfreq import GpuFrequencyController
 with GpuFrequencyController(sys.argv[1]) as g:
     g.set_frequency(int(sys.argv[2]))
     print("PINNED", flush=True)
@@ -124,7 +124,7 @@ def test_reset_full_range_after_a_hard_kill(nano):
 NOT_ROOT_SCRIPT = """
 import sys
 from thor_sdk.errors import DeviceError
-from thor_sdk.power.devfreq import GpuFrequencyController
+from thor_sdk.devices.devfreq import GpuFrequencyController
 g = GpuFrequencyController(sys.argv[1])
 print("AVAILABLE" if g.is_available() else "UNAVAILABLE:" + g.why_unavailable())
 try:

@@ -18,13 +18,12 @@ import sys
 
 import pytest
 
-from thor_sdk.errors import FormatError
-from thor_sdk.power.devfreq import GpuFrequencyController
+from thor_sdk.devices.devfreq import GpuFrequencyController
+from thor_sdk.devices.simjetson import SimulatedJetson
+from thor_sdk.errors import FormatError, RemoteCommandError, RemoteSudoError, RemoteThorSdkMissing
 from thor_sdk.power.profile import load_profile
-from thor_sdk.power.remote import (RemoteCommandError, RemoteSudoError, RemoteThorSdkMissing, profile_remote,
-                                   train_remote)
+from thor_sdk.power.remote import profile_remote, train_remote
 from thor_sdk.power.select import make_table, select
-from thor_sdk.power.simjetson import SimulatedJetson
 from thor_sdk.power.table import validate
 from thor_sdk.transports.base import RunOutput, TransportDisconnected
 from thor_sdk.transports.local import LocalTransport
@@ -158,7 +157,7 @@ def test_resume_pushes_the_local_profile_first(board, tmp_path):
     assert [r["freq_hz"] for r in first["rows"]] == freqs
     marker = 123.0  # mark one stored row: a re-measured row would lose the mark
     with sqlite3.connect(out) as db:
-        db.execute("UPDATE rows SET time_per_sample_s = ? WHERE batch_size = 128 AND freq_hz = ?", (marker, freqs[0]))
+        db.execute("UPDATE power_rows SET time_per_sample_s = ? WHERE batch_size = 128 AND freq_hz = ?", (marker, freqs[0]))
     lines = []
     doc = profile_remote(t, "mlp", [16, 128], out, command=python_cmd, sysfs_root=board.sim_root, resume=True,
                          log=lines.append)
@@ -333,11 +332,10 @@ def test_a_dropped_connection_leaves_the_board_folder_and_says_where(tmp_path):
 
 PARTIAL_BOARD = """
 import sys
-from thor_sdk.power.profile import PROFILE_FORMAT, ProfileStore
+from thor_sdk.store.campaign import POWER_PROFILE, Campaign
 out = sys.argv[sys.argv.index("--out") + 1]
-with ProfileStore(out, create=True) as s:
-    s.set_meta(format=PROFILE_FORMAT, version=1, model="mlp", simulated=True)
-    s.add({"batch_size": 128, "freq_hz": 1.0, "time_per_sample_s": 0.5, "peak_power_w": 2.0})
+with Campaign.create(out, {"campaign_kind": POWER_PROFILE, "model": "mlp", "simulated": True}) as c:
+    c.add_power_row({"batch_size": 128, "freq_hz": 1.0, "time_per_sample_s": 0.5, "peak_power_w": 2.0})
 print("warning: the fan is off", file=sys.stderr)
 print("Error: out of memory at batch 64", file=sys.stderr)
 sys.exit(1)

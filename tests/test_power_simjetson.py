@@ -5,11 +5,11 @@ import json
 
 import pytest
 
+from thor_sdk.devices import get_device
+from thor_sdk.devices.devfreq import GpuFrequencyController
+from thor_sdk.devices.simjetson import MARKER, SimJetsonDevice, SimulatedJetson
 from thor_sdk.meters.ina3221 import Ina3221Meter
-from thor_sdk.power.board import SimJetsonBoard, board_from
-from thor_sdk.power.devfreq import GpuFrequencyController
 from thor_sdk.power.profile import economical_order, load_profile, profile
-from thor_sdk.power.simjetson import MARKER, SimulatedJetson
 
 
 def cli(argv, capsys):
@@ -109,8 +109,8 @@ def test_economical_order_steps_down_when_the_start_is_over_the_cap():
 
 def test_profile_on_the_simulated_jetson(tmp_path):
     root = str(tmp_path / "sim")
-    board = board_from("sim", root)
-    assert isinstance(board, SimJetsonBoard) and board.simulated
+    board = get_device("sim", root=root)
+    assert isinstance(board, SimJetsonDevice) and board.simulated
     out = str(tmp_path / "p.db")
     sim = board.sim
     cap = 4.0

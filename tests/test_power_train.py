@@ -4,10 +4,10 @@ import json
 
 import pytest
 
-from thor_sdk.power.board import HostBoard, SimJetsonBoard, board_from
-from thor_sdk.power.devfreq import GpuFrequencyController
+from thor_sdk.devices import get_device
+from thor_sdk.devices.devfreq import GpuFrequencyController
+from thor_sdk.devices.simjetson import SimJetsonDevice, SimulatedJetson
 from thor_sdk.power.select import make_table, select
-from thor_sdk.power.simjetson import SimulatedJetson
 from thor_sdk.power.table import validate
 
 
@@ -30,7 +30,7 @@ def test_host_train_reaches_the_target_on_digits(tmp_path, capsys):
     assert rep["epochs"][-1]["val_accuracy"] >= 0.9 > max([0.0] + [e["val_accuracy"] for e in rep["epochs"][:-1]])
     assert rep["frequency_control"] is False and rep["freq_hz"] is None
     assert "no GPU frequency control" in text
-    ok, _, _ = HostBoard().meter_status()
+    ok, _, _ = get_device("host").power_status()
     if ok:  # a host meter (RAPL/NVML) is readable here: energy is measured, never assumed
         assert all(e["energy_j"] is not None for e in rep["epochs"])
     else:
@@ -123,7 +123,7 @@ def test_jetson_without_a_table_profiles_for_the_cap_first(tmp_path, capsys):
 def test_jetson_without_a_cap_or_with_an_infeasible_cap(tmp_path, capsys):
     root = str(tmp_path / "sim")
     sim = SimulatedJetson.create(root, "nano")
-    assert isinstance(board_from("jetson", root), SimJetsonBoard)  # a simulated tree is never taken as real
+    assert isinstance(get_device("jetson", root=root), SimJetsonDevice)  # a simulated tree is never taken as real
     code, _, err = cli(["train", "--device", "jetson", "--sysfs-root", root], capsys)
     assert code == 2 and "give --power-cap" in err
     tab = str(tmp_path / "t.json")

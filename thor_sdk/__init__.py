@@ -27,6 +27,14 @@ _LAZY = {
     "prune_plan": ("thor_sdk.prune", "prune_plan"),
     "load_estimator": ("thor_sdk.runtime", "load_estimator"),
     "get_device": ("thor_sdk.devices", "get_device"),
+    # power-aware training (docs/power-aware-training.md)
+    "table_profile": ("thor_sdk.api", "table_profile"),
+    "table_ratios": ("thor_sdk.api", "table_ratios"),
+    "table_build": ("thor_sdk.api", "table_build"),
+    "table_select": ("thor_sdk.api", "table_select"),
+    "train": ("thor_sdk.api", "train"),
+    "replay": ("thor_sdk.api", "replay"),
+    "reset_frequency": ("thor_sdk.api", "reset_frequency"),
 }
 
 __all__ = ["__version__", *_LAZY]

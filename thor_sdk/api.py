@@ -1,4 +1,4 @@
-"""The library API behind the CLI: probe, fit, estimate, measure.
+"""The library API behind the CLI: probe, fit, estimate, measure; table_profile ... replay for power-aware training.
 
 Everything the ``thor-sdk`` commands do is callable from Python with the same arguments:
 
@@ -400,3 +400,207 @@ def measure(model, device="host", batch_size=32, metric="time", runtime="torch",
             c.add_model_run(source.label, batch_size, metric, result["mean"], result["std"], result["n"], runtime,
                             {"median": result["median"], "values": values})
     return result
+
+
+# ---------------------------------------------------------------------------------------------
+# power-aware training: the (batch size, GPU frequency) table, training under a power cap, replay
+# ---------------------------------------------------------------------------------------------
+POWER_BATCH_SIZES = (8, 16, 32, 64, 128)
+
+
+def _power_batch_sizes(batch_sizes):
+    """``"8,16,32"`` or a sequence of integers: sorted distinct batch sizes in their bounds."""
+    from thor_sdk.bounds import batch_sizes as check
+    from thor_sdk.power.ratios import parse_batch_sizes
+
+    return parse_batch_sizes(batch_sizes) if isinstance(batch_sizes, str) else sorted(check(list(batch_sizes)))
+
+
+def _power_device(device, sysfs_root=None, sim_flavor="nano"):
+    """``(device, transport)``: a local device that trains in-process (host, jetson, sim) and None, or a
+    Jetson over ssh and its (checked) transport; any other device is refused."""
+    from thor_sdk.devices import get_device
+    from thor_sdk.devices.host import HostDevice
+    from thor_sdk.devices.jetson import JetsonDevice
+    from thor_sdk.errors import DeviceUnavailableError
+
+    dev = device if hasattr(device, "frequency_controller") else get_device(device, root=sysfs_root,
+                                                                            sim_flavor=sim_flavor)
+    if isinstance(dev, JetsonDevice):
+        why = dev.transport.why_unavailable()
+        if why:
+            raise DeviceUnavailableError(f"{dev.name}: {why}")
+        return dev, dev.transport
+    if not isinstance(dev, HostDevice):
+        raise UsageError(f"{dev.name}: power-aware profiling and training run on this machine (host, jetson, sim) "
+                         "or on a Jetson over ssh (jetson://user@host[:port])")
+    return dev, None
+
+
+def reset_frequency(device="jetson", sysfs_root=None, sim_flavor="nano", remote_sudo=False,
+                    remote_command="thor-sdk", log=None):
+    """Reopen the GPU's whole frequency range (after a hard kill left one pinned): ``{"min_freq", "max_freq"}``
+    in Hz. ``jetson://user@host`` does it on the board over ssh (``remote_sudo``: ``sudo -n`` there)."""
+    dev, transport = _power_device(device, sysfs_root, sim_flavor)
+    if transport is not None:
+        from thor_sdk.power.remote import reset_frequency_remote
+
+        return reset_frequency_remote(transport, command=(remote_command,), sudo=remote_sudo, sysfs_root=sysfs_root,
+                                      log=log)
+    ctl = dev.frequency_controller()
+    if ctl is None:
+        raise UsageError(f"{dev.name}: no GPU frequency control")
+    return ctl.reset_full_range()
+
+
+def table_profile(device="jetson", model="mlp", batch_sizes=POWER_BATCH_SIZES, out=None, power_cap_w=None, n_steps=5,
+                  resume=False, sysfs_root=None, sim_flavor="nano", remote_sudo=False, remote_command="thor-sdk",
+                  progress=None, log=None):
+    """Profile time per sample and peak power per (batch size, GPU frequency) into the campaign ``out``
+    (``docs/power-aware-training.md``): economically for ``power_cap_w``, else every pair.
+
+    ``device``: ``jetson`` (this machine), ``sim`` (a SIMULATED Jetson under ``sysfs_root``, written when
+    new) or ``jetson://user@host[:port]`` (run on the board over ssh and pulled back; ``log`` gets its
+    lines). Returns ``{"out", "simulated", "device", "rows"}`` (a remote run adds ``board``, ``remote_out``)."""
+    from thor_sdk.power.profile import check_args, profile
+
+    dev, transport = _power_device(device, sysfs_root, sim_flavor)
+    if not out:
+        raise UsageError("give --out FILE.db")
+    sizes = _power_batch_sizes(batch_sizes)
+    check_args(sizes, power_cap_w, n_steps)
+    if transport is not None:
+        from thor_sdk.power.remote import profile_remote
+
+        return profile_remote(transport, model, sizes, out, power_cap_w=power_cap_w, n_steps=n_steps, resume=resume,
+                              command=(remote_command,), sudo=remote_sudo, sysfs_root=sysfs_root, log=log)
+    rows = profile(dev, model, sizes, out, power_cap_w=power_cap_w, n_steps=n_steps, resume=resume,
+                   progress=progress)
+    return {"out": out, "simulated": dev.simulated, "device": dev.power_info(), "rows": rows}
+
+
+def table_ratios(model="mlp", proxy="digits", batch_sizes=POWER_BATCH_SIZES, target_accuracy=0.9, seeds=(0, 1, 2),
+                 base_lr=0.1, max_epochs=30, ratio_model="unimodal", out=None, progress=None):
+    """Samples-to-accuracy per batch size on an offline proxy, relative to the largest batch: the ratios
+    document (checked against its schema; written to ``out`` when given). ``seeds``: integers or ``"0,1,2"``."""
+    from thor_sdk.power.ratios import estimate_ratios
+    from thor_sdk.power.table import validate, write_json
+
+    if isinstance(seeds, str):
+        try:
+            seeds = [int(s) for s in seeds.split(",") if s.strip()]
+        except ValueError:
+            raise UsageError(f"seeds must be comma-separated integers, got {seeds!r}") from None
+    if out:
+        from thor_sdk.store.files import check_output
+
+        check_output(out, "power table file")  # before any training
+    doc = estimate_ratios(model, proxy, _power_batch_sizes(batch_sizes), target_accuracy, list(seeds), base_lr,
+                          max_epochs, progress=progress, ratio_model=ratio_model)
+    validate(doc, "ratios", "batch ratios")
+    if out:
+        write_json(doc, out)
+    return doc
+
+
+def table_build(profile, ratios, samples_to_target=None, out=None):
+    """The power table from a profile (a ``table profile`` campaign, or an earlier standalone profile file) and
+    a ratios JSON file; written to ``out`` when given. ``samples_to_target``: what the reference batch needs
+    on the real task (default: the proxy's)."""
+    from thor_sdk.bounds import number
+    from thor_sdk.power.profile import load_profile
+    from thor_sdk.power.table import build_table, read_json, write_json
+
+    number("samples to target", samples_to_target, low=0, low_open=True, optional=True)
+    if out:
+        from thor_sdk.store.files import check_output
+
+        check_output(out, "power table file")
+    meta, rows = load_profile(profile)
+    doc = build_table(meta, rows, read_json(ratios, "ratios", "batch ratios"), samples_to_target,
+                      sources={"profile": profile, "ratios": ratios})
+    if out:
+        write_json(doc, out)
+    return doc
+
+
+def table_select(table, power_cap_w):
+    """The (batch size, frequency) pair to train with under ``power_cap_w`` and why, beside both baselines:
+    ``{"simulated", "power_cap_w", "why", "selected", "baseline1", "baseline2", ...}``. ``table``: a power
+    table file or its document (checked either way)."""
+    from thor_sdk.power.select import compare
+    from thor_sdk.power.table import check, read_json
+
+    doc = check(table) if isinstance(table, dict) else read_json(table)
+    return {"simulated": doc.get("simulated", False), **compare(doc, power_cap_w)}
+
+
+def train(device="host", power_cap_w=None, table=None, model="mlp", data="digits", target_accuracy=0.9,
+          batch_size=None, ratios=None, batch_sizes=POWER_BATCH_SIZES, profile_steps=5, profile_out=None, base_lr=0.1,
+          max_epochs=30, seed=0, out=None, sysfs_root=None, remote_sudo=False, remote_command="thor-sdk", log=None,
+          board_log=None):
+    """Fine-tune ``model`` on ``data`` under a power cap until the target accuracy; returns the run report
+    (``docs/power-aware-training.md``), written to ``out`` when given.
+
+    ``table`` (a power table file from ``table build``, or its document) gives the (batch size, frequency)
+    pair; without one a device with frequency control profiles for the cap first (``batch_sizes``,
+    ``profile_steps``, ``ratios``: a ratios file or document, ``profile_out``); the host has no frequency
+    control and trains at ``batch_size`` (default 32). ``jetson://user@host`` trains on the board over ssh
+    (``table`` and ``ratios`` as files; ``board_log`` gets the board's lines). ``log`` gets one line per event."""
+    from thor_sdk.power.table import check, read_json, validate, write_json
+    from thor_sdk.power.train import check_args, train_under_cap
+
+    check_args(power_cap_w, target_accuracy, base_lr, max_epochs, batch_size, None, profile_steps, seed)
+    if out:
+        from thor_sdk.store.files import check_output
+
+        check_output(out, "run report")  # before training
+    table_doc = None if table is None else check(table) if isinstance(table, dict) else read_json(table)
+    ratios_doc = (None if ratios is None else check(ratios, "ratios", "batch ratios") if isinstance(ratios, dict)
+                  else read_json(ratios, "ratios", "batch ratios"))
+    sizes = _power_batch_sizes(batch_sizes)
+    dev, transport = _power_device(device, sysfs_root)
+    say = log or (lambda line: None)
+    if transport is not None:
+        from thor_sdk.power.remote import train_remote
+
+        if isinstance(table, dict) or isinstance(ratios, dict):
+            raise UsageError(f"{dev.name}: give the power table and the ratios as files (they are copied to the board)")
+        rep = train_remote(transport, power_cap_w, model, data, target_accuracy, table_path=table,
+                           batch_size=batch_size, base_lr=base_lr, max_epochs=max_epochs, seed=seed, ratios_path=ratios,
+                           batch_sizes=sizes, profile_steps=profile_steps, command=(remote_command,), sudo=remote_sudo,
+                           sysfs_root=sysfs_root, log=board_log)
+        if rep.get("simulated"):
+            say("SIMULATED Jetson: frequency, power and energy are modelled, not measured")
+    else:
+        if dev.simulated:
+            say("SIMULATED Jetson: frequency, power and energy are modelled, not measured")
+        rep = train_under_cap(dev, power_cap_w, model, data, target_accuracy, table=table_doc, batch_size=batch_size,
+                              base_lr=base_lr, max_epochs=max_epochs, seed=seed, log=log, ratios=ratios_doc,
+                              batch_sizes=sizes, profile_steps=profile_steps, profile_out=profile_out)
+    validate(rep, "run_report", "run report")
+    if out:
+        write_json(rep, out)
+    return rep
+
+
+def replay(power_trace, train_trace, power_column="bound", cap_step_w=5.0, targets=None, with_cases=False,
+           ratio_model="unimodal", splits=None, seed=0, caps=None, progress=None):
+    """Replay the selection, both baselines and the oracle on real GPU traces (the power limit as the frequency
+    knob; ``docs/power-aware-training.md``): the figures per workload and overall. ``targets``: ``{workload:
+    target metric}`` or ``DATASET=VALUE`` strings."""
+    from thor_sdk.power.replay import replay as run_replay
+
+    if targets is not None and not isinstance(targets, dict):
+        parsed = {}
+        for t in targets:
+            k, sep, v = str(t).partition("=")
+            try:
+                parsed[k] = float(v)
+            except ValueError:
+                raise UsageError(f"--target wants DATASET=VALUE, got {t!r}") from None
+            if not sep:
+                raise UsageError(f"--target wants DATASET=VALUE, got {t!r}")
+        targets = parsed
+    return run_replay(power_trace, train_trace, power_column, cap_step_w, caps=caps, targets=targets,
+                      with_cases=with_cases, progress=progress, ratio_model=ratio_model, splits=splits, seed=seed)

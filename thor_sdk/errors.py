@@ -93,6 +93,23 @@ class DeviceUnavailableError(DeviceError):
     """The device (or the tooling to reach it) is not present on this machine."""
 
 
+class RemoteSudoError(DeviceError):
+    """``sudo -n`` on a remote device refused: it wants a password, or the user may not use sudo."""
+
+
+class RemoteThorSdkMissing(DeviceUnavailableError):
+    """thor-sdk (or sudo) is not installed, or not on the PATH, on a remote device."""
+
+
+class RemoteCommandError(DeviceError):
+    """A command run on a remote device (its thor-sdk, its harness) failed; ``remote_exit_code`` is its exit
+    status."""
+
+    def __init__(self, message, remote_exit_code):
+        super().__init__(message)
+        self.remote_exit_code = remote_exit_code
+
+
 class ExportError(ThorError):
     """A model could not be exported, or the export failed verification."""
 

@@ -1,12 +1,23 @@
-"""Devices: ``get_device(spec)`` for ``host``, ``android[:SERIAL]``, ``jetson://user@host[:port]``, ``ios[:UDID]``.
+"""Devices: ``get_device(spec)``, the one device-name grammar of every command.
+
+probe, measure, profile, table and train all parse ``--device`` here: ``host``, ``jetson`` (this machine
+is a Jetson), ``jetson://user@host[:port]`` (a board over ssh), ``sim`` / ``simjetson`` (a SIMULATED
+Jetson under a sysfs root), ``android[:SERIAL]``, ``ios[:UDID]``.
 
 ``meter`` overrides the device's own meters: a ``Meter`` object, or ``external:FILE.csv[,offset=S]``
-for a bench meter's log (any device).
+for a bench meter's log (any device). ``root`` is the sysfs root of a local device (``/``; a fake tree
+in tests; the SIMULATED Jetson's folder), or of the board for ``jetson://``.
 """
 
 from thor_sdk.errors import NotFoundError, UsageError
 
-SPECS = "host, android, android:SERIAL, jetson://user@host[:port], ios:UDID"
+SPECS = "host, jetson, jetson://user@host[:port], sim (SIMULATED Jetson), android, android:SERIAL, ios:UDID"
+REMOTE_SCHEMES = ("jetson://", "ssh://")
+
+
+def is_remote(spec):
+    """True for a device reached over ssh (``jetson://user@host[:port]``)."""
+    return isinstance(spec, str) and spec.startswith(REMOTE_SCHEMES)
 
 
 def resolve_meter(meter):
@@ -18,15 +29,28 @@ def resolve_meter(meter):
     return parse_meter_spec(meter)
 
 
-def get_device(spec="host", meter=None, **kwargs):
-    """A device from its spec string (see ``SPECS``); nothing is contacted until it is used."""
+def get_device(spec="host", meter=None, root=None, sim_flavor="nano", **kwargs):
+    """A device from its spec string (see ``SPECS``); nothing is contacted until it is used.
+
+    ``jetson`` whose ``root`` holds a SIMULATED tree is the simulated Jetson (and says so); ``sim`` needs
+    ``root`` and writes a ``sim_flavor`` tree there when the folder is new or empty."""
     if not isinstance(spec, str) or not spec:
         raise UsageError(f"bad device spec {spec!r}; known: {SPECS}")
     meter = resolve_meter(meter)
     if spec == "host":
         from .host import HostDevice
 
-        return HostDevice(meter=meter, **kwargs)
+        return HostDevice(meter=meter, root=root or "/", **kwargs)
+    if spec in ("jetson", "sim", "simjetson"):
+        from .simjetson import SimJetsonDevice, SimulatedJetson
+
+        if spec != "jetson":
+            return SimJetsonDevice.at(root, sim_flavor, meter=meter, **kwargs)
+        if SimulatedJetson.is_simulated(root or "/"):  # a simulated tree is never taken for a real board
+            return SimJetsonDevice(root, meter=meter, **kwargs)
+        from .jetson import LocalJetsonDevice
+
+        return LocalJetsonDevice(root or "/", meter=meter, **kwargs)
     if spec == "android" or spec.startswith("android:"):
         from .android import AndroidDevice
 
@@ -34,12 +58,14 @@ def get_device(spec="host", meter=None, **kwargs):
         if serial == "":
             raise UsageError("android: needs a serial after the colon (see `adb devices`), or just `android`")
         return AndroidDevice(serial=serial, meter=meter, **kwargs)
-    if spec.startswith("jetson://") or spec.startswith("ssh://"):
+    if is_remote(spec):
         from .jetson import JetsonDevice
 
         target = spec.split("://", 1)[1].rstrip("/")
         if not target:
             raise UsageError(f"{spec!r} needs a target: jetson://user@host[:port]")
+        if root:
+            kwargs["device_root"] = root
         return JetsonDevice(target, meter=meter, **kwargs)
     if spec == "ios" or spec.startswith("ios:"):
         from .ios import IosDevice

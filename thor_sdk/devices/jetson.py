@@ -1,14 +1,22 @@
-"""NVIDIA Jetson boards (and other Linux boards) over ssh: ``jetson://user@host[:port]``.
+"""NVIDIA Jetson boards: this machine when it is one (``jetson``), or a board over ssh (``jetson://``).
 
-The board has the same thor-sdk installed; this side pushes the bundle, runs
-``thor-sdk harness run BUNDLE --out results.json`` there (which measures with the board's own
-meters: INA3221 rails on a Jetson) and pulls the results. ``meters()`` reads the board's INA3221
-files over ssh so ``thor-sdk devices`` can show the rails.
+``LocalJetsonDevice`` (``--device jetson``: thor-sdk runs ON the board) is the host device with the
+board's two capabilities: GPU frequency control through devfreq (``thor_sdk.devices.devfreq``, root
+needed) and power from the INA3221 rails (``thor_sdk.meters.ina3221``); it probes and measures
+in-process like the host, and power-aware profiling and training pin its GPU frequency.
+
+``JetsonDevice`` (``jetson://``): the board has the same thor-sdk installed; this side pushes the
+bundle, runs ``thor-sdk harness run BUNDLE --out results.json`` there (which measures with the
+board's own meters: INA3221 rails on a Jetson) and pulls the results. ``meters()`` reads the
+board's INA3221 files over ssh so ``thor-sdk devices`` can show the rails. Power-aware profiling and
+training on it run ``thor-sdk table profile|train --device jetson`` on the board through the same
+remote runner (``thor_sdk.power.remote``).
 """
 
 from thor_sdk.meters.ina3221 import Ina3221Meter
 from thor_sdk.transports.ssh import SshTransport
 
+from .host import HostDevice
 from .remote import CliHarness, DeviceMeter, RemoteDevice, snapshot_files
 
 METER_FILES = [
@@ -32,3 +40,39 @@ class JetsonDevice(RemoteDevice):
 
     def device_meters(self):
         return [DeviceMeter(Ina3221Meter(snapshot_files(self.transport, METER_FILES, root=self.device_root)))]
+
+
+class LocalJetsonDevice(HostDevice):
+    """This machine is a Jetson (``root``: ``/``, or a fake sysfs tree in tests)."""
+
+    name = "jetson"
+    kind = "jetson"
+
+    def __init__(self, root="/", meter=None, threads=None, poll_period_s=0.02):
+        super().__init__(meter=meter, root=str(root), threads=threads)
+        self.poll_period_s = poll_period_s
+
+    def frequency_controller(self):
+        from .devfreq import GpuFrequencyController
+
+        return GpuFrequencyController(self.root)
+
+    def _ina3221(self):
+        return Ina3221Meter(root=self.root, poll_period_s=self.poll_period_s)
+
+    def power_meter(self):
+        m = self._ina3221()
+        return m if m.is_available() else None
+
+    def power_status(self):
+        m = self._ina3221()
+        why = m.why_unavailable()
+        if why:
+            return False, why, None
+        return True, "", "ina3221:" + "+".join(r.name for r in m.selected_rails())
+
+    def power_window(self):
+        from thor_sdk.meters.peak import PowerWindow
+
+        m = self.power_meter()
+        return None if m is None else PowerWindow(m, require_peak=True)

@@ -18,6 +18,7 @@ Bundles and results are the exporters' formats (``thor_sdk.exporters.bundle``), 
 
 import os
 import posixpath
+import re
 import secrets
 import tempfile
 import time
@@ -96,14 +97,95 @@ class CliHarness(Harness):
         self.command = list(command)
 
     def run(self, transport, remote_bundle, remote_out, timeout_s):
-        res = transport.run([*self.command, "harness", "run", remote_bundle, "--out", remote_out, "--quiet"],
-                            timeout_s=timeout_s, check=False)
-        if res.returncode == 127 or "command not found" in res.stderr:
-            raise DeviceError(f"`{self.command[0]}` is not installed on the device: pip install thor-sdk there "
-                              "(the same version as here)")
-        if res.returncode != 0:
-            msg = (res.stderr.strip() or res.stdout.strip() or "no output").splitlines()[-1]
-            raise DeviceError(f"the harness on the device failed (exit {res.returncode}): {msg[:300]}")
+        RemoteCommand(transport, self.command, timeout_s=timeout_s, what="the harness", where="the device").run(
+            ["harness", "run", remote_bundle, "--out", remote_out, "--quiet"])
+
+
+# ---------------------------------------------------------------------------------------------
+# the one remote command runner
+# ---------------------------------------------------------------------------------------------
+class RemoteCommand:
+    """``[sudo -n] COMMAND ARGS...`` run on a device through ``transport`` (an argument list: the transport
+    quotes each word), its failures mapped to one line: ``RemoteSudoError`` (sudo wants a password, or the
+    user may not use it), ``RemoteThorSdkMissing`` (exit 127 / ``command not found``), ``RemoteCommandError``
+    (it ran and failed: its own ``Error: ...`` line and exit status). Used by the probe harness of boards
+    (``CliHarness``) and by the power commands run on a Jetson (``thor_sdk.power.remote``).
+
+    ``what`` and ``where`` name the command and the device in messages (default: the command's name and the
+    transport's target); ``path_option`` is the option that gives the command's full path, named in hints.
+    """
+
+    def __init__(self, transport, command=("thor-sdk",), sudo=False, timeout_s=None, log=None, what=None,
+                 where=None, path_option=None):
+        if isinstance(command, str):
+            command = (command,)
+        if not command or not all(isinstance(c, str) and c for c in command):
+            raise UsageError(f"bad remote command {command!r}")
+        self.transport = transport
+        self.command = list(command)
+        self.sudo = bool(sudo)
+        self.timeout_s = timeout_s
+        self.log = log or (lambda line: None)
+        self.what = what or posixpath.basename(self.command[0])
+        self._where = where
+        self.path_option = path_option
+
+    @property
+    def where(self):
+        if self._where:
+            return self._where
+        t = self.transport
+        return getattr(t, "target", None) or t.info().get("hostname") or t.name
+
+    def argv(self, args):
+        return (["sudo", "-n"] if self.sudo else []) + self.command + [str(a) for a in args]
+
+    def run(self, args):
+        """Run; relay the device's stderr lines to ``log``; return the transport's output (raises the mapped
+        errors when it failed)."""
+        res = self.transport.run(self.argv(args), timeout_s=self.timeout_s, check=False)
+        for line in (res.stderr or "").splitlines():
+            if line.strip():
+                self.log(f"board: {line.rstrip()}")
+        self.check(res)
+        return res
+
+    def check(self, res):
+        """Map a failed run to ``RemoteSudoError`` / ``RemoteThorSdkMissing`` / ``RemoteCommandError``."""
+        from thor_sdk.errors import RemoteCommandError, RemoteSudoError, RemoteThorSdkMissing
+
+        if res.returncode == 0:
+            return
+        text = (res.stderr or "") + "\n" + (res.stdout or "")
+        name = posixpath.basename(self.command[0])
+        if self.sudo:
+            if "a password is required" in text or "a terminal is required" in text:
+                raise RemoteSudoError(
+                    f"sudo on {self.where} wants a password; allow it without one for thor-sdk (a NOPASSWD line in "
+                    "sudoers, see docs/power-aware-training.md) or run without --remote-sudo as a user that may "
+                    "write the GPU's devfreq files")
+            if "not in the sudoers file" in text or "is not allowed to execute" in text:
+                raise RemoteSudoError(f"the user on {self.where} may not run {name} through sudo (sudoers)")
+            if re.search(r"(^|[\s:])sudo: (command )?not found", text):
+                raise RemoteThorSdkMissing(f"sudo is not installed on {self.where}; run without --remote-sudo "
+                                           "as a user that may write the GPU's devfreq files")
+        missing = res.returncode == 127 or any(
+            name in line and not line.startswith("Error:")
+            and ("command not found" in line or line.rstrip().endswith("not found"))
+            for line in text.splitlines())
+        if missing:
+            hint = ""
+            if self.path_option:
+                hint = (f" (sudo resets PATH: give its full path with {self.path_option})" if self.sudo else
+                        f" (or give its full path with {self.path_option})")
+            raise RemoteThorSdkMissing(f"`{self.command[0]}` is not installed on {self.where}: pip install thor-sdk "
+                                       f"there (the same version as here){hint}")
+        lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+        err = [ln for ln in lines if ln.startswith("Error:")]
+        msg = (err or lines or ["no output"])[-1][:300]
+        hint = " (give --remote-sudo)" if ("needs root" in msg and not self.sudo) else ""
+        raise RemoteCommandError(f"{self.what} on {self.where} failed (exit {res.returncode}): {msg}{hint}",
+                                 res.returncode)
 
 
 class AndroidHarness(Harness):
@@ -384,5 +466,5 @@ class RemoteDevice(Device):
         return parts["model"]
 
 
-__all__ = ["RemoteDevice", "Harness", "CliHarness", "AndroidHarness", "IosHarness", "BundleCodec",
+__all__ = ["RemoteDevice", "Harness", "CliHarness", "RemoteCommand", "AndroidHarness", "IosHarness", "BundleCodec",
            "DeviceMeter", "snapshot_files", "validate_device_path", "parse_instrument_output"]

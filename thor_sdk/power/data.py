@@ -102,6 +102,20 @@ def build_net(model_name, n_features, n_classes, seed=0):
     return build_model(model_name, seed=seed)
 
 
+def flops_per_sample(model_name, n_features=None, n_classes=10):
+    """Training FLOPs (forward + backward) per sample, counted by ``torch.utils.flop_counter`` (the
+    SIMULATED Jetson's time model needs them)."""
+    import torch
+    from torch.utils.flop_counter import FlopCounterMode
+
+    net = build_net(model_name, n_features or 64, n_classes, seed=0)
+    x = torch.zeros((2, *input_shape_for(model_name, n_features or 64)))
+    with FlopCounterMode(display=False) as fc:
+        out = net(x)
+        torch.nn.functional.cross_entropy(out, torch.zeros(2, dtype=torch.long)).backward()
+    return max(fc.get_total_flops() / 2.0, 1.0)
+
+
 def adapt(X, model_name, info):
     """numpy X (n, features...) -> float32 torch tensor shaped for ``model_name``."""
     import torch

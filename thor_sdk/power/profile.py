@@ -1,4 +1,4 @@
-"""Profile time per sample and peak power per (batch size, GPU frequency) into a SQLite file.
+"""Profile time per sample and peak power per (batch size, GPU frequency) of a device, into a campaign.
 
 Order ("Accelerated Training on Low-Power Edge Devices"): with a known cap the profile is
 *economical*: the largest batch first, frequencies upward until the peak power crosses the cap, then
@@ -8,13 +8,15 @@ measuring: the selection only needs each batch's highest feasible frequency). Sh
 frequency already be over the cap for a batch (power not monotone in batch size), the search steps
 down from there instead. Without a cap every pair is measured.
 
-Frequencies are pinned through ``GpuFrequencyController`` inside a ``with`` block: restored on normal
-exit, exceptions, Ctrl-C and SIGTERM. Every measurement is committed as it is taken; ``resume=True``
-re-uses the rows already in the file (nothing measured twice).
+The device (``thor_sdk.devices``) brings the two capabilities: ``frequency_controller()`` pins each
+frequency inside a ``with`` block (restored on normal exit, exceptions, Ctrl-C and SIGTERM) and
+``measure_power_steps`` times the steps and reads their peak power.
 
-File (SQLite): table ``meta(key, value)`` (``format`` = ``thor-sdk/power-profile``, ``version`` 1,
-``model``, ``device`` JSON, ``simulated``, ``power_cap_w``) and table ``rows(batch_size, freq_hz,
-time_per_sample_s, peak_power_w, mean_power_w, n_steps, seq)``.
+The profile is a campaign (``thor_sdk.store.campaign``, ``campaign_kind`` ``power-profile``) with the
+campaign's guarantees: made whole and linked into place, one writer, every pair committed as it is
+measured in its ``power_rows`` table and never replaced; ``resume=True`` re-uses the pairs already
+there (nothing measured twice). ``load_profile`` also reads the standalone profile files of earlier
+versions (format ``thor-sdk/power-profile``: ``meta`` and ``rows`` tables), which are not continued.
 """
 
 import json
@@ -23,69 +25,8 @@ import sqlite3
 
 from thor_sdk.errors import DeviceError, DeviceUnavailableError, FormatError, NotFoundError, StoreError, UsageError
 
+#: the standalone profile files of earlier versions (read by ``load_profile``, never written)
 PROFILE_FORMAT = "thor-sdk/power-profile"
-PROFILE_VERSION = 1
-
-
-class ProfileStore:
-    """One profile file: metadata plus one row per measured (batch size, frequency)."""
-
-    def __init__(self, path, create=False):
-        if not create and not os.path.isfile(path):
-            raise NotFoundError(f"no such profile file: {path}")
-        self.path = path
-        try:
-            self.db = sqlite3.connect(path)
-            self.db.execute("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
-            self.db.execute("CREATE TABLE IF NOT EXISTS rows (batch_size INTEGER NOT NULL, freq_hz REAL NOT NULL, "
-                            "time_per_sample_s REAL NOT NULL, peak_power_w REAL NOT NULL, mean_power_w REAL, "
-                            "n_steps INTEGER, seq INTEGER NOT NULL, PRIMARY KEY (batch_size, freq_hz))")
-            self.db.commit()
-        except sqlite3.DatabaseError as e:
-            raise StoreError(f"{path} is not a readable profile database: {e}") from e
-        if not create:
-            fmt = self.meta().get("format")
-            if fmt != PROFILE_FORMAT:
-                raise FormatError(f"{path} is not a power profile (format {fmt!r}, expected {PROFILE_FORMAT!r})")
-
-    def close(self):
-        self.db.close()
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
-        return False
-
-    def meta(self):
-        return {k: json.loads(v) for k, v in self.db.execute("SELECT key, value FROM meta")}
-
-    def set_meta(self, **kv):
-        with self.db:
-            for k, v in kv.items():
-                self.db.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (k, json.dumps(v)))
-
-    def get(self, batch_size, freq_hz):
-        r = self.db.execute("SELECT batch_size, freq_hz, time_per_sample_s, peak_power_w, mean_power_w, n_steps "
-                            "FROM rows WHERE batch_size = ? AND freq_hz = ?", (batch_size, freq_hz)).fetchone()
-        return _row(r) if r else None
-
-    def add(self, row):
-        with self.db:
-            seq = self.db.execute("SELECT COALESCE(MAX(seq), -1) + 1 FROM rows").fetchone()[0]
-            self.db.execute("INSERT OR REPLACE INTO rows VALUES (?, ?, ?, ?, ?, ?, ?)",
-                            (int(row["batch_size"]), float(row["freq_hz"]), float(row["time_per_sample_s"]),
-                             float(row["peak_power_w"]), row.get("mean_power_w"), row.get("n_steps"), seq))
-
-    def rows(self):
-        return [_row(r) for r in self.db.execute(
-            "SELECT batch_size, freq_hz, time_per_sample_s, peak_power_w, mean_power_w, n_steps FROM rows ORDER BY seq")]
-
-
-def _row(r):
-    return {"batch_size": r[0], "freq_hz": r[1], "time_per_sample_s": r[2], "peak_power_w": r[3],
-            "mean_power_w": r[4], "n_steps": r[5]}
 
 
 def economical_order(batch_sizes, freqs, power_cap_w, measure):
@@ -124,46 +65,64 @@ def economical_order(batch_sizes, freqs, power_cap_w, measure):
     return rows
 
 
-def profile(board, model, batch_sizes, out, power_cap_w=None, n_steps=5, warmup=2, resume=False,
-            progress=None, freqs=None):
-    """Profile ``model`` on ``board`` into the SQLite file ``out``; returns the rows measured/re-used."""
-    import torch
-
-    from .board import flops_per_sample
-    from .data import build_net, input_shape_for
-
+def check_args(batch_sizes, power_cap_w=None, n_steps=5, warmup=2):
+    """A profile's options in their bounds (``thor_sdk.bounds``), before any work (here or on a board)."""
     from thor_sdk.bounds import MAX_POWER_W, MAX_STEPS, batch_sizes as check_batch_sizes, number
 
     check_batch_sizes(batch_sizes)
     number("power cap (W)", power_cap_w, low=0, low_open=True, high=MAX_POWER_W, optional=True)
     number("steps", n_steps, low=1, high=MAX_STEPS, integer=True)
     number("warm-up steps", warmup, low=0, high=MAX_STEPS, integer=True)
+
+
+def profile(device, model, batch_sizes, out, power_cap_w=None, n_steps=5, warmup=2, resume=False,
+            progress=None, freqs=None):
+    """Profile ``model`` on ``device`` (a ``thor_sdk.devices.Device``) into the campaign ``out``; returns the
+    rows measured or re-used, in the order taken."""
+    import torch
+
+    from thor_sdk import __version__
+    from thor_sdk.store.campaign import POWER_PROFILE, Campaign
+
+    from .data import build_net, flops_per_sample, input_shape_for
+
+    check_args(batch_sizes, power_cap_w, n_steps, warmup)
     if os.path.exists(out) and not resume:
         raise UsageError(f"{out} exists; give --resume to continue it or another --out")
-    ctl = board.controller()
+    ctl = device.frequency_controller()
     if ctl is None:
-        raise UsageError(f"{board.name}: no GPU frequency control here, so there is nothing to profile per "
+        raise UsageError(f"{device.name}: no GPU frequency control here, so there is nothing to profile per "
                          "frequency (profile on a Jetson, or the simulated one with --device sim)")
     why_ctl = ctl.why_unavailable()
     if why_ctl:
-        raise (DeviceUnavailableError if ctl.path is None else DeviceError)(f"{board.name}: {why_ctl}")
-    ok, why, meter = board.meter_status()
+        raise (DeviceUnavailableError if ctl.path is None else DeviceError)(f"{device.name}: {why_ctl}")
+    ok, why, meter = device.power_status()
     if not ok:
-        raise UsageError(f"{board.name}: no power meter ({why}); the table needs peak power")
+        raise UsageError(f"{device.name}: no power meter ({why}); the table needs peak power")
+    existing = resume and os.path.isfile(out) and os.path.getsize(out) > 0
+    if existing and _standalone_format(out) == PROFILE_FORMAT:
+        raise UsageError(f"{out} is a standalone power profile of an earlier thor-sdk: `table build` reads it, "
+                         "but it is not continued; profile into another --out")
     batch_sizes = sorted(set(int(b) for b in batch_sizes))
     shape = input_shape_for(model, 64)
     n_features = shape[0] if model == "mlp" else None
-    fps = flops_per_sample(model, n_features) if board.simulated else None
-    dev = "cuda" if (not board.simulated and torch.cuda.is_available()) else "cpu"
-    store = ProfileStore(out, create=True)
+    fps = flops_per_sample(model, n_features) if device.simulated else None
+    dev = "cuda" if (not device.simulated and torch.cuda.is_available()) else "cpu"
+    settings = {"model": model, "device": device.power_info(), "simulated": device.simulated,
+                "power_cap_w": power_cap_w, "flops_per_sample": fps, "n_steps": n_steps, "torch_device": dev}
+    if existing:
+        store = Campaign.open(out, writer=True, power=True)
+    else:
+        store = Campaign.create(out, {"campaign_kind": POWER_PROFILE, **settings,
+                                      "producer": f"thor-sdk {__version__}"})
     try:
-        meta = store.meta()
-        if meta and (meta.get("model") != model or meta.get("simulated") != board.simulated):
+        meta = store.meta
+        if meta.get("model") != model or meta.get("simulated") != device.simulated:
             raise UsageError(f"{out} holds a profile of {meta.get('model')!r} (simulated={meta.get('simulated')}); "
                              "give another --out")
-        store.set_meta(format=PROFILE_FORMAT, version=PROFILE_VERSION, model=model, device=board.describe(),
-                       simulated=board.simulated, power_cap_w=power_cap_w, flops_per_sample=fps,
-                       n_steps=n_steps, torch_device=dev)
+        with store.batch():  # settings, not measurements: a resumed run updates them
+            for k, v in settings.items():
+                store.set_meta(k, v)
         nets = {}
 
         def step_for(bs):
@@ -193,14 +152,14 @@ def profile(board, model, batch_sizes, out, power_cap_w=None, n_steps=5, warmup=
             done = [0]
 
             def measure(bs, f):
-                cached = store.get(bs, float(f))
+                cached = store.get_power_row(bs, float(f))
                 if cached is None:
                     ctl.set_frequency(f)
-                    step = step_for(bs) if not board.simulated else None
-                    m = board.measure(step, bs, n_steps=n_steps, warmup=warmup, flops_per_sample=fps)
+                    step = step_for(bs) if not device.simulated else None
+                    m = device.measure_power_steps(step, bs, n_steps=n_steps, warmup=warmup, flops_per_sample=fps)
                     cached = {"batch_size": bs, "freq_hz": float(f), **{k: m[k] for k in (
                         "time_per_sample_s", "peak_power_w", "mean_power_w", "n_steps")}}
-                    store.add(cached)
+                    store.add_power_row(cached)
                 done[0] += 1
                 if progress:
                     progress(done[0], planned, f"batch {bs} @ {f / 1e6:g} MHz")
@@ -212,7 +171,50 @@ def profile(board, model, batch_sizes, out, power_cap_w=None, n_steps=5, warmup=
     return rows
 
 
+def _standalone_format(path):
+    """The ``format`` in a SQLite file's ``meta`` table (None when it has none); StoreError when the file is
+    not a readable SQLite database."""
+    try:
+        conn = sqlite3.connect(f"file:{os.path.abspath(path)}?mode=ro", uri=True)
+        try:
+            row = conn.execute("SELECT value FROM meta WHERE key = 'format'").fetchone()
+        finally:
+            conn.close()
+    except sqlite3.DatabaseError as e:
+        raise StoreError(f"{path} is not a readable profile database: {e}") from None
+    try:
+        return json.loads(row[0]) if row else None
+    except ValueError:
+        return None
+
+
+def _load_standalone(path):
+    """``(meta, rows)`` of a standalone profile file of earlier versions."""
+    cols = ("batch_size", "freq_hz", "time_per_sample_s", "peak_power_w", "mean_power_w", "n_steps")
+    try:
+        conn = sqlite3.connect(f"file:{os.path.abspath(path)}?mode=ro", uri=True)
+        try:
+            meta = {k: json.loads(v) for k, v in conn.execute("SELECT key, value FROM meta")}
+            rows = [dict(zip(cols, r)) for r in conn.execute(f"SELECT {', '.join(cols)} FROM rows ORDER BY seq")]
+        finally:
+            conn.close()
+    except (sqlite3.DatabaseError, ValueError) as e:
+        raise StoreError(f"{path} is not a readable profile database: {e}") from None
+    return meta, rows
+
+
 def load_profile(path):
-    """``(meta, rows)`` of a profile file."""
-    with ProfileStore(path) as s:
-        return s.meta(), s.rows()
+    """``(meta, rows)`` of a power profile, read without the writer lock: a campaign of kind
+    ``power-profile``, or a standalone profile file of earlier versions (format ``thor-sdk/power-profile``)."""
+    from thor_sdk.store.campaign import FORMAT, Campaign
+
+    if not os.path.isfile(path):
+        raise NotFoundError(f"no such profile file: {path}")
+    fmt = _standalone_format(path) if os.path.getsize(path) > 0 else None
+    if fmt == PROFILE_FORMAT:
+        return _load_standalone(path)
+    if fmt != FORMAT:
+        raise FormatError(f"{path} is not a power profile (format {fmt!r}, expected a {FORMAT!r} file of "
+                          "`thor-sdk table profile`)")
+    with Campaign.open(path, power=True) as c:
+        return c.meta, c.power_rows()

@@ -16,7 +16,8 @@ The board has thor-sdk installed (as for probes, ``thor_sdk.devices.jetson``). `
 5. the run folder on the board is removed.
 
 Frequency control needs root on the board: ``sudo=True`` prefixes ``sudo -n`` (never a password
-prompt). Failures become one-line errors: ``RemoteSudoError`` (sudo wants a password, or the user
+prompt). The command runs through the one remote runner (``thor_sdk.devices.remote.RemoteCommand``, also
+the probe harness's): failures become one-line errors: ``RemoteSudoError`` (sudo wants a password, or the user
 may not use it), ``RemoteThorSdkMissing`` (exit 127 / ``command not found``), ``RemoteCommandError``
 (the board's thor-sdk failed: its own ``Error: ...`` line and exit status). When a remote profile
 fails part way, the rows it committed are pulled back into ``--out`` so ``--resume`` continues them.
@@ -31,71 +32,22 @@ is shown like a local run's.
 import json
 import os
 import posixpath
-import re
 import secrets
 import tempfile
 
-from thor_sdk.errors import DeviceError, DeviceUnavailableError, FormatError, NotFoundError, ThorError, UsageError
+from thor_sdk.devices.remote import RemoteCommand
+from thor_sdk.errors import DeviceError, FormatError, NotFoundError, RemoteCommandError, ThorError, UsageError
 from thor_sdk.transports.base import TransportDisconnected, validate_device_path
 
-SCHEME = "jetson://"
 
-
-class RemoteSudoError(DeviceError):
-    """``sudo -n`` on the board refused: it wants a password, or the user may not use sudo."""
-
-
-class RemoteThorSdkMissing(DeviceUnavailableError):
-    """thor-sdk (or sudo) is not installed, or not on the PATH, on the board."""
-
-
-class RemoteCommandError(DeviceError):
-    """The board's thor-sdk ran and failed; ``remote_exit_code`` is its exit status."""
-
-    def __init__(self, message, remote_exit_code):
-        super().__init__(message)
-        self.remote_exit_code = remote_exit_code
-
-
-def is_remote(device):
-    return isinstance(device, str) and device.startswith(SCHEME)
-
-
-def transport_for(device, **kw):
-    """The ssh transport of ``jetson://user@host[:port]`` (checked: the ssh client is installed)."""
-    from thor_sdk.transports.ssh import SshTransport
-
-    if not is_remote(device):
-        raise UsageError(f"{device!r} is not a remote Jetson (jetson://user@host[:port])")
-    t = SshTransport.from_target(device[len(SCHEME):], **kw)
-    why = t.why_unavailable()
-    if why:
-        raise DeviceUnavailableError(f"{device}: {why}")
-    return t
-
-
-class BoardCommand:
-    """``[sudo -n] COMMAND ARGS...`` run on the board through ``transport``, failures mapped to one line."""
+class BoardCommand(RemoteCommand):
+    """The one remote runner (``thor_sdk.devices.remote.RemoteCommand``) with what a power run adds: the
+    board's ``--device jetson [--sysfs-root]``, its ``--json`` result, and a run folder on the board."""
 
     def __init__(self, transport, command=("thor-sdk",), sudo=False, sysfs_root=None, timeout_s=None, log=None):
-        if isinstance(command, str):
-            command = (command,)
-        if not command or not all(isinstance(c, str) and c for c in command):
-            raise UsageError(f"bad remote command {command!r}")
-        self.transport = transport
-        self.command = list(command)
-        self.sudo = bool(sudo)
+        super().__init__(transport, command, sudo=sudo, timeout_s=timeout_s, log=log, what="thor-sdk",
+                         path_option="--remote-command")
         self.sysfs_root = sysfs_root
-        self.timeout_s = timeout_s
-        self.log = log or (lambda line: None)
-
-    @property
-    def where(self):
-        t = self.transport
-        return getattr(t, "target", None) or t.info().get("hostname") or t.name
-
-    def argv(self, args):
-        return (["sudo", "-n"] if self.sudo else []) + self.command + [str(a) for a in args]
 
     def device_args(self):
         """``--device jetson`` (and ``--sysfs-root`` on the board when one was given)."""
@@ -103,50 +55,13 @@ class BoardCommand:
 
     def run_json(self, args):
         """Run; relay the board's stderr lines; return its ``--json`` result (raises the mapped errors)."""
-        res = self.transport.run(self.argv(args), timeout_s=self.timeout_s, check=False)
-        for line in res.stderr.splitlines():
-            if line.strip():
-                self.log(f"board: {line.rstrip()}")
-        self.check(res)
+        res = self.run(args)
         try:
             return json.loads(res.stdout)
         except ValueError:
             last = (res.stdout.strip().splitlines() or ["no output"])[-1][:200]
             raise FormatError(f"thor-sdk on {self.where} printed no JSON result (is it the same thor-sdk version "
                               f"as here?): {last}") from None
-
-    def check(self, res):
-        """Map a failed run to ``RemoteSudoError`` / ``RemoteThorSdkMissing`` / ``RemoteCommandError``."""
-        if res.returncode == 0:
-            return
-        text = (res.stderr or "") + "\n" + (res.stdout or "")
-        name = posixpath.basename(self.command[0])
-        if self.sudo:
-            if "a password is required" in text or "a terminal is required" in text:
-                raise RemoteSudoError(
-                    f"sudo on {self.where} wants a password; allow it without one for thor-sdk (a NOPASSWD line in "
-                    "sudoers, see docs/power-aware-training.md) or run without --remote-sudo as a user that may "
-                    "write the GPU's devfreq files")
-            if "not in the sudoers file" in text or "is not allowed to execute" in text:
-                raise RemoteSudoError(f"the user on {self.where} may not run {name} through sudo (sudoers)")
-            if re.search(r"(^|[\s:])sudo: (command )?not found", text):
-                raise RemoteThorSdkMissing(f"sudo is not installed on {self.where}; run without --remote-sudo "
-                                           "as a user that may write the GPU's devfreq files")
-        missing = res.returncode == 127 or any(
-            name in line and not line.startswith("Error:")
-            and ("command not found" in line or line.rstrip().endswith("not found"))
-            for line in text.splitlines())
-        if missing:
-            hint = (" (sudo resets PATH: give its full path with --remote-command)" if self.sudo else
-                    " (or give its full path with --remote-command)")
-            raise RemoteThorSdkMissing(f"`{self.command[0]}` is not installed on {self.where}: pip install thor-sdk "
-                                       f"there, the same version as here{hint}")
-        lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
-        err = [ln for ln in lines if ln.startswith("Error:")]
-        msg = (err or lines or ["no output"])[-1][:300]
-        hint = " (give --remote-sudo)" if ("needs root" in msg and not self.sudo) else ""
-        raise RemoteCommandError(f"thor-sdk on {self.where} failed (exit {res.returncode}): {msg}{hint}",
-                                 res.returncode)
 
     # -- the run folder ----------------------------------------------------------------------------
     def make_run_dir(self):
@@ -353,5 +268,4 @@ def train_remote(transport, power_cap_w, model="mlp", data="digits", target_accu
     return report
 
 
-__all__ = ["profile_remote", "train_remote", "reset_frequency_remote", "BoardCommand", "RemoteSudoError",
-           "RemoteThorSdkMissing", "RemoteCommandError", "is_remote", "transport_for", "inside_run_dir"]
+__all__ = ["profile_remote", "train_remote", "reset_frequency_remote", "BoardCommand", "inside_run_dir"]

@@ -5,9 +5,8 @@ ratios document, ``$defs/run_report`` for ``thor-sdk train`` reports).
 """
 
 import json
-import os
 
-from thor_sdk.errors import FormatError, NotFoundError, UsageError
+from thor_sdk.errors import FormatError, UsageError
 
 SCHEMA = "table.schema.json"
 
@@ -35,23 +34,28 @@ def validate(doc, part=None, what="power table"):
 
 def read_json(path, part=None, what="power table"):
     """A power table (or, with ``part``, a ratios document or run report) read strictly
-    (``thor_sdk.store.files.read_json``) and checked against its schema; a whole table also by
-    ``thor_sdk.runtime.table.check_table`` (integer batch sizes, one ratio per batch size) and for one row
-    per (batch size, frequency)."""
-    from thor_sdk.runtime.table import check_table
+    (``thor_sdk.store.files.read_json``) and checked (``check``)."""
     from thor_sdk.store.files import read_json as read
 
-    doc = validate(read(path, what), part, f"{what} {path}")
+    return check(read(path, what), part, f"{what} {path}")
+
+
+def check(doc, part=None, what="power table"):
+    """``doc`` checked against its schema; a whole table also by ``thor_sdk.runtime.table.check_table``
+    (integer batch sizes, one ratio per batch size) and for one row per (batch size, frequency)."""
+    from thor_sdk.runtime.table import check_table
+
+    doc = validate(doc, part, what)
     if part is None:
         try:
             check_table(doc)
         except FormatError as e:
-            raise FormatError(f"{what} {path}: {e}") from None
+            raise FormatError(f"{what}: {e}") from None
         seen = {}
         for i, r in enumerate(doc["rows"]):  # `table build` writes one row per pair; the runtime would scan both
             key = (int(r["batch_size"]), float(r["freq_hz"]))
             if key in seen:
-                raise FormatError(f"{what} {path}: rows {seen[key]} and {i} are both batch {key[0]} at "
+                raise FormatError(f"{what}: rows {seen[key]} and {i} are both batch {key[0]} at "
                                   f"{r['freq_hz']!r} Hz: one row per (batch size, frequency)")
             seen[key] = i
     return doc

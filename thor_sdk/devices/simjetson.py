@@ -1,4 +1,6 @@
-"""A SIMULATED Jetson: a fake sysfs tree (GPU devfreq + INA3221 rails) whose power follows a model.
+"""A SIMULATED Jetson: a fake sysfs tree (GPU devfreq + INA3221 rails) whose power follows a model, and its device.
+
+The device on it is ``SimJetsonDevice`` (``--device sim --sysfs-root DIR``).
 
 For tests and demos only; everything that uses it says SIMULATED. The tree uses the real layouts, so
 the real code (``GpuFrequencyController``, INA3221 readers) runs on it unchanged:
@@ -34,6 +36,8 @@ import json
 import os
 
 from thor_sdk.errors import NotFoundError, UsageError
+
+from .jetson import LocalJetsonDevice
 
 MARKER = "SIMULATED-JETSON.json"
 LABEL = "SIMULATED"
@@ -136,7 +140,7 @@ class SimulatedJetson:
             _link(sim.root, lay["ina_dev"], link)
         with open(os.path.join(sim.root, MARKER), "w", encoding="utf-8") as f:
             json.dump({"simulated": True, "label": LABEL, "flavor": flavor, "params": sim.params,
-                       "note": "fake sysfs tree written by thor_sdk.power.simjetson; power and time follow "
+                       "note": "fake sysfs tree written by thor_sdk.devices.simjetson; power and time follow "
                                "a documented model, not a measurement"}, f, indent=1)
         sim.apply_load(None)
         return sim
@@ -222,3 +226,59 @@ class SimulatedJetson:
     def describe(self):
         return {"simulated": True, "label": LABEL, "board": self.params["board"], "flavor": self.flavor,
                 "root": self.root, "devfreq": self.devfreq_path}
+
+
+class SimJetsonDevice(LocalJetsonDevice):
+    """A SIMULATED Jetson: the real devfreq and INA3221 code on the fake tree under ``root``; power follows
+    the simulator's model, and so does the profiled time per sample (the host CPU's speed does not depend
+    on the simulated frequency). Training and probing really run on this machine's CPU."""
+
+    simulated = True
+
+    def __init__(self, root, meter=None, threads=None, poll_period_s=0.02):
+        super().__init__(root, meter=meter, threads=threads, poll_period_s=poll_period_s)
+        self.sim = SimulatedJetson.open(root)
+        self.name = f"jetson-{self.sim.flavor} ({LABEL})"
+
+    @classmethod
+    def at(cls, root, flavor="nano", **kw):
+        """The simulated Jetson under ``root``, its tree written first when ``root`` is new or empty."""
+        if not root:
+            raise UsageError("--device sim needs --sysfs-root DIR (created as a SIMULATED Jetson when missing)")
+        if not SimulatedJetson.is_simulated(root):
+            if os.path.isdir(root) and os.listdir(root):
+                raise UsageError(f"{root} exists and is not a simulated Jetson tree; give an empty or new folder")
+            SimulatedJetson.create(root, flavor)
+        return cls(root, **kw)
+
+    def begin_load(self, batch_size):
+        self.sim.apply_load(batch_size)
+
+    def end_load(self):
+        self.sim.apply_load(None)
+
+    def measure_power_steps(self, step, batch_size, n_steps=5, warmup=2, flops_per_sample=None):
+        """SIMULATED: time from the simulator's model; power read through the INA3221 meter code."""
+        from thor_sdk.meters.peak import PowerWindow
+
+        if flops_per_sample is None:
+            raise UsageError("the simulated Jetson needs the model's FLOPs per sample for its time model")
+        freq, _ = self.sim.apply_load(batch_size)
+        try:
+            win = PowerWindow(self._ina3221(), require_peak=True).start()
+            w = win.stop()
+        finally:
+            self.sim.apply_load(None)
+        return {"time_per_sample_s": self.sim.time_per_sample_s(batch_size, freq, flops_per_sample),
+                "peak_power_w": w["peak_power_w"], "mean_power_w": w["peak_power_w"], "n_steps": 0,
+                "n_power_samples": w["n_samples"], "simulated": True}
+
+    def power_info(self):
+        d = super().power_info()
+        d.update(self.sim.describe())
+        return d
+
+    def info(self):
+        d = super().info()
+        d.update(self.sim.describe())
+        return d
