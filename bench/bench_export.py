@@ -95,7 +95,7 @@ def main(argv=None):
     import torch
 
     from thor_sdk.exporters import onnx_train
-    from thor_sdk.exporters.ort_trainer import OrtTrainer
+    from thor_sdk.harness.ort_trainer import OrtTrainer
     from thor_sdk.exporters.torchscript_train import TorchScriptTrainer, export_torchscript
     from thor_sdk.models import build_model
 

@@ -1,4 +1,4 @@
-"""Probe bundles: the exported training steps a device measures, and the results it sends back.
+"""Probe bundles: writing, zipping, reading and verifying the exported training steps a device measures.
 
 A bundle is a folder (optionally zipped) holding ``manifest.json`` (schema:
 ``thor_sdk/schemas/manifest.schema.json``) and one file per probe part (ONNX or TorchScript training
@@ -7,11 +7,9 @@ every probe (id, kind, role, config, batch size), its parts (file, sha256, input
 dtypes), the model format and runtime, optimizer, loss, the metric and the measurement protocol's
 settings; every file has a sha256 that a harness checks before running anything.
 
-A harness (``run_bundle`` = ``thor-sdk harness run``, or the Android/iOS apps) measures every probe's
-parts side by side with the shared protocol and writes a results document (schema:
-``thor_sdk/schemas/results.schema.json``). ``ingest_results`` validates a results document against
-its manifest and a campaign -- all of it, before writing anything -- then stores each probe's windows
-and derived per-layer samples.
+Running a bundle is the harness's (``thor_sdk.harness.bundle_runner``; ``thor-sdk harness run`` is
+``thor_sdk.devices.local_harness``), the results format is ``thor_sdk.harness.results``, and storing
+results in a campaign is ``thor_sdk.campaign.ingest``.
 """
 
 import contextlib
@@ -23,10 +21,9 @@ import os
 import shutil
 import tempfile
 
-from thor_sdk.errors import FormatError, NotFoundError, StoreError, UsageError
+from thor_sdk.errors import FormatError, NotFoundError, NotOurFileError, StoreError, UsageError
 
 MANIFEST_FORMAT = "thor-sdk/bundle"
-RESULTS_FORMAT = "thor-sdk/results"
 VERSION = 1
 MANIFEST = "manifest.json"
 FORMATS = ("onnx", "torchscript")
@@ -34,11 +31,13 @@ RUNTIME_OF = {"onnx": "onnxruntime", "torchscript": "torchscript"}
 SUFFIX = {"onnx": ".onnx", "torchscript": ".pt"}
 
 
-def _now():
+def now_utc():
+    """The time now, UTC, to the second (``2026-11-23T11:40:00Z``)."""
     return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds").replace("+00:00", "Z")
 
 
-def _producer():
+def producer():
+    """``thor-sdk VERSION``: who wrote a manifest or a results file."""
     from thor_sdk import __version__
 
     return f"thor-sdk {__version__}"
@@ -119,11 +118,9 @@ def check_bundle_out(out_dir):
     out = os.fspath(out_dir).rstrip("/" + os.sep) if os.fspath(out_dir) not in ("/", os.sep) else os.fspath(out_dir)
     if not out or os.path.basename(out) in ("", ".", ".."):
         raise UsageError(f"bundle folder {os.fspath(out_dir)!r} is not a folder name")
-    parent = os.path.dirname(os.path.abspath(out))
-    if not os.path.isdir(parent):
-        raise UsageError(f"cannot write bundle {out}: no such folder {parent}")
-    if not os.access(parent, os.W_OK):
-        raise UsageError(f"cannot write bundle {out}: folder {parent} is not writable")
+    from thor_sdk.store.files import check_parent
+
+    check_parent(out, "bundle")
     if os.path.lexists(out):
         if os.path.islink(out) or not os.path.isdir(out):
             raise UsageError(f"{out} exists and is not a folder; choose another --out")
@@ -237,7 +234,7 @@ def write_bundle(probes, out_dir, *, fmt="onnx", settings=None, metric="time", o
 
 
 def _manifest(writer, fmt, settings, metric, optimizer, lr, probes=(), model=None):
-    doc = {"format": MANIFEST_FORMAT, "version": VERSION, "id": "", "created_utc": _now(), "producer": _producer(),
+    doc = {"format": MANIFEST_FORMAT, "version": VERSION, "id": "", "created_utc": now_utc(), "producer": producer(),
            "model_format": fmt, "runtime": RUNTIME_OF[fmt], "metric": metric, "optimizer": optimizer,
            "lr": float(lr), "loss": "ce", "settings": _settings_dict(settings), "probes": list(probes)}
     if model is not None:
@@ -324,23 +321,16 @@ def zip_bundle(bundle_dir, zip_path):
 # ---------------------------------------------------------------------------------------------
 # reading and verifying
 # ---------------------------------------------------------------------------------------------
-def load_json(path, what):
-    """A JSON file, or one-line NotFoundError / FormatError (the layer lists' reader)."""
-    from thor_sdk.layers import read_json
-
-    return read_json(path, what)
-
-
 def validate_manifest(doc, what="bundle manifest"):
     """Schema, path and consistency checks of a manifest; FormatError with the first problem."""
-    from thor_sdk.layers import validate
+    from thor_sdk.store.files import validate_schema
 
     if not isinstance(doc, dict):
         raise FormatError(f"{what} is not a JSON object")
     if doc.get("format") == MANIFEST_FORMAT and doc.get("version") not in (None, VERSION):
         raise FormatError(f"{what} is bundle format version {doc.get('version')}; this thor-sdk reads version {VERSION}")
-    validate(doc, "manifest.schema.json", what)
-    _check_finite(doc, what)
+    validate_schema(doc, "manifest.schema.json", what)
+    check_finite(doc, what)
     listed = {}
     for f in doc["files"]:
         check_relpath(f["path"], f"{what}: file")
@@ -399,10 +389,13 @@ def _no_links(bundle_dir, relpath, what):
 
 
 def read_manifest(bundle_dir):
+    """The validated manifest of a bundle folder (read where it is, never through a link)."""
+    from thor_sdk.store.files import read_json
+
     path = _no_links(bundle_dir, MANIFEST, "bundle file")
     if os.path.getsize(path) > MAX_MANIFEST_BYTES:
         raise FormatError(f"bundle manifest {path} is over {MAX_MANIFEST_BYTES >> 20} MiB")
-    return validate_manifest(load_json(path, "bundle manifest"), f"bundle manifest {path}")
+    return validate_manifest(read_json(path, "bundle manifest"), f"bundle manifest {path}")
 
 
 def verify_files(bundle_dir, manifest):
@@ -471,7 +464,7 @@ def _unzip_bundle(path, tmp):
         with zipfile.ZipFile(path) as z:
             members = _zip_members(z, path)
             if MANIFEST not in members:
-                raise FormatError(f"{path} holds no {MANIFEST}: not a thor-sdk bundle")
+                raise NotOurFileError(f"{path} holds no {MANIFEST}: not a thor-sdk bundle")
             _extract_member(z, members[MANIFEST], os.path.join(tmp, MANIFEST), MAX_MANIFEST_BYTES, path)
             manifest = read_manifest(tmp)
             listed = {f["path"]: f["bytes"] for f in manifest["files"]}
@@ -525,111 +518,15 @@ def open_bundle(path):
         yield tmp, manifest
 
 
-def _units(manifest):
+def manifest_units(manifest):
     """[(unit id, probe dict or None, [part entries])]: the probes, or the whole model."""
     if manifest.get("model"):
         return [(manifest["id"], None, manifest["model"]["parts"])]
     return [(p["id"], p, p["parts"]) for p in manifest["probes"]]
 
 
-# ---------------------------------------------------------------------------------------------
-# running (the host harness)
-# ---------------------------------------------------------------------------------------------
-def _trainer(bundle_dir, manifest, part, threads=None):
-    path = os.path.join(bundle_dir, *part["file"].split("/"))
-    if manifest["model_format"] == "onnx":
-        from .ort_trainer import OrtTrainer
-
-        return OrtTrainer(path, threads)
-    from .torchscript_train import TorchScriptTrainer
-
-    return TorchScriptTrainer(path)
-
-
-def run_bundle(path, *, meter=None, state_fn=None, settings=None, device=None, threads=None, on_probe=None):
-    """Measure every probe (or the model) of a bundle with the shared protocol; returns the results doc.
-
-    The files' sha256 are verified first. ``meter``: an energy meter (required when the manifest's
-    metric is energy); ``settings``: override the manifest's protocol settings; ``device``: a plain
-    description stored in the results; ``on_probe(index, total, unit_id)`` is called before each probe.
-    """
-    from thor_sdk.errors import MeasurementError
-    from thor_sdk.harness.protocol import ProtocolSettings, measure_parts
-
-    with open_bundle(path) as (bundle_dir, manifest):
-        metric = manifest["metric"]
-        if metric == "energy" and meter is None:
-            raise MeasurementError("the bundle asks for energy but no energy meter is readable here")
-        known = set(ProtocolSettings().to_dict())
-        s = settings or ProtocolSettings(**{k: v for k, v in manifest["settings"].items() if k in known})
-        units = _units(manifest)
-        out = {}
-        for i, (uid, _probe, parts) in enumerate(units):
-            if on_probe:
-                on_probe(i, len(units), uid)
-            trainers = {}
-            try:
-                for part in parts:
-                    trainers[part["name"]] = _trainer(bundle_dir, manifest, part, threads)
-                res = measure_parts(trainers, s, meter=meter if metric == "energy" else None, metric=metric,
-                                    state_fn=state_fn)
-            finally:
-                for t in trainers.values():
-                    t.close()
-            out[uid] = {p: r.to_dict() for p, r in res.items()}
-    doc = {"format": RESULTS_FORMAT, "version": VERSION, "harness": _producer(), "bundle": manifest["id"],
-           "created_utc": _now(), "metric": metric, "device": device, "settings": s.to_dict()}
-    if len(units) == 1 and "parts" in manifest:
-        doc["parts"] = out[units[0][0]]
-    else:
-        doc["probes"] = {uid: {"parts": parts} for uid, parts in out.items()}
-    validate_results_doc(doc)
-    return doc
-
-
-def run_harness(bundle_path, out, *, threads=None, on_probe=None, root="/"):
-    """``thor-sdk harness run``: run a bundle on this machine (a host or a board reached over ssh) with
-    its energy meter when the bundle asks for energy, its sysfs state per window, and write ``out``."""
-    from thor_sdk.devices.host import HostDevice
-    from thor_sdk.devices.state import sysfs_state
-    from thor_sdk.store.files import check_output
-
-    check_output(out, "results")  # before measuring: a bad --out never costs a run
-    with open_bundle(bundle_path) as (_d, manifest):
-        metric = manifest["metric"]
-    host = HostDevice(root=root, threads=threads)
-    meter = host.require_meter(metric)
-    doc = run_bundle(bundle_path, meter=meter, state_fn=lambda: sysfs_state(root), device=host.info(),
-                     threads=threads, on_probe=on_probe)
-    write_results(doc, out)
-    return doc
-
-
-def ingest_file(results_path, bundle_path, campaign_path):
-    """``thor-sdk harness ingest``: a results file -> the campaign the bundle came from."""
-    from thor_sdk.store import Campaign
-
-    with open_bundle(bundle_path) as (_d, manifest):
-        pass
-    doc = load_json(results_path, "harness results")
-    with Campaign.open(campaign_path, writer=True) as c:
-        return ingest_results(c, doc, manifest)
-
-
-def write_results(doc, path):
-    from thor_sdk.store.files import write_text
-
-    try:
-        text = json.dumps(doc, indent=1, allow_nan=False) + "\n"
-    except ValueError as e:  # NaN / infinity
-        raise FormatError(f"results cannot be written as JSON: {e}") from None
-    write_text(path, text, "results")
-
-
-# ---------------------------------------------------------------------------------------------
-# validating and ingesting results
-# ---------------------------------------------------------------------------------------------
-def _check_finite(obj, what, where=""):
+def check_finite(obj, what, where=""):
+    """FormatError naming the first NaN or infinity anywhere in ``obj`` (a document built in memory)."""
     if isinstance(obj, bool) or obj is None or isinstance(obj, str):
         return
     if isinstance(obj, (int, float)):
@@ -638,138 +535,8 @@ def _check_finite(obj, what, where=""):
         return
     if isinstance(obj, dict):
         for k, v in obj.items():
-            _check_finite(v, what, f"{where}/{k}" if where else str(k))
+            check_finite(v, what, f"{where}/{k}" if where else str(k))
     elif isinstance(obj, (list, tuple)):
         for i, v in enumerate(obj):
-            _check_finite(v, what, f"{where}/{i}")
+            check_finite(v, what, f"{where}/{i}")
 
-
-def validate_results_doc(doc, what="results"):
-    """Schema, finiteness and path checks of a results document on its own."""
-    from thor_sdk.layers import validate
-
-    if not isinstance(doc, dict):
-        raise FormatError(f"{what} is not a JSON object")
-    if doc.get("error") and "format" not in doc:
-        raise FormatError(f"{what}: the harness failed: {str(doc['error'])[:300]}")
-    if doc.get("format") == RESULTS_FORMAT and doc.get("version") not in (None, VERSION):
-        raise FormatError(f"{what} is results format version {doc.get('version')}; this thor-sdk reads version {VERSION}")
-    _check_finite(doc, what)
-    validate(doc, "results.schema.json", what)
-    for f in doc.get("files", []):
-        check_relpath(f["path"], f"{what}: file")
-    return doc
-
-
-def _part_result(name, d, metric, what):
-    from thor_sdk.harness.protocol import PartResult
-
-    n = len(d["time_s"])
-    energy = list(d.get("energy_j") or [])
-    net = list(d.get("net_energy_j") or [])
-    if energy and len(energy) != n:
-        raise FormatError(f"{what}: part {name} has {len(energy)} energy values for {n} rounds")
-    if net and len(net) != n:
-        raise FormatError(f"{what}: part {name} has {len(net)} net energy values for {n} rounds")
-    if metric == "energy" and not energy:
-        raise FormatError(f"{what}: part {name} has no energy_j but the bundle's metric is energy")
-    times = d.get("window_times_s") or [[w["t_start_s"], w["t_end_s"]] for w in d.get("windows") or []
-                                         if "t_start_s" in w and "t_end_s" in w]
-    for a, b in times:
-        if b < a:
-            raise FormatError(f"{what}: part {name} has a window that ends before it starts")
-    states = list(d.get("states") or [w["state"] for w in d.get("windows") or [] if isinstance(w.get("state"), dict)])
-    return PartResult(name, int(d["steps_per_window"]), [float(v) for v in d["time_s"]], [float(v) for v in energy],
-                      [float(v) for v in net], d.get("idle_power_w"), states, [tuple(w) for w in times])
-
-
-def parse_results(doc, manifest, what="results"):
-    """{unit id: {part: PartResult}} of a results document checked against the manifest it ran.
-
-    Refuses (FormatError): schema violations, NaN/infinity, non-positive step times, negative energy,
-    unsafe file paths, results for another bundle or another metric, unknown probe ids or parts,
-    and probes missing parts.
-    """
-    validate_results_doc(doc, what)
-    if doc.get("bundle") not in (None, manifest["id"]):
-        raise FormatError(f"{what} are for bundle {doc['bundle']}, not {manifest['id']}")
-    if doc["metric"] != manifest["metric"]:
-        raise FormatError(f"{what} measured {doc['metric']} but the bundle asks for {manifest['metric']}")
-    units = {uid: [p["name"] for p in parts] for uid, _probe, parts in _units(manifest)}
-    if "parts" in doc:
-        if len(units) != 1:
-            raise FormatError(f"{what} give top-level parts but the bundle holds {len(units)} probes")
-        by_unit = {next(iter(units)): doc["parts"]}
-    else:
-        by_unit = {uid: v["parts"] for uid, v in doc["probes"].items()}
-    out = {}
-    for uid, parts in by_unit.items():
-        if uid not in units:
-            raise FormatError(f"{what} name probe {uid}, which is not in the bundle")
-        missing = [p for p in units[uid] if p not in parts]
-        extra = [p for p in parts if p not in units[uid]]
-        if missing or extra:
-            raise FormatError(f"{what}: probe {uid} has parts {sorted(parts)}, expected {units[uid]}")
-        out[uid] = {p: _part_result(p, parts[p], manifest["metric"], f"{what}: probe {uid}") for p in units[uid]}
-        rounds = {len(r.time_s) for r in out[uid].values()}
-        if len(rounds) != 1:
-            raise FormatError(f"{what}: probe {uid}: its parts have different numbers of rounds {sorted(rounds)}")
-    return out
-
-
-def read_probe_parts(results_path, bundle_dir):
-    """{part: PartResult} of a one-probe (or whole-model) bundle's results file."""
-    manifest = read_manifest(bundle_dir)
-    parsed = parse_results(load_json(results_path, "harness results"), manifest, f"results {results_path}")
-    if len(parsed) != 1:
-        raise FormatError(f"results {results_path} hold {len(parsed)} probes; expected one")
-    return next(iter(parsed.values()))
-
-
-def ingest_results(campaign, results_doc, manifest):
-    """Validate ``results_doc`` against ``manifest`` and ``campaign`` -- everything, before writing
-    anything -- then store each measured probe's windows and per-layer samples and mark it done.
-
-    Returns ``{"probes": [ids ingested], "windows": count, "samples": count}``. Probes of the bundle
-    the results do not cover stay planned. FormatError (one line) and the campaign untouched on any
-    problem; StoreError when a probe is not planned in this campaign or already measured.
-    """
-    from thor_sdk.campaign.measure import derive_samples
-    from thor_sdk.probes import Probe
-
-    if isinstance(campaign, (str, os.PathLike)):
-        raise UsageError("ingest_results(campaign, results_doc, manifest) takes an open Campaign; to read one "
-                         "probe's parts from a results file use read_probe_parts(results_path, bundle_dir)")
-    validate_manifest(manifest)
-    if manifest.get("model"):
-        raise UsageError("a whole-model bundle's results have no probes to store in a campaign")
-    meta = campaign.meta
-    if meta.get("metric", "time") != manifest["metric"]:
-        raise FormatError(f"the bundle measured {manifest['metric']} but campaign {campaign.path} is for "
-                          f"{meta.get('metric')}")
-    parsed = parse_results(results_doc, manifest)
-    probes = {p["id"]: Probe.from_dict(p) for p in manifest["probes"]}
-    status = dict(campaign.conn.execute("SELECT id, status FROM probes").fetchall())
-    if parsed and all(status.get(uid) == "done" for uid in parsed):  # the same file again: nothing to do
-        return {"probes": [], "windows": 0, "samples": 0, "already_ingested": sorted(parsed),
-                "message": f"every probe of these results is already measured in {campaign.path}: nothing ingested"}
-    plan = []
-    for uid, parts in parsed.items():
-        st = status.get(uid)
-        if st is None:
-            raise StoreError(f"probe {uid} is not in campaign {campaign.path}")
-        if st == "done":
-            raise StoreError(f"probe {uid} is already measured in {campaign.path}")
-        samples = derive_samples(probes[uid], parts, manifest["metric"])
-        plan.append((uid, parts, samples))
-    windows = n_samples = 0
-    with campaign.batch():  # one transaction: a killed or failed ingest leaves the campaign as it was
-        for uid, parts, samples in plan:
-            campaign.discard_partial(uid)
-            for name, r in parts.items():
-                for rnd, t in enumerate(r.time_s):
-                    campaign.add_window(uid, name, rnd, t, r.energy_j[rnd] if r.energy_j else None)
-                    windows += 1
-            campaign.complete(uid, samples)
-            n_samples += len(samples)
-    return {"probes": [uid for uid, _, _ in plan], "windows": windows, "samples": n_samples}

@@ -14,7 +14,11 @@ pytest.importorskip("torch")
 pytest.importorskip("onnxruntime")
 
 from thor_sdk.errors import FormatError, NoMeterError, StoreError  # noqa: E402
+from thor_sdk.campaign import ingest as I  # noqa: E402
+from thor_sdk.devices import local_harness as H  # noqa: E402
 from thor_sdk.exporters import bundle as B  # noqa: E402
+from thor_sdk.harness import bundle_runner as R  # noqa: E402
+from thor_sdk.harness import results as RS  # noqa: E402
 from thor_sdk.harness.protocol import ProtocolSettings  # noqa: E402
 from thor_sdk.probes import Probe  # noqa: E402
 from thor_sdk.store import Campaign  # noqa: E402
@@ -47,7 +51,7 @@ def measured(tmp_path_factory, cache):
     d = tmp_path_factory.mktemp("roundtrip")
     db = make_campaign(d / "c.db")
     manifest = B.bundle_campaign(db, str(d / "bundle"), zip_path=str(d / "bundle.zip"), cache=cache)
-    results = B.run_harness(str(d / "bundle.zip"), str(d / "results.json"))
+    results = H.run_harness(str(d / "bundle.zip"), str(d / "results.json"))
     return {"dir": d, "db": db, "bundle": str(d / "bundle"), "zip": str(d / "bundle.zip"), "manifest": manifest,
             "results": results}
 
@@ -66,7 +70,7 @@ def untouched(db):
 
 def test_round_trip_stores_samples_for_every_probe(measured, tmp_path):
     db = fresh_campaign(measured, tmp_path)
-    r = B.ingest_file(str(measured["dir"] / "results.json"), measured["bundle"], db)
+    r = I.ingest_file(str(measured["dir"] / "results.json"), measured["bundle"], db)
     assert sorted(r["probes"]) == sorted(p.id for p in PROBES)
     with Campaign.open(db) as c:
         assert c.status_counts() == {"done": len(PROBES)}
@@ -82,10 +86,10 @@ def test_round_trip_stores_samples_for_every_probe(measured, tmp_path):
 
 def test_ingesting_the_same_file_twice_is_a_no_op_that_says_so(measured, tmp_path):
     db = fresh_campaign(measured, tmp_path)
-    B.ingest_file(str(measured["dir"] / "results.json"), measured["bundle"], db)
+    I.ingest_file(str(measured["dir"] / "results.json"), measured["bundle"], db)
     with Campaign.open(db) as c:
         before = (c.samples(), [c.windows(p.id) for p in PROBES])
-    again = B.ingest_file(str(measured["dir"] / "results.json"), measured["bundle"], db)
+    again = I.ingest_file(str(measured["dir"] / "results.json"), measured["bundle"], db)
     assert again["probes"] == [] and "already measured" in again["message"]
     with Campaign.open(db) as c:
         assert (c.samples(), [c.windows(p.id) for p in PROBES]) == before
@@ -98,11 +102,11 @@ def test_a_failing_ingest_leaves_the_campaign_as_it_was_and_a_rerun_completes(me
         c.conn.execute(f"CREATE TRIGGER fail BEFORE INSERT ON samples WHEN NEW.probe_id = '{last}' "
                        "BEGIN SELECT RAISE(ABORT, 'injected failure'); END")
     with pytest.raises(StoreError, match="injected failure"):
-        B.ingest_file(str(measured["dir"] / "results.json"), measured["bundle"], db)
+        I.ingest_file(str(measured["dir"] / "results.json"), measured["bundle"], db)
     assert untouched(db)  # nothing stayed: no window, no sample, every probe still planned
     with Campaign.open(db) as c, c.conn:
         c.conn.execute("DROP TRIGGER fail")
-    r = B.ingest_file(str(measured["dir"] / "results.json"), measured["bundle"], db)
+    r = I.ingest_file(str(measured["dir"] / "results.json"), measured["bundle"], db)
     assert sorted(r["probes"]) == sorted(p.id for p in PROBES)
 
 
@@ -110,10 +114,10 @@ def test_one_writer_per_campaign(measured, tmp_path):
     db = fresh_campaign(measured, tmp_path)
     with Campaign.open(db, writer=True):
         with pytest.raises(StoreError, match="being written by another"):
-            B.ingest_file(str(measured["dir"] / "results.json"), measured["bundle"], db)
+            I.ingest_file(str(measured["dir"] / "results.json"), measured["bundle"], db)
         with Campaign.open(db) as reader:  # readers need no lock
             assert reader.status_counts()
-    B.ingest_file(str(measured["dir"] / "results.json"), measured["bundle"], db)  # the lock went with close()
+    I.ingest_file(str(measured["dir"] / "results.json"), measured["bundle"], db)  # the lock went with close()
 
 
 def test_manifest_describes_every_probe_and_file(measured):
@@ -136,7 +140,7 @@ def test_manifest_describes_every_probe_and_file(measured):
 
 def test_results_document_follows_its_schema(measured):
     doc = measured["results"]
-    B.validate_results_doc(doc)
+    RS.validate_results_doc(doc)
     assert doc["bundle"] == measured["manifest"]["id"] and doc["metric"] == "time"
     part = doc["probes"][PROBES[1].id]["parts"]["hidden"]
     assert len(part["time_s"]) == 3 and part["steps_per_window"] >= 1
@@ -204,7 +208,7 @@ def test_malformed_results_are_refused_and_the_campaign_untouched(measured, tmp_
     # the second probe: a non-atomic ingest would already have written the first
     doc = malformed(measured["results"], case, PROBES[1].id)
     with Campaign.open(db) as c, pytest.raises(FormatError) as e:
-        B.ingest_results(c, doc, measured["manifest"])
+        I.ingest_results(c, doc, measured["manifest"])
     assert "\n" not in str(e.value)
     assert untouched(db)
 
@@ -263,12 +267,12 @@ def test_one_probe_bundle_with_phone_layout_results(tmp_path, cache):
                        for p in ("head", "hidden")}}
     phone["parts"]["hidden"]["time_s"] = [0.003, 0.0031, 0.003]
     (tmp_path / "r.json").write_text(json.dumps(phone))
-    parts = B.read_probe_parts(str(tmp_path / "r.json"), out)
+    parts = RS.read_probe_parts(str(tmp_path / "r.json"), out)
     assert parts["hidden"].window_times_s == [(1.0, 1.5), (2.0, 2.5), (3.0, 3.5)]
     assert parts["hidden"].states[0] == {"battery_pct": 80}
     db = make_campaign(tmp_path / "c.db", [probe])
     with Campaign.open(db) as c:
-        B.ingest_results(c, phone, m)
+        I.ingest_results(c, phone, m)
         (s,) = c.samples("time")
     assert s["value"] == pytest.approx(0.001)
 
@@ -276,15 +280,15 @@ def test_one_probe_bundle_with_phone_layout_results(tmp_path, cache):
 def test_torchscript_bundle_runs_in_the_harness(tmp_path):
     out = B.write_bundle([PROBES[2]], str(tmp_path / "b"), fmt="torchscript", settings=FAST)
     assert out["model_format"] == "torchscript" and out["parts"][0]["file"].endswith(".pt")
-    doc = B.run_bundle(str(tmp_path / "b"))
+    doc = R.run_bundle(str(tmp_path / "b"))
     assert doc["parts"]["head"]["steps_per_window"] >= 1 and len(doc["parts"]["head"]["time_s"]) == 3
 
 
 def test_model_bundle_runs_in_the_harness(tmp_path, cache):
     out = B.write_model_bundle("har", 2, str(tmp_path / "b"), settings=FAST, cache=cache)
-    doc = B.run_bundle(out)
-    B.write_results(doc, str(tmp_path / "r.json"))
-    parts = B.read_probe_parts(str(tmp_path / "r.json"), out)
+    doc = R.run_bundle(out)
+    RS.write_results(doc, str(tmp_path / "r.json"))
+    parts = RS.read_probe_parts(str(tmp_path / "r.json"), out)
     assert list(parts) == ["model"] and len(parts["model"].time_s) == 3
 
 
@@ -292,7 +296,7 @@ def test_energy_bundle_without_a_meter_is_refused(tmp_path, cache):
     db = make_campaign(tmp_path / "c.db", [PROBES[2]], metric="energy")
     B.bundle_campaign(db, str(tmp_path / "b"), cache=cache)
     with pytest.raises(NoMeterError):
-        B.run_harness(str(tmp_path / "b"), str(tmp_path / "r.json"), root=str(tmp_path / "no-sysfs"))
+        H.run_harness(str(tmp_path / "b"), str(tmp_path / "r.json"), root=str(tmp_path / "no-sysfs"))
 
 
 def test_bundle_cli(measured, tmp_path, capsys):
@@ -483,7 +487,7 @@ def test_a_killed_ingest_leaves_the_campaign_as_it_was_and_the_rerun_completes(m
         reader.close()
     assert proc.returncode == -signal.SIGKILL
     assert untouched(db)  # no window, no sample, every probe still planned (the hot journal rolled back)
-    r = B.ingest_file(results, measured["bundle"], db)
+    r = I.ingest_file(results, measured["bundle"], db)
     assert sorted(r["probes"]) == sorted(p.id for p in PROBES)
     with Campaign.open(db) as c:
         assert c.status_counts() == {"done": len(PROBES)}

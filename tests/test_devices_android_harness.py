@@ -35,7 +35,7 @@ def test_android_harness_junit(tmp_path):
     assert tuple(map(int, m.groups())) == (len(vectors), sum(len(json.loads(v.read_text())["expected"])
                                                              for v in vectors), len(vectors), 2, 1)
     # what the app writes passes the same checks as any harness's results
-    from thor_sdk.exporters.bundle import validate_results_doc
+    from thor_sdk.harness.results import validate_results_doc
 
     doc = validate_results_doc(json.loads(out.read_text()))
     assert doc["harness"] == "android" and doc["parts"]["head"]["windows"][0]["t_end_s"] > 0

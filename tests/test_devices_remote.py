@@ -5,7 +5,7 @@ mid-campaign (and a reboot that wipes the device's files), and every probe ends 
 Bundles are the real ones (exported ONNX training steps, manifest, sha256) and results are read by the real
 ingest checks. The transport is the real LocalTransport (files really copied into a 'board' folder) with one
 simulated step: `thor-sdk harness run BUNDLE --out RESULTS` runs the host harness in-process
-(``thor_sdk.exporters.bundle.run_harness``: onnxruntime, the shared protocol). Disconnects are injected there.
+(``thor_sdk.devices.local_harness.run_harness``: onnxruntime, the shared protocol). Disconnects are injected there.
 """
 
 import json
@@ -65,7 +65,8 @@ class SimBoard(LocalTransport):
         return super().run(argv, timeout_s, check, input)
 
     def _harness(self, bundle, out):
-        from thor_sdk.exporters.bundle import read_manifest, run_harness
+        from thor_sdk.devices.local_harness import run_harness
+        from thor_sdk.exporters.bundle import read_manifest
         from thor_sdk.transports.base import CommandResult
 
         run_harness(bundle, out)

@@ -18,7 +18,7 @@ pytest.importorskip("onnxruntime")
 
 from thor_sdk.errors import UsageError  # noqa: E402
 from thor_sdk.exporters import onnx_train  # noqa: E402
-from thor_sdk.exporters.ort_trainer import OrtTrainer, trainer_for_model  # noqa: E402
+from thor_sdk.harness.ort_trainer import OrtTrainer, trainer_for_model  # noqa: E402
 from thor_sdk.probes import Probe  # noqa: E402
 
 LR = {"sgd": 0.01, "adam": 1e-3}

@@ -266,7 +266,7 @@ GOOD_RESULTS = {"format": "thor-sdk/results", "version": 1, "harness": "fuzz", "
 @given(mutated_docs(GOOD_RESULTS))
 @example(GOOD_RESULTS)
 def test_results_reader(doc):
-    from thor_sdk.exporters.bundle import validate_results_doc
+    from thor_sdk.harness.results import validate_results_doc
     from thor_sdk.layers import read_json
 
     path = _write("results.json", _text(doc))

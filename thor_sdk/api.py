@@ -14,8 +14,7 @@ import statistics
 
 from thor_sdk import __version__
 from thor_sdk.errors import FormatError, UsageError
-
-UNITS = {"time": "s", "energy": "J"}
+from thor_sdk.runtime.estimator import METRIC_UNITS as UNITS  # the one metric -> unit map
 
 
 def _check_metric(metric):

@@ -116,3 +116,29 @@ class ExportError(ThorError):
 
 class StoreError(ThorError):
     """A campaign database is unreadable or inconsistent."""
+
+
+class NotOurFileError(FormatError, StoreError):
+    """A file handed to thor-sdk as one of its own (campaign database, estimator, bundle, prior, report) is
+    not one: another program's file, or its format tag is missing. A FormatError (a bad input: exit 2);
+    also a StoreError, which a campaign database that is not one raised before."""
+
+
+class TransportDisconnected(DeviceError):
+    """The connection to the device dropped (cable pulled, device rebooted, network down)."""
+
+
+class NotFittedError(UsageError):
+    """A baseline was asked for an estimate before ``fit`` (or before its fitted state was loaded)."""
+
+
+class InfeasibleCapError(UsageError):
+    """No (batch size, frequency) in the table stays under the power cap."""
+
+    def __init__(self, power_cap_w, lowest_feasible_power_w, where="the table"):
+        self.power_cap_w = power_cap_w
+        self.lowest_feasible_power_w = lowest_feasible_power_w
+        super().__init__(
+            f"power cap {power_cap_w:g} W is infeasible: the lowest peak power in {where} is "
+            f"{lowest_feasible_power_w:.3f} W (give a cap of at least that)"
+        )

@@ -20,13 +20,8 @@ layer-list JSON, ``file.py:Class``: built through ``thor_sdk.layers.layers_of``,
 import math
 import numbers
 
-from thor_sdk.errors import UsageError
-
-UNITS = {"time": "s", "energy": "J"}
-
-
-class NotFittedError(UsageError):
-    """A baseline was asked for an estimate before ``fit`` (or before its fitted state was loaded)."""
+from thor_sdk.errors import NotFittedError, UsageError  # noqa: F401  (NotFittedError: importable here too)
+from thor_sdk.runtime.estimator import METRIC_UNITS as UNITS  # the one metric -> unit map
 
 
 def check_metric(metric):

@@ -29,9 +29,9 @@ import numbers
 import os
 import re
 
-from thor_sdk.errors import FormatError, NotFoundError, UsageError
+from thor_sdk.errors import FormatError, UsageError
 
-from .base import Baseline, check_batch_size, check_metric, model_layers, train_flops
+from .base import UNITS, Baseline, check_batch_size, check_metric, model_layers, train_flops
 
 FORMAT = "thor-sdk/pre-model"
 VERSION = 1
@@ -116,32 +116,17 @@ def _check_row(row, where, metric=None):
 # -- CSV and campaign sources ----------------------------------------------------------------------
 def read_pre_csv(path):
     """Training runs from a CSV (one row per model and batch size; columns in docs/baselines.md)."""
-    if not os.path.isfile(path):
-        raise NotFoundError(f"no such runs file: {path}")
-    size = os.path.getsize(path)
-    if size > MAX_FILE_BYTES:
-        raise FormatError(f"{path}: {size} bytes, above the {MAX_FILE_BYTES}-byte limit of a runs CSV")
-    try:
-        with open(path, encoding="utf-8", newline="") as f:
-            text = f.read()
-    except UnicodeDecodeError:
-        raise FormatError(f"{path}: not UTF-8 text") from None
+    from thor_sdk.store.files import read_text
+
+    text = read_text(path, "runs file", MAX_FILE_BYTES)
     return parse_pre_csv(text, path)
 
 
 def _cell(raw, col, where, integer=False):
+    from thor_sdk.store.files import csv_number
+
     raw = (raw or "").strip()
-    if not raw:
-        return None
-    try:
-        v = float(raw)
-    except ValueError:
-        raise FormatError(f"{where}: {col} is not a number: {raw!r}") from None
-    if not math.isfinite(v):
-        raise FormatError(f"{where}: {col} is not finite: {raw!r}")
-    if integer and v != int(v):
-        raise FormatError(f"{where}: {col} must be an integer, got {raw!r}")
-    return v
+    return float(csv_number(raw, where, col, integer=integer)) if raw else None
 
 
 def parse_pre_csv(text, source="runs CSV"):
@@ -461,7 +446,7 @@ class PreBaseline(Baseline):
     def to_dict(self):
         self._check_fitted()
         return {"format": FORMAT, "version": VERSION, "variant": self.variant, "metric": self.metric,
-                "unit": "s" if self.metric == "time" else "J", "per": "step", "target": "log cost per step",
+                "unit": UNITS[self.metric], "per": "step", "target": "log cost per step",
                 "features": list(self.features_), "feature_transform": "log1p", "x_mean": list(self.x_mean_),
                 "x_scale": list(self.x_scale_), "params": dict(self.params_), "model": self.model_,
                 "device_defaults": dict(self.device_defaults_), "n_runs": self.n_runs_, "models": list(self.models_)}
@@ -484,38 +469,16 @@ class PreBaseline(Baseline):
 
     @classmethod
     def load(cls, path):
-        if not os.path.isfile(path):
-            raise NotFoundError(f"no such PRE model: {path}")
-        if os.path.getsize(path) > MAX_FILE_BYTES:
-            raise FormatError(f"{path}: above the {MAX_FILE_BYTES}-byte limit of a PRE model")
-        try:
-            with open(path, encoding="utf-8") as f:
-                doc = json.load(f, parse_constant=_no_constant)
-        except (UnicodeDecodeError, ValueError, RecursionError) as e:
-            raise FormatError(f"{path}: not JSON ({e})") from None
-        return cls.from_dict(doc, path)
+        from thor_sdk.store.files import read_json
 
-
-def _no_constant(c):
-    raise FormatError(f"PRE model: {c} is not a number JSON allows")
-
-
-def schema_path():
-    return os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "schemas",
-                        "pre-model.schema.json")
+        return cls.from_dict(read_json(path, "PRE model", max_bytes=MAX_FILE_BYTES), path)
 
 
 def _validate(doc, source):
     """FormatError unless ``doc`` follows the schema and its arrays agree in length."""
-    import jsonschema
+    from thor_sdk.store.files import validate_schema
 
-    with open(schema_path(), encoding="utf-8") as f:
-        schema = json.load(f)
-    try:
-        jsonschema.validate(doc, schema)
-    except jsonschema.ValidationError as e:
-        path = "/".join(str(p) for p in e.absolute_path) or "top level"
-        raise FormatError(f"{source}: {path}: {e.message[:200]}") from None
+    validate_schema(doc, "pre-model.schema.json", source)
     n = len(doc["features"])
     m = doc["model"]
     if len(doc["x_mean"]) != n or len(doc["x_scale"]) != n:

@@ -24,13 +24,12 @@ stabilised (``value`` None, ``stabilised`` False) rather than projected from an 
 
 import csv
 import io
-import json
 import math
 import numbers
 import os
 import statistics
 
-from thor_sdk.errors import FormatError, NoMeterError, NotFoundError, UsageError
+from thor_sdk.errors import FormatError, NoMeterError, NotOurFileError, UsageError
 
 from .base import Baseline, check_metric, check_positive
 
@@ -92,16 +91,9 @@ def _rows(records, source):
 
 
 def _read_text(path):
-    if not os.path.isfile(path):
-        raise NotFoundError(f"no such per-epoch file: {path}")
-    size = os.path.getsize(path)
-    if size > MAX_FILE_BYTES:
-        raise FormatError(f"{path}: {size} bytes, above the {MAX_FILE_BYTES}-byte limit of a per-epoch log")
-    try:
-        with open(path, encoding="utf-8") as f:
-            return f.read(MAX_FILE_BYTES + 1)
-    except UnicodeDecodeError:
-        raise FormatError(f"{path}: not UTF-8 text") from None
+    from thor_sdk.store.files import read_text
+
+    return read_text(path, "per-epoch log", MAX_FILE_BYTES)
 
 
 def _from_csv_text(text, source):
@@ -127,10 +119,12 @@ def read_epochs(source):
         text = _read_text(path)
         if path.lower().endswith(".csv"):
             return _from_csv_text(text, path)
+        from thor_sdk.store.files import parse_json
+
         try:
-            doc = json.loads(text)
-        except (ValueError, RecursionError) as e:
-            raise FormatError(f"{path}: not JSON ({e}); a per-epoch CSV must end in .csv") from None
+            doc = parse_json(text, path)
+        except FormatError as e:
+            raise FormatError(f"{e}; a per-epoch CSV must end in .csv") from None
         return read_epochs_doc(doc, path)
     return read_epochs_doc(source, "per-epoch series")
 
@@ -138,7 +132,7 @@ def read_epochs(source):
 def read_epochs_doc(doc, source="per-epoch series"):
     if isinstance(doc, dict):
         if doc.get("format") not in (None, "thor-sdk/train-run"):
-            raise FormatError(f"{source}: format {doc.get('format')!r} is not a thor-sdk/train-run report")
+            raise NotOurFileError(f"{source}: format {doc.get('format')!r} is not a thor-sdk/train-run report")
         doc = doc.get("epochs")
     if not isinstance(doc, list):
         raise FormatError(f"{source}: expected a train-run report or a list of epochs")
@@ -152,9 +146,11 @@ def _run_labels(series):
     limit); empty for a CSV or a bare list. Labels only: never used in the projection."""
     doc = series
     if isinstance(series, (str, os.PathLike)) and not os.fspath(series).lower().endswith(".csv"):
+        from thor_sdk.store.files import parse_json
+
         try:
-            doc = json.loads(_read_text(os.fspath(series)))
-        except (ValueError, RecursionError):
+            doc = parse_json(_read_text(os.fspath(series)), "per-epoch log")
+        except FormatError:
             return {}
     if not isinstance(doc, dict):
         return {}

@@ -17,7 +17,6 @@ meter. With ``metric="energy"`` the answer is TDP x utilisation x that time: an 
 marked ``measured: False`` and ``assumed_power_w``; thor-sdk never reports it as a measurement.
 """
 
-import json
 import math
 import os
 import re
@@ -42,13 +41,9 @@ def _key(name):
 def load_tdp_table(path=None):
     """The device table (``{"format", "version", "devices": [{name, aliases, kind, tdp_w, source}]}``)."""
     path = path or _table_path()
-    try:
-        with open(path, encoding="utf-8") as f:
-            doc = json.load(f)
-    except FileNotFoundError:
-        raise NotFoundError(f"no such TDP table: {path}") from None
-    except (OSError, ValueError) as e:
-        raise FormatError(f"{path}: not a readable TDP table ({e})") from None
+    from thor_sdk.store.files import read_json
+
+    doc = read_json(path, "TDP table")
     if not isinstance(doc, dict) or doc.get("format") != TABLE_FORMAT or not isinstance(doc.get("devices"), list):
         raise FormatError(f"{path}: not a {TABLE_FORMAT} document")
     for d in doc["devices"]:

@@ -24,7 +24,7 @@ import json
 import math
 import os
 
-from thor_sdk.errors import FormatError, ThorError
+from thor_sdk.errors import FormatError, NotOurFileError, ThorError
 
 PRIOR_FORMAT = "thor-sdk/prior"
 PRIOR_VERSION = 1
@@ -127,11 +127,11 @@ def load_prior(path=None):
         raise FormatError(f"no prior at {path}: build it with `python -m thor_sdk.campaign.prior --write`")
     doc = read_json(path, "prior")  # strict: encoding, NaN tokens, number range, depth
     if not isinstance(doc, dict) or doc.get("format") != PRIOR_FORMAT or doc.get("version") != PRIOR_VERSION:
-        raise FormatError(f"{path} is not a {PRIOR_FORMAT} version {PRIOR_VERSION} file")
-    from thor_sdk.layers import validate
+        raise NotOurFileError(f"{path} is not a {PRIOR_FORMAT} version {PRIOR_VERSION} file")
+    from thor_sdk.store.files import validate_schema
     from thor_sdk.layers.kinds import get_kind
 
-    validate(doc, "prior.schema.json", path)
+    validate_schema(doc, "prior.schema.json", path)
     for kind, entry in doc["kinds"].items():
         try:
             k = get_kind(kind)
@@ -238,10 +238,9 @@ def main(argv=None):
     doc = build_prior()
     text = json.dumps(doc, indent=1, sort_keys=False) + "\n"
     if args.write:
-        tmp = PRIOR_FILE + f".tmp{os.getpid()}"
-        with open(tmp, "w", encoding="utf-8") as f:
-            f.write(text)
-        os.replace(tmp, PRIOR_FILE)
+        from thor_sdk.store.files import write_text
+
+        write_text(PRIOR_FILE, text, "prior")
     for k, e in doc["kinds"].items():
         print(f"{k:20s} share {e['share']:.3f}  configs {len(e['configs'])}")
 

@@ -11,8 +11,7 @@ import os
 from dataclasses import dataclass
 
 from thor_sdk.errors import FormatError, NotFoundError, UsageError
-
-METRIC_UNITS = {"energy": "J", "time": "s"}
+from thor_sdk.runtime.estimator import METRIC_UNITS  # the one metric -> unit map
 BUDGET_ARGS = {"energy": "budget_j", "time": "budget_s"}
 PERS = ("step", "epoch", "run")
 UNKNOWN_OPS = ("error", "approx")
@@ -177,14 +176,14 @@ def read_budgets(path):
 
 def parse_budgets(doc, base, what="budgets file"):
     """A ``BudgetFile`` from a parsed budgets document; relative paths are taken against the folder ``base``."""
-    from thor_sdk.layers import validate
+    from thor_sdk.store.files import validate_schema
 
     for i, entry in enumerate(doc.get("models") if isinstance(doc.get("models"), list) else ()):
         if isinstance(entry, dict) and "budget_j" not in entry and "budget_s" not in entry \
                 and set(entry) <= MODEL_KEYS:  # say it plainly (an unknown key: the schema names it)
             raise FormatError(f"budgets file {what}: models[{i}] ({entry.get('model')}) has no budget: give "
                               "budget_j (joules) and/or budget_s (seconds)")
-    validate(doc, "budgets.schema.json", f"budgets file {what}")
+    validate_schema(doc, "budgets.schema.json", f"budgets file {what}")
     est = doc.get("estimators", ())
     est = [est] if isinstance(est, str) else list(est)
     models = []

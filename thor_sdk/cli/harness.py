@@ -1,3 +1,5 @@
+"""``thor-sdk harness run`` (a bundle measured on this machine) and ``harness ingest`` (results into a campaign)."""
+
 import click
 
 from .common import Progress, emit_json, json_option, quiet_option
@@ -16,7 +18,7 @@ def cmd():
 @json_option
 def run_cmd(bundle, out, threads, quiet, as_json):
     """Measure every probe of BUNDLE (folder or zip) with the shared protocol; sha256 checked first."""
-    from thor_sdk.exporters.bundle import run_harness
+    from thor_sdk.devices.local_harness import run_harness
 
     bar = None
 
@@ -47,7 +49,7 @@ def run_cmd(bundle, out, threads, quiet, as_json):
 @json_option
 def ingest_cmd(results, bundle_path, campaign, as_json):
     """Validate RESULTS against the bundle and store each probe's windows and per-layer samples."""
-    from thor_sdk.exporters.bundle import ingest_file
+    from thor_sdk.campaign.ingest import ingest_file
 
     r = ingest_file(results, bundle_path, campaign)
     if as_json:

@@ -12,8 +12,9 @@ a dropped connection never leaves half a probe in the campaign: the device recon
 the probe again from scratch (``retries`` times), else the error propagates and ``--resume``
 re-measures the probe later. Either way each probe lands in the campaign exactly once.
 
-Bundles and results are the exporters' formats (``thor_sdk.exporters.bundle``), reached through a
-``BundleCodec`` so that this layer depends only on four calls.
+Bundles are the exporters' format (``thor_sdk.exporters.bundle``) and results the harness's
+(``thor_sdk.harness.results``), reached through a ``BundleCodec`` so that this layer depends only on four
+calls; neither imports this module.
 """
 
 import os
@@ -49,9 +50,9 @@ class BundleCodec:
 
     def read_parts(self, results_path, bundle_dir):
         """{part: PartResult} from a harness's results file (checked against the bundle it ran)."""
-        from thor_sdk.exporters import bundle
+        from thor_sdk.harness.results import read_probe_parts
 
-        return bundle.read_probe_parts(results_path, bundle_dir)
+        return read_probe_parts(results_path, bundle_dir)
 
     def window_times(self, results_path):
         """{part: [(t_start_s, t_end_s), ...]} on the device's wall clock (for a bench meter's log)."""

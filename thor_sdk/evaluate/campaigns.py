@@ -7,10 +7,11 @@ the same spread of machine load as the probes (and the per-run medians show the 
 errors of THOR and of the FLOPs baseline are reported side by side from one run.
 """
 
-import math
 import os
 import statistics
 import time
+
+from thor_sdk.runtime.estimator import METRIC_UNITS
 
 
 def _ape(est, true):
@@ -78,7 +79,7 @@ def evaluate(models, device="host", batch_size=32, metric="time", out_dir="thor-
     mean_thor = statistics.fmean(thor_apes) if thor_apes else None
     mean_flops = statistics.fmean(flops_apes) if flops_apes else None
     return {
-        "device": dev.name, "metric": metric, "unit": "s" if metric == "time" else "J", "runtime": runtime,
+        "device": dev.name, "metric": metric, "unit": METRIC_UNITS[metric], "runtime": runtime,
         "batch_size": batch_size, "rows": rows, "thor_mape": mean_thor, "flops_mape": mean_flops,
         "flops_over_thor": (mean_flops / mean_thor) if mean_thor and mean_flops else None,
         "thor_max_ape": max(thor_apes) if thor_apes else None,

@@ -10,10 +10,7 @@ import json
 import math
 
 from thor_sdk.errors import FormatError, UsageError
-
-ESTIMATOR_FORMAT = "thor-sdk/estimator"
-ESTIMATOR_VERSION = 2
-METRIC_UNITS = {"time": "s", "energy": "J"}
+from thor_sdk.runtime.estimator import ESTIMATOR_FORMAT, ESTIMATOR_VERSION, METRIC_UNITS  # the format's one definition
 
 
 def _producer():
@@ -112,10 +109,10 @@ def build_estimator(kind_gps, *, device, metric, unit, flops_baseline, provenanc
 def validate_estimator(doc, what="estimator"):
     """Check ``doc`` against ``estimator.schema.json`` (jsonschema) and the stdlib runtime's own
     consistency checks (array shapes, finite numbers); FormatError on the first problem."""
-    from thor_sdk.layers import validate
+    from thor_sdk.store.files import validate_schema
     from thor_sdk.runtime import load_estimator
 
-    validate(doc, "estimator.schema.json", what)
+    validate_schema(doc, "estimator.schema.json", what)
     load_estimator(doc)
 
 

@@ -5,7 +5,6 @@ an ONNX file (``model.onnx``), a layer-list JSON (``layers.json``, schema in
 ``thor_sdk/schemas/layers.schema.json``), or a ``torch.nn.Module`` instance.
 """
 
-import json
 import os
 from dataclasses import dataclass
 
@@ -132,31 +131,12 @@ def layers_of(model, input_shape=None, input_dtype=None, vocab=None, unknown_ops
                        layers_from_module(model, shape, dtype, vocab, unknown_ops=unknown_ops))
 
 
-def _load_schema(name):
-    from importlib import resources
-
-    return json.loads(resources.files("thor_sdk").joinpath("schemas", name).read_text())
-
-
-def validate(doc, schema_name, what):
-    """Validate ``doc`` against one of the repo's JSON Schemas; FormatError with the first problem."""
-    import jsonschema
-
-    try:
-        jsonschema.validate(doc, _load_schema(schema_name))
-    except jsonschema.ValidationError as e:
-        raise FormatError(schema_error(e, what)) from None
-
-
 def schema_error(e, what):
-    """One short line for a jsonschema ``ValidationError``: where, and what rule (a message that would
-    quote a long value, e.g. a 5,000-layer list that is too long, names the rule instead)."""
-    where = "/".join(str(p) for p in e.absolute_path) or "(top level)"
-    where = where if len(where) <= 200 else where[:200] + "..."
-    msg = e.message
-    if len(msg) > 300:
-        msg = f"fails {e.validator} {json.dumps(e.validator_value, default=str)[:100]}"
-    return f"{what} breaks its schema at {where}: {msg}"
+    """One short line for a jsonschema ``ValidationError`` (``thor_sdk.store.files.schema_error``, where JSON
+    Schema validation lives: ``validate_schema``)."""
+    from thor_sdk.store.files import schema_error as one_line
+
+    return one_line(e, what)
 
 
 def read_json(path, what):
@@ -184,9 +164,10 @@ def read_layer_list(path):
     from .kinds import ROLES
 
     from thor_sdk.runtime.estimator import MAX_LAYERS
+    from thor_sdk.store.files import validate_schema
 
     doc = read_json(path, "layer list")
-    validate(doc, "layers.schema.json", f"layer list {path}")
+    validate_schema(doc, "layers.schema.json", f"layer list {path}")
     if len(doc["layers"]) > MAX_LAYERS:
         raise FormatError(f"layer list {path} has {len(doc['layers'])} layers; at most {MAX_LAYERS} are read")
     layers, upstream = [], False

@@ -1,8 +1,8 @@
 """Load an estimator JSON (version 2) and predict per-layer and whole-model costs with the Python standard library.
 
-No numpy, no scikit-learn, no torch: this module, ``thor_sdk.runtime.terms`` and the plain-data
-``thor_sdk.layers.kinds`` are all an app needs. Loading does no matrix factorisation: the file carries
-the sparse GP's factors. Math (``docs/estimator-format.md``), per layer with raw features ``x`` and cost
+No numpy, no scikit-learn, no torch: this module, ``thor_sdk.runtime.terms``, the plain-data
+``thor_sdk.layers.kinds`` and the strict reader ``thor_sdk.store.files`` are all an app needs. Loading
+does no matrix factorisation: the file carries the sparse GP's factors. Math (``docs/estimator-format.md``), per layer with raw features ``x`` and cost
 terms ``F`` (training FLOPs), ``B`` (bytes moved) at the batch size:
 
 - ``z = (ln(1 + x) - x_mean) / x_scale``, ``u = z / length_scale``; likewise ``t_i`` for the inducing rows;
@@ -17,19 +17,17 @@ no white noise), converted with ``Cov(a, b) = mean_a mean_b (exp(Cov_ln) - 1)``;
 term ``(whole_model.rel_std * total)^2`` (composition and drift error measured on whole models) is added.
 """
 
-import json
 import math
-import os
 from math import dist, exp, expm1, fsum, log, log1p, sqrt
 from operator import mul
 
-from thor_sdk.errors import FormatError, NotFoundError, UsageError
+from thor_sdk.errors import FormatError, NotFoundError, NotOurFileError, UsageError
 
 from .terms import at_batch, cost_terms, layer_terms
 
 ESTIMATOR_FORMAT = "thor-sdk/estimator"
 ESTIMATOR_VERSION = 2
-METRIC_UNITS = {"time": "s", "energy": "J"}
+METRIC_UNITS = {"time": "s", "energy": "J"}  # the one metric -> unit map: the rest of thor_sdk imports it from here
 SQRT5 = math.sqrt(5.0)
 ROLE_CODES = {"input": 1.0, "hidden": 0.0}
 DERIVED = ("train_flops", "train_bytes")  # inputs taken from the layer's cost terms, not its config
@@ -232,7 +230,7 @@ class Estimator:
             raise FormatError("estimator: top level must be a JSON object")
         fmt = doc.get("format")
         if fmt != ESTIMATOR_FORMAT:
-            raise FormatError(f"not a thor-sdk estimator: format is {fmt!r}, expected {ESTIMATOR_FORMAT!r}")
+            raise NotOurFileError(f"not a thor-sdk estimator: format is {fmt!r}, expected {ESTIMATOR_FORMAT!r}")
         version = doc.get("version")
         if version != ESTIMATOR_VERSION or isinstance(version, bool):
             hint = " (version 1 files predate device profiles: refit the campaign with `thor-sdk fit`)" \
@@ -506,92 +504,17 @@ def _layer_label(layer, i):
     return f"layer {name}: {op}" if isinstance(op, str) and op else f"layer {name}"
 
 
-#: what ``load_estimator`` reads at most: the file's size (an estimator is about 100 KB; at this cap
-#: loading takes about a second), nesting depth, digits of an integer literal (the rules of
-#: ``thor_sdk.store.files.read_json``, kept here so this package imports nothing else)
+#: the most ``load_estimator`` reads (an estimator is about 100 KB; at this cap loading takes about a second)
 MAX_FILE_BYTES = 8 * 1024 * 1024
-MAX_JSON_DEPTH = 64
-MAX_INT_DIGITS = 30
-_BOMS = ((b"\xff\xfe\x00\x00", "UTF-32"), (b"\x00\x00\xfe\xff", "UTF-32"), (b"\xff\xfe", "UTF-16"),
-         (b"\xfe\xff", "UTF-16"))
-
-
-def _reject_constant(name):
-    raise FormatError(f"{name} is not a finite number")
-
-
-def _parse_int(text):
-    if len(text.lstrip("-")) > MAX_INT_DIGITS:
-        raise FormatError(f"an integer of {len(text.lstrip('-'))} digits (at most {MAX_INT_DIGITS} are read)")
-    return int(text)
-
-
-def _parse_float(text):
-    v = float(text)
-    if not math.isfinite(v):
-        raise FormatError(f"the number {text[:40]} is out of range")
-    return v
-
-
-def _object(pairs):
-    d = dict(pairs)
-    if len(d) != len(pairs):
-        seen = set()
-        dup = next(k for k, _ in pairs if k in seen or seen.add(k))
-        raise FormatError(f"key {dup[:80]!r} appears twice in one object")
-    return d
-
-
-def _depth(doc):
-    depth, stack = 0, [(doc, 1)]
-    while stack:
-        v, d = stack.pop()
-        if isinstance(v, dict):
-            v = list(v.values())
-        elif not isinstance(v, list):
-            continue
-        depth = max(depth, d)
-        stack.extend((x, d + 1) for x in v if isinstance(x, (list, dict)))
-    return depth
 
 
 def read_json_file(path, what="estimator"):
-    """A parsed JSON file, strictly: at most MAX_FILE_BYTES, UTF-8 (a byte-order mark dropped; UTF-16/32
-    and NUL bytes named), no NaN/Infinity tokens or numbers beyond the float range, integers of at most
-    MAX_INT_DIGITS digits, no key twice in one object, at most MAX_JSON_DEPTH levels deep. One FormatError naming the file otherwise."""
-    path = os.fspath(path)
-    if not os.path.isfile(path):
-        raise NotFoundError(f"no such {what} file: {path}")
-    try:
-        with open(path, "rb") as f:
-            if os.fstat(f.fileno()).st_size > MAX_FILE_BYTES:  # refused unread
-                raise FormatError(f"{what} file {path} is larger than {MAX_FILE_BYTES} bytes; not read")
-            data = f.read(MAX_FILE_BYTES + 1)
-    except OSError as e:
-        raise NotFoundError(f"cannot read {what} file {path}: {e.strerror or e}") from None
-    if len(data) > MAX_FILE_BYTES:
-        raise FormatError(f"{what} file {path} is larger than {MAX_FILE_BYTES} bytes; not read")
-    for bom, name in _BOMS:
-        if data.startswith(bom):
-            raise FormatError(f"{what} file {path} is {name} text; save it as UTF-8")
-    try:
-        text = data.decode("utf-8-sig")
-    except UnicodeDecodeError as e:
-        raise FormatError(f"{what} file {path} is not UTF-8 text (byte {e.start}); save it as UTF-8") from None
-    if "\x00" in text:
-        raise FormatError(f"{what} file {path} contains a NUL byte: not a text file")
-    try:
-        doc = json.loads(text, parse_int=_parse_int, parse_float=_parse_float, parse_constant=_reject_constant,
-                         object_pairs_hook=_object)
-    except FormatError as e:
-        raise FormatError(f"{path} is not valid JSON: {e}") from None
-    except RecursionError:
-        raise FormatError(f"{path} is nested more than {MAX_JSON_DEPTH} levels deep") from None
-    except ValueError as e:  # json.JSONDecodeError included
-        raise FormatError(f"{path} is not valid JSON: {e}") from None
-    if _depth(doc) > MAX_JSON_DEPTH:
-        raise FormatError(f"{path} is nested more than {MAX_JSON_DEPTH} levels deep")
-    return doc
+    """A parsed JSON file, strictly (``thor_sdk.store.files.read_json``, standard library only like this
+    package): at most MAX_FILE_BYTES, UTF-8, no NaN/Infinity or out-of-range numbers, no key twice in one
+    object, nesting capped. One FormatError naming the file otherwise."""
+    from thor_sdk.store.files import read_json
+
+    return read_json(path, f"{what} file", MAX_FILE_BYTES)
 
 
 def load_estimator(path_or_dict):

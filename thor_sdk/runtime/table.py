@@ -24,22 +24,10 @@ Only ``thor_sdk.errors`` and the standard library are imported, like the rest of
 import math
 from bisect import bisect_right
 
-from thor_sdk.errors import FormatError, UsageError
+from thor_sdk.errors import FormatError, InfeasibleCapError, UsageError
 
 TABLE_FORMAT = "thor-sdk/power-table"
 TABLE_VERSION = 1
-
-
-class InfeasibleCapError(UsageError):
-    """No (batch size, frequency) in the table stays under the power cap."""
-
-    def __init__(self, power_cap_w, lowest_feasible_power_w, where="the table"):
-        self.power_cap_w = power_cap_w
-        self.lowest_feasible_power_w = lowest_feasible_power_w
-        super().__init__(
-            f"power cap {power_cap_w:g} W is infeasible: the lowest peak power in {where} is "
-            f"{lowest_feasible_power_w:.3f} W (give a cap of at least that)"
-        )
 
 
 #: rows a table may hold (batch sizes x frequencies: a Jetson has about 15 frequencies)

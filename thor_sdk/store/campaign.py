@@ -36,7 +36,7 @@ import json
 import os
 import sqlite3
 
-from thor_sdk.errors import FormatError, NotFoundError, StoreError, UsageError
+from thor_sdk.errors import FormatError, NotFoundError, NotOurFileError, StoreError, UsageError
 
 FORMAT = "thor-sdk/campaign"
 VERSION = 2
@@ -228,13 +228,13 @@ class Campaign:
             conn = sqlite3.connect(path)
             rows = dict(conn.execute("SELECT key, value FROM meta").fetchall())
         except sqlite3.DatabaseError as e:
-            raise StoreError(f"{path} is not a thor-sdk campaign database ({e})") from None
+            raise NotOurFileError(f"{path} is not a thor-sdk campaign database ({e})") from None
         try:
             fmt, ver = json.loads(rows.get("format", "null")), json.loads(rows.get("version", "null"))
         except json.JSONDecodeError:
             fmt, ver = None, None
         if fmt != FORMAT:
-            raise StoreError(f"{path} is not a thor-sdk campaign database")
+            raise NotOurFileError(f"{path} is not a thor-sdk campaign database")
         if ver not in READ_VERSIONS:
             raise StoreError(f"{path} is campaign format version {ver}; this thor-sdk reads versions "
                              f"{', '.join(map(str, READ_VERSIONS))}")

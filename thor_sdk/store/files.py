@@ -11,7 +11,7 @@ Every JSON or CSV file a user hands thor-sdk is read the other way round, by ``r
 size capped, strict UTF-8 (a UTF-16 file or a NUL byte is named as such), strict numbers (no NaN or
 Infinity tokens, nothing beyond the float range, integers of at most MAX_INT_DIGITS digits), no key
 twice in one object (which copy would win?), nesting capped, CSV headers without duplicates and rows of the header's width; anything else is one FormatError
-naming the file. Standard library only (``thor_sdk.runtime`` keeps its own copy of the JSON rules).
+naming the file. Standard library only (the stdlib runtime reads estimators through it too).
 """
 
 import contextlib
@@ -29,14 +29,20 @@ def check_output(path, what="output"):
     path = os.fspath(path)
     if not path or path.endswith(os.sep):
         raise UsageError(f"{what} path {path!r} is not a file name")
+    check_parent(path, what)
+    if os.path.lexists(path) and (os.path.islink(path) or not os.path.isfile(path)):
+        raise UsageError(f"refusing to replace {path}: it is not a regular file")
+    return path
+
+
+def check_parent(path, what="output"):
+    """UsageError unless the folder ``path`` goes in exists and is writable; returns that folder."""
     folder = os.path.dirname(os.path.abspath(path))
     if not os.path.isdir(folder):
         raise UsageError(f"cannot write {what} {path}: no such folder {folder}")
     if not os.access(folder, os.W_OK):
         raise UsageError(f"cannot write {what} {path}: folder {folder} is not writable")
-    if os.path.lexists(path) and (os.path.islink(path) or not os.path.isfile(path)):
-        raise UsageError(f"refusing to replace {path}: it is not a regular file")
-    return path
+    return folder
 
 
 @contextlib.contextmanager
@@ -240,3 +246,42 @@ def csv_number(text, where, column, integer=False, low=None, high=None, low_open
     if high is not None and v > high:
         raise FormatError(f"{where}: {column} must be at most {high:g}, got {text!r}")
     return int(v) if integer else v
+
+
+def load_schema(name):
+    """One of the package's JSON Schemas (``thor_sdk/schemas/NAME``) as a dict."""
+    from importlib import resources
+
+    return json.loads(resources.files("thor_sdk").joinpath("schemas", name).read_text(encoding="utf-8"))
+
+
+def schema_error(e, what):
+    """One short line for a jsonschema ``ValidationError``: where, and what rule (a message that would
+    quote a long value, e.g. a 5,000-layer list that is too long, names the rule instead)."""
+    where = "/".join(str(p) for p in e.absolute_path) or "(top level)"
+    where = where if len(where) <= 200 else where[:200] + "..."
+    msg = e.message
+    if len(msg) > 300:
+        msg = f"fails {e.validator} {json.dumps(e.validator_value, default=str)[:100]}"
+    return f"{what} breaks its schema at {where}: {msg}"
+
+
+def validate_schema(doc, schema, what):
+    """Validate ``doc`` against a JSON Schema (a dict, or the name of one of ours); FormatError, one line,
+    with the first problem. The one place thor-sdk calls ``jsonschema``."""
+    import jsonschema
+
+    try:
+        jsonschema.validate(doc, load_schema(schema) if isinstance(schema, str) else schema)
+    except jsonschema.ValidationError as e:
+        raise FormatError(schema_error(e, what)) from None
+    return doc
+
+
+def json_default(o):
+    """``json.dumps(..., default=json_default)``: objects with ``to_dict()`` and numpy values as plain JSON."""
+    if hasattr(o, "to_dict"):
+        return o.to_dict()
+    if hasattr(o, "tolist"):
+        return o.tolist()
+    raise TypeError(f"not JSON serialisable: {type(o).__name__}")

@@ -14,11 +14,7 @@ import shlex
 import subprocess
 from dataclasses import dataclass
 
-from thor_sdk.errors import DeviceError, DeviceUnavailableError, FormatError
-
-
-class TransportDisconnected(DeviceError):
-    """The connection to the device dropped (cable pulled, device rebooted, network down)."""
+from thor_sdk.errors import DeviceError, DeviceUnavailableError, FormatError, TransportDisconnected  # noqa: F401
 
 
 @dataclass

@@ -1,0 +1,64 @@
+"""Running a probe bundle: every probe's (or the model's) parts measured side by side, one results document.
+
+``run_bundle`` is the reference harness (``thor-sdk harness run`` on a host or a board; the Android
+and iOS apps do the same in Java and Swift): the bundle's files are verified, each part's exported
+training step runs in its runtime (onnxruntime or TorchScript) under the shared protocol, and the
+results document (``thor_sdk.harness.results``) comes back.
+"""
+
+import os
+
+from thor_sdk.errors import MeasurementError
+
+
+def _trainer(bundle_dir, manifest, part, threads=None):
+    path = os.path.join(bundle_dir, *part["file"].split("/"))
+    if manifest["model_format"] == "onnx":
+        from thor_sdk.harness.ort_trainer import OrtTrainer
+
+        return OrtTrainer(path, threads)
+    from thor_sdk.exporters.torchscript_train import TorchScriptTrainer
+
+    return TorchScriptTrainer(path)
+
+
+def run_bundle(path, *, meter=None, state_fn=None, settings=None, device=None, threads=None, on_probe=None):
+    """Measure every probe (or the model) of a bundle with the shared protocol; returns the results doc.
+
+    The files' sha256 are verified first. ``meter``: an energy meter (required when the manifest's
+    metric is energy); ``settings``: override the manifest's protocol settings; ``device``: a plain
+    description stored in the results; ``on_probe(index, total, unit_id)`` is called before each probe.
+    """
+    from thor_sdk.exporters.bundle import manifest_units, now_utc, open_bundle, producer
+    from thor_sdk.harness.protocol import ProtocolSettings, measure_parts
+    from thor_sdk.harness.results import RESULTS_FORMAT, VERSION, validate_results_doc
+
+    with open_bundle(path) as (bundle_dir, manifest):
+        metric = manifest["metric"]
+        if metric == "energy" and meter is None:
+            raise MeasurementError("the bundle asks for energy but no energy meter is readable here")
+        known = set(ProtocolSettings().to_dict())
+        s = settings or ProtocolSettings(**{k: v for k, v in manifest["settings"].items() if k in known})
+        units = manifest_units(manifest)
+        out = {}
+        for i, (uid, _probe, parts) in enumerate(units):
+            if on_probe:
+                on_probe(i, len(units), uid)
+            trainers = {}
+            try:
+                for part in parts:
+                    trainers[part["name"]] = _trainer(bundle_dir, manifest, part, threads)
+                res = measure_parts(trainers, s, meter=meter if metric == "energy" else None, metric=metric,
+                                    state_fn=state_fn)
+            finally:
+                for t in trainers.values():
+                    t.close()
+            out[uid] = {p: r.to_dict() for p, r in res.items()}
+    doc = {"format": RESULTS_FORMAT, "version": VERSION, "harness": producer(), "bundle": manifest["id"],
+           "created_utc": now_utc(), "metric": metric, "device": device, "settings": s.to_dict()}
+    if len(units) == 1 and "parts" in manifest:
+        doc["parts"] = out[units[0][0]]
+    else:
+        doc["probes"] = {uid: {"parts": parts} for uid, parts in out.items()}
+    validate_results_doc(doc)
+    return doc

@@ -1,0 +1,114 @@
+"""The harness results format: validating a results document, parsing it against its bundle, writing it.
+
+A harness (``thor_sdk.harness.bundle_runner``, or the Android/iOS apps) writes one results document
+per bundle run (schema: ``thor_sdk/schemas/results.schema.json``): per probe (or the whole model),
+per part, the step times per window (and energy with a meter), the windows' wall-clock spans and
+device states. This module owns that format; storing parsed results in a campaign is
+``thor_sdk.campaign.ingest``.
+"""
+
+import json
+
+from thor_sdk.errors import FormatError
+
+RESULTS_FORMAT = "thor-sdk/results"
+VERSION = 1
+
+
+def validate_results_doc(doc, what="results"):
+    """Schema, finiteness and path checks of a results document on its own."""
+    from thor_sdk.exporters.bundle import check_finite, check_relpath
+    from thor_sdk.store.files import validate_schema
+
+    if not isinstance(doc, dict):
+        raise FormatError(f"{what} is not a JSON object")
+    if doc.get("error") and "format" not in doc:
+        raise FormatError(f"{what}: the harness failed: {str(doc['error'])[:300]}")
+    if doc.get("format") == RESULTS_FORMAT and doc.get("version") not in (None, VERSION):
+        raise FormatError(f"{what} is results format version {doc.get('version')}; this thor-sdk reads version {VERSION}")
+    check_finite(doc, what)
+    validate_schema(doc, "results.schema.json", what)
+    for f in doc.get("files", []):
+        check_relpath(f["path"], f"{what}: file")
+    return doc
+
+
+def _part_result(name, d, metric, what):
+    from thor_sdk.harness.protocol import PartResult
+
+    n = len(d["time_s"])
+    energy = list(d.get("energy_j") or [])
+    net = list(d.get("net_energy_j") or [])
+    if energy and len(energy) != n:
+        raise FormatError(f"{what}: part {name} has {len(energy)} energy values for {n} rounds")
+    if net and len(net) != n:
+        raise FormatError(f"{what}: part {name} has {len(net)} net energy values for {n} rounds")
+    if metric == "energy" and not energy:
+        raise FormatError(f"{what}: part {name} has no energy_j but the bundle's metric is energy")
+    times = d.get("window_times_s") or [[w["t_start_s"], w["t_end_s"]] for w in d.get("windows") or []
+                                         if "t_start_s" in w and "t_end_s" in w]
+    for a, b in times:
+        if b < a:
+            raise FormatError(f"{what}: part {name} has a window that ends before it starts")
+    states = list(d.get("states") or [w["state"] for w in d.get("windows") or [] if isinstance(w.get("state"), dict)])
+    return PartResult(name, int(d["steps_per_window"]), [float(v) for v in d["time_s"]], [float(v) for v in energy],
+                      [float(v) for v in net], d.get("idle_power_w"), states, [tuple(w) for w in times])
+
+
+def parse_results(doc, manifest, what="results"):
+    """{unit id: {part: PartResult}} of a results document checked against the manifest it ran.
+
+    Refuses (FormatError): schema violations, NaN/infinity, non-positive step times, negative energy,
+    unsafe file paths, results for another bundle or another metric, unknown probe ids or parts,
+    and probes missing parts.
+    """
+    from thor_sdk.exporters.bundle import manifest_units
+
+    validate_results_doc(doc, what)
+    if doc.get("bundle") not in (None, manifest["id"]):
+        raise FormatError(f"{what} are for bundle {doc['bundle']}, not {manifest['id']}")
+    if doc["metric"] != manifest["metric"]:
+        raise FormatError(f"{what} measured {doc['metric']} but the bundle asks for {manifest['metric']}")
+    units = {uid: [p["name"] for p in parts] for uid, _probe, parts in manifest_units(manifest)}
+    if "parts" in doc:
+        if len(units) != 1:
+            raise FormatError(f"{what} give top-level parts but the bundle holds {len(units)} probes")
+        by_unit = {next(iter(units)): doc["parts"]}
+    else:
+        by_unit = {uid: v["parts"] for uid, v in doc["probes"].items()}
+    out = {}
+    for uid, parts in by_unit.items():
+        if uid not in units:
+            raise FormatError(f"{what} name probe {uid}, which is not in the bundle")
+        missing = [p for p in units[uid] if p not in parts]
+        extra = [p for p in parts if p not in units[uid]]
+        if missing or extra:
+            raise FormatError(f"{what}: probe {uid} has parts {sorted(parts)}, expected {units[uid]}")
+        out[uid] = {p: _part_result(p, parts[p], manifest["metric"], f"{what}: probe {uid}") for p in units[uid]}
+        rounds = {len(r.time_s) for r in out[uid].values()}
+        if len(rounds) != 1:
+            raise FormatError(f"{what}: probe {uid}: its parts have different numbers of rounds {sorted(rounds)}")
+    return out
+
+
+def read_probe_parts(results_path, bundle_dir):
+    """{part: PartResult} of a one-probe (or whole-model) bundle's results file."""
+    from thor_sdk.exporters.bundle import read_manifest
+    from thor_sdk.store.files import read_json
+
+    manifest = read_manifest(bundle_dir)
+    parsed = parse_results(read_json(results_path, "harness results"), manifest, f"results {results_path}")
+    if len(parsed) != 1:
+        raise FormatError(f"results {results_path} hold {len(parsed)} probes; expected one")
+    return next(iter(parsed.values()))
+
+
+def write_results(doc, path):
+    """Write a results document atomically (FormatError when it holds NaN or infinity)."""
+    from thor_sdk.store.files import write_text
+
+    try:
+        text = json.dumps(doc, indent=1, allow_nan=False) + "\n"
+    except ValueError as e:  # NaN / infinity
+        raise FormatError(f"results cannot be written as JSON: {e}") from None
+    write_text(path, text, "results")
