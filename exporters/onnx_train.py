@@ -338,6 +338,9 @@ def export_training_step(module, x, y, path, *, loss="ce", optimizer="sgd", x_re
 
 def _exporter_internals():
     """torch.onnx exporter internals used by the direct method, or None where this torch lacks them."""
+    # Private on purpose: torch 2.13's only public route, torch.onnx.export(dynamo=True) (method="public",
+    # same graph, kept and tested), re-traces the step twice more; every probe part is exported, so "auto"
+    # takes this faster path and falls back to the public one whenever a name below is missing.
     try:
         from torch.export import ExportedProgram
         from torch.export.graph_signature import (ExportGraphSignature, InputKind, InputSpec, OutputKind, OutputSpec,

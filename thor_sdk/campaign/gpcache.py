@@ -1,5 +1,7 @@
 """The campaign's working cost models: one fitted ``KindGP`` per kind, refitted only when that kind gets new samples."""
 
+from collections import Counter
+
 from thor_sdk.layers.kinds import feature_vector
 
 
@@ -14,17 +16,12 @@ class GPCache:
         self._n = {}
 
     def update(self, samples):
-        from thor_sdk.fitting.pipeline import fit_kind
+        from thor_sdk.fitting.pipeline import fit_kinds
 
-        by_kind = {}
-        for s in samples:
-            if s["metric"] == self.metric and not s["flagged"]:
-                by_kind.setdefault(s["kind"], []).append(s)
-        for kind, rows in by_kind.items():
-            if self._n.get(kind) == len(rows):
-                continue
-            self.gps[kind] = fit_kind(kind, rows, self.random_state, self.extra_log_var, n_restarts_optimizer=0)
-            self._n[kind] = len(rows)
+        rows = [s for s in samples if s["metric"] == self.metric and not s["flagged"]]
+        self.gps.update(fit_kinds(rows, self.random_state, self.extra_log_var, n_restarts_optimizer=0,
+                                  unchanged=lambda kind, rs: self._n.get(kind) == len(rs)))
+        self._n.update(Counter(s["kind"] for s in rows))  # dict.update: each kind's count now
         return self
 
     def predict(self, probe):

@@ -73,14 +73,18 @@ def fit_kind(kind, rows, random_state=0, extra_log_var=0.0, n_restarts_optimizer
         extra_log_var=extra_log_var)
 
 
-def fit_kinds(samples, random_state=0, extra_log_var=0.0, progress=None):
-    """``{kind: fitted KindGP}`` from non-flagged samples of one metric."""
+def fit_kinds(samples, random_state=0, extra_log_var=0.0, progress=None, n_restarts_optimizer=1, unchanged=None):
+    """``{kind: fitted KindGP}`` from non-flagged samples of one metric, one GP per kind (``fit`` and the
+    campaign's working models alike). ``unchanged(kind, rows)`` true leaves that kind out (a cache keeps
+    its model); ``progress(kind, n_samples)`` is called after each fit."""
     by_kind = {}
     for s in samples:
         by_kind.setdefault(s["kind"], []).append(s)
     gps = {}
     for kind in sorted(by_kind):
-        gps[kind] = fit_kind(kind, by_kind[kind], random_state, extra_log_var)
+        if unchanged is not None and unchanged(kind, by_kind[kind]):
+            continue
+        gps[kind] = fit_kind(kind, by_kind[kind], random_state, extra_log_var, n_restarts_optimizer)
         if progress:
             progress(kind, len(by_kind[kind]))
     return gps

@@ -1,7 +1,7 @@
 """iOS devices through Xcode's command-line tooling (``xcrun devicectl``, Xcode 15+, macOS only).
 
 - devices: ``xcrun devicectl list devices --json-output FILE``
-- install the harness app: ``xcrun devicectl device install app --device UDID PATH.app``
+- the harness app is installed once by hand (docs/devices.md: ``xcrun devicectl device install app``)
 - run it: ``xcrun devicectl device process launch --device UDID --terminate-existing BUNDLE_ID ARGS...``
   (the app's own arguments are separate argv elements; devicectl passes them through)
 - files: ``xcrun devicectl device copy to|from --device UDID --domain-type appDataContainer
@@ -102,10 +102,6 @@ class XcodeTransport(Transport):
         if not devs:
             raise DeviceUnavailableError("no iOS device paired with this Mac (pair it once in Xcode)")
         raise DeviceError("several iOS devices: choose one with --device ios:UDID")
-
-    def install_app(self, app_path):
-        self._devicectl(["device", "install", "app", "--device", self.resolve(), os.fspath(app_path)],
-                        "installing the harness app")
 
     def run(self, argv, timeout_s=None, check=True, input=None):
         """Launch app ``argv[0]`` (a bundle id) with arguments ``argv[1:]``."""

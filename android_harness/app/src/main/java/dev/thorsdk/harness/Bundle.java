@@ -1,5 +1,6 @@
 package dev.thorsdk.harness;
 
+import dev.thorsdk.runtime.Estimator;
 import dev.thorsdk.runtime.Json;
 import java.io.File;
 import java.io.IOException;
@@ -27,7 +28,12 @@ public final class Bundle {
     public Bundle(File dir) throws IOException {
         this.dir = dir;
         File mf = new File(dir, "manifest.json");
-        Object doc = Json.parse(new String(Files.readAllBytes(mf.toPath()), StandardCharsets.UTF_8));
+        Object doc;
+        try {
+            doc = Json.parse(new String(Files.readAllBytes(mf.toPath()), StandardCharsets.UTF_8));
+        } catch (Estimator.FormatError e) {
+            throw new IOException("bundle manifest.json is " + e.getMessage(), e);
+        }
         if (!(doc instanceof Map)) {
             throw new IOException("manifest.json is not a JSON object");
         }

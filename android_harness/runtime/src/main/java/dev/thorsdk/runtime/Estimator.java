@@ -54,7 +54,7 @@ public final class Estimator {
         }
     }
 
-    /** The estimator JSON is corrupt or breaks the format. */
+    /** A JSON document (estimator, layer list, power table, bundle manifest) is corrupt or breaks its format. */
     public static class FormatError extends ThorError {
         private static final long serialVersionUID = 1L;
 

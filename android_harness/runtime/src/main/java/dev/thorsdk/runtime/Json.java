@@ -24,7 +24,7 @@ public final class Json {
     /** Parses one JSON document (surrounding whitespace allowed). */
     public static Object parse(String text) {
         if (text == null) {
-            throw new Estimator.FormatError("estimator JSON is null");
+            throw new Estimator.FormatError("JSON text is null");
         }
         Json p = new Json(text);
         p.ws();
@@ -88,12 +88,20 @@ public final class Json {
         return v;
     }
 
+    /** Consumes {@code c} when it is the next character. */
+    private boolean eat(char c) {
+        if (i < s.length() && s.charAt(i) == c) {
+            i++;
+            return true;
+        }
+        return false;
+    }
+
     private Map<String, Object> object(int depth) {
         Map<String, Object> m = new LinkedHashMap<>();
         i++; // {
         ws();
-        if (i < s.length() && s.charAt(i) == '}') {
-            i++;
+        if (eat('}')) {
             return m;
         }
         while (true) {
@@ -107,8 +115,7 @@ public final class Json {
             ws();
             m.put(k, value(depth + 1));
             ws();
-            if (i < s.length() && s.charAt(i) == ',') {
-                i++;
+            if (eat(',')) {
                 continue;
             }
             expect('}');
@@ -120,16 +127,14 @@ public final class Json {
         List<Object> a = new ArrayList<>();
         i++; // [
         ws();
-        if (i < s.length() && s.charAt(i) == ']') {
-            i++;
+        if (eat(']')) {
             return a;
         }
         while (true) {
             ws();
             a.add(value(depth + 1));
             ws();
-            if (i < s.length() && s.charAt(i) == ',') {
-                i++;
+            if (eat(',')) {
                 continue;
             }
             expect(']');
