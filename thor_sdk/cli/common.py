@@ -17,20 +17,13 @@ unknown_ops_option = click.option(
 def emit_json(obj):
     """Strict JSON on stdout: a result holding NaN or infinity is an error, never a bare ``NaN`` token."""
     from thor_sdk.errors import FormatError
+    from thor_sdk.store.files import json_default
 
     try:
-        text = json.dumps(obj, indent=2, sort_keys=False, default=_default, allow_nan=False)
+        text = json.dumps(obj, indent=2, sort_keys=False, default=json_default, allow_nan=False)
     except ValueError:
         raise FormatError("the result holds a number that is not finite (NaN or infinity); nothing printed") from None
     click.echo(text)
-
-
-def _default(o):
-    if hasattr(o, "to_dict"):
-        return o.to_dict()
-    if hasattr(o, "tolist"):
-        return o.tolist()
-    raise TypeError(f"not JSON serialisable: {type(o).__name__}")
 
 
 def table(rows, headers):
@@ -61,6 +54,15 @@ class Progress:
         if self.bar is not None:
             self.bar.__exit__(None, None, None)
             self.bar = None
+
+
+def report_campaign(summary, as_json):
+    """A campaign's summary (``probe``, ``profile``): its warnings on stderr, then JSON or a two-column table."""
+    warn_measurement(summary)
+    if as_json:
+        emit_json(summary)
+        return
+    click.echo(table([(k, v) for k, v in summary.items()], ["", "value"]))
 
 
 def warn_measurement(summary):

@@ -1,6 +1,8 @@
+"""``thor-sdk probe``: a target-driven campaign measuring the layers of given models on a device."""
+
 import click
 
-from .common import Progress, emit_json, json_option, quiet_option, table, unknown_ops_option, warn_measurement
+from .common import Progress, json_option, quiet_option, report_campaign, unknown_ops_option
 
 
 def protocol_options(f):
@@ -76,8 +78,4 @@ def cmd(device, meter, models, input_shape, batch_sizes, metric, runtime, out, r
                     settings=settings, input_shape=input_shape, progress=progress, threads=threads,
                     unknown_ops=unknown_ops,
                     meter=meter)
-    warn_measurement(summary)
-    if as_json:
-        emit_json(summary)
-        return
-    click.echo(table([(k, v) for k, v in summary.items()], ["", "value"]))
+    report_campaign(summary, as_json)

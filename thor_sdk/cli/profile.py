@@ -2,7 +2,7 @@
 
 import click
 
-from .common import Progress, emit_json, json_option, quiet_option, table, unknown_ops_option, warn_measurement
+from .common import Progress, json_option, quiet_option, report_campaign, unknown_ops_option
 from .probe import protocol_options, settings_from
 
 
@@ -73,8 +73,4 @@ def cmd(device, runtime, metric, meter, out, resume, max_seconds, max_probes, ta
                       seed=seed, reference_every_s=reference_every_s,
                       calibration_models=list(calibration_models) or None, progress=progress,
                       prior_path=prior_path)
-    warn_measurement(summary)
-    if as_json:
-        emit_json(summary)
-        return
-    click.echo(table([(k, v) for k, v in summary.items()], ["", "value"]))
+    report_campaign(summary, as_json)

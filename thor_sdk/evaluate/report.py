@@ -32,14 +32,6 @@ def check_report_dir(out_dir):
     return out_dir
 
 
-def _default(o):
-    if hasattr(o, "to_dict"):
-        return o.to_dict()
-    if hasattr(o, "tolist"):
-        return o.tolist()
-    raise TypeError(f"not JSON serialisable: {type(o).__name__}")
-
-
 def _fmt(v, scale=1.0, nd=3):
     return "-" if v is None else f"{v * scale:.{nd}f}"
 
@@ -153,13 +145,13 @@ def write_report(result, out_dir, estimator=None, samples=(), timestamp=None):
     """Write ``index.html``, ``report.md``, ``results.json`` and the figures' PNGs into ``out_dir`` (made if
     missing); returns ``{"files": [...], "figures": [...], "note": ...}``."""
     from thor_sdk.errors import FormatError
-    from thor_sdk.store.files import write_bytes, write_text
+    from thor_sdk.store.files import json_default, write_bytes, write_text
 
     check_report_dir(out_dir)
     stamp = (timestamp or datetime.datetime.now(datetime.timezone.utc)).strftime("%Y-%m-%d %H:%M UTC")
     doc = {"format": FORMAT, "version": VERSION, "created_utc": stamp, **{k: v for k, v in result.items() if k != "layers"}}
     try:
-        results_text = json.dumps(doc, indent=1, allow_nan=False, default=_default) + "\n"
+        results_text = json.dumps(doc, indent=1, allow_nan=False, default=json_default) + "\n"
     except ValueError:
         raise FormatError("the evaluation holds a number that is not finite (NaN or infinity); no report "
                           "written") from None

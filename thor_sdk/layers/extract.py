@@ -428,17 +428,28 @@ def layers_from_module(module, input_shape, input_dtype="float32", vocab=None, s
                 got = ("elementwise", {"numel": _prod(shape)})
         if got is None:
             continue
-        kind, config = got
-        layer = {"name": str(node.target) if node.op == "call_module" else node.name,
-                 "kind": kind, "role": "hidden" if upstream else "input", "config": config, "op": op_label(node, gm)}
-        if approx:
-            layer["approx"] = approx
-        layers.append(layer)
+        add_layer(layers, str(node.target) if node.op == "call_module" else node.name, got, upstream,
+                  op_label(node, gm), approx)
+    refuse_unsupported(unsupported, source, unknown_ops)
+    return finish_layers(layers, source)
+
+
+def add_layer(layers, name, got, upstream, op, approx=None):
+    """Append the layer ``got = (kind, config)`` (the torch.fx and ONNX readers alike): its role is
+    ``hidden`` once a parameter or gradient is upstream, else ``input``; ``approx`` says why it is estimated."""
+    kind, config = got
+    layer = {"name": name, "kind": kind, "role": "hidden" if upstream else "input", "config": config, "op": op}
+    if approx:
+        layer["approx"] = approx
+    layers.append(layer)
+
+
+def refuse_unsupported(unsupported, source, unknown_ops):
+    """One ``UnsupportedOperatorError`` naming every operator with no layer kind (none: nothing)."""
     if unsupported:
         raise UnsupportedOperatorError(unsupported, source,
                                        hint=None if unknown_ops == "approx" else
                                        "or pass --unknown-ops approx to estimate elementwise ones as a generic op")
-    return finish_layers(layers, source)
 
 
 def finish_layers(layers, source="model"):

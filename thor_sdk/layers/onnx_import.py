@@ -15,9 +15,9 @@ maps to a layer kind with the same config features the torch.fx path gives (see
 
 import os
 
-from thor_sdk.errors import FormatError, ModelError, NotFoundError, UnsupportedOperatorError, UsageError
+from thor_sdk.errors import FormatError, ModelError, NotFoundError, UsageError
 
-from .extract import finish_layers
+from .extract import add_layer, finish_layers, refuse_unsupported
 
 _BATCH = 2  # batch size substituted for a symbolic batch dimension before shape inference
 
@@ -667,16 +667,8 @@ def layers_from_onnx(path, input_shape=None, unknown_ops="error"):
             needs_grad[o] = upstream or has_params
         if got is None:
             continue
-        kind, config = got
-        layer = {"name": node.name or f"{node.op_type.lower()}_{k}", "kind": kind,
-                 "role": "hidden" if upstream else "input", "config": config, "op": node.op_type}
-        if approx:
-            layer["approx"] = approx
-        layers.append(layer)
-    if unsupported:
-        raise UnsupportedOperatorError(unsupported, source,
-                                       hint=None if unknown_ops == "approx" else
-                                       "or pass --unknown-ops approx to estimate elementwise ones as a generic op")
+        add_layer(layers, node.name or f"{node.op_type.lower()}_{k}", got, upstream, node.op_type, approx)
+    refuse_unsupported(unsupported, source, unknown_ops)
     if unknown:
         raise ModelError(f"{source}: ONNX shape inference left these shapes unknown: {', '.join(unknown[:5])}"
                          f"{' ...' if len(unknown) > 5 else ''}; export with fixed shapes")
