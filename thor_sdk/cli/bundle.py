@@ -1,3 +1,5 @@
+"""``thor-sdk bundle``: the probes a campaign still has to measure, exported into a bundle a device runs."""
+
 import click
 
 from .common import Progress, emit_json, json_option, quiet_option

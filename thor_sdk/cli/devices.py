@@ -1,3 +1,5 @@
+"""``thor-sdk devices``: the host and connected devices with their energy meters, and why a kind is absent."""
+
 import click
 
 from .common import emit_json, json_option, table

@@ -1,3 +1,5 @@
+"""``thor-sdk export``: one reference network's training step as ONNX, TorchScript or Core ML."""
+
 import click
 
 from .common import emit_json, json_option

@@ -1,3 +1,5 @@
+"""``thor-sdk kinds``: the layer kinds and their config features."""
+
 import click
 
 from .common import emit_json, json_option, table

@@ -1,5 +1,7 @@
-"""What is connected: the host, Android phones (adb), Jetson boards (given ssh targets), iOS devices
-(devicectl on macOS); for each, its meters, or why the kind is absent. Backs ``thor-sdk devices``."""
+"""What is connected (``thor-sdk devices``): the host, phones, boards and iOS devices, their meters, or why absent.
+
+The host, Android phones (adb), Jetson boards (given ssh targets), iOS devices (devicectl on macOS);
+for each, its meters, or why the kind is absent."""
 
 from thor_sdk.errors import ThorError
 

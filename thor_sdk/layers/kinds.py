@@ -1,4 +1,4 @@
-"""The layer kinds THOR knows: their config features, how to build one alone, and their FLOPs.
+"""The layer kinds THOR knows: their config features, shapes and training FLOPs and bytes (plain data).
 
 A *layer* is ``{"kind": str, "config": {feature: number}}``; together with the batch size and its
 *role* it is one point in that kind's config space, and one Gaussian Process per kind maps such
@@ -11,7 +11,8 @@ points to a cost. Roles:
 
 Each kind also has two device-free cost terms of one training step: ``train_flops`` and
 ``train_bytes`` (see ``cost_terms``), the inputs of the estimator's mean function and of the FLOPs
-baseline. Everything here is plain data except ``build`` (imports torch when called).
+baseline. Plain Python, no torch (building a layer alone is ``thor_sdk.layers.build.build_layer``); it
+imports nothing of thor_sdk but ``errors``, so the stdlib runtime may use it.
 """
 
 from dataclasses import dataclass
@@ -142,12 +143,6 @@ class Kind:
             if _prod(shape) > MAX_NUMEL:
                 raise UsageError(f"layer of kind {self.name!r}: {_prod(shape):g} {what} elements per sample is "
                                  f"above {MAX_NUMEL:g}")
-
-    def build(self, c):
-        """A ``torch.nn.Module`` computing this layer alone (imports torch)."""
-        from . import build
-
-        return build.build_layer(self.name, c)
 
     def to_dict(self):
         return {
