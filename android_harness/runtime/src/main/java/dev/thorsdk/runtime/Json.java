@@ -88,6 +88,17 @@ public final class Json {
         return v;
     }
 
+    /** Consumes one or more digits; "bad number" when there is none. */
+    private void digits() {
+        int d = i;
+        while (i < s.length() && s.charAt(i) >= '0' && s.charAt(i) <= '9') {
+            i++;
+        }
+        if (i == d) {
+            throw err("bad number");
+        }
+    }
+
     /** Consumes {@code c} when it is the next character. */
     private boolean eat(char c) {
         if (i < s.length() && s.charAt(i) == c) {
@@ -202,37 +213,20 @@ public final class Json {
         if (s.charAt(i) == '-') {
             i++;
         }
-        if (i < s.length() && s.charAt(i) == '0') {
-            i++;
-        } else if (i < s.length() && s.charAt(i) >= '1' && s.charAt(i) <= '9') {
-            while (i < s.length() && s.charAt(i) >= '0' && s.charAt(i) <= '9') {
-                i++;
-            }
-        } else {
-            throw err("bad number");
-        }
-        if (i < s.length() && s.charAt(i) == '.') {
-            i++;
-            int d = i;
-            while (i < s.length() && s.charAt(i) >= '0' && s.charAt(i) <= '9') {
-                i++;
-            }
-            if (i == d) {
+        if (!eat('0')) { // a leading zero stands alone
+            if (i >= s.length() || s.charAt(i) < '1' || s.charAt(i) > '9') {
                 throw err("bad number");
             }
+            digits();
         }
-        if (i < s.length() && (s.charAt(i) == 'e' || s.charAt(i) == 'E')) {
-            i++;
-            if (i < s.length() && (s.charAt(i) == '+' || s.charAt(i) == '-')) {
-                i++;
+        if (eat('.')) {
+            digits();
+        }
+        if (eat('e') || eat('E')) {
+            if (!eat('+')) {
+                eat('-');
             }
-            int d = i;
-            while (i < s.length() && s.charAt(i) >= '0' && s.charAt(i) <= '9') {
-                i++;
-            }
-            if (i == d) {
-                throw err("bad number");
-            }
+            digits();
         }
         double v = Double.parseDouble(s.substring(start, i));
         if (Double.isInfinite(v)) {
