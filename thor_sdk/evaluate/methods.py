@@ -68,9 +68,12 @@ def _tdp(rows, models, metric, kw):
             b = TdpBaseline(metric=metric, **kw)
             if metric == "time" and kw.get("flops_per_s") is None:
                 b.fit(runs)  # the throughput from the other models' measured steps
-            b._check_fitted()
         except ThorError as e:
             note = f"not estimated: {e}"
+            continue
+        if not b.is_fitted():  # energy: measured joules cannot fit a FLOP/s; it needs a throughput given
+            note = ("not estimated: for energy the TDP baseline needs a FLOPs throughput (flops_per_s) besides the "
+                    "TDP: measured energy cannot fit one")
             continue
         note = b.assumptions + (" (fitted per model on the other evaluated models: leave one model out)"
                                 if metric == "time" and kw.get("flops_per_s") is None else "")

@@ -88,6 +88,9 @@ def error_per_method(result):
         xs = [j + (i - (len(names) - 1) / 2) * width for j in range(len(rows))]
         ax1.bar([x for x, a in zip(xs, apes) if a is not None], [a for a in apes if a is not None], width,
                 color=COLOURS[i % len(COLOURS)], label=name)
+    every = [a for n in names for r in rows if (a := r["estimates"].get(n, {}).get("ape")) is not None]
+    if every and max(every) > 1000.0:  # a diverging method must not flatten every other bar
+        ax1.set_yscale("log")
     ax1.set_xticks(range(len(rows)))
     ax1.set_xticklabels(labels, rotation=45, ha="right", fontsize=8)
     ax1.set_ylabel("absolute percentage error (%)")
@@ -97,7 +100,9 @@ def error_per_method(result):
     mapes = [result["methods"][n]["mape"] for n in names]
     ax2.bar(range(len(names)), mapes, color=[COLOURS[i % len(COLOURS)] for i in range(len(names))])
     for i, v in enumerate(mapes):
-        ax2.text(i, v, f"{v:.1f}", ha="center", va="bottom", fontsize=8)
+        ax2.text(i, v, f"{v:.1f}" if v < 1e4 else f"{v:.2g}", ha="center", va="bottom", fontsize=8)
+    if mapes and max(mapes) > 1000.0:
+        ax2.set_yscale("log")
     ax2.set_xticks(range(len(names)))
     ax2.set_xticklabels(names, rotation=30, ha="right", fontsize=8)
     ax2.set_ylabel("MAPE (%)")
