@@ -13,7 +13,7 @@ import os
 import statistics
 
 from thor_sdk import __version__
-from thor_sdk.errors import FormatError, UsageError
+from thor_sdk.errors import DeviceUnavailableError, UsageError
 from thor_sdk.runtime.estimator import METRIC_UNITS as UNITS  # the one metric -> unit map
 
 
@@ -421,7 +421,6 @@ def _power_device(device, sysfs_root=None, sim_flavor="nano"):
     from thor_sdk.devices import get_device
     from thor_sdk.devices.host import HostDevice
     from thor_sdk.devices.jetson import JetsonDevice
-    from thor_sdk.errors import DeviceUnavailableError
 
     dev = device if hasattr(device, "frequency_controller") else get_device(device, root=sysfs_root,
                                                                             sim_flavor=sim_flavor)

@@ -16,6 +16,7 @@ import math
 
 from thor_sdk.devices.state import load_summary
 from thor_sdk.harness.protocol import ProtocolSettings, paired_difference, robust_summary
+from thor_sdk.errors import DeviceError, NoMeterError, StoreError, ThorError, UsageError
 
 #: a difference below -FLAG_SIGMAS standard errors is implausible (a layer cannot cost < 0)
 FLAG_SIGMAS = 3.0
@@ -120,7 +121,6 @@ def is_probe_failure(e):
     """Whether ``e`` is this probe's own failure (it cannot be built, exported or run: store it ``failed``
     and go on) rather than the device's or the store's (unreachable device, no meter, a locked or broken
     campaign, a usage error: stop, so ``--resume`` continues once that is fixed)."""
-    from thor_sdk.errors import DeviceError, NoMeterError, StoreError, ThorError, UsageError
 
     if isinstance(e, (DeviceError, NoMeterError, StoreError, UsageError)):
         return False

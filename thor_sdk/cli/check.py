@@ -4,6 +4,8 @@ import time
 
 import click
 
+from thor_sdk.errors import InputError, ThorError
+
 from .common import emit_json, json_option
 
 
@@ -35,7 +37,6 @@ def cmd(estimators, model, input_shape, batch_size, samples, epochs, budget_j, b
     estimator, budgets file or model, or bad arguments (one `Error:` line, nothing written)."""
     from thor_sdk.check import check
     from thor_sdk.check.junit import check_target, write_junit
-    from thor_sdk.errors import InputError, ThorError
 
     started = time.monotonic()
     try:

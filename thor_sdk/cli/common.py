@@ -5,6 +5,8 @@ import sys
 
 import click
 
+from thor_sdk.errors import FormatError
+
 json_option = click.option("--json", "as_json", is_flag=True, help="Print one JSON object instead of a table.")
 quiet_option = click.option("--quiet", "-q", is_flag=True, help="No progress bar.")
 unknown_ops_option = click.option(
@@ -16,7 +18,6 @@ unknown_ops_option = click.option(
 
 def emit_json(obj):
     """Strict JSON on stdout: a result holding NaN or infinity is an error, never a bare ``NaN`` token."""
-    from thor_sdk.errors import FormatError
     from thor_sdk.store.files import json_default
 
     try:

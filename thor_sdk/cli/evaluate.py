@@ -2,6 +2,8 @@
 
 import click
 
+from thor_sdk.errors import UsageError
+
 from .common import Progress, emit_json, json_option, quiet_option, table
 from .probe import protocol_options, settings_from
 
@@ -52,7 +54,6 @@ def cmd(estimator, device, model_list, models, input_shape, batch_sizes, out, ca
     them directly, and report MAPE, max error and the 95% interval's coverage per method (--out DIR adds an
     HTML page, Markdown and JSON with figures). Without: the per-model benchmark (a THOR campaign per model).
     """
-    from thor_sdk.errors import UsageError
     from thor_sdk.models import expand_models
 
     specs = [m for m in (model_list or "").split(",") if m.strip()] + list(models)

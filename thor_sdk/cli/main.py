@@ -10,6 +10,8 @@ import sys
 
 import click
 
+from thor_sdk.errors import ThorError
+
 # name -> (module in thor_sdk.cli, attribute, one-line help shown by --help without importing it)
 COMMANDS = {
     "models": ("models", "cmd", "List the reference networks."),
@@ -61,7 +63,6 @@ def _command(argv):
 
 
 def main(argv=None):
-    from thor_sdk.errors import ThorError
     from thor_sdk.extras import missing_extra
 
     try:

@@ -2,6 +2,8 @@
 
 import click
 
+from thor_sdk.errors import UsageError
+
 from .common import Progress, json_option, quiet_option, report_campaign, unknown_ops_option
 from .probe import protocol_options, settings_from
 
@@ -38,7 +40,6 @@ def cmd(device, runtime, metric, meter, out, resume, max_seconds, max_probes, ta
     """Profile DEVICE once over the zoo's prior of layer configs (space-filling, then where estimates over
     the prior are least certain). Fit it with `thor-sdk fit`; the estimator serves models never probed."""
     from thor_sdk.api import profile
-    from thor_sdk.errors import UsageError
 
     if max_seconds is None and max_probes is None and target_std is None:
         raise UsageError("give a budget: --max-seconds, --max-probes or --target-std")

@@ -23,10 +23,10 @@ import re
 import secrets
 import tempfile
 import time
-
-from thor_sdk.errors import DeviceError, FormatError, MeasurementError, NoMeterError, ThorError, UsageError
 from thor_sdk.meters.base import Meter, SnapshotFs
 from thor_sdk.transports.base import TransportDisconnected, validate_device_path
+
+from thor_sdk.errors import DeviceError, FormatError, MeasurementError, NoMeterError, RemoteCommandError, RemoteSudoError, RemoteThorSdkMissing, ThorError, UsageError
 
 from .base import Device
 
@@ -153,7 +153,6 @@ class RemoteCommand:
 
     def check(self, res):
         """Map a failed run to ``RemoteSudoError`` / ``RemoteThorSdkMissing`` / ``RemoteCommandError``."""
-        from thor_sdk.errors import RemoteCommandError, RemoteSudoError, RemoteThorSdkMissing
 
         if res.returncode == 0:
             return

@@ -13,6 +13,8 @@ A baseline is scored only on models it was not fitted on:
   projection from the epochs up to its stable window against the log's measured total.
 """
 
+from thor_sdk.errors import ThorError
+
 NOTES = {"THOR": "sum of per-layer GP estimates; std from the GPs and the profile's whole-model calibration",
          "FLOPs": "per layer kind: fitted cost per training FLOP + overhead, on the profile's probes"}
 MIN_PRE_MODELS = 3  # PRE's inner cross-validation groups by model
@@ -58,7 +60,6 @@ def finish_methods(rows, metric, tdp=None, pre_variants=(), pre_runs=()):
 
 def _tdp(rows, models, metric, kw):
     from thor_sdk.baselines.tdp import TdpBaseline
-    from thor_sdk.errors import ThorError
 
     note = None
     for m in models:
@@ -86,7 +87,6 @@ def _tdp(rows, models, metric, kw):
 
 def _pre(rows, models, metric, variant, own, extra):
     from thor_sdk.baselines.pre import PreBaseline
-    from thor_sdk.errors import ThorError
 
     note = None
     for m in models:

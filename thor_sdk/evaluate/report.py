@@ -11,6 +11,8 @@ import html
 import json
 import os
 
+from thor_sdk.errors import FormatError, MissingExtraError, UsageError
+
 FORMAT = "thor-sdk/evaluation"
 VERSION = 1
 FIGURES = (("estimated_vs_measured", "Estimated vs measured"), ("error_per_method", "Error per method"),
@@ -19,7 +21,6 @@ FIGURES = (("estimated_vs_measured", "Estimated vs measured"), ("error_per_metho
 
 def check_report_dir(out_dir):
     """UsageError unless ``out_dir`` is (or can be made as) a writable folder; nothing is created here."""
-    from thor_sdk.errors import UsageError
 
     out_dir = os.fspath(out_dir)
     if os.path.lexists(out_dir) and not os.path.isdir(out_dir):
@@ -125,7 +126,6 @@ def _facts(result):
 
 def figures(result, estimator=None, samples=()):
     """``{name: png bytes}`` (empty, with the reason, without matplotlib): ``(figs, note)``."""
-    from thor_sdk.errors import MissingExtraError
 
     try:
         from thor_sdk.evaluate import plots
@@ -144,7 +144,6 @@ def figures(result, estimator=None, samples=()):
 def write_report(result, out_dir, estimator=None, samples=(), timestamp=None):
     """Write ``index.html``, ``report.md``, ``results.json`` and the figures' PNGs into ``out_dir`` (made if
     missing); returns ``{"files": [...], "figures": [...], "note": ...}``."""
-    from thor_sdk.errors import FormatError
     from thor_sdk.store.files import json_default, write_bytes, write_text
 
     check_report_dir(out_dir)

@@ -12,6 +12,8 @@ import math
 import statistics
 import time
 
+from thor_sdk.errors import NotFoundError, UsageError
+
 Z95 = 1.959964
 
 
@@ -52,7 +54,6 @@ def evaluate_unseen(estimator, models, device="host", batch_sizes=(16,), metric=
     drift, and what each method assumed.
     """
     from thor_sdk.api import _device, estimate
-    from thor_sdk.errors import NotFoundError, UsageError
     from thor_sdk.baselines.pre import features_of, load_runs
     from thor_sdk.evaluate.methods import finish_methods, row_context, score_step_logs
     from thor_sdk.layers import layers_of

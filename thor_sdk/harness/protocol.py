@@ -21,7 +21,7 @@ import statistics
 import time
 from dataclasses import dataclass, field
 
-from thor_sdk.errors import MeasurementError
+from thor_sdk.errors import MeasurementError, UsageError
 
 #: a window spans at least this many of the meter's sample periods
 WINDOW_SAMPLE_PERIODS = 20
@@ -47,7 +47,6 @@ class ProtocolSettings:
     def __post_init__(self):
         """Bounds checked where the settings are made (options, manifests, stored campaigns), before any
         work: a NaN window or a one-round 'sample' with std 0 never reaches a campaign."""
-        from thor_sdk.errors import UsageError
 
         def integer(name, lo, hi):
             v = getattr(self, name)

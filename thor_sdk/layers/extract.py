@@ -4,7 +4,7 @@ import contextlib
 import io
 import operator
 
-from thor_sdk.errors import ModelError, UnsupportedOperatorError
+from thor_sdk.errors import ModelError, UnsupportedOperatorError, UsageError
 
 from .kinds import get_kind
 
@@ -345,7 +345,6 @@ def layers_from_module(module, input_shape, input_dtype="float32", vocab=None, s
     ``"approx"`` with the reason; the rest still raise.
     """
     if unknown_ops not in UNKNOWN_OPS:
-        from thor_sdk.errors import UsageError
 
         raise UsageError(f"unknown_ops must be one of {', '.join(UNKNOWN_OPS)}, got {unknown_ops!r}")
     import torch

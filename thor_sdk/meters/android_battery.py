@@ -21,6 +21,8 @@ are ~20 s; the sampler polls it 4x faster.
 
 import statistics
 
+from thor_sdk.errors import MeasurementError, UsageError
+
 from .base import SamplingMeter, as_fs, probe_readable, read_number
 
 PS = "sys/class/power_supply"
@@ -33,7 +35,6 @@ AUTO_UV_THRESHOLD = 100000
 
 def _micro_or_milli(raw_values, unit, micro, milli, threshold, option):
     """1e-6 for micro units, 1e-3 for milli; "auto" decides by the median magnitude vs ``threshold``."""
-    from thor_sdk.errors import UsageError
 
     if unit == micro:
         return 1e-6
@@ -59,7 +60,6 @@ def voltage_scale_v(raw_values, unit="auto"):
 
 def discharge_sign_of(raw_currents, sign="auto", charging=False):
     """+1 or -1: the sign ``current_now`` has while the battery discharges."""
-    from thor_sdk.errors import UsageError
 
     if sign in (1, -1):
         return sign
@@ -130,8 +130,6 @@ class AndroidBatteryMeter(SamplingMeter):
                 read_number(self.fs, self._f("voltage_now"), "battery voltage"))
 
     def samples_to_power(self, samples):
-        from thor_sdk.errors import MeasurementError
-
         charging = self.charging_reason()
         if charging and not self.allow_charging:
             raise MeasurementError(f"the device went on external power during the window ({charging}); "
@@ -151,7 +149,6 @@ class AndroidBatteryMeter(SamplingMeter):
 
     def state(self):
         """Battery level (%), temperature (C) and status, for the window's device-state record."""
-        from thor_sdk.errors import MeasurementError
 
         out = {}
         for leaf, key, scale in (("capacity", "battery_pct", 1), ("temp", "battery_temp_c", 0.1)):

@@ -8,6 +8,8 @@ an ``EnergyWindow`` with joules and the samples behind them. Meters read from a 
 
 from dataclasses import dataclass, field
 
+from thor_sdk.errors import MeasurementError, NoMeterError, UsageError
+
 
 @dataclass
 class EnergyWindow:
@@ -73,7 +75,6 @@ class Meter:
 
     def _check(self):
         """Raise NoMeterError (with the reason) unless the meter is readable."""
-        from thor_sdk.errors import NoMeterError
 
         if not self.is_available():
             raise NoMeterError(f"{self.name}: {self.why_unavailable()}")
@@ -200,7 +201,6 @@ def as_fs(root):
 
 def read_number(fs, rel, what="value"):
     """An integer (or float) read from a sysfs file; unreadable or garbled files raise MeasurementError."""
-    from thor_sdk.errors import MeasurementError
 
     try:
         text = fs.read_text(rel).strip()
@@ -242,7 +242,6 @@ class ThreadSampler:
         import time
 
         if period_s <= 0:
-            from thor_sdk.errors import UsageError
 
             raise UsageError(f"sampling period must be > 0 s, got {period_s}")
         self.period_s = float(period_s)
@@ -286,7 +285,6 @@ class ThreadSampler:
 
     def stop(self):
         if self._thread is None:
-            from thor_sdk.errors import MeasurementError
 
             raise MeasurementError("meter sampler stopped before it was started")
         self._stop.set()
@@ -355,8 +353,6 @@ class SamplingMeter(Meter):
         self._active.start(self.read_sample)
 
     def stop(self):
-        from thor_sdk.errors import MeasurementError
-
         if self._active is None:
             raise MeasurementError(f"{self.name}: stop() without start()")
         raw, self._active = self._active.stop(), None
@@ -394,7 +390,6 @@ class CounterMeter(Meter):
     @staticmethod
     def increment(e0, e1, wrap_j):
         """Counter increment from ``e0`` to ``e1``; a decrease means the counter wrapped once."""
-        from thor_sdk.errors import MeasurementError
 
         if e1 >= e0:
             return e1 - e0
@@ -404,8 +399,6 @@ class CounterMeter(Meter):
         return e1 + (wrap_j - e0)
 
     def stop(self):
-        from thor_sdk.errors import MeasurementError
-
         if self._active is None:
             raise MeasurementError(f"{self.name}: stop() without start()")
         readings, self._active = self._active.stop(), None

@@ -24,6 +24,8 @@ import re
 import statistics
 import time
 
+from thor_sdk.errors import FormatError, MeasurementError, NoMeterError, NotFoundError, ThorError, UsageError
+
 from .base import EnergyWindow, Meter, trapezoid_j
 
 TIME_COLS = {"time_s": 1.0, "timestamp": 1.0, "time": 1.0, "t": 1.0, "time(s)": 1.0, "unix_s": 1.0,
@@ -57,7 +59,6 @@ def _parse_time(text, scale):
 
 def read_power_log(path):
     """``[(t_s, power_w)]`` sorted by time, from a bench meter's CSV (see the module docstring)."""
-    from thor_sdk.errors import FormatError, NotFoundError
 
     try:
         f = open(path, newline="", encoding="utf-8-sig")
@@ -76,7 +77,6 @@ def read_power_log(path):
 
 def _read_rows(f, path):
     """The rows of an open meter log (``read_power_log``; decoding and CSV errors are raised to it)."""
-    from thor_sdk.errors import FormatError
 
     reader = csv.reader(f)
     header = next(reader, None)
@@ -162,8 +162,6 @@ class ExternalLogMeter(Meter):
         return self._cache[1]
 
     def _period_from_log(self):
-        from thor_sdk.errors import ThorError
-
         try:
             s = self._samples()
         except (ThorError, OSError):
@@ -172,8 +170,6 @@ class ExternalLogMeter(Meter):
         return statistics.median(dts) if dts else 1.0
 
     def why_unavailable(self):
-        from thor_sdk.errors import ThorError
-
         if not os.path.exists(self.path):
             return f"meter log {self.path} does not exist"
         try:
@@ -188,7 +184,6 @@ class ExternalLogMeter(Meter):
 
     def energy_between(self, t0_s, t1_s):
         """``EnergyWindow`` for host-clock times ``[t0_s, t1_s]`` (waits up to ``wait_s`` for the log)."""
-        from thor_sdk.errors import MeasurementError
 
         a, b = t0_s + self.clock_offset_s, t1_s + self.clock_offset_s
         waited = 0.0
@@ -216,15 +211,11 @@ class ExternalLogMeter(Meter):
                             samples=[(t - a, p) for t, p in pts])
 
     def start(self):
-        from thor_sdk.errors import NoMeterError
-
         if not self.is_available():
             raise NoMeterError(f"{self.name}: {self.why_unavailable()}")
         self._t0 = self.clock()
 
     def stop(self):
-        from thor_sdk.errors import MeasurementError
-
         if self._t0 is None:
             raise MeasurementError("external meter: stop() without start()")
         t0, self._t0 = self._t0, None
@@ -238,7 +229,6 @@ class ExternalLogMeter(Meter):
 
 def parse_meter_spec(spec):
     """``external:FILE.csv[,offset=SECONDS]`` -> ExternalLogMeter; other specs raise UsageError."""
-    from thor_sdk.errors import UsageError
 
     if not isinstance(spec, str) or not spec.startswith("external:"):
         raise UsageError(f"unknown meter {spec!r}; known: external:FILE.csv[,offset=SECONDS]")

@@ -20,6 +20,8 @@ Every NVML error becomes a ``ThorError``: no driver / no library -> ``is_availab
 with the reason; failures while measuring -> ``MeasurementError``.
 """
 
+from thor_sdk.errors import MeasurementError, UsageError
+
 from .base import CounterMeter, SamplingMeter
 
 
@@ -99,8 +101,6 @@ class _Nvml:
         return self._why or ""
 
     def call(self, fn_name, what):
-        from thor_sdk.errors import MeasurementError
-
         h = self.handle()
         if h is None:
             raise MeasurementError(f"NVML: {self._why}")
@@ -126,7 +126,6 @@ class _Nvml:
 
     def field_mw(self, field_id):
         """One field value (``nvmlDeviceGetFieldValues``) as a number; MeasurementError with NVML's reason."""
-        from thor_sdk.errors import MeasurementError
 
         h = self.handle()
         if h is None:
@@ -149,7 +148,6 @@ class _Nvml:
 
     def supports_instant(self):
         """True when the GPU answers NVML_FI_DEV_POWER_INSTANT (the field's own return code is success)."""
-        from thor_sdk.errors import MeasurementError
 
         if self.handle() is None or not hasattr(self.lib(), "nvmlDeviceGetFieldValues"):
             return False
@@ -197,7 +195,6 @@ class NvmlPowerMeter(SamplingMeter):
 
     def __init__(self, index=0, nvml=None, source="power-average", sample_period_s=None, poll_period_s=0.1,
                  clock=None, sampler=None, root="/", _shared=None):
-        from thor_sdk.errors import UsageError
 
         if source not in self.SOURCES:
             raise UsageError(f"NVML power source must be one of {', '.join(self.SOURCES)}, got {source!r}")

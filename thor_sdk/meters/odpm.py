@@ -25,6 +25,8 @@ its resolution is coarse (tens of mWs): windows must be long.
 
 import re
 
+from thor_sdk.errors import FormatError, MeasurementError, ThorError
+
 from .base import CounterMeter, as_fs, probe_readable
 
 IIO = "sys/bus/iio/devices"
@@ -37,7 +39,6 @@ _EN = re.compile(r"^CH(\d+)\[([^\]]*)\]:(.*)$")
 
 def parse_energy_value(text):
     """``energy_value`` text -> (timestamp_ms or None, {rail schematic name: energy_uws})."""
-    from thor_sdk.errors import FormatError
 
     t_ms, rails = None, {}
     for line in text.splitlines():
@@ -73,7 +74,6 @@ def parse_power_stats_dump(text):
     ``  S4M_VDD_CPUCL0   123456.78 mWs`` (older layouts); with the ``delta`` argument a
     ``(<delta>)`` column follows and is ignored.
     """
-    from thor_sdk.errors import FormatError
 
     start = text.find("energy meter ==")
     if start < 0:
@@ -104,8 +104,6 @@ def dumpsys_reader(transport, once=False):
     seen = []
 
     def dump():
-        from thor_sdk.errors import MeasurementError
-
         if once and seen:
             return seen[0]
         res = transport.run(["dumpsys", POWER_STATS_SERVICE], timeout_s=30, check=False)
@@ -183,8 +181,6 @@ class OdpmMeter(CounterMeter):
         return ""
 
     def read_counters(self):
-        from thor_sdk.errors import MeasurementError
-
         subs = self.subsystems() if self.rails is not None else {}
         out = {}
         for d in self.devices():
@@ -199,7 +195,6 @@ class OdpmMeter(CounterMeter):
 
     def describe(self):
         d = super().describe()
-        from thor_sdk.errors import ThorError
 
         try:
             d["rails"] = sorted(self.read_counters()) if self.is_available() else []
@@ -219,8 +214,6 @@ class PowerStatsDumpMeter(CounterMeter):
         self.rails = [rails] if isinstance(rails, str) else (list(rails) if rails else None)
 
     def why_unavailable(self):
-        from thor_sdk.errors import ThorError
-
         try:
             rows = parse_power_stats_dump(self.dump_fn())
         except ThorError as e:

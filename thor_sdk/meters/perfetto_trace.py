@@ -48,6 +48,8 @@ import struct
 import time
 import zlib
 
+from thor_sdk.errors import FormatError, MeasurementError, NotFoundError, ThorError, UsageError
+
 from .base import EnergyWindow, Meter
 
 #: a trace larger than this is refused (``max_bytes=`` raises it)
@@ -82,7 +84,6 @@ VARINT, FIXED64, LEN, FIXED32 = 0, 1, 2, 5
 def android_power_config(duration_s=120, battery_poll_ms=250, rails=True, buffer_kb=8192):
     """A Perfetto text config recording what this meter reads (``perfetto --txt -c``): the ``android.power``
     data source with power rails and the battery's current, voltage and charge counters."""
-    from thor_sdk.errors import UsageError
 
     for name, v, lo in (("duration_s", duration_s, 1), ("battery_poll_ms", battery_poll_ms, 100),
                         ("buffer_kb", buffer_kb, 64)):
@@ -103,7 +104,6 @@ def android_power_config(duration_s=120, battery_poll_ms=250, rails=True, buffer
 # ---------------------------------------------------------------------------------------------
 def read_varint(buf, pos, end):
     """``(value, next position)`` of the varint at ``buf[pos:end]``; FormatError if truncated or over 64 bits."""
-    from thor_sdk.errors import FormatError
 
     value = shift = 0
     start = pos
@@ -129,7 +129,6 @@ def iter_fields(buf, start, end):
     ``value`` is an int for varint and fixed fields and a ``(start, end)`` span for length-delimited ones.
     Groups (wire types 3 and 4, unused by Perfetto) and unknown wire types are a FormatError.
     """
-    from thor_sdk.errors import FormatError
 
     pos = start
     while pos < end:
@@ -158,8 +157,6 @@ def iter_fields(buf, start, end):
 
 
 def _expect(fno, wt, want, msg):
-    from thor_sdk.errors import FormatError
-
     if wt != want:
         raise FormatError(f"Perfetto trace: {msg} field {fno} has wire type {wt}, expected {want}")
 
@@ -197,7 +194,6 @@ class PowerTrace:
     # -- clocks ------------------------------------------------------------------------------------
     def to_boot_s(self, clock_id, ts_ns):
         """A timestamp on ``clock_id`` as CLOCK_BOOTTIME seconds (through the nearest clock snapshot)."""
-        from thor_sdk.errors import FormatError
 
         if clock_id == CLOCK_BOOTTIME:
             return ts_ns / 1e9
@@ -214,7 +210,6 @@ class PowerTrace:
 
     def boot_s_from_realtime(self, realtime_s):
         """Wall-clock (REALTIME) seconds -> CLOCK_BOOTTIME seconds, through the nearest snapshot."""
-        from thor_sdk.errors import MeasurementError
 
         if not self.realtime_offsets:
             raise MeasurementError("the Perfetto trace has no clock snapshot relating the wall clock to CLOCK_BOOTTIME")
@@ -223,8 +218,6 @@ class PowerTrace:
 
     # -- parsing -----------------------------------------------------------------------------------
     def _count(self):
-        from thor_sdk.errors import FormatError
-
         self._n += 1
         if self._n > MAX_SAMPLES:
             raise FormatError(f"Perfetto trace: more than {MAX_SAMPLES} power samples")
@@ -253,8 +246,6 @@ class PowerTrace:
             self._snapshots.append(snap)
 
     def _battery(self, buf, span, t_s):
-        from thor_sdk.errors import FormatError
-
         row = {"t_s": t_s}
         names = {BAT_CHARGE_UAH: "charge_uah", BAT_CURRENT_UA: "current_ua", BAT_CURRENT_AVG_UA: "current_avg_ua",
                  BAT_ENERGY_UWH: "energy_uwh", BAT_VOLTAGE_UV: "voltage_uv"}
@@ -274,8 +265,6 @@ class PowerTrace:
         self.battery.append(row)
 
     def _rails(self, buf, span, t_s):
-        from thor_sdk.errors import FormatError
-
         for fno, wt, v in iter_fields(buf, *span):
             if fno == RAILS_DESCRIPTOR:
                 _expect(fno, wt, LEN, "PowerRails")
@@ -320,7 +309,6 @@ class PowerTrace:
 
     def _packets(self, buf, start, end, budget, nested=False):
         """Parse a ``Trace`` message (a run of ``packet`` fields); ``budget``: [inflatable bytes left]."""
-        from thor_sdk.errors import FormatError
 
         for fno, wt, v in iter_fields(buf, start, end):
             if fno != TRACE_PACKET:
@@ -353,8 +341,6 @@ class PowerTrace:
 
     @staticmethod
     def _inflate(buf, span, budget):
-        from thor_sdk.errors import FormatError
-
         d = zlib.decompressobj()
         try:
             out = d.decompress(bytes(buf[span[0]:span[1]]), budget[0] + 1)
@@ -391,7 +377,6 @@ def parse_trace(data, max_inflated_bytes=MAX_INFLATED_BYTES):
 
 def read_trace(path, max_bytes=MAX_TRACE_BYTES):
     """The ``PowerTrace`` of the trace file at ``path`` (size-capped; FormatError / NotFoundError)."""
-    from thor_sdk.errors import FormatError, NotFoundError
 
     try:
         size = os.path.getsize(path)
@@ -420,7 +405,6 @@ def read_trace(path, max_bytes=MAX_TRACE_BYTES):
 # ---------------------------------------------------------------------------------------------
 def _covers(first_s, last_s, a, b, what):
     """MeasurementError unless ``[first_s, last_s]`` covers the window ``[a, b]`` (up to ``EDGE_TOL_S`` at each end)."""
-    from thor_sdk.errors import MeasurementError
 
     if first_s > a + EDGE_TOL_S or last_s < b - EDGE_TOL_S:
         raise MeasurementError(f"{what} in the Perfetto trace cover {first_s:.3f}-{last_s:.3f} s (BOOTTIME), not the "
@@ -445,7 +429,6 @@ class PerfettoTraceMeter(Meter):
 
     def __init__(self, path, source="auto", rails=None, battery_energy="current", discharge_sign="auto",
                  voltage_v=None, clock_offset_s=0.0, clock=None, wait_s=0.0, sleep=None, max_bytes=MAX_TRACE_BYTES):
-        from thor_sdk.errors import UsageError
 
         if source not in ("auto", "rails", "battery"):
             raise UsageError(f"Perfetto meter source must be 'auto', 'rails' or 'battery', got {source!r}")
@@ -491,8 +474,6 @@ class PerfettoTraceMeter(Meter):
         return out
 
     def _period(self):
-        from thor_sdk.errors import ThorError
-
         try:
             pt = self.trace()
         except (ThorError, OSError):
@@ -505,8 +486,6 @@ class PerfettoTraceMeter(Meter):
         return statistics.median(dts) if dts else 1.0
 
     def why_unavailable(self):
-        from thor_sdk.errors import ThorError
-
         if not os.path.exists(self.path):
             return f"Perfetto trace {self.path} does not exist"
         try:
@@ -542,8 +521,6 @@ class PerfettoTraceMeter(Meter):
 
     # -- energy ------------------------------------------------------------------------------------
     def _rails_between(self, pt, a, b):
-        from thor_sdk.errors import MeasurementError
-
         series = {}
         for idx, name in self.selected_rails(pt).items():
             pts = pt.rail_energy[idx]
@@ -561,8 +538,6 @@ class PerfettoTraceMeter(Meter):
         return cum[-1] - cum[0], samples, {"rails": sorted(series)}
 
     def _battery_between(self, pt, a, b):
-        from thor_sdk.errors import MeasurementError
-
         from .android_battery import discharge_sign_of
         from .external import integrate_between
 
@@ -594,7 +569,6 @@ class PerfettoTraceMeter(Meter):
 
     def energy_between_boot(self, a_s, b_s):
         """``EnergyWindow`` over CLOCK_BOOTTIME seconds ``[a_s, b_s]`` of the trace."""
-        from thor_sdk.errors import MeasurementError
 
         self._check()
         pt = self.trace()
@@ -611,7 +585,6 @@ class PerfettoTraceMeter(Meter):
 
         Waits up to ``wait_s`` for a trace that is still being pulled to cover the window's end.
         """
-        from thor_sdk.errors import MeasurementError
 
         a_rt, b_rt = t0_s + self.clock_offset_s, t1_s + self.clock_offset_s
         waited = 0.0
@@ -632,16 +605,12 @@ class PerfettoTraceMeter(Meter):
         self._t0 = self.clock()
 
     def stop(self):
-        from thor_sdk.errors import MeasurementError
-
         if self._t0 is None:
             raise MeasurementError("perfetto meter: stop() without start()")
         t0, self._t0 = self._t0, None
         return self.energy_between(t0, self.clock())
 
     def describe(self):
-        from thor_sdk.errors import ThorError
-
         d = super().describe()
         d.update({"path": self.path, "source": self.source, "clock_offset_s": self.clock_offset_s})
         try:

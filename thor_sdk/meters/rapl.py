@@ -16,6 +16,8 @@ side channel, CVE-2020-8694); the meter says so instead of failing obscurely.
 
 import re
 
+from thor_sdk.errors import MeasurementError
+
 from .base import CounterMeter, as_fs, probe_readable, read_number
 
 BASE = "sys/class/powercap"
@@ -82,8 +84,6 @@ class RaplMeter(CounterMeter):
         return ""
 
     def read_counters(self):
-        from thor_sdk.errors import MeasurementError
-
         out = {}
         for d, zname in self.selected():
             try:
