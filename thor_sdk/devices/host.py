@@ -19,6 +19,7 @@ class HostDevice(Device):
         self.root = root
         self._meter = meter  # an explicit meter (e.g. external:log.csv) overrides discovery
         self.threads = threads
+        self._idle = {}  # meter name -> IdleBaseline: measured once per campaign, again when the state changes
 
     def meters(self):
         if self._meter is not None:
@@ -66,6 +67,14 @@ class HostDevice(Device):
             "meters": [m.describe() for m in self.meters()],
         }
 
+    def _idle_for(self, meter):
+        """The idle baseline this device keeps for ``meter`` across probes (None without a meter)."""
+        if meter is None:
+            return None
+        from thor_sdk.harness.protocol import IdleBaseline
+
+        return self._idle.setdefault(meter.name, IdleBaseline())
+
     def _state(self):
         """Clocks, temperatures and battery read from sysfs, and the machine's load from /proc (other
         runnable threads beside ours, 1-minute load average), recorded with every window."""
@@ -100,7 +109,7 @@ class HostDevice(Device):
             trainers = {part: self._trainer(probe.build(part), runtime) for part in probe.parts()}
             try:
                 return measure_parts(trainers, settings, meter=meter, metric=metric, on_round=on_round,
-                                     state_fn=self._state)
+                                     idle=self._idle_for(meter), state_fn=self._state)
             finally:
                 for t in trainers.values():
                     t.close()
@@ -130,6 +139,7 @@ class HostDevice(Device):
             raise UsageError(f"unknown runtime {runtime!r} (known: {', '.join(RUNTIMES)})")
         try:
             return measure_parts({"model": trainer}, settings, meter=meter, metric=metric, on_round=on_round,
+                                 idle=self._idle_for(meter),
                                  state_fn=self._state)["model"]
         finally:
             trainer.close()

@@ -30,9 +30,10 @@ def run_bundle(path, *, meter=None, state_fn=None, settings=None, device=None, t
     description stored in the results; ``on_probe(index, total, unit_id)`` is called before each probe.
     """
     from thor_sdk.exporters.bundle import manifest_units, now_utc, open_bundle, producer
-    from thor_sdk.harness.protocol import ProtocolSettings, measure_parts
+    from thor_sdk.harness.protocol import IdleBaseline, ProtocolSettings, measure_parts
     from thor_sdk.harness.results import RESULTS_FORMAT, VERSION, validate_results_doc
 
+    idle = IdleBaseline()  # one idle baseline for the whole bundle, re-measured when the device state changes
     with open_bundle(path) as (bundle_dir, manifest):
         metric = manifest["metric"]
         if metric == "energy" and meter is None:
@@ -49,7 +50,7 @@ def run_bundle(path, *, meter=None, state_fn=None, settings=None, device=None, t
                 for part in parts:
                     trainers[part["name"]] = _trainer(bundle_dir, manifest, part, threads)
                 res = measure_parts(trainers, s, meter=meter if metric == "energy" else None, metric=metric,
-                                    state_fn=state_fn)
+                                    state_fn=state_fn, idle=idle)
             finally:
                 for t in trainers.values():
                     t.close()
