@@ -233,7 +233,8 @@ def measure_parts(trainers, settings=None, meter=None, metric="time", on_round=N
     (the idle power over the window subtracted). The idle power comes from ``idle`` (an ``IdleBaseline``
     held for the campaign; a fresh one when None): measured here only if it has none yet or the device
     state changed since (checked at the start and after every window). ``state_fn()`` (optional) returns
-    a dict of device state (battery level, temperatures, clocks) recorded with every window; ``wall()``
+    a dict of device state (battery level, temperatures, clocks) recorded with every window, with
+    ``meter_source`` added where the meter's window says which reading gave it (``EnergyWindow.source``); ``wall()``
     timestamps each window (``window_times_s``) so a bench meter's log can be aligned to it.
     """
     settings = settings or ProtocolSettings()
@@ -274,7 +275,12 @@ def measure_parts(trainers, settings=None, meter=None, metric="time", on_round=N
                     gc.enable()
                 r.time_s.append(dt / r.steps_per_window)
                 state = state_fn() if state_fn is not None else None
-                if state_fn is not None:
+                source = getattr(window, "source", None)
+                if source is not None:
+                    # which reading of the meter gave this window (NVML: instant field, counter or averaged
+                    # power) is kept with the window's state, so the campaign stores it per window
+                    state = dict(state or {}, meter_source=source)
+                if state_fn is not None or source is not None:
                     r.states.append(state)
                 e = None
                 if window is not None:
