@@ -56,14 +56,18 @@ def derive_samples(probe, results_by_part, metric="time", cv_target=None, load=N
     whether the sample is *noisy*.
     """
     metrics = ["time"]
+    source = {"time": "time", "energy": "energy"}
     if all(r.energy_j for r in results_by_part.values()):
         metrics.append("energy")
+    elif all(r.net_energy_j for r in results_by_part.values()):  # a meter log already net of idle (energy_basis net)
+        metrics.append("energy")
+        source["energy"] = "net_energy"
     samples = []
     for m in metrics:
         if probe.role == "output":
-            s = robust_summary(results_by_part["head"].values(m))
+            s = robust_summary(results_by_part["head"].values(source[m]))
         else:
-            s = paired_difference(results_by_part, probe.parts()[-1], "head", m)
+            s = paired_difference(results_by_part, probe.parts()[-1], "head", source[m])
         n = max(s["n"], 1)
         stderr = s["std"] / math.sqrt(n)
         flagged, why = False, None
@@ -72,10 +76,10 @@ def derive_samples(probe, results_by_part, metric="time", cv_target=None, load=N
         elif s["median"] < -FLAG_SIGMAS * max(stderr, 1e-12):
             flagged = True
             why = f"negative difference {s['median']:.3g} beyond noise (stderr {stderr:.3g})"
-        noisy = noise_reason(results_by_part, m, cv_target, load)
+        noisy = noise_reason(results_by_part, source[m], cv_target, load)
         samples.append({"metric": m, "value": s["median"], "std": stderr, "n": s["n"], "flagged": flagged,
                         "flag_reason": why, "noisy": noisy is not None, "noise_reason": noisy,
-                        "parts": _part_summaries(results_by_part, m)})
+                        "parts": _part_summaries(results_by_part, source[m])})
     return samples
 
 

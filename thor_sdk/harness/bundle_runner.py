@@ -8,7 +8,7 @@ results document (``thor_sdk.harness.results``) comes back.
 
 import os
 
-from thor_sdk.errors import MeasurementError
+from thor_sdk.errors import DeviceError, MeasurementError, ThorError
 
 
 def _trainer(bundle_dir, manifest, part, threads=None):
@@ -28,10 +28,12 @@ def run_bundle(path, *, meter=None, state_fn=None, settings=None, device=None, t
     The files' sha256 are verified first. ``meter``: an energy meter (required when the manifest's
     metric is energy); ``settings``: override the manifest's protocol settings; ``device``: a plain
     description stored in the results; ``on_probe(index, total, unit_id)`` is called before each probe.
+    A probe of a several-probe bundle that cannot be built or run here is reported ``{"error": reason}``
+    (ingest stores it failed) and the others go on; a meter or device failure stops the run.
     """
-    from thor_sdk.exporters.bundle import manifest_units, now_utc, open_bundle, producer
+    from thor_sdk.exporters.bundle import manifest_units, open_bundle
     from thor_sdk.harness.protocol import IdleBaseline, ProtocolSettings, measure_parts
-    from thor_sdk.harness.results import RESULTS_FORMAT, VERSION, validate_results_doc
+    from thor_sdk.harness.results import results_doc
 
     idle = IdleBaseline()  # one idle baseline for the whole bundle, re-measured when the device state changes
     with open_bundle(path) as (bundle_dir, manifest):
@@ -41,7 +43,7 @@ def run_bundle(path, *, meter=None, state_fn=None, settings=None, device=None, t
         known = set(ProtocolSettings().to_dict())
         s = settings or ProtocolSettings(**{k: v for k, v in manifest["settings"].items() if k in known})
         units = manifest_units(manifest)
-        out = {}
+        out, failures = {}, {}
         for i, (uid, _probe, parts) in enumerate(units):
             if on_probe:
                 on_probe(i, len(units), uid)
@@ -49,17 +51,15 @@ def run_bundle(path, *, meter=None, state_fn=None, settings=None, device=None, t
             try:
                 for part in parts:
                     trainers[part["name"]] = _trainer(bundle_dir, manifest, part, threads)
-                res = measure_parts(trainers, s, meter=meter if metric == "energy" else None, metric=metric,
-                                    state_fn=state_fn, idle=idle)
+                out[uid] = measure_parts(trainers, s, meter=meter if metric == "energy" else None, metric=metric,
+                                         state_fn=state_fn, idle=idle)
+            except (MeasurementError, DeviceError):
+                raise  # the device's or meter's failure, not this probe's: stop
+            except (ThorError, RuntimeError, ValueError) as e:
+                if len(units) == 1:
+                    raise
+                failures[uid] = f"{type(e).__name__}: {e}"  # this probe cannot run here: say so, go on
             finally:
                 for t in trainers.values():
                     t.close()
-            out[uid] = {p: r.to_dict() for p, r in res.items()}
-    doc = {"format": RESULTS_FORMAT, "version": VERSION, "harness": producer(), "bundle": manifest["id"],
-           "created_utc": now_utc(), "metric": metric, "device": device, "settings": s.to_dict()}
-    if len(units) == 1 and "parts" in manifest:
-        doc["parts"] = out[units[0][0]]
-    else:
-        doc["probes"] = {uid: {"parts": parts} for uid, parts in out.items()}
-    validate_results_doc(doc)
-    return doc
+    return results_doc(manifest, out, metric=metric, settings=s.to_dict(), device=device, failures=failures)

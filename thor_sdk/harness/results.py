@@ -2,9 +2,11 @@
 
 A harness (``thor_sdk.harness.bundle_runner``, or the Android/iOS apps) writes one results document
 per bundle run (schema: ``thor_sdk/schemas/results.schema.json``): per probe (or the whole model),
-per part, the step times per window (and energy with a meter), the windows' wall-clock spans and
-device states. This module owns that format; storing parsed results in a campaign is
-``thor_sdk.campaign.ingest``.
+per part, the step times per window (and energy with a meter: ``energy_basis`` says whether
+``energy_j`` is gross or already net of the idle baseline), the windows' wall-clock spans and device
+states; a probe the device could not run carries ``{"error": reason}`` instead of parts. This module
+owns that format both ways (``results_doc`` builds one, ``parse_results``/``parse_failures`` read
+one); storing parsed results in a campaign is ``thor_sdk.campaign.ingest``.
 """
 
 import json
@@ -51,8 +53,22 @@ def _part_result(name, d, metric, what):
         if b < a:
             raise FormatError(f"{what}: part {name} has a window that ends before it starts")
     states = list(d.get("states") or [w["state"] for w in d.get("windows") or [] if isinstance(w.get("state"), dict)])
+    if energy_basis(d) == "net":  # the meter's log already had the idle baseline taken off: no gross energy
+        if net:
+            raise FormatError(f"{what}: part {name} has energy_basis net and net_energy_j; give the net values "
+                              "once, in energy_j")
+        energy, net = [], energy
     return PartResult(name, int(d["steps_per_window"]), [float(v) for v in d["time_s"]], [float(v) for v in energy],
                       [float(v) for v in net], d.get("idle_power_w"), states, [tuple(w) for w in times])
+
+
+def energy_basis(part_doc):
+    """``"gross"`` (the default: ``energy_j`` includes the device's idle power, ``net_energy_j`` has it
+    taken off) or ``"net"`` (an external meter's log already net of the idle baseline: ``energy_j`` is net)."""
+    return part_doc.get("energy_basis") or "gross"
+
+
+
 
 
 def parse_results(doc, manifest, what="results"):
@@ -75,7 +91,10 @@ def parse_results(doc, manifest, what="results"):
             raise FormatError(f"{what} give top-level parts but the bundle holds {len(units)} probes")
         by_unit = {next(iter(units)): doc["parts"]}
     else:
-        by_unit = {uid: v["parts"] for uid, v in doc["probes"].items()}
+        by_unit = {uid: v["parts"] for uid, v in doc["probes"].items() if "parts" in v}
+        for uid in doc["probes"]:
+            if uid not in units:
+                raise FormatError(f"{what} name probe {uid}, which is not in the bundle")
     out = {}
     for uid, parts in by_unit.items():
         if uid not in units:
@@ -89,6 +108,33 @@ def parse_results(doc, manifest, what="results"):
         if len(rounds) != 1:
             raise FormatError(f"{what}: probe {uid}: its parts have different numbers of rounds {sorted(rounds)}")
     return out
+
+
+def parse_failures(doc):
+    """``{probe id: reason}``: the probes a results document says the device could not run
+    (``"probes": {id: {"error": reason}}``); call after ``parse_results`` (which checks the ids)."""
+    return {uid: str(v["error"])[:2000] for uid, v in (doc.get("probes") or {}).items() if "parts" not in v}
+
+
+def results_doc(manifest, units, *, metric=None, settings=None, device=None, failures=None, harness=None):
+    """A results document for ``manifest``'s run: ``units`` = ``{unit id: {part: PartResult}}`` measured,
+    ``failures`` = ``{unit id: reason}`` not run. One-probe and whole-model bundles put the parts at the
+    top level (what the phone apps write). Validated before it is returned."""
+    from thor_sdk.exporters.bundle import manifest_units, now_utc, producer
+
+    failures = dict(failures or {})
+    doc = {"format": RESULTS_FORMAT, "version": VERSION, "harness": harness or producer(), "bundle": manifest["id"],
+           "created_utc": now_utc(), "metric": metric or manifest["metric"], "device": device,
+           "settings": dict(settings if settings is not None else manifest["settings"])}
+    out = {uid: {p: r.to_dict() for p, r in parts.items()} for uid, parts in units.items()}
+    ids = [uid for uid, _probe, _parts in manifest_units(manifest)]
+    if len(ids) == 1 and "parts" in manifest and not failures:
+        doc["parts"] = out[ids[0]]
+    else:
+        doc["probes"] = {uid: ({"parts": out[uid]} if uid in out else {"error": failures[uid]})
+                         for uid in ids if uid in out or uid in failures}
+    validate_results_doc(doc)
+    return doc
 
 
 def read_probe_parts(results_path, bundle_dir):

@@ -1,0 +1,201 @@
+"""Results round trip: a campaign measured live and the same windows through a results file + ingest are the same campaign; failed probes, energy basis, offline bundles."""
+
+import json
+import os
+
+import pytest
+
+pytest.importorskip("torch")
+pytest.importorskip("onnxruntime")
+
+from thor_sdk.campaign.ingest import ingest_results  # noqa: E402
+from thor_sdk.campaign.measure import measure_and_store  # noqa: E402
+from thor_sdk.devices.host import HostDevice  # noqa: E402
+from thor_sdk.errors import FormatError  # noqa: E402
+from thor_sdk.exporters.bundle import write_bundle  # noqa: E402
+from thor_sdk.harness.protocol import ProtocolSettings  # noqa: E402
+from thor_sdk.harness.results import results_doc, write_results  # noqa: E402
+from thor_sdk.probes import Probe  # noqa: E402
+from thor_sdk.store import Campaign  # noqa: E402
+from thor_sdk.store.files import read_json  # noqa: E402
+
+SETTINGS = ProtocolSettings(min_rounds=2, max_rounds=2, min_window_s=0.01)
+LIN = {"in_features": 16, "tokens": 1, "bias": 1}
+PROBES = [Probe("linear", dict(LIN, out_features=8), 4, "hidden"),
+          Probe("linear", dict(LIN, out_features=16), 4, "hidden")]
+
+
+class _ConstantPowerMeter:
+    """A meter reading a constant 5 W over wall-clock windows (the real protocol code path reads it)."""
+
+    name = "constant"
+    sample_period_s = 0.0
+
+    def is_available(self):
+        return True
+
+    def why_unavailable(self):
+        return ""
+
+    def describe(self):
+        return {"name": self.name, "available": True, "why_unavailable": "", "sample_period_s": 0.0}
+
+    def start(self):
+        import time
+
+        self.t0 = time.perf_counter()
+
+    def stop(self):
+        import time
+
+        from thor_sdk.meters.base import EnergyWindow
+
+        d = time.perf_counter() - self.t0
+        return EnergyWindow(energy_j=5.0 * d, duration_s=d, meter=self.name)
+
+
+class _RecordingHost(HostDevice):
+    """The host device, keeping what each measurement returned (what a device's harness would report)."""
+
+    def __init__(self, **kw):
+        super().__init__(**kw)
+        self.runs = {}
+
+    def measure_probe(self, probe, **kw):
+        r = super().measure_probe(probe, **kw)
+        self.runs.setdefault(probe.id, []).append(r)
+        return r
+
+
+def _fake_root(tmp_path):
+    """A sysfs with a battery and a thermal zone: every window records a non-empty device state."""
+    for rel, text in (("sys/class/power_supply/battery/capacity", "81\n"),
+                      ("sys/class/power_supply/battery/temp", "312\n"),
+                      ("sys/class/thermal/thermal_zone0/temp", "45000\n"),
+                      ("sys/class/thermal/thermal_zone0/type", "cpu-thermal\n")):
+        p = tmp_path / "root" / rel
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text(text)
+    return str(tmp_path / "root")
+
+
+def _merged(runs):
+    """One probe's measurements as the live path commits them: a re-measurement's rounds follow the first's."""
+    import copy
+
+    out = copy.deepcopy(runs[0])
+    for more in runs[1:]:
+        for part, r in more.items():
+            m = out[part]
+            for f in ("time_s", "energy_j", "net_energy_j", "states", "window_times_s"):
+                getattr(m, f).extend(getattr(r, f))
+    return out
+
+
+def _campaign(path, metric, device_info):
+    c = Campaign.create(str(path), {"metric": metric, "protocol": SETTINGS.to_dict(), "device": device_info,
+                                    "runtime": "torch"})
+    for p in PROBES:
+        c.plan(p)
+    return c
+
+
+def _snapshot(c):
+    """Everything a campaign stores per probe: status, every window's columns, every sample."""
+    out = {}
+    for p in c.probes():
+        status, reason = c.conn.execute("SELECT status, reason FROM probes WHERE id = ?", (p.id,)).fetchone()
+        out[p.id] = {"status": status, "reason": reason, "windows": c.windows(p.id, detail=True),
+                     "samples": [{k: v for k, v in s.items()} for s in c.samples() if s["probe_id"] == p.id]}
+    return out
+
+
+@pytest.mark.parametrize("metric", ["time", "energy"])
+def test_ingest_stores_what_the_live_path_stores(tmp_path, metric):
+    meter = _ConstantPowerMeter() if metric == "energy" else None
+    dev = _RecordingHost(meter=meter, threads=1, root=_fake_root(tmp_path))
+    info = dev.info()
+    with _campaign(tmp_path / "live.db", metric, info) as live:
+        for p in PROBES:
+            measure_and_store(live, dev, p, metric, SETTINGS, "torch")
+        want = _snapshot(live)
+    # the same windows as a device's results file, ingested into a campaign planned with the same probes
+    manifest = write_bundle(PROBES, str(tmp_path / "bundle"), settings=SETTINGS, metric=metric)
+    doc = results_doc(manifest, {p.id: _merged(dev.runs[p.id]) for p in PROBES}, settings=SETTINGS.to_dict(),
+                      device=info)
+    write_results(doc, str(tmp_path / "results.json"))
+    with _campaign(tmp_path / "ingested.db", metric, info) as c:
+        r = ingest_results(c, read_json(str(tmp_path / "results.json")), manifest)
+        got = _snapshot(c)
+    assert r["probes"] == [p.id for p in PROBES]
+    for pid in want:
+        w, g = want[pid], got[pid]
+        assert g["status"] == w["status"] == "done"
+        assert len(g["windows"]) == len(w["windows"]) >= 4
+        for ww, gw in zip(w["windows"], g["windows"]):
+            for field in ("part", "round", "time_s", "energy_j", "net_energy_j", "start_s", "end_s", "state"):
+                assert gw[field] == ww[field], (pid, field)
+            assert ww["start_s"] is not None and ww["end_s"] >= ww["start_s"]
+            assert ww["state"] and ww["state"]["battery_pct"] == 81
+            if metric == "energy":
+                assert ww["energy_j"] > 0 and ww["net_energy_j"] is not None and ww["net_energy_j"] < ww["energy_j"]
+            else:
+                assert ww["energy_j"] is None and ww["net_energy_j"] is None
+        assert g["samples"] == w["samples"]
+        assert {s["metric"] for s in w["samples"]} == ({"time", "energy"} if metric == "energy" else {"time"})
+
+
+def _time_part(rounds=2, **extra):
+    return dict({"steps_per_window": 3, "time_s": [0.01 * (i + 1) for i in range(rounds)]}, **extra)
+
+
+def test_a_probe_failed_on_the_device_is_stored_failed_and_bundled_again(tmp_path):
+    from thor_sdk.exporters.bundle import bundle_campaign
+
+    manifest = write_bundle(PROBES, str(tmp_path / "bundle"), settings=SETTINGS)
+    parts = {p["name"]: _time_part() for p in manifest["probes"][0]["parts"]}
+    doc = {"format": "thor-sdk/results", "version": 1, "bundle": manifest["id"], "metric": "time",
+           "probes": {PROBES[0].id: {"parts": parts}, PROBES[1].id: {"error": "OrtException: out of memory"}}}
+    with _campaign(tmp_path / "c.db", "time", {"name": "phone"}) as c:
+        r = ingest_results(c, doc, manifest)
+        assert r["probes"] == [PROBES[0].id] and r["failed"] == [PROBES[1].id]
+        row = c.conn.execute("SELECT status, reason FROM probes WHERE id = ?", (PROBES[1].id,)).fetchone()
+        assert row[0] == "failed" and "out of memory" in row[1]
+        again = ingest_results(c, doc, manifest)  # the same file again: nothing to do, said so
+        assert again["probes"] == [] and "nothing ingested" in again["message"]
+    # the next bundle carries the failed probe again, and its results fill it
+    m2 = bundle_campaign(str(tmp_path / "c.db"), str(tmp_path / "bundle2"))
+    assert [p["id"] for p in m2["probes"]] == [PROBES[1].id]
+    doc2 = {"format": "thor-sdk/results", "version": 1, "bundle": m2["id"], "metric": "time",
+            "parts": {p["name"]: _time_part() for p in m2["parts"]}}
+    with Campaign.open(str(tmp_path / "c.db"), writer=True) as c:
+        assert ingest_results(c, doc2, m2)["probes"] == [PROBES[1].id]
+        assert c.status_counts() == {"done": 2}
+
+
+def test_energy_basis_says_gross_or_net_and_a_campaign_keeps_one(tmp_path):
+    manifest = write_bundle(PROBES[:1], str(tmp_path / "bundle"), settings=SETTINGS, metric="energy")
+    other = write_bundle(PROBES[1:], str(tmp_path / "bundle2"), settings=SETTINGS, metric="energy")
+    names = [p["name"] for p in manifest["parts"]]
+
+    def doc(basis, manifest=manifest, **extra):
+        return {"format": "thor-sdk/results", "version": 1, "bundle": manifest["id"], "metric": "energy",
+                "parts": {n: _time_part(energy_j=[0.5 + i, 0.6 + i], energy_basis=basis, **extra)
+                          for i, n in enumerate(names)}}
+
+    with _campaign(tmp_path / "c.db", "energy", {"name": "bench"}) as c:
+        with pytest.raises(FormatError, match="net_energy_j"):  # net twice is ambiguous
+            ingest_results(c, doc("net", net_energy_j=[0.1, 0.2]), manifest)
+        ingest_results(c, doc("net"), manifest)
+        ws = c.windows(PROBES[0].id, detail=True)
+        assert all(w["energy_j"] is None for w in ws)  # no gross value was measured
+        assert sorted(w["net_energy_j"] for w in ws) == [0.5, 0.6, 1.5, 1.6]
+        assert sorted(s["metric"] for s in c.samples()) == ["energy", "time"]
+    with _campaign(tmp_path / "g.db", "energy", {"name": "bench"}) as c:
+        ingest_results(c, doc("gross"), manifest)
+        ws = c.windows(PROBES[0].id, detail=True)
+        assert sorted(w["energy_j"] for w in ws) == [0.5, 0.6, 1.5, 1.6]
+        assert all(w["net_energy_j"] is None for w in ws)
+        with pytest.raises(FormatError, match="one campaign keeps one"):  # never a mix of gross and net
+            ingest_results(c, doc("net", other), other)
+        assert c.status_counts() == {"done": 1, "planned": 1}
