@@ -2,17 +2,21 @@
 
 ``LocalJetsonDevice`` (``--device jetson``: thor-sdk runs ON the board) is the host device with the
 board's two capabilities: GPU frequency control through devfreq (``thor_sdk.devices.devfreq``, root
-needed) and power from the INA3221 rails (``thor_sdk.meters.ina3221``); it probes and measures
+needed) and power from the board's monitors: the INA238 system input on an AGX Thor
+(``thor_sdk.meters.ina238``), else the INA3221 rails (``thor_sdk.meters.ina3221``); it probes and measures
 in-process like the host, and power-aware profiling and training pin its GPU frequency.
 
 ``JetsonDevice`` (``jetson://``): the board has the same thor-sdk installed; this side pushes the
 bundle, runs ``thor-sdk harness run BUNDLE --out results.json`` there (which measures with the
-board's own meters: INA3221 rails on a Jetson) and pulls the results. ``meters()`` reads the
-board's INA3221 files over ssh so ``thor-sdk devices`` can show the rails. Power-aware profiling and
+board's own meters: INA238 on an AGX Thor, INA3221 rails on the others) and pulls the results.
+``meters()`` reads the board's INA238 and INA3221 files over ssh so ``thor-sdk devices`` can show them. Power-aware profiling and
 training on it run ``thor-sdk table profile|train --device jetson`` on the board through the same
 remote runner (``thor_sdk.power.remote``).
 """
 
+from thor_sdk.meters import ina238
+from thor_sdk.meters.base import as_fs
+from thor_sdk.meters.ina238 import Ina238Meter, discover_ina238
 from thor_sdk.meters.ina3221 import Ina3221Meter
 from thor_sdk.transports.ssh import SshTransport
 
@@ -39,7 +43,11 @@ class JetsonDevice(RemoteDevice):
         self.target = target
 
     def device_meters(self):
-        return [DeviceMeter(Ina3221Meter(snapshot_files(self.transport, METER_FILES, root=self.device_root)))]
+        """The board's monitors from one snapshot of their files, in the order the board itself lists them
+        (``host_meters``): an AGX Thor's INA238 (only where one is present), then INA3221."""
+        fs = snapshot_files(self.transport, METER_FILES + ina238.SNAPSHOT_FILES, root=self.device_root)
+        meters = [DeviceMeter(Ina238Meter(fs))] if discover_ina238(fs) else []
+        return meters + [DeviceMeter(Ina3221Meter(fs))]
 
 
 class LocalJetsonDevice(HostDevice):
@@ -60,16 +68,23 @@ class LocalJetsonDevice(HostDevice):
     def _ina3221(self):
         return Ina3221Meter(root=self.root, poll_period_s=self.poll_period_s)
 
+    def _board_meters(self):
+        """The board's power monitors in the order ``host_meters`` lists them: an AGX Thor's INA238 (the
+        system input; only where one is present), then INA3221."""
+        ina = [Ina238Meter(root=self.root, poll_period_s=self.poll_period_s)] if discover_ina238(as_fs(self.root)) else []
+        return ina + [self._ina3221()]
+
     def power_meter(self):
-        m = self._ina3221()
-        return m if m.is_available() else None
+        return next((m for m in self._board_meters() if m.is_available()), None)
 
     def power_status(self):
-        m = self._ina3221()
-        why = m.why_unavailable()
-        if why:
-            return False, why, None
-        return True, "", "ina3221:" + "+".join(r.name for r in m.selected_rails())
+        whys = []
+        for m in self._board_meters():
+            why = m.why_unavailable()
+            if not why:
+                return True, "", f"{m.name}:" + "+".join(r.name for r in m.selected_rails())
+            whys.append(why)
+        return False, "; ".join(whys), None
 
     def power_window(self):
         from thor_sdk.meters.peak import PowerWindow
