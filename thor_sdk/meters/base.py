@@ -362,6 +362,47 @@ class SamplingMeter(Meter):
         return EnergyWindow(energy_j=trapezoid_j(rel), duration_s=rel[-1][0], meter=self.name, samples=rel,
                             source=self.window_source())
 
+class RailSamplingMeter(SamplingMeter):
+    """A ``SamplingMeter`` over named rails (INA3221 channels, INA238 monitors): power is the sum of the
+    selected rails' ``rail_power_w(rail)``; the rails are discovered once per window, not once per sample.
+    Subclasses give ``selected_rails()`` and ``rail_power_w(rail)``; a rail has ``name`` and ``to_dict()``."""
+
+    _cached = None
+
+    def selected_rails(self):
+        raise NotImplementedError
+
+    def rail_power_w(self, rail):
+        raise NotImplementedError
+
+    def rail_powers_w(self):
+        return {r.name: self.rail_power_w(r) for r in self.selected_rails()}
+
+    def power_w(self):
+        """Instantaneous power of the selected rails, W."""
+        rails = self._cached if self._cached is not None else self.selected_rails()
+        return sum(self.rail_power_w(r) for r in rails)
+
+    def start(self):
+        self._cached = self.selected_rails()
+        try:
+            super().start()
+        except BaseException:
+            self._cached = None
+            raise
+
+    def stop(self):
+        try:
+            return super().stop()
+        finally:
+            self._cached = None
+
+    def describe(self):
+        d = super().describe()
+        d["rails"] = [r.to_dict() for r in self.selected_rails()] if self.is_available() else []
+        return d
+
+
 
 class CounterMeter(Meter):
     """A meter over cumulative energy counters (RAPL, ODPM, NVML total energy).

@@ -17,7 +17,7 @@ the default sums every INA238. The driver's default configuration averages 16 co
 ~1 ms per channel, so the value changes about every 50 ms (``sample_period_s=0.05``).
 """
 
-from .base import SamplingMeter, as_fs, probe_readable, read_number
+from .base import RailSamplingMeter, as_fs, probe_readable, read_number
 
 HWMON = "sys/class/hwmon"
 #: device files a remote board's snapshot needs to decide availability (see devices/remote.snapshot_files)
@@ -61,7 +61,7 @@ def discover_ina238(fs):
     return sorted(rails, key=lambda r: (len(r.hwmon), r.hwmon))
 
 
-class Ina238Meter(SamplingMeter):
+class Ina238Meter(RailSamplingMeter):
     """Energy of INA238 channels by sampling their power (sum of the selected ones)."""
 
     name = "ina238"
@@ -97,36 +97,10 @@ class Ina238Meter(SamplingMeter):
                     return why
         return ""
 
-    def _rail_power_w(self, r):
+    def rail_power_w(self, r):
         if r.power:
             return read_number(self.fs, r.power, f"{r.name} power, uW") / 1e6
         mv = read_number(self.fs, r.voltage, f"{r.name} bus voltage, mV")
         ma = read_number(self.fs, r.current, f"{r.name} current, mA")
         return mv * ma / 1e6
 
-    def rail_powers_w(self):
-        return {r.name: self._rail_power_w(r) for r in self.selected_rails()}
-
-    def power_w(self):
-        """Instantaneous power of the selected channels, W."""
-        rails = self._cached if self._cached is not None else self.selected_rails()
-        return sum(self._rail_power_w(r) for r in rails)
-
-    def start(self):
-        self._cached = self.selected_rails()  # discover once per window, not once per sample
-        try:
-            super().start()
-        except BaseException:
-            self._cached = None
-            raise
-
-    def stop(self):
-        try:
-            return super().stop()
-        finally:
-            self._cached = None
-
-    def describe(self):
-        d = super().describe()
-        d["rails"] = [r.to_dict() for r in self.selected_rails()] if self.is_available() else []
-        return d

@@ -25,7 +25,7 @@ which is what tegrastats' total does.
 
 import re
 
-from .base import SamplingMeter, as_fs, probe_readable, read_number
+from .base import RailSamplingMeter, as_fs, probe_readable, read_number
 
 IIO_BASE = "sys/bus/i2c/drivers/ina3221x"
 HWMON_BASE = "sys/bus/i2c/drivers/ina3221"
@@ -82,7 +82,7 @@ def discover_rails(fs):
     return rails
 
 
-class Ina3221Meter(SamplingMeter):
+class Ina3221Meter(RailSamplingMeter):
     """Energy of Jetson INA3221 rails by sampling their power.
 
     ``rails``: rail names to sum (default: the input rail, else every rail). ``power_w()`` gives
@@ -130,6 +130,9 @@ class Ina3221Meter(SamplingMeter):
                     return why
         return ""
 
+    def rail_power_w(self, r):
+        return self._rail_power_w(self.fs, r)
+
     @staticmethod
     def _rail_power_w(fs, r):
         if r.power:
@@ -138,29 +141,3 @@ class Ina3221Meter(SamplingMeter):
         ma = read_number(fs, r.current, f"{r.name} current, mA")
         return mv * ma / 1e6
 
-    def rail_powers_w(self):
-        return {r.name: self._rail_power_w(self.fs, r) for r in self.selected_rails()}
-
-    def power_w(self):
-        """Instantaneous power of the selected rails, W."""
-        rails = self._cached if self._cached is not None else self.selected_rails()
-        return sum(self._rail_power_w(self.fs, r) for r in rails)
-
-    def start(self):
-        self._cached = self.selected_rails()  # discover once per window, not once per sample
-        try:
-            super().start()
-        except BaseException:
-            self._cached = None
-            raise
-
-    def stop(self):
-        try:
-            return super().stop()
-        finally:
-            self._cached = None
-
-    def describe(self):
-        d = super().describe()
-        d["rails"] = [r.to_dict() for r in self.selected_rails()] if self.is_available() else []
-        return d
