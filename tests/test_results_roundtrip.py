@@ -51,7 +51,7 @@ class _ConstantPowerMeter:
         from thor_sdk.meters.base import EnergyWindow
 
         d = time.perf_counter() - self.t0
-        return EnergyWindow(energy_j=5.0 * d, duration_s=d, meter=self.name)
+        return EnergyWindow(energy_j=5.0 * d, duration_s=d, meter=self.name, source="counter")
 
 
 class _RecordingHost(HostDevice):
@@ -138,6 +138,7 @@ def test_ingest_stores_what_the_live_path_stores(tmp_path, metric):
             assert ww["start_s"] is not None and ww["end_s"] >= ww["start_s"]
             assert ww["state"] and ww["state"]["battery_pct"] == 81
             if metric == "energy":
+                assert ww["state"]["meter_source"] == "counter"  # which reading of the meter, kept per window
                 assert ww["energy_j"] > 0 and ww["net_energy_j"] is not None and ww["net_energy_j"] < ww["energy_j"]
             else:
                 assert ww["energy_j"] is None and ww["net_energy_j"] is None
@@ -199,3 +200,54 @@ def test_energy_basis_says_gross_or_net_and_a_campaign_keeps_one(tmp_path):
         with pytest.raises(FormatError, match="one campaign keeps one"):  # never a mix of gross and net
             ingest_results(c, doc("net", other), other)
         assert c.status_counts() == {"done": 1, "planned": 1}
+
+
+TINY = {"format": "thor-sdk/layers", "version": 1, "name": "tiny", "input_shape": [16], "layers": [
+    {"kind": "linear", "role": "input", "config": {"in_features": 16, "out_features": 8, "tokens": 1, "bias": 1}},
+    {"kind": "output", "role": "output", "config": {"in_features": 8, "out_features": 4, "tokens": 1}}]}
+
+
+def _run(*args):
+    import subprocess
+
+    return subprocess.run(["thor-sdk", *args], capture_output=True, text=True, timeout=300)
+
+
+def _one_line_error(p, *words):
+    assert p.returncode == 2 and "Traceback" not in p.stderr, p.stderr
+    lines = p.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("Error: "), p.stderr
+    for w in words:
+        assert w in lines[0], lines[0]
+
+
+def test_offline_chain_plans_bundles_runs_ingests_and_fits(tmp_path, monkeypatch):
+    """bundle --model plans a campaign (nothing measured); harness run + ingest fill it; fit works; the chain on
+    a measured campaign says what to do in one line, and ingesting the same file again does nothing."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "tiny.json").write_text(json.dumps(TINY))
+    p = _run("bundle", "--model", "tiny.json", "--batch-size", "4", "--out", "b", "--device-name", "my-board",
+             "--min-rounds", "2", "--max-rounds", "2", "--window-s", "0.01")
+    assert p.returncode == 0, p.stderr
+    assert "planned b.db: 2 probes, nothing measured" in p.stdout
+    with Campaign.open("b.db") as c:
+        assert c.status_counts() == {"planned": 2} and c.meta["device"]["name"] == "my-board"
+        assert c.meta["targets"][0]["name"] == "tiny" and c.meta["batch_sizes"] == [4]
+    p = _run("harness", "run", "b", "--out", "results.json", "--quiet")
+    assert p.returncode == 0, p.stderr
+    p = _run("harness", "ingest", "results.json", "--bundle", "b", "--campaign", "b.db")
+    assert p.returncode == 0 and "stored 2 probe(s)" in p.stdout, p.stderr
+    with Campaign.open("b.db") as c:
+        assert c.status_counts() == {"done": 2}
+        ws = [w for p_ in c.probes() for w in c.windows(p_.id, detail=True)]
+        assert ws and all(w["start_s"] is not None and w["end_s"] >= w["start_s"] for w in ws)
+    p = _run("harness", "ingest", "results.json", "--bundle", "b", "--campaign", "b.db")
+    assert p.returncode == 0 and "nothing ingested" in p.stdout, p.stderr
+    p = _run("fit", "b.db", "--out", "est.json")
+    assert p.returncode == 0, p.stderr
+    assert {"linear", "output"} <= set(json.loads((tmp_path / "est.json").read_text())["kinds"])
+    _one_line_error(_run("bundle", "--campaign", "b.db", "--out", "again"), "every probe is measured",
+                    "--campaign NEW.db")
+    _one_line_error(_run("bundle", "--model", "tiny.json", "--out", "b"), "exists", "--campaign b.db")
+    _one_line_error(_run("bundle", "--out", "x"), "--campaign", "--model")
+    assert not os.path.exists("again") and not os.path.exists("x.db")

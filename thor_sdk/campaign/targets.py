@@ -120,3 +120,36 @@ def run_campaign(campaign, device, model_layers, batch_sizes, metric="time", set
             "probes_measured_now": measured_now,
             "target_configs": len(points), "seconds": clock() - t0,
             **sample_summary(campaign)}
+
+
+def plan_campaign(out, models, batch_sizes, *, metric="time", settings=None, runtime="onnxruntime", device=None,
+                  input_shape=None, unknown_ops="error", producer=None):
+    """A new campaign at ``out`` with every layer config of ``models`` planned at every batch size, nothing
+    measured (``thor-sdk bundle --model``: for a device thor-sdk cannot drive; its harness's results are
+    ingested later). The same targets and probes ``thor-sdk probe`` would measure; ``device`` = the
+    campaign's device description (``{"name": ..., "kind": "offline"}`` by default). Returns
+    ``{"campaign", "probes", "target_configs"}``."""
+    from thor_sdk.errors import UsageError
+    from thor_sdk.layers import layers_of
+    from thor_sdk.runtime.estimator import METRIC_UNITS
+    from thor_sdk.store import Campaign
+    from thor_sdk.store.campaign import check_new
+
+    if metric not in METRIC_UNITS:
+        raise UsageError(f"unknown metric {metric!r} (time or energy)")
+    models = [models] if isinstance(models, str) else list(models or ())
+    if not models:
+        raise UsageError("give at least one --model to plan")
+    check_new(out)  # a bad campaign path is refused before any model is built
+    targets = [layers_of(m, input_shape=input_shape, unknown_ops=unknown_ops) for m in models]
+    points = target_points(targets, batch_sizes)
+    settings = settings or ProtocolSettings()
+    meta = {"device": dict(device or {"name": "offline", "kind": "offline"}), "metric": metric,
+            "unit": METRIC_UNITS[metric], "batch_sizes": [int(b) for b in batch_sizes], "runtime": runtime,
+            "protocol": settings.to_dict(), "targets": [t.to_dict() for t in targets], "producer": producer,
+            "planned_offline": True}
+    with Campaign.create(out, meta) as c:
+        with c.batch():  # every probe planned, or none
+            for p, _w in sorted(points.values(), key=lambda pw: -pw[1] * _train_flops(pw[0])):
+                c.plan(p)
+    return {"campaign": out, "probes": len(points), "target_configs": len(points)}

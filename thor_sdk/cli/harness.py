@@ -55,4 +55,10 @@ def ingest_cmd(results, bundle_path, campaign, as_json):
     if as_json:
         emit_json(r)
         return
+    if r.get("message"):
+        click.echo(r["message"])
+        return
     click.echo(f"stored {len(r['probes'])} probe(s), {r['windows']} windows, {r['samples']} samples in {campaign}")
+    if r.get("failed"):
+        click.echo(f"{len(r['failed'])} probe(s) failed on the device, stored failed with the reason: "
+                   f"{', '.join(r['failed'])}; the next `thor-sdk bundle --campaign {campaign}` bundles them again")
