@@ -2,7 +2,8 @@
 
 probe, measure, profile, table and train all parse ``--device`` here: ``host``, ``jetson`` (this machine
 is a Jetson), ``jetson://user@host[:port]`` (a board over ssh), ``sim`` / ``simjetson`` (a SIMULATED
-Jetson under a sysfs root), ``android[:SERIAL]``, ``ios[:UDID]``.
+Jetson under a sysfs root), ``android[:SERIAL]`` (a ``HOST:PORT`` serial is reached with ``adb connect``),
+``stf://HOST:PORT`` (a DeviceFarmer STF device's remote-debug address, through ``adb connect``), ``ios[:UDID]``.
 
 ``meter`` overrides the device's own meters: a ``Meter`` object, or ``external:FILE.csv[,offset=S]``
 for a bench meter's log (any device). ``root`` is the sysfs root of a local device (``/``; a fake tree
@@ -11,7 +12,8 @@ in tests; the SIMULATED Jetson's folder), or of the board for ``jetson://``.
 
 from thor_sdk.errors import NotFoundError, UsageError
 
-SPECS = "host, jetson, jetson://user@host[:port], sim (SIMULATED Jetson), android, android:SERIAL, ios:UDID"
+SPECS = ("host, jetson, jetson://user@host[:port], sim (SIMULATED Jetson), android, android:SERIAL, android:HOST:PORT, "
+         "stf://HOST:PORT, ios:UDID")
 REMOTE_SCHEMES = ("jetson://", "ssh://")
 
 
@@ -58,6 +60,16 @@ def get_device(spec="host", meter=None, root=None, sim_flavor="nano", **kwargs):
         if serial == "":
             raise UsageError("android: needs a serial after the colon (see `adb devices`), or just `android`")
         return AndroidDevice(serial=serial, meter=meter, **kwargs)
+    if spec.startswith("stf://"):
+        from thor_sdk.transports.adb import is_network_serial
+
+        from .android import AndroidDevice
+
+        address = spec[len("stf://"):].rstrip("/")
+        if not is_network_serial(address):
+            raise UsageError(f"{spec!r}: give the STF device's remote-debug address, stf://HOST:PORT (the "
+                             "`adb connect HOST:PORT` line STF shows once the device is yours; docs/device-farms.md)")
+        return AndroidDevice(serial=address, meter=meter, connect=True, name=spec.rstrip("/"), **kwargs)
     if is_remote(spec):
         from .jetson import JetsonDevice
 

@@ -25,10 +25,11 @@ METER_FILES = [
 class AndroidDevice(RemoteDevice):
     kind = "android"
 
-    def __init__(self, serial=None, meter=None, transport=None, allow_charging=False, **kw):
-        transport = transport or AdbTransport(serial=serial)
+    def __init__(self, serial=None, meter=None, transport=None, allow_charging=False, connect=None, name=None, **kw):
+        # a HOST:PORT serial (adb over TCP, a DeviceFarmer STF device) is reached with `adb connect` first
+        transport = transport or AdbTransport(serial=serial, connect=connect)
         super().__init__(transport, AndroidHarness(), meter=meter,
-                         name=f"android:{serial}" if serial else "android", **kw)
+                         name=name or (f"android:{serial}" if serial else "android"), **kw)
         self.allow_charging = allow_charging
 
     def device_meters(self):

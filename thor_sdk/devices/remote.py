@@ -204,6 +204,8 @@ class AndroidHarness(Harness):
         rel_out = remote_out.split(f"/{self.PACKAGE}/files/", 1)[1]
         res = transport.run(["am", "instrument", "-w", "-e", "bundle", remote_bundle, "-e", "out", rel_out,
                              f"{self.PACKAGE}/{self.RUNNER}"], timeout_s=timeout_s, check=False)
+        if hasattr(transport, "raise_if_lost"):  # the phone vanished under the run: a disconnect (retried), not an app failure
+            transport.raise_if_lost("the harness run", res)
         parse_instrument_output(res.stdout + res.stderr)
 
     def cleanup(self, transport, run_dir, remote_out):

@@ -6,6 +6,8 @@
   is quoted for the device's shell (``shlex.quote``): ``run(["echo", "a b;c"])`` prints ``a b;c``.
 - ``adb push``/``adb pull`` use the sync protocol: their device paths are not seen by a shell.
 - Unauthorized, offline and absent devices give errors that say what to do.
+- A network serial ``HOST:PORT`` (adb over Wi-Fi, a DeviceFarmer STF device's remote-debug address) is
+  reached with ``adb connect HOST:PORT`` first, and again after a drop; from then on it is an ordinary serial.
 """
 
 import re
@@ -24,6 +26,24 @@ _DISCONNECT = ("device offline", "not found", "no devices/emulators found", "err
                "connection reset", "device unauthorized", "broken pipe", "cannot connect to daemon")
 
 DEVICE_TMP = "/data/local/tmp/thor-sdk"
+#: ``HOST:PORT`` or ``[IPv6]:PORT``: a serial that ``adb connect`` reaches (emulator-5554 and USB serials are not)
+_NETWORK_SERIAL = re.compile(r"^(?:\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9](?:[A-Za-z0-9.-]*[A-Za-z0-9])?):(?P<port>[0-9]{1,5})$")
+
+
+def is_network_serial(serial):
+    """True for ``HOST:PORT`` (a port in 1..65535): a device reached over TCP with ``adb connect``."""
+    m = _NETWORK_SERIAL.match(serial or "")
+    return bool(m) and 1 <= int(m.group("port")) <= 65535
+
+
+def connect_problem(text):
+    """'' when ``adb connect`` output says it connected, else why not. adb prints ``connected to X`` or
+    ``already connected to X``, and its failures (``failed to connect to 'X': Connection refused``, ``failed to
+    resolve host``, ``cannot connect to X: ...``) on stdout, with exit status 0 on older versions (29.0.6)."""
+    lines = [ln.strip() for ln in (text or "").splitlines() if ln.strip() and not ln.startswith("*")]
+    if any(ln.startswith(("connected to ", "already connected to ")) for ln in lines):
+        return ""
+    return (lines[-1] if lines else "no output")[:200]
 
 
 def parse_devices(text):
@@ -64,10 +84,12 @@ class AdbTransport(Transport):
 
     name = "adb"
 
-    def __init__(self, serial=None, adb="adb", server_port=None, runner=None, workdir=DEVICE_TMP):
+    def __init__(self, serial=None, adb="adb", server_port=None, runner=None, workdir=DEVICE_TMP, connect=None):
         self._own_runner = runner is None
         super().__init__(runner)
         self.serial = serial
+        #: run ``adb connect SERIAL`` when the serial is not attached (default: when it is a HOST:PORT)
+        self.connect_first = is_network_serial(serial) if connect is None else bool(connect)
         self.adb = adb
         self.server_port = server_port
         self._workdir = workdir
@@ -99,9 +121,23 @@ class AdbTransport(Transport):
             raise self._fail("adb devices", res)
         return parse_devices(res.stdout)
 
+    def connect(self):
+        """``adb connect SERIAL`` (an argument list); DeviceUnavailableError saying why when adb could not."""
+        if self.why_unavailable():
+            raise DeviceUnavailableError(self.why_unavailable())
+        res = self._exec(self._base() + ["connect", self.serial], timeout_s=60)
+        why = connect_problem(res.stdout + "\n" + res.stderr)
+        if why or res.returncode != 0:
+            raise DeviceUnavailableError(f"adb connect {self.serial} failed: {why or f'exit {res.returncode}'} "
+                                         "(is the device's adb over TCP on, or the STF device still yours?)")
+
     def resolve(self):
-        """The serial to use, after checking the device is attached and usable."""
+        """The serial to use, after checking the device is attached and usable (``adb connect`` first for a
+        network serial that ``adb devices`` does not list)."""
         devs = self.devices()
+        if self.connect_first and not any(d["serial"] == self.serial for d in devs):  # listed offline: say so below
+            self.connect()
+            devs = self.devices()
         if self.serial is not None:
             for d in devs:
                 if d["serial"] == self.serial:
@@ -131,6 +167,24 @@ class AdbTransport(Transport):
                                         f"{(res.stderr or res.stdout).strip()[:200]}")
         raise self._fail(what, res)
 
+    def raise_if_lost(self, what, res):
+        """After a command run with ``check=False`` failed (``adb shell`` exits non-zero, or with 255 and no
+        output, when the device vanishes under it): TransportDisconnected when adb says the device is gone or
+        ``adb devices`` no longer lists it as usable; otherwise nothing (the command's own failure)."""
+        if res.returncode == 0:
+            return
+        err = (res.stderr + res.stdout).lower()
+        gone = any(s in err for s in _DISCONNECT)
+        if not gone and self.serial is not None:
+            try:
+                gone = not any(d["serial"] == self.serial and d["state"] == "device" for d in self.devices())
+            except DeviceError:
+                gone = True
+        if gone:
+            self._resolved = None
+            raise TransportDisconnected(f"lost the Android device during {what} (exit {res.returncode}): "
+                                        f"{(res.stderr or res.stdout).strip()[:200] or 'no output'}")
+
     def run(self, argv, timeout_s=None, check=True, input=None):
         cmd = remote_shell_command(argv)
         res = self._exec(self._dev() + ["shell", cmd], timeout_s=timeout_s, input=input)
@@ -150,6 +204,11 @@ class AdbTransport(Transport):
         check_local_tree(str(local_path))
 
     def reconnect(self, timeout_s=60.0):
+        if self.connect_first:  # a TCP device that dropped needs adb connect again before it can be waited for
+            try:
+                self.connect()
+            except DeviceError as e:
+                raise TransportDisconnected(f"the Android device {self.serial} did not come back: {e}") from e
         try:
             res = self._exec(self._base() + (["-s", self.serial] if self.serial else []) + ["wait-for-device"],
                              timeout_s=timeout_s)
