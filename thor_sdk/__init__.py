@@ -19,6 +19,7 @@ _LAZY = {
     "layers_of": ("thor_sdk.layers", "layers_of"),
     "list_kinds": ("thor_sdk.layers.kinds", "list_kinds"),
     "probe": ("thor_sdk.api", "probe"),
+    "probe_fleet": ("thor_sdk.api", "probe_fleet"),
     "profile": ("thor_sdk.api", "profile"),
     "fit": ("thor_sdk.api", "fit"),
     "estimate": ("thor_sdk.api", "estimate"),

@@ -97,10 +97,10 @@ def probe(models, device="host", batch_sizes=(32,), metric="time", out="campaign
         known = {t.name: t for t in targets}
         added = []
         try:
-            for m in dict.fromkeys(models or ()):
-                if m in known:
+            for m in models or ():
+                if (m.name if isinstance(m, ModelLayers) else m) in known:
                     continue
-                ml = layers_of(m, input_shape=input_shape, unknown_ops=unknown_ops)
+                ml = m if isinstance(m, ModelLayers) else layers_of(m, input_shape=input_shape, unknown_ops=unknown_ops)
                 same = known.get(ml.name)
                 if same is not None and _layer_keys(same) != _layer_keys(ml):
                     raise UsageError(f"{out} already has a target named {ml.name!r} with other layers; "
@@ -124,7 +124,8 @@ def probe(models, device="host", batch_sizes=(32,), metric="time", out="campaign
         batch_sizes = _check_batch_sizes(batch_sizes, MAX_RUN_BATCH_SIZE)
         check_new(out)  # a bad --out is refused before any model is built
         dev = _device(device, meter, threads)
-        targets = [layers_of(m, input_shape=input_shape, unknown_ops=unknown_ops) for m in models]
+        targets = [m if isinstance(m, ModelLayers) else layers_of(m, input_shape=input_shape, unknown_ops=unknown_ops)
+                   for m in models]
         settings = settings or ProtocolSettings()
         dev.require_meter(metric)
         campaign = Campaign.create(out, {
@@ -139,6 +140,87 @@ def probe(models, device="host", batch_sizes=(32,), metric="time", out="campaign
     summary.update({"campaign": out, "device": dev.name, "metric": metric, "models": [t.name for t in targets],
                     "batch_sizes": batch_sizes})
     return summary
+
+
+#: devices that run their steps on this machine: two of them in one fleet would disturb each other's timings
+_LOCAL_SPECS = ("host", "jetson", "sim", "simjetson")
+
+
+def probe_fleet(models, devices, out_dir, batch_sizes=(32,), metric="time", resume=False, max_probes=None,
+                max_seconds=None, target_rel_std=None, runtime="torch", settings=None, input_shape=None, meter=None,
+                progress=None, unknown_ops="error"):
+    """Probe several devices in parallel (one thread each): one campaign per device, ``out_dir/NAME.db`` with
+    NAME from the device's spec (``android:R58M12`` -> ``android-R58M12.db``; ``thor_sdk.campaign.fleet``).
+
+    ``devices``: spec strings (``android:SERIAL``, ``android:HOST:PORT``, ``stf://HOST:PORT``, ``jetson://...``)
+    or Device objects (named by their ``name``); at most one that runs on this machine. Models are read once,
+    here, before any thread starts. ``progress(device, event, info)`` is called from the devices' threads.
+    Returns one summary per device, in order: ``status`` ``done`` (with ``probe``'s summary) or
+    ``disconnected`` / ``unavailable`` / ``failed`` with ``error``: that device's campaign stopped where it
+    stood; ``resume=True`` continues every campaign in ``out_dir`` (each measured probe is kept, once)."""
+    import threading
+
+    from thor_sdk.campaign.fleet import SerialCodec, campaign_name, run_fleet
+    from thor_sdk.layers import layers_of
+    from thor_sdk.store.campaign import check_new
+
+    _check_metric(metric)
+    _check_limits(max_probes=max_probes, max_seconds=max_seconds, target_rel_std=target_rel_std)
+    if isinstance(devices, str) or hasattr(devices, "measure_probe"):
+        devices = [devices]
+    devices = list(devices or ())
+    if not devices:
+        raise UsageError("give at least one --device")
+    if not out_dir:
+        raise UsageError("give --out-dir DIR: one campaign per device is written there")
+    names = [d if isinstance(d, str) else d.name for d in devices]
+    local = [n for n in names if n in _LOCAL_SPECS]
+    if len(local) > 1:
+        raise UsageError(f"{', '.join(local)} all run on this machine: they would disturb each other's timings; "
+                         "profile one of them at a time")
+    outs = {n: os.path.join(os.fspath(out_dir), campaign_name(n)) for n in names}
+    if len(set(outs.values())) != len(outs):
+        raise UsageError("two devices would share one campaign file: " + ", ".join(names))
+    if resume:
+        missing = [p for p in outs.values() if not os.path.isfile(p)]
+        if missing:
+            raise UsageError(f"nothing to resume: {', '.join(missing)} missing (resume the fleet with the same "
+                             "--device list and --out-dir)")
+    else:
+        if isinstance(models, str):
+            models = [models]
+        if not models:
+            raise UsageError("give at least one --model")
+        os.makedirs(os.fspath(out_dir), exist_ok=True)
+        for p in outs.values():
+            check_new(p)  # every campaign refused before any device starts
+    # models are traced once, here: torch.fx patches torch while it traces, never to be done in several threads
+    targets = [layers_of(m, input_shape=input_shape, unknown_ops=unknown_ops)
+               for m in ([models] if isinstance(models, str) else list(models or ()))]
+    export_lock = threading.Lock()  # torch's exporter is process-wide state: one bundle export at a time
+
+    devs = [_device(d, meter) for d in devices]  # an unknown spec is refused here, before any device starts
+
+    def job(name, dev):
+        def run():
+            codec = getattr(dev, "codec", None)
+            if codec is not None:
+                dev.codec = SerialCodec(codec, export_lock)
+            say = None if progress is None else (lambda event, info: progress(name, event, info))
+            try:
+                return probe(targets, device=dev, batch_sizes=batch_sizes, metric=metric, out=outs[name],
+                             resume=resume, max_probes=max_probes, max_seconds=max_seconds,
+                             target_rel_std=target_rel_std, runtime=runtime, settings=settings, progress=say,
+                             unknown_ops=unknown_ops)
+            finally:
+                if codec is not None:
+                    dev.codec = codec
+        return name, run
+
+    results = run_fleet([job(n, d) for n, d in zip(names, devs)])
+    for r in results:
+        r["campaign"] = outs[r["device"]]
+    return results
 
 
 def _layer_keys(ml):
@@ -277,7 +359,10 @@ def fit(campaign=None, samples_csv=None, out=None, metric=None, random_state=0, 
 
 
 def _device_key(info):
-    """What identifies a device across campaigns: kind, name, host, machine, serial and thread count where recorded."""
+    """What identifies a device across campaigns: kind, name, host, machine, serial and thread count where recorded;
+    for phones, the model (kind, manufacturer, model, SoC): a fleet's phones of one model merge into one fit."""
+    if info.get("kind") in ("android", "ios") and info.get("model"):
+        return "/".join(f"{k}={info.get(k)}" for k in ("kind", "manufacturer", "model", "soc") if info.get(k) is not None)
     return "/".join(f"{k}={info.get(k)}" for k in ("kind", "name", "hostname", "machine", "serial", "torch_threads")
                     if info.get(k) is not None) \
         or "unknown"

@@ -39,7 +39,9 @@ def settings_from(min_rounds, max_rounds, window_s, cv_target):
 
 
 @click.command("probe")
-@click.option("--device", default="host", show_default=True, help="Device to profile (see `thor-sdk devices`).")
+@click.option("--device", "devices", multiple=True,
+              help="Device to profile (see `thor-sdk devices`; default host). Repeat it to profile several devices in "
+                   "parallel, one campaign each in --out-dir.")
 @click.option("--model", "models", multiple=True, help="Target model(s): name, file.py:Class, .onnx or layer-list .json.")
 @click.option("--input-shape", help="Per-sample input shape for file.py:Class models, e.g. 3,32,32.")
 @click.option("--batch-size", "batch_sizes", type=int, multiple=True, default=(32,), show_default=True)
@@ -47,7 +49,10 @@ def settings_from(min_rounds, max_rounds, window_s, cv_target):
 @click.option("--meter", help="Energy meter overriding the device's own, e.g. external:monsoon.csv[,offset=S].")
 @click.option("--runtime", type=click.Choice(["torch", "onnxruntime"]), default="torch", show_default=True,
               help="What executes the training steps on the host.")
-@click.option("--out", required=True, type=click.Path(dir_okay=False), help="Campaign database (SQLite).")
+@click.option("--out", type=click.Path(dir_okay=False), help="Campaign database (SQLite), for one device.")
+@click.option("--out-dir", type=click.Path(file_okay=False),
+              help="Several devices: one campaign per device in this folder, named by its spec (android:A -> "
+                   "android-A.db).")
 @click.option("--resume", is_flag=True, help="Continue the campaign in --out where it stopped.")
 @click.option("--max-probes", type=int, help="Stop after this many probes in the campaign.")
 @click.option("--max-seconds", type=float, help="Stop selecting new probes after this many seconds.")
@@ -56,11 +61,24 @@ def settings_from(min_rounds, max_rounds, window_s, cv_target):
 @unknown_ops_option
 @quiet_option
 @json_option
-def cmd(device, meter, models, input_shape, batch_sizes, metric, runtime, out, resume, max_probes, max_seconds, target_std,
-        min_rounds, max_rounds, window_s, cv_target, threads, unknown_ops, quiet, as_json):
+def cmd(devices, meter, models, input_shape, batch_sizes, metric, runtime, out, out_dir, resume, max_probes, max_seconds,
+        target_std, min_rounds, max_rounds, window_s, cv_target, threads, unknown_ops, quiet, as_json):
     """Profile DEVICE with THOR probes for the layers of the target model(s)."""
     from thor_sdk.api import probe
+    from thor_sdk.errors import UsageError
 
+    devices = list(devices) or ["host"]
+    if len(devices) > 1 or out_dir:
+        if out:
+            raise UsageError("several devices write one campaign each: give --out-dir DIR, not --out")
+        if threads is not None:
+            raise UsageError("--threads applies to the host device only, not to a fleet")
+        settings = None if resume else settings_from(min_rounds, max_rounds, window_s, cv_target)
+        return fleet(devices, meter, models, input_shape, batch_sizes, metric, runtime, out_dir, resume, max_probes,
+                     max_seconds, target_std, settings, unknown_ops, quiet, as_json)
+    if not out:
+        raise UsageError("give --out FILE.db (or --out-dir DIR for several devices)")
+    (device,) = devices
     bar = {}
 
     def progress(event, info):
@@ -79,3 +97,56 @@ def cmd(device, meter, models, input_shape, batch_sizes, metric, runtime, out, r
                     unknown_ops=unknown_ops,
                     meter=meter)
     report_campaign(summary, as_json)
+
+
+def fleet(devices, meter, models, input_shape, batch_sizes, metric, runtime, out_dir, resume, max_probes, max_seconds,
+          target_std, settings, unknown_ops, quiet, as_json):
+    """Several devices in parallel: a progress line per device and probe (none with --quiet), then one line per
+    device (done, or why it stopped and how to continue); exit status 1 when any device did not finish."""
+    import shlex
+    import threading
+
+    from thor_sdk.api import probe_fleet
+
+    say_lock = threading.Lock()  # lines from the devices' threads never interleave
+    counts = {}
+
+    def progress(device, event, info):
+        if quiet:
+            return
+        if event == "start":
+            counts[device] = [info["done"], info["total"]]
+            line = f"{device}: {info['done']}/{info['total']} probe(s) done, probing"
+        elif event == "probe":
+            c = counts.setdefault(device, [0, 0])
+            c[0] += 1
+            p = info["probe"]
+            line = f"{device}: {c[0]}/{c[1]} {p['kind']}/{p['role']} b{p['batch_size']}"
+        elif event == "stop":
+            line = f"{device}: stopped: {info['reason']}"
+        else:
+            return
+        with say_lock:
+            click.echo(line, err=True)
+
+    results = probe_fleet(list(models), devices, out_dir, batch_sizes=batch_sizes, metric=metric, resume=resume,
+                          max_probes=max_probes, max_seconds=max_seconds, target_rel_std=target_std, runtime=runtime,
+                          settings=settings, input_shape=input_shape, meter=meter, progress=progress,
+                          unknown_ops=unknown_ops)
+    if as_json:
+        from .common import emit_json, warn_measurement
+
+        for r in results:
+            warn_measurement(r)
+        emit_json({"devices": results})
+    else:
+        again = " ".join(["thor-sdk", "probe", "--resume", "--out-dir", shlex.quote(str(out_dir))]
+                         + [f"--device {shlex.quote(d)}" for d in devices])
+        for r in results:
+            if r["status"] == "done":
+                click.echo(f"{r['device']}: done: {r['probes_done']} probe(s) ({r['probes_measured_now']} now, "
+                           f"{r['probes_failed']} failed), stop: {r['stop_reason']} -> {r['campaign']}")
+            else:
+                click.echo(f"{r['device']}: {r['status']}: {r['error']} (its campaign {r['campaign']} keeps what was "
+                           f"measured; rerun with --resume: {again})")
+    return 0 if all(r["status"] == "done" for r in results) else 1
