@@ -144,3 +144,22 @@ def test_no_wrapper_binary_is_committed():
     assert "android_harness/gradle/wrapper/gradle-wrapper.properties" in tracked
     assert not [t for t in tracked if t.endswith(".jar") or t.endswith("/gradlew") or t.endswith("gradlew.bat")]
     assert "gradle/wrapper/gradle-wrapper.jar" in _text(".gitignore")
+
+
+@pytest.mark.skipif(shutil.which("groovy") is None or shutil.which("java") is None,
+                    reason="no groovy (Debian: apt-get install -y groovy)")
+def test_the_gradle_scripts_parse_as_groovy(tmp_path):
+    """Syntax only (Gradle's DSL is Groovy; Gradle itself does not run here): a missing brace or quote fails."""
+    import os
+
+    script = tmp_path / "parse.groovy"
+    script.write_text("def shell = new GroovyShell()\nargs.each { shell.parse(new File(it)); println \"parsed $it\" }\n")
+    java_home = Path(os.path.realpath(shutil.which("java"))).parents[1]
+    files = [str(HARNESS / f) for f in ("settings.gradle", "build.gradle", "app/build.gradle", "runtime/build.gradle")]
+    bad = tmp_path / "bad.gradle"
+    bad.write_text(_text("app/build.gradle").replace("testOptions {", "testOptions {{", 1))
+    env = dict(os.environ, JAVA_HOME=str(java_home))
+    p = subprocess.run(["groovy", str(script), *files], capture_output=True, text=True, env=env, timeout=300)
+    assert p.returncode == 0 and p.stdout.count("parsed ") == len(files), p.stdout + p.stderr
+    p = subprocess.run(["groovy", str(script), str(bad)], capture_output=True, text=True, env=env, timeout=300)
+    assert p.returncode != 0 and "bad.gradle" in p.stderr
