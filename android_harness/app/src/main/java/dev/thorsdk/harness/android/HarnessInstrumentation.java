@@ -49,25 +49,34 @@ public final class HarnessInstrumentation extends Instrumentation {
             File out = resolveInside(outDir, required("out"));
             int threads = Integer.parseInt(args.getString("threads", "0"));
             boolean allowCharging = Boolean.parseBoolean(args.getString("allow_charging", "false"));
-            BatteryMeter meter = new BatteryMeter(new AndroidBattery(ctx), Clock.MONOTONIC, 0.25, true,
-                    allowCharging, "auto", "auto", 0);
-            String why = meter.whyUnavailable();
-            Map<String, Object> device = new LinkedHashMap<>();
-            device.put("manufacturer", Build.MANUFACTURER);
-            device.put("model", Build.MODEL);
-            device.put("android_sdk", Build.VERSION.SDK_INT);
-            device.put("soc", Build.VERSION.SDK_INT >= 31 ? Build.SOC_MODEL : Build.HARDWARE);
-            device.put("meter", why.isEmpty() ? "android-battery" : null);
-            device.put("meter_why_unavailable", why.isEmpty() ? null : why);
-            OrtEnvironment env = OrtEnvironment.getEnvironment();
-            new Harness(model -> new OrtStepRunner(env, model, threads), Clock.MONOTONIC, Clock.WALL, Sleeper.REAL)
-                    .run(bundle, out, why.isEmpty() ? meter : null, new AndroidState(ctx), device);
+            runBundle(ctx, bundle, out, threads, allowCharging);
             result.putString("results", out.getAbsolutePath());
             finish(Activity.RESULT_OK, result);
         } catch (Exception e) {
             result.putString("error", e.getClass().getSimpleName() + ": " + e.getMessage());
             finish(Activity.RESULT_CANCELED, result);
         }
+    }
+
+    /**
+     * Run one bundle on this phone and write results.json to out: what both this instrumentation and the
+     * device-farm test (androidTest: HarnessFarmTest, under AndroidJUnitRunner) do.
+     */
+    public static void runBundle(Context ctx, File bundle, File out, int threads, boolean allowCharging)
+            throws Exception {
+        BatteryMeter meter = new BatteryMeter(new AndroidBattery(ctx), Clock.MONOTONIC, 0.25, true,
+                allowCharging, "auto", "auto", 0);
+        String why = meter.whyUnavailable();
+        Map<String, Object> device = new LinkedHashMap<>();
+        device.put("manufacturer", Build.MANUFACTURER);
+        device.put("model", Build.MODEL);
+        device.put("android_sdk", Build.VERSION.SDK_INT);
+        device.put("soc", Build.VERSION.SDK_INT >= 31 ? Build.SOC_MODEL : Build.HARDWARE);
+        device.put("meter", why.isEmpty() ? "android-battery" : null);
+        device.put("meter_why_unavailable", why.isEmpty() ? null : why);
+        OrtEnvironment env = OrtEnvironment.getEnvironment();
+        new Harness(model -> new OrtStepRunner(env, model, threads), Clock.MONOTONIC, Clock.WALL, Sleeper.REAL)
+                .run(bundle, out, why.isEmpty() ? meter : null, new AndroidState(ctx), device);
     }
 
     private String required(String key) {
