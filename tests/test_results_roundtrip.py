@@ -251,3 +251,17 @@ def test_offline_chain_plans_bundles_runs_ingests_and_fits(tmp_path, monkeypatch
     _one_line_error(_run("bundle", "--model", "tiny.json", "--out", "b"), "exists", "--campaign b.db")
     _one_line_error(_run("bundle", "--out", "x"), "--campaign", "--model")
     assert not os.path.exists("again") and not os.path.exists("x.db")
+
+
+def test_probe_resume_refuses_a_campaign_planned_for_a_device_it_cannot_drive(tmp_path):
+    from thor_sdk.api import probe
+    from thor_sdk.campaign.targets import plan_campaign
+    from thor_sdk.errors import UsageError
+
+    (tmp_path / "tiny.json").write_text(json.dumps(TINY))
+    db = str(tmp_path / "c.db")
+    assert plan_campaign(db, [str(tmp_path / "tiny.json")], [4])["probes"] == 2
+    with pytest.raises(UsageError, match="thor-sdk bundle --campaign"):
+        probe([], device="host", out=db, resume=True)
+    with Campaign.open(db) as c:
+        assert c.status_counts() == {"planned": 2}

@@ -11,6 +11,7 @@ the targets' estimated relative uncertainty falls below ``target_rel_std``.
 import math
 import time
 
+from thor_sdk.errors import UsageError
 from thor_sdk.harness.protocol import ProtocolSettings
 from thor_sdk.layers.kinds import feature_vector, get_kind
 from thor_sdk.probes import Probe
@@ -54,6 +55,10 @@ def run_campaign(campaign, device, model_layers, batch_sizes, metric="time", set
     ``progress(event, info)`` is called with ("start", {"total"}), ("probe", {...}) after each
     probe and ("stop", {"reason"}). Returns a summary dict.
     """
+    if campaign.meta.get("planned_offline"):
+        raise UsageError(f"{campaign.path} was planned for a device thor-sdk cannot drive (thor-sdk bundle --model): "
+                         f"bundle its remaining probes with `thor-sdk bundle --campaign {campaign.path} --out DIR` and "
+                         "ingest the harness's results")
     settings = settings or ProtocolSettings()
     t0 = clock()
     points = target_points(model_layers, batch_sizes)
@@ -129,7 +134,6 @@ def plan_campaign(out, models, batch_sizes, *, metric="time", settings=None, run
     ingested later). The same targets and probes ``thor-sdk probe`` would measure; ``device`` = the
     campaign's device description (``{"name": ..., "kind": "offline"}`` by default). Returns
     ``{"campaign", "probes", "target_configs"}``."""
-    from thor_sdk.errors import UsageError
     from thor_sdk.layers import layers_of
     from thor_sdk.runtime.estimator import METRIC_UNITS
     from thor_sdk.store import Campaign
