@@ -265,3 +265,17 @@ def test_probe_resume_refuses_a_campaign_planned_for_a_device_it_cannot_drive(tm
         probe([], device="host", out=db, resume=True)
     with Campaign.open(db) as c:
         assert c.status_counts() == {"planned": 2}
+
+
+def test_the_phone_apps_window_dialect_is_stored_the_same(tmp_path):
+    """windows[].t_start_s/t_end_s/state (what the phone apps write) land in the same columns as window_times_s."""
+    manifest = write_bundle(PROBES[:1], str(tmp_path / "bundle"), settings=SETTINGS)
+    wins = [{"t_start_s": 100.0 + i, "t_end_s": 100.5 + i, "state": {"battery_pct": 90 - i, "charging": False}}
+            for i in range(2)]
+    doc = {"format": "thor-sdk/results", "version": 1, "bundle": manifest["id"], "metric": "time", "harness": "android",
+           "parts": {p["name"]: _time_part(windows=wins) for p in manifest["parts"]}}
+    with _campaign(tmp_path / "c.db", "time", {"name": "phone"}) as c:
+        ingest_results(c, doc, manifest)
+        ws = c.windows(PROBES[0].id, detail=True)
+    assert [(w["round"], w["start_s"], w["end_s"], w["state"]["battery_pct"]) for w in ws if w["part"] == "head"] == \
+        [(0, 100.0, 100.5, 90), (1, 101.0, 101.5, 89)]
