@@ -114,19 +114,19 @@ def fleet(devices, meter, models, input_shape, batch_sizes, metric, runtime, out
     def progress(device, event, info):
         if quiet:
             return
-        if event == "start":
-            counts[device] = [info["done"], info["total"]]
-            line = f"{device}: {info['done']}/{info['total']} probe(s) done, probing"
-        elif event == "probe":
-            c = counts.setdefault(device, [0, 0])
-            c[0] += 1
-            p = info["probe"]
-            line = f"{device}: {c[0]}/{c[1]} {p['kind']}/{p['role']} b{p['batch_size']}"
-        elif event == "stop":
-            line = f"{device}: stopped: {info['reason']}"
-        else:
-            return
-        with say_lock:
+        with say_lock:  # called from the devices' threads: counts and stderr are touched under the one lock
+            if event == "start":
+                counts[device] = [info["done"], info["total"]]
+                line = f"{device}: {info['done']}/{info['total']} probe(s) done, probing"
+            elif event == "probe":
+                c = counts.setdefault(device, [0, 0])
+                c[0] += 1
+                p = info["probe"]
+                line = f"{device}: {c[0]}/{c[1]} {p['kind']}/{p['role']} b{p['batch_size']}"
+            elif event == "stop":
+                line = f"{device}: stopped: {info['reason']}"
+            else:
+                return
             click.echo(line, err=True)
 
     results = probe_fleet(list(models), devices, out_dir, batch_sizes=batch_sizes, metric=metric, resume=resume,
