@@ -107,6 +107,8 @@ def test_the_app_builds_on_the_runtime_module_and_the_right_onnx_runtime_artifac
     manifest = _text("app/src/main/AndroidManifest.xml")
     instr = re.search(r'android:name="([\w.]+)"', manifest.split("<instrumentation", 1)[1]).group(1)
     assert (HARNESS / "app/src/main/java" / (instr.replace(".", "/") + ".java")).is_file()
+    # native-library packaging is the build's (AGP 8 warns about extractNativeLibs in the manifest, AGP 9 fails)
+    assert "extractNativeLibs" not in manifest and "useLegacyPackaging = true" in app
     # the training API (OrtTrainingSession) is only in the training artifact; the inference API is in both, and
     # the plain artifact is the one to ship when no source uses training
     sources = "".join(p.read_text() for p in (HARNESS / "app" / "src").rglob("*.java"))
