@@ -87,7 +87,7 @@ def _merged(runs):
     for more in runs[1:]:
         for part, r in more.items():
             m = out[part]
-            for f in ("time_s", "energy_j", "net_energy_j", "states", "window_times_s"):
+            for f in ("time_s", "energy_j", "net_energy_j", "states", "window_times_s", "window_idle_power_w"):
                 getattr(m, f).extend(getattr(r, f))
     return out
 
@@ -133,15 +133,17 @@ def test_ingest_stores_what_the_live_path_stores(tmp_path, metric):
         assert g["status"] == w["status"] == "done"
         assert len(g["windows"]) == len(w["windows"]) >= 4
         for ww, gw in zip(w["windows"], g["windows"]):
-            for field in ("part", "round", "time_s", "energy_j", "net_energy_j", "start_s", "end_s", "state"):
+            for field in ("part", "round", "time_s", "energy_j", "net_energy_j", "idle_power_w", "start_s", "end_s",
+                          "state"):
                 assert gw[field] == ww[field], (pid, field)
             assert ww["start_s"] is not None and ww["end_s"] >= ww["start_s"]
             assert ww["state"] and ww["state"]["battery_pct"] == 81
             if metric == "energy":
                 assert ww["state"]["meter_source"] == "counter"  # which reading of the meter, kept per window
                 assert ww["energy_j"] > 0 and ww["net_energy_j"] is not None and ww["net_energy_j"] < ww["energy_j"]
+                assert ww["idle_power_w"] == pytest.approx(5.0, rel=0.2)  # the constant meter's 5 W, idle
             else:
-                assert ww["energy_j"] is None and ww["net_energy_j"] is None
+                assert ww["energy_j"] is None and ww["net_energy_j"] is None and ww["idle_power_w"] is None
         assert g["samples"] == w["samples"]
         assert {s["metric"] for s in w["samples"]} == ({"time", "energy"} if metric == "energy" else {"time"})
 

@@ -111,6 +111,7 @@ def measure_and_store(campaign, device, probe, metric, settings, runtime, on_pro
                 # states and window times are indexed by window: pad a part that lacked them
                 m.states += [None] * (n_before - len(m.states)) + list(r.states)
                 m.window_times_s += [None] * (n_before - len(m.window_times_s)) + list(r.window_times_s)
+                m.window_idle_power_w += [None] * (n_before - len(m.window_idle_power_w)) + list(r.window_idle_power_w)
         offset += max(len(r.time_s) for r in res.values())
         samples = derive_samples(probe, merged, metric, cv_target=s.cv_target,
                                  load=load_summary([st for r in merged.values() for st in r.states],
@@ -132,17 +133,19 @@ def is_probe_failure(e):
 
 
 def window_detail(results_by_part):
-    """Per-window rows for ``Campaign.complete``: net energy, wall-clock start/end and device state,
-    where the device recorded them (window ``i`` of a part is round ``i``)."""
+    """Per-window rows for ``Campaign.complete``: net energy, the idle power it was computed with,
+    wall-clock start/end and device state, where the device recorded them (window ``i`` of a part is
+    round ``i``)."""
     out = []
     for part, r in results_by_part.items():
         nets = r.net_energy_j if len(r.net_energy_j) == len(r.time_s) else []
+        idle = r.window_idle_power_w if len(r.window_idle_power_w) == len(r.time_s) else []
         for i in range(len(r.time_s)):
             w = r.window_times_s[i] if i < len(r.window_times_s) else None
             d = {"part": part, "round": i, "net_energy_j": nets[i] if nets else None,
                  "start_s": w[0] if w else None, "end_s": w[1] if w else None,
-                 "state": r.states[i] if i < len(r.states) else None}
-            if any(d[k] is not None for k in ("net_energy_j", "start_s", "state")):
+                 "state": r.states[i] if i < len(r.states) else None, "idle_power_w": idle[i] if idle else None}
+            if any(d[k] is not None for k in ("net_energy_j", "start_s", "state", "idle_power_w")):
                 out.append(d)
     return out
 

@@ -123,6 +123,7 @@ class PartResult:
                 "energy_j": list(self.energy_j), "net_energy_j": list(self.net_energy_j),
                 "idle_power_w": self.idle_power_w, "states": list(self.states),
                 "window_times_s": [list(w) for w in self.window_times_s],
+                "window_idle_power_w": list(self.window_idle_power_w),
                 "outliers": {m: self.outliers(m) for m in ("time", "energy", "net_energy") if self.values(m)}}
 
 

@@ -53,13 +53,17 @@ def _part_result(name, d, metric, what):
         if b < a:
             raise FormatError(f"{what}: part {name} has a window that ends before it starts")
     states = list(d.get("states") or [w["state"] for w in d.get("windows") or [] if isinstance(w.get("state"), dict)])
+    idle_w = [float(v) for v in d.get("window_idle_power_w") or []]
+    if idle_w and len(idle_w) != n:
+        raise FormatError(f"{what}: part {name} has {len(idle_w)} window idle powers for {n} rounds")
     if energy_basis(d) == "net":  # the meter's log already had the idle baseline taken off: no gross energy
         if net:
             raise FormatError(f"{what}: part {name} has energy_basis net and net_energy_j; give the net values "
                               "once, in energy_j")
         energy, net = [], energy
     return PartResult(name, int(d["steps_per_window"]), [float(v) for v in d["time_s"]], [float(v) for v in energy],
-                      [float(v) for v in net], d.get("idle_power_w"), states, [tuple(w) for w in times])
+                      [float(v) for v in net], d.get("idle_power_w"), states, [tuple(w) for w in times],
+                      window_idle_power_w=idle_w)
 
 
 def energy_basis(part_doc):

@@ -6,11 +6,12 @@ Tables (schema version in ``meta``):
   models, protocol settings, runtime.
 - ``probes(id, seq, kind, role, batch_size, config, status, ...)``: every probe the campaign planned,
   in order; ``status`` is ``planned`` until its measurement is committed, then ``done``.
-- ``windows(probe_id, part, round, time_s, energy_j, net_energy_j, start_s, end_s, state)``: each
+- ``windows(probe_id, part, round, time_s, energy_j, net_energy_j, start_s, end_s, state, idle_power_w)``: each
   measured window, committed per round (time and gross energy per step); when the probe completes,
   the same transaction adds what is known only then or is bulkier: the energy per step with the idle
-  baseline subtracted, the window's start and end on the wall clock (``time.time()``, to align an
-  external meter's log) and the device state read after it (clocks, temperatures, battery: JSON).
+  baseline subtracted (and that idle power), the window's start and end on the wall clock
+  (``time.time()``, to align an external meter's log) and the device state read after it (clocks,
+  temperatures, battery: JSON).
   Files made before these columns existed get them on the first completed probe; their old rows
   keep NULL there.
 - ``samples(probe_id, metric, value, std, n, flagged, flag_reason, parts, noisy, noise_reason)``: the
@@ -69,6 +70,7 @@ CREATE TABLE IF NOT EXISTS windows (
     start_s REAL,
     end_s REAL,
     state TEXT,
+    idle_power_w REAL,
     PRIMARY KEY (probe_id, part, round)
 );
 CREATE TABLE IF NOT EXISTS samples (
@@ -354,7 +356,8 @@ class Campaign:
             raise StoreError(f"window {part}/{rnd} of probe {probe_id} is already stored in {self.path}; "
                              "measured data is never overwritten") from None
 
-    _WINDOW_DETAIL = (("net_energy_j", "REAL"), ("start_s", "REAL"), ("end_s", "REAL"), ("state", "TEXT"))
+    _WINDOW_DETAIL = (("net_energy_j", "REAL"), ("start_s", "REAL"), ("end_s", "REAL"), ("state", "TEXT"),
+                      ("idle_power_w", "REAL"))
 
     def _ensure_window_detail_columns(self):
         have = {row[1] for row in self.conn.execute("PRAGMA table_info(windows)")}
@@ -377,8 +380,8 @@ class Campaign:
         ``samples``: list of dicts with metric, value, std, n, flagged, flag_reason, parts and optionally
         noisy, noise_reason.
         ``window_detail``: optional list of dicts with ``part``, ``round`` and any of
-        ``net_energy_j``, ``start_s``, ``end_s``, ``state`` (a dict), written onto those windows in the
-        same transaction.
+        ``net_energy_j``, ``start_s``, ``end_s``, ``state`` (a dict), ``idle_power_w`` (the idle power the
+        net energy was computed with), written onto those windows in the same transaction.
         """
         try:
             if window_detail:
@@ -394,11 +397,11 @@ class Campaign:
         with self._tx():
             for w in window_detail or ():
                 self.conn.execute(
-                    "UPDATE windows SET net_energy_j = ?, start_s = ?, end_s = ?, state = ? "
+                    "UPDATE windows SET net_energy_j = ?, start_s = ?, end_s = ?, state = ?, idle_power_w = ? "
                     "WHERE probe_id = ? AND part = ? AND round = ?",
                     (w.get("net_energy_j"), w.get("start_s"), w.get("end_s"),
                      None if w.get("state") is None else json.dumps(w["state"], sort_keys=True),
-                     probe_id, w["part"], int(w["round"])))
+                     w.get("idle_power_w"), probe_id, w["part"], int(w["round"])))
             status = self.conn.execute("SELECT status FROM probes WHERE id = ?", (probe_id,)).fetchone()
             if status is None:
                 raise StoreError(f"probe {probe_id} is not in campaign {self.path}")
@@ -442,7 +445,7 @@ class Campaign:
 
     def windows(self, probe_id, detail=False):
         """``(part, round, time_s, energy_j)`` per window; ``detail=True``: dicts that also hold
-        ``net_energy_j``, ``start_s``, ``end_s`` and ``state`` (None where not recorded)."""
+        ``net_energy_j``, ``start_s``, ``end_s``, ``state`` and ``idle_power_w`` (None where not recorded)."""
         if not detail:
             return self.conn.execute("SELECT part, round, time_s, energy_j FROM windows WHERE probe_id = ? "
                                      "ORDER BY round, part", (probe_id,)).fetchall()
