@@ -281,3 +281,36 @@ def test_the_phone_apps_window_dialect_is_stored_the_same(tmp_path):
         ws = c.windows(PROBES[0].id, detail=True)
     assert [(w["round"], w["start_s"], w["end_s"], w["state"]["battery_pct"]) for w in ws if w["part"] == "head"] == \
         [(0, 100.0, 100.5, 90), (1, 101.0, 101.5, 89)]
+
+
+def test_a_probe_that_cannot_run_in_the_harness_is_reported_failed_and_the_rest_go_on(tmp_path):
+    """A part file that is no model (its sha256 re-signed in the manifest): that probe is {"error": ...}, the
+    other is measured, and ingest stores the first failed with the reason."""
+    from thor_sdk.exporters.bundle import sha256_file
+    from thor_sdk.harness.bundle_runner import run_bundle
+    from thor_sdk.harness.results import parse_failures
+
+    fast = ProtocolSettings(warmup_steps=1, min_rounds=2, max_rounds=2, min_window_s=0.002, measure_idle=False)
+    probes = [PROBES[0], Probe("relu", {"numel": 64}, 4, "hidden")]
+    d = tmp_path / "bundle"
+    manifest = write_bundle(probes, str(d), settings=fast)
+    shared = {part["file"] for p in manifest["probes"][1:] for part in p["parts"]}  # identical parts: one file
+    bad = next(part["file"] for part in manifest["probes"][0]["parts"] if part["file"] not in shared)
+    (d / bad).write_bytes(b"not an onnx model")
+    digest, size = sha256_file(str(d / bad)), os.path.getsize(d / bad)
+    for part in manifest["probes"][0]["parts"]:
+        if part["file"] == bad:
+            part["sha256"] = digest
+    for f in manifest["files"]:
+        if f["path"] == bad:
+            f["sha256"], f["bytes"] = digest, size
+    (d / "manifest.json").write_text(json.dumps(manifest))
+    doc = run_bundle(str(d))
+    assert list(parse_failures(doc)) == [probes[0].id] and "parts" in doc["probes"][probes[1].id]
+    with Campaign.create(str(tmp_path / "c.db"), {"metric": "time", "protocol": fast.to_dict(),
+                                                  "device": {"name": "board"}}) as c:
+        for p in probes:
+            c.plan(p)
+        r = ingest_results(c, doc, manifest)
+        assert r["failed"] == [probes[0].id] and r["probes"] == [probes[1].id]
+        assert c.status_counts() == {"failed": 1, "done": 1}
