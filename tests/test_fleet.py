@@ -333,3 +333,30 @@ def test_adb_connect_refused_says_why(answer, why):
     t = AdbTransport("stf.example.com:7401", runner=ConnectAdb([answer]), connect=True)
     with pytest.raises(DeviceUnavailableError, match=why):
         t.run(["echo", "hi"])
+
+
+def test_profile_fleet_shares_the_fan_out(tmp_path):
+    """``profile_fleet``: the same fan-out with ``profile`` per device (in-process fake devices, a two-net prior)."""
+    from fake_device import FakeDevice
+    from thor_sdk.api import profile_fleet
+    from thor_sdk.campaign.prior import build_prior
+
+    prior = tmp_path / "prior.json"
+    prior.write_text(json.dumps(build_prior(["lenet5", "har"])))
+    from thor_sdk.transports.base import TransportDisconnected
+
+    class Dropping(FakeDevice):
+        def measure_probe(self, probe, **kw):
+            if self.away is not None and len(self.calls) >= self.away:
+                raise TransportDisconnected("simulated: connection reset by peer")
+            return super().measure_probe(probe, **kw)
+
+    devs = [FakeDevice(), Dropping()]
+    devs[0].name, devs[1].name, devs[1].away = "fake-a", "fake-b", 3
+    results = profile_fleet(devs, tmp_path / "fleet", max_probes=6, prior_path=str(prior), reference_every_s=0,
+                            calibration_models=[])
+    assert [(r["device"], r["status"]) for r in results] == [("fake-a", "done"), ("fake-b", "disconnected")]
+    assert results[0]["probes_done"] == 6 and "connection reset" in results[1]["error"]
+    devs[1].away = None  # back
+    (again,) = profile_fleet(devs[1:], tmp_path / "fleet", resume=True, max_probes=6, reference_every_s=0)
+    assert again["status"] == "done" and again["probes_done"] == 6 and again["campaign"].endswith("fake-b.db")

@@ -20,6 +20,7 @@ _LAZY = {
     "list_kinds": ("thor_sdk.layers.kinds", "list_kinds"),
     "probe": ("thor_sdk.api", "probe"),
     "probe_fleet": ("thor_sdk.api", "probe_fleet"),
+    "profile_fleet": ("thor_sdk.api", "profile_fleet"),
     "profile": ("thor_sdk.api", "profile"),
     "fit": ("thor_sdk.api", "fit"),
     "estimate": ("thor_sdk.api", "estimate"),

@@ -142,10 +142,6 @@ def probe(models, device="host", batch_sizes=(32,), metric="time", out="campaign
     return summary
 
 
-#: devices that run their steps on this machine: two of them in one fleet would disturb each other's timings
-_LOCAL_SPECS = ("host", "jetson", "sim", "simjetson")
-
-
 def probe_fleet(models, devices, out_dir, batch_sizes=(32,), metric="time", resume=False, max_probes=None,
                 max_seconds=None, target_rel_std=None, runtime="torch", settings=None, input_shape=None, meter=None,
                 progress=None, unknown_ops="error"):
@@ -158,14 +154,63 @@ def probe_fleet(models, devices, out_dir, batch_sizes=(32,), metric="time", resu
     Returns one summary per device, in order: ``status`` ``done`` (with ``probe``'s summary) or
     ``disconnected`` / ``unavailable`` / ``failed`` with ``error``: that device's campaign stopped where it
     stood; ``resume=True`` continues every campaign in ``out_dir`` (each measured probe is kept, once)."""
-    import threading
-
-    from thor_sdk.campaign.fleet import SerialCodec, campaign_name, run_fleet
     from thor_sdk.layers import layers_of
-    from thor_sdk.store.campaign import check_new
 
     _check_metric(metric)
     _check_limits(max_probes=max_probes, max_seconds=max_seconds, target_rel_std=target_rel_std)
+    models = [models] if isinstance(models, str) else list(models or ())
+    if not resume and not models:
+        raise UsageError("give at least one --model")
+
+    def prepare():  # models are traced once, here: torch.fx patches torch while it traces, never in several threads
+        return [layers_of(m, input_shape=input_shape, unknown_ops=unknown_ops) for m in models]
+
+    def run_one(targets, dev, out, say):
+        return probe(targets, device=dev, batch_sizes=batch_sizes, metric=metric, out=out, resume=resume,
+                     max_probes=max_probes, max_seconds=max_seconds, target_rel_std=target_rel_std, runtime=runtime,
+                     settings=settings, progress=say, unknown_ops=unknown_ops)
+
+    return _fleet(devices, out_dir, resume, meter, progress, prepare, run_one)
+
+
+def profile_fleet(devices, out_dir, metric="time", resume=False, runtime="torch", max_probes=None, max_seconds=None,
+                  target_rel_std=None, settings=None, meter=None, models=(), input_shape=None, kinds=None, seed=0,
+                  reference_every_s=120.0, calibration_models=None, progress=None, prior_path=None,
+                  unknown_ops="error"):
+    """``profile`` on several devices in parallel, one campaign each in ``out_dir``: as ``probe_fleet`` (names,
+    threads, per-device outcomes, ``resume``). App ``models`` are read once, here."""
+    from thor_sdk.layers import layers_of
+
+    _check_metric(metric)
+    _check_limits(max_probes=max_probes, max_seconds=max_seconds, target_rel_std=target_rel_std)
+    models = [models] if isinstance(models, str) else list(models or ())
+
+    def prepare():
+        return [layers_of(m, input_shape=input_shape, unknown_ops=unknown_ops) for m in models]
+
+    def run_one(app_layers, dev, out, say):
+        return profile(device=dev, metric=metric, out=out, resume=resume, runtime=runtime, max_probes=max_probes,
+                       max_seconds=max_seconds, target_rel_std=target_rel_std, settings=settings, models=app_layers,
+                       kinds=kinds, seed=seed, reference_every_s=reference_every_s,
+                       calibration_models=calibration_models, progress=say, prior_path=prior_path,
+                       unknown_ops=unknown_ops)
+
+    return _fleet(devices, out_dir, resume, meter, progress, prepare, run_one)
+
+
+#: devices that run their steps on this machine: two of them in one fleet would disturb each other's timings
+_LOCAL_SPECS = ("host", "jetson", "sim", "simjetson")
+
+
+def _fleet(devices, out_dir, resume, meter, progress, prepare, run_one):
+    """What ``probe_fleet`` and ``profile_fleet`` share: names and campaign paths, every campaign refused (or
+    found, to resume) before any device starts, ``prepare()`` once in this thread, then ``run_one(prepared,
+    device, out, progress)`` in one thread per device, bundle exports serialised through one lock."""
+    import threading
+
+    from thor_sdk.campaign.fleet import SerialCodec, campaign_name, run_fleet
+    from thor_sdk.store.campaign import check_new
+
     if isinstance(devices, str) or hasattr(devices, "measure_probe"):
         devices = [devices]
     devices = list(devices or ())
@@ -187,19 +232,12 @@ def probe_fleet(models, devices, out_dir, batch_sizes=(32,), metric="time", resu
             raise UsageError(f"nothing to resume: {', '.join(missing)} missing (resume the fleet with the same "
                              "--device list and --out-dir)")
     else:
-        if isinstance(models, str):
-            models = [models]
-        if not models:
-            raise UsageError("give at least one --model")
         os.makedirs(os.fspath(out_dir), exist_ok=True)
         for p in outs.values():
             check_new(p)  # every campaign refused before any device starts
-    # models are traced once, here: torch.fx patches torch while it traces, never to be done in several threads
-    targets = [layers_of(m, input_shape=input_shape, unknown_ops=unknown_ops)
-               for m in ([models] if isinstance(models, str) else list(models or ()))]
-    export_lock = threading.Lock()  # torch's exporter is process-wide state: one bundle export at a time
-
+    prepared = prepare()
     devs = [_device(d, meter) for d in devices]  # an unknown spec is refused here, before any device starts
+    export_lock = threading.Lock()  # torch's exporter is process-wide state: one bundle export at a time
 
     def job(name, dev):
         def run():
@@ -208,10 +246,7 @@ def probe_fleet(models, devices, out_dir, batch_sizes=(32,), metric="time", resu
                 dev.codec = SerialCodec(codec, export_lock)
             say = None if progress is None else (lambda event, info: progress(name, event, info))
             try:
-                return probe(targets, device=dev, batch_sizes=batch_sizes, metric=metric, out=outs[name],
-                             resume=resume, max_probes=max_probes, max_seconds=max_seconds,
-                             target_rel_std=target_rel_std, runtime=runtime, settings=settings, progress=say,
-                             unknown_ops=unknown_ops)
+                return run_one(prepared, dev, outs[name], say)
             finally:
                 if codec is not None:
                     dev.codec = codec
@@ -237,7 +272,7 @@ def profile(device="host", metric="time", out="profile.db", resume=False, runtim
     from thor_sdk.campaign.prior import load_prior, proxy_cost_s
     from thor_sdk.campaign.profile import DEFAULT_CALIBRATION, ProfilePlan, run_profile
     from thor_sdk.harness.protocol import ProtocolSettings
-    from thor_sdk.layers import layers_of
+    from thor_sdk.layers import ModelLayers, layers_of
     from thor_sdk.store import Campaign
     from thor_sdk.store.campaign import check_new
 
@@ -267,7 +302,8 @@ def profile(device="host", metric="time", out="profile.db", resume=False, runtim
         prior = load_prior(prior_path)
         n_zoo = max(len(prior.get("models") or ()), 1)
         for m in ([models] if isinstance(models, str) else list(models or ())):
-            app = layers_of(m, input_shape=input_shape, unknown_ops=unknown_ops).layers
+            ml = m if isinstance(m, ModelLayers) else layers_of(m, input_shape=input_shape, unknown_ops=unknown_ops)
+            app = ml.layers
             app_s = sum(proxy_cost_s(l["kind"], l["config"], l["role"]) for l in app)
             for layer in app:  # an app's net weighs as much as 5 zoo nets
                 entry = prior["kinds"].setdefault(layer["kind"], {"share": 0.0, "rel_share": 0.0, "configs": []})
@@ -275,7 +311,7 @@ def profile(device="host", metric="time", out="profile.db", resume=False, runtim
                 share, rel = 5.0 * unit, 5.0 * unit / app_s / n_zoo
                 entry["configs"].insert(0, {"config": layer["config"], "role": layer["role"], "count": 5,
                                             "share": share, "rel_share": rel, "rel_weight": 5.0 / app_s ** 2,
-                                            "models": [str(m)]})
+                                            "models": [ml.name if isinstance(m, ModelLayers) else str(m)]})
                 entry["share"] += share
                 entry["rel_share"] = entry.get("rel_share", entry["share"]) + rel
         if kinds is not None:

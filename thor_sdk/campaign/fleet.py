@@ -58,8 +58,7 @@ def outcome_of(error):
 def run_fleet(jobs, join_poll_s=0.2):
     """Run ``jobs`` (``[(name, fn)]``; ``fn()`` returns a summary dict) in one thread each; returns one dict per
     job, in order: ``{"device": name, "status": "done", **summary}`` or ``{"device": name, "status":
-    "disconnected" | "unavailable" | "failed", "error": reason}``. A ThorError (or any Exception) ends only
-    its own job; KeyboardInterrupt in the waiting thread leaves the others to finish their current probe
+    "disconnected" | "unavailable" | "failed", "error": reason}``. Whatever a job raises ends only that job; KeyboardInterrupt in the waiting thread leaves the others to finish their current probe
     (daemon threads: the campaigns are resume-safe)."""
     names = [n for n, _ in jobs]
     if len(set(names)) != len(names):
@@ -71,7 +70,7 @@ def run_fleet(jobs, join_poll_s=0.2):
             summary = fn() or {}
             results[i] = {"device": name, "status": "done"}
             results[i].update((k, v) for k, v in summary.items() if k not in ("device", "status"))
-        except Exception as e:  # this device's outcome; the others go on
+        except BaseException as e:  # noqa: B036  this device's outcome (whatever its thread raised); the others go on
             status, reason = outcome_of(e)
             results[i] = {"device": name, "status": status, "error": reason}
 
