@@ -57,13 +57,25 @@ class _ConstantPowerMeter:
 class _RecordingHost(HostDevice):
     """The host device, keeping what each measurement returned (what a device's harness would report)."""
 
-    def __init__(self, **kw):
+    def __init__(self, slow_head_first=False, **kw):
         super().__init__(**kw)
         self.runs = {}
+        self.slow_head_first = slow_head_first
 
     def measure_probe(self, probe, **kw):
-        r = super().measure_probe(probe, **kw)
-        self.runs.setdefault(probe.id, []).append(r)
+        import copy
+
+        if self.slow_head_first and probe.id not in self.runs:
+            # the first measurement's head reads 100x slower: an implausible negative difference, which the live
+            # path measures again with more rounds and commits merged (what the results file must then carry)
+            on_round = kw["on_round"]
+            kw["on_round"] = lambda rnd, row: on_round(rnd, {p: (t * 100 if p == "head" else t, e)
+                                                              for p, (t, e) in row.items()})
+            r = super().measure_probe(probe, **kw)
+            r["head"].time_s = [t * 100 for t in r["head"].time_s]
+        else:
+            r = super().measure_probe(probe, **kw)
+        self.runs.setdefault(probe.id, []).append(copy.deepcopy(r))  # as returned (the campaign merges in place)
         return r
 
 
@@ -110,10 +122,10 @@ def _snapshot(c):
     return out
 
 
-@pytest.mark.parametrize("metric", ["time", "energy"])
-def test_ingest_stores_what_the_live_path_stores(tmp_path, metric):
+@pytest.mark.parametrize("metric,remeasured", [("time", False), ("energy", False), ("time", True), ("energy", True)])
+def test_ingest_stores_what_the_live_path_stores(tmp_path, metric, remeasured):
     meter = _ConstantPowerMeter() if metric == "energy" else None
-    dev = _RecordingHost(meter=meter, threads=1, root=_fake_root(tmp_path))
+    dev = _RecordingHost(meter=meter, threads=1, root=_fake_root(tmp_path), slow_head_first=remeasured)
     info = dev.info()
     with _campaign(tmp_path / "live.db", metric, info) as live:
         for p in PROBES:
@@ -128,6 +140,7 @@ def test_ingest_stores_what_the_live_path_stores(tmp_path, metric):
         r = ingest_results(c, read_json(str(tmp_path / "results.json")), manifest)
         got = _snapshot(c)
     assert r["probes"] == [p.id for p in PROBES]
+    assert all(len(dev.runs[p.id]) == (2 if remeasured else 1) for p in PROBES)
     for pid in want:
         w, g = want[pid], got[pid]
         assert g["status"] == w["status"] == "done"

@@ -111,7 +111,9 @@ def measure_and_store(campaign, device, probe, metric, settings, runtime, on_pro
                 # states and window times are indexed by window: pad a part that lacked them
                 m.states += [None] * (n_before - len(m.states)) + list(r.states)
                 m.window_times_s += [None] * (n_before - len(m.window_times_s)) + list(r.window_times_s)
-                m.window_idle_power_w += [None] * (n_before - len(m.window_idle_power_w)) + list(r.window_idle_power_w)
+                if r.window_idle_power_w:  # (a time campaign has none: nothing to pad)
+                    pad = [None] * (n_before - len(m.window_idle_power_w))
+                    m.window_idle_power_w += pad + list(r.window_idle_power_w)
         offset += max(len(r.time_s) for r in res.values())
         samples = derive_samples(probe, merged, metric, cv_target=s.cv_target,
                                  load=load_summary([st for r in merged.values() for st in r.states],
