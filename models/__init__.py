@@ -13,7 +13,7 @@ the zoo for the generalization benchmark, which must never feed the prior; ``all
 
 from dataclasses import dataclass, field
 
-from thor_sdk.errors import NotFoundError
+from thor_sdk.errors import NotFoundError, UsageError
 
 VOCAB = 65  # characters of a small char-level vocabulary (the size of tiny-Shakespeare's); inputs are synthetic token ids
 SEQ_LEN = 64
@@ -147,8 +147,6 @@ def list_models(group="reference"):
     """Names of one group's nets, in a stable order: ``reference`` (the default: the 7 reference nets),
     ``zoo`` (the reference nets plus the zoo: the prior's source), ``heldout`` (never in the prior), ``all``."""
     if group not in GROUPS:
-        from thor_sdk.errors import UsageError
-
         raise UsageError(f"unknown model group {group!r}; known: {', '.join(GROUPS)}")
     if group == "all":
         return list(SPECS)
@@ -186,7 +184,6 @@ def example_batch(name, batch_size, seed=0):
     """A random ``(x, y)`` batch for a named network: inputs (or token ids) and class labels."""
     spec = model_spec(name)
     if batch_size < 1:
-        from thor_sdk.errors import UsageError
 
         raise UsageError(f"batch size must be >= 1, got {batch_size}")
     import torch
