@@ -73,3 +73,37 @@ class FakeDevice(Device):
         r = PartResult("model", 10)
         r.time_s = [total * (1 + rng.gauss(0, self.noise)) for _ in range(settings.min_rounds)]
         return r
+
+
+class ConstantPowerMeter:
+    """A meter reading a constant ``power_w`` over the windows of ``clock`` (wall-clock seconds by default),
+    through the real protocol code path. ``source``: what each window says it read, a string or a function
+    of the window's number (1, 2, ...), or None; ``windows`` counts the windows read."""
+
+    sample_period_s = 0.0
+
+    def __init__(self, power_w=5.0, clock=None, source=None, name="constant"):
+        import time
+
+        self.power_w, self.clock, self.source, self.name = power_w, clock or time.perf_counter, source, name
+        self.windows = 0
+
+    def is_available(self):
+        return True
+
+    def why_unavailable(self):
+        return ""
+
+    def describe(self):
+        return {"name": self.name, "available": True, "why_unavailable": "", "sample_period_s": 0.0}
+
+    def start(self):
+        self.t0 = self.clock()
+
+    def stop(self):
+        from thor_sdk.meters.base import EnergyWindow
+
+        self.windows += 1
+        d = self.clock() - self.t0
+        source = self.source(self.windows) if callable(self.source) else self.source
+        return EnergyWindow(energy_j=self.power_w * d, duration_s=d, meter=self.name, source=source)

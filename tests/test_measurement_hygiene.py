@@ -159,39 +159,6 @@ def test_host_measures_with_denormals_flushed_and_restores_after():
     assert (tiny * 1.0).item() != 0.0
 
 
-class _ConstantPowerMeter:
-    """A meter reading a constant 5 W over wall-clock windows (the real protocol code path reads it)."""
-
-    name = "constant"
-    sample_period_s = 0.0
-
-    def __init__(self):
-        self.windows = 0
-
-    def is_available(self):
-        return True
-
-    def why_unavailable(self):
-        return ""
-
-    def describe(self):
-        return {"name": self.name, "available": True, "why_unavailable": "", "sample_period_s": 0.0}
-
-    def start(self):
-        import time
-
-        self.t0 = time.perf_counter()
-
-    def stop(self):
-        import time
-
-        from thor_sdk.meters.base import EnergyWindow
-
-        self.windows += 1
-        d = time.perf_counter() - self.t0
-        return EnergyWindow(energy_j=5.0 * d, duration_s=d, meter=self.name)
-
-
 def test_host_measures_the_idle_baseline_once_per_campaign_not_per_probe(tmp_path):
     """docs/protocol.md: one idle baseline per campaign, re-measured only when the device state changes;
     two probes measured by one host device share it (a per-probe idle would cost minutes on a 1 Hz gauge)."""
@@ -200,7 +167,9 @@ def test_host_measures_the_idle_baseline_once_per_campaign_not_per_probe(tmp_pat
     from thor_sdk.harness.protocol import ProtocolSettings
     from thor_sdk.probes import Probe
 
-    meter = _ConstantPowerMeter()
+    from fake_device import ConstantPowerMeter
+
+    meter = ConstantPowerMeter()
     dev = HostDevice(meter=meter, threads=1, root=str(tmp_path))  # no /proc or sysfs there: the state stays empty
     settings = ProtocolSettings(min_rounds=2, max_rounds=2, min_window_s=0.01)
     for width in (8, 16):

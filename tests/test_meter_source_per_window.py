@@ -4,7 +4,7 @@ power) is stored with that window in the campaign, through the real protocol, ca
 from thor_sdk.api import probe
 from thor_sdk.devices.base import Device
 from thor_sdk.harness.protocol import ProtocolSettings, measure_parts
-from thor_sdk.meters.base import EnergyWindow
+from fake_device import ConstantPowerMeter
 from thor_sdk.store import Campaign
 
 
@@ -22,6 +22,13 @@ class _ScriptedClock:
         self.t += s
 
 
+def _source_meter(clock, switch_after=None):
+    """A meter whose windows say which reading gave them; the source changes after ``switch_after`` windows
+    (NVML falls back from the instant field to the counter when a driver stops answering the field)."""
+    return ConstantPowerMeter(12.0, clock.now, name="fake-nvml", source=lambda n: "total-energy"
+                              if switch_after is not None and n > switch_after else "power-instant")
+
+
 class _Trainer:
     def __init__(self, clock, step_s):
         self.clock, self.step_s = clock, step_s
@@ -30,43 +37,13 @@ class _Trainer:
         self.clock.t += self.step_s
 
 
-class _SourceMeter:
-    """A meter whose windows say which reading gave them; the source changes after ``switch_after`` windows
-    (NVML falls back from the instant field to the counter when a driver stops answering the field)."""
-
-    name = "fake-nvml"
-    sample_period_s = 0.0
-
-    def __init__(self, clock, switch_after=None):
-        self.clock, self.switch_after, self.n = clock, switch_after, 0
-
-    def is_available(self):
-        return True
-
-    def why_unavailable(self):
-        return ""
-
-    def describe(self):
-        return {"name": self.name, "available": True, "why_unavailable": "", "sample_period_s": 0.0}
-
-    def start(self):
-        self.t0 = self.clock.now()
-
-    def stop(self):
-        self.n += 1
-        d = self.clock.now() - self.t0
-        late = self.switch_after is not None and self.n > self.switch_after
-        return EnergyWindow(energy_j=12.0 * d, duration_s=d, meter=self.name,
-                            source="total-energy" if late else "power-instant")
-
-
 class _SourceDevice(Device):
     name = "fake-source"
 
     def __init__(self, with_state):
         self.with_state = with_state
         self.clock = _ScriptedClock()
-        self.meter = _SourceMeter(self.clock)
+        self.meter = _source_meter(self.clock)
 
     def meters(self):
         return [self.meter]
@@ -84,7 +61,7 @@ class _SourceDevice(Device):
 
 def test_measure_parts_keeps_each_windows_meter_source_in_its_state():
     clock = _ScriptedClock()
-    meter = _SourceMeter(clock, switch_after=5)  # idle, then 4 part windows on the field, then the counter
+    meter = _source_meter(clock, switch_after=5)  # idle, then 4 part windows on the field, then the counter
     settings = ProtocolSettings(min_rounds=3, max_rounds=3, min_window_s=0.01)
     res = measure_parts({"head": _Trainer(clock, 0.001), "hidden": _Trainer(clock, 0.002)}, settings,
                         meter=meter, metric="energy", clock=clock.now, sleep=clock.sleep, wall=clock.wall,
@@ -96,13 +73,8 @@ def test_measure_parts_keeps_each_windows_meter_source_in_its_state():
     assert [s["meter_source"] for s in res["head"].states] == ["power-instant", "power-instant", "total-energy"]
     assert [s["meter_source"] for s in res["hidden"].states] == ["power-instant", "power-instant", "total-energy"]
     # a meter without sources adds nothing, and without a state source nothing is recorded, as before
-    class _Plain(_SourceMeter):
-        def stop(self):
-            w = super().stop()
-            w.source = None
-            return w
-
-    res = measure_parts({"head": _Trainer(clock, 0.001)}, settings, meter=_Plain(clock), metric="energy",
+    plain = ConstantPowerMeter(12.0, clock.now, name="fake-nvml")
+    res = measure_parts({"head": _Trainer(clock, 0.001)}, settings, meter=plain, metric="energy",
                         clock=clock.now, sleep=clock.sleep, wall=clock.wall)
     assert res["head"].states == []
 

@@ -18,40 +18,12 @@ from thor_sdk.harness.results import results_doc, write_results  # noqa: E402
 from thor_sdk.probes import Probe  # noqa: E402
 from thor_sdk.store import Campaign  # noqa: E402
 from thor_sdk.store.files import read_json  # noqa: E402
+from fake_device import ConstantPowerMeter  # noqa: E402
 
 SETTINGS = ProtocolSettings(min_rounds=2, max_rounds=2, min_window_s=0.01)
 LIN = {"in_features": 16, "tokens": 1, "bias": 1}
 PROBES = [Probe("linear", dict(LIN, out_features=8), 4, "hidden"),
           Probe("linear", dict(LIN, out_features=16), 4, "hidden")]
-
-
-class _ConstantPowerMeter:
-    """A meter reading a constant 5 W over wall-clock windows (the real protocol code path reads it)."""
-
-    name = "constant"
-    sample_period_s = 0.0
-
-    def is_available(self):
-        return True
-
-    def why_unavailable(self):
-        return ""
-
-    def describe(self):
-        return {"name": self.name, "available": True, "why_unavailable": "", "sample_period_s": 0.0}
-
-    def start(self):
-        import time
-
-        self.t0 = time.perf_counter()
-
-    def stop(self):
-        import time
-
-        from thor_sdk.meters.base import EnergyWindow
-
-        d = time.perf_counter() - self.t0
-        return EnergyWindow(energy_j=5.0 * d, duration_s=d, meter=self.name, source="counter")
 
 
 class _RecordingHost(HostDevice):
@@ -124,7 +96,7 @@ def _snapshot(c):
 
 @pytest.mark.parametrize("metric,remeasured", [("time", False), ("energy", False), ("time", True), ("energy", True)])
 def test_ingest_stores_what_the_live_path_stores(tmp_path, metric, remeasured):
-    meter = _ConstantPowerMeter() if metric == "energy" else None
+    meter = ConstantPowerMeter(source="counter") if metric == "energy" else None
     dev = _RecordingHost(meter=meter, threads=1, root=_fake_root(tmp_path), slow_head_first=remeasured)
     info = dev.info()
     with _campaign(tmp_path / "live.db", metric, info) as live:
