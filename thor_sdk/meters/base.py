@@ -369,6 +369,12 @@ class RailSamplingMeter(SamplingMeter):
 
     _cached = None
 
+    def __init__(self, root="/", rails=None, sample_period_s=0.05, poll_period_s=None, clock=None, sampler=None):
+        """``root``: the sysfs root (a fake tree in tests); ``rails``: a rail name or names to sum (all when None)."""
+        super().__init__(sample_period_s=sample_period_s, poll_period_s=poll_period_s, clock=clock, sampler=sampler)
+        self.fs = as_fs(root)
+        self.rails = [rails] if isinstance(rails, str) else (list(rails) if rails else None)
+
     def selected_rails(self):
         raise NotImplementedError
 

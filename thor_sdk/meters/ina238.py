@@ -17,7 +17,7 @@ the default sums every INA238. The driver's default configuration averages 16 co
 ~1 ms per channel, so the value changes about every 50 ms (``sample_period_s=0.05``).
 """
 
-from .base import RailSamplingMeter, as_fs, probe_readable, read_number
+from .base import RailSamplingMeter, probe_readable, read_number
 
 HWMON = "sys/class/hwmon"
 #: device files a remote board's snapshot needs to decide availability (see devices/remote.snapshot_files)
@@ -65,12 +65,6 @@ class Ina238Meter(RailSamplingMeter):
     """Energy of INA238 channels by sampling their power (sum of the selected ones)."""
 
     name = "ina238"
-
-    def __init__(self, root="/", rails=None, sample_period_s=0.05, poll_period_s=None, clock=None, sampler=None):
-        super().__init__(sample_period_s=sample_period_s, poll_period_s=poll_period_s, clock=clock, sampler=sampler)
-        self.fs = as_fs(root)
-        self.rails = [rails] if isinstance(rails, str) else (list(rails) if rails else None)
-        self._cached = None
 
     def all_rails(self):
         return discover_ina238(self.fs)

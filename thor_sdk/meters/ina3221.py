@@ -25,7 +25,7 @@ which is what tegrastats' total does.
 
 import re
 
-from .base import RailSamplingMeter, as_fs, probe_readable, read_number
+from .base import RailSamplingMeter, probe_readable, read_number
 
 IIO_BASE = "sys/bus/i2c/drivers/ina3221x"
 HWMON_BASE = "sys/bus/i2c/drivers/ina3221"
@@ -90,13 +90,6 @@ class Ina3221Meter(RailSamplingMeter):
     """
 
     name = "ina3221"
-
-    def __init__(self, root="/", rails=None, sample_period_s=0.05, poll_period_s=None, clock=None, sampler=None):
-        super().__init__(sample_period_s=sample_period_s, poll_period_s=poll_period_s, clock=clock,
-                         sampler=sampler)
-        self.fs = as_fs(root)
-        self.rails = [rails] if isinstance(rails, str) else (list(rails) if rails else None)
-        self._cached = None
 
     def all_rails(self):
         return discover_rails(self.fs)
