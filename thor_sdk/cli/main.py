@@ -23,7 +23,7 @@ COMMANDS = {
     "estimate": ("estimate", "cmd", "Estimate a model's training-step cost from an estimator."),
     "check": ("check", "cmd", "Fail a build when a model's training energy/time is over its budget."),
     "measure": ("measure", "cmd", "Measure a whole model's training step on a device (ground truth)."),
-    "evaluate": ("evaluate", "cmd", "Accuracy benchmark: THOR and FLOPs estimates vs measurements."),
+    "evaluate": ("evaluate", "cmd", "THOR vs the FLOPs, TDP, PRE and STEP baselines vs measurements; an HTML report."),
     "table": ("table", "cmd", "Power-cap table: profile, ratios, build, select; replay on GPU traces."),
     "train": ("train", "cmd", "Fine-tune under a power cap with the selected batch size and GPU frequency."),
     "devices": ("devices", "cmd", "List the host and connected devices with their energy meters."),
