@@ -412,13 +412,20 @@ def estimate(estimator, model, batch_size=32, input_shape=None, unknown_ops="err
     they are listed in ``approximated`` and widen the std. ``warnings`` names the kinds of this model
     that rest on noisy samples (spread above the protocol's target, or a busy machine) and the
     approximated layers."""
-    from thor_sdk.baselines.flops import flops_estimate
     from thor_sdk.layers import layers_of
     from thor_sdk.runtime import load_estimator
 
     (batch_size,) = _check_batch_sizes([batch_size])
     est = load_estimator(estimator) if not hasattr(estimator, "estimate") else estimator
     ml = layers_of(model, input_shape=input_shape, unknown_ops=unknown_ops)
+    return estimate_layers(est, ml, batch_size, unknown_ops)
+
+
+def estimate_layers(est, ml, batch_size, unknown_ops="error"):
+    """``estimate`` of a model already split into layers (``ml``: a ``ModelLayers``) with a loaded
+    estimator: for callers that estimate one model at several batch sizes without tracing it again."""
+    from thor_sdk.baselines.flops import flops_estimate
+
     result = est.estimate(ml.layers, batch_size, unknown=unknown_ops)
     fb = flops_estimate(ml.layers, batch_size, getattr(est, "flops_baseline", None))  # per kind, every value >= 0
     for row, f in zip(result["layers"], fb["layers"]):

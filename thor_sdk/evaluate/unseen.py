@@ -53,7 +53,7 @@ def evaluate_unseen(estimator, models, device="host", batch_sizes=(16,), metric=
     ``methods`` (MAPE, max APE, coverage per method), skipped models with the reason, the reference net's
     drift, and what each method assumed.
     """
-    from thor_sdk.api import _device, estimate
+    from thor_sdk.api import _check_batch_sizes, _device, estimate_layers
     from thor_sdk.baselines.pre import features_of, load_runs
     from thor_sdk.evaluate.methods import finish_methods, row_context, score_step_logs
     from thor_sdk.layers import layers_of
@@ -72,6 +72,8 @@ def evaluate_unseen(estimator, models, device="host", batch_sizes=(16,), metric=
         raise UsageError(f"the estimator estimates {est.metric}; measuring {metric} would compare different things")
     settings = settings or ProtocolSettings()
     sources = [resolve_model(m, input_shape) for m in models]  # unknown names, missing files fail before any work
+    for b in batch_sizes:
+        _check_batch_sizes([b])
     dev = _device(device, threads=threads)
     extra_runs = list(load_runs(pre_runs, metric)) if pre_runs else []  # a bad file fails before any work
     step = score_step_logs(step_logs) if step_logs else []
@@ -91,10 +93,11 @@ def evaluate_unseen(estimator, models, device="host", batch_sizes=(16,), metric=
         return statistics.median(res[probe_ref.get("part") or p.role].values(metric)) / probe_ref["median_value"]
 
     for model, source in zip(models, sources):
+        ml = layers_of(model, input_shape=input_shape)  # traced once, estimated at every batch size
         for b in batch_sizes:
             label = f"{source.label} b{b}"
             try:
-                e = estimate(est, model, batch_size=b, input_shape=input_shape)
+                e = estimate_layers(est, ml, b)
             except NotFoundError as err:  # a kind the profile never reached: said, not averaged in
                 skipped.append({"model": source.label, "batch_size": b, "reason": str(err)})
                 if progress:
@@ -128,10 +131,7 @@ def evaluate_unseen(estimator, models, device="host", batch_sizes=(16,), metric=
                          "low95": max(0.0, mean - Z95 * std), "high95": mean + Z95 * std},
                 "FLOPs": {"value": flops, "ape": row["flops_ape"]},
             }
-            feats = None
-            if pre_variants:
-                ml = layers_of(source.name or model, input_shape=input_shape)
-                feats = features_of(ml, b, device=info)
+            feats = features_of(ml, b, device=info) if pre_variants else None
             row["_context"] = row_context(e, b, feats)  # what the baselines need (dropped from the result)
             rows.append(row)
             layers.extend(dict(l, batch_size=b) for l in row["_context"]["layers"])
