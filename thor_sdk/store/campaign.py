@@ -310,8 +310,11 @@ class Campaign:
         return {k: json.loads(v) for k, v in self.conn.execute("SELECT key, value FROM meta")}
 
     def set_meta(self, key, value):
+        """Set one description of the campaign (its targets, a power profile's settings): metadata, not a
+        measurement, so a resumed run may update it. Measured rows are never replaced."""
         with self._tx():
-            self.conn.execute("INSERT OR REPLACE INTO meta(key, value) VALUES (?, ?)", (key, json.dumps(value)))
+            self.conn.execute("INSERT INTO meta(key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET "
+                              "value = excluded.value", (key, json.dumps(value)))
 
     # -- probes ----------------------------------------------------------------------------------
     def plan(self, probe):
