@@ -2,11 +2,11 @@
 
 from collections import Counter
 
-from thor_sdk.layers.kinds import feature_vector
+from thor_sdk.layers.kinds import feature_vector, model_key
 
 
 class GPCache:
-    """One fitted ``KindGP`` per kind of one metric, refitted only when that kind's sample count changes."""
+    """One fitted ``KindGP`` per kind (and structural variant) of one metric, refitted only when that kind's sample count changes."""
 
     def __init__(self, metric="time", random_state=0, extra_log_var=0.0):
         self.metric = metric
@@ -21,14 +21,14 @@ class GPCache:
         rows = [s for s in samples if s["metric"] == self.metric and not s["flagged"]]
         self.gps.update(fit_kinds(rows, self.random_state, self.extra_log_var, n_restarts_optimizer=0,
                                   unchanged=lambda kind, rs: self._n.get(kind) == len(rs)))
-        self._n.update(Counter(s["kind"] for s in rows))  # dict.update: each kind's count now
+        self._n.update(Counter(model_key(s["kind"], s["config"]) for s in rows))  # each model's count now
         return self
 
     def predict(self, probe):
         """(mean, std) of a probe's layer cost, or None while its kind has no model."""
         from thor_sdk.fitting.pipeline import sample_terms
 
-        gp = self.gps.get(probe.kind)
+        gp = self.gps.get(model_key(probe.kind, probe.config))
         if gp is None:
             return None
         p = {"kind": probe.kind, "config": probe.config, "batch_size": probe.batch_size, "role": probe.role}

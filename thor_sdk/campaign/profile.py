@@ -21,7 +21,7 @@ measured first after a crash; each probe is measured exactly once).
 import math
 import time
 
-from thor_sdk.layers.kinds import feature_vector
+from thor_sdk.layers.kinds import feature_vector, model_key
 from thor_sdk.probes import Probe
 
 from .gpcache import GPCache
@@ -58,32 +58,44 @@ class ProfilePlan:
 
         self.prior = prior
         names = [k for k in prior["kinds"] if kinds is None or k in kinds]
-        self.share = {k: kind_share(prior["kinds"][k]) for k in names}
-        self.kinds = sorted(names, key=lambda k: -self.share[k])
+        # one entry per cost model: a kind, or a structural variant of it (conv2d:grouped) with the
+        # share of the kind's zoo configs that are of that variant
+        self.share = {}
         self.candidates = {}
         self.start = {}
         self.integration = {}
-        for k in self.kinds:
-            cands = []
+        for k in names:
+            configs = prior["kinds"][k]["configs"]
+            weight = {}
+            for e in configs:
+                key = model_key(k, e["config"])
+                weight[key] = weight.get(key, 0.0) + e.get("rel_share", e["share"])
+            total = sum(weight.values())
+            for key, w in weight.items():
+                self.share[key] = kind_share(prior["kinds"][k]) * (w / total if total > 0 else 1.0 / len(weight))
+                self.candidates[key], self.integration[key] = [], []
             for config, batch, role in candidates(prior, k, per_kind, seed=seed):
                 try:
-                    cands.append(_probe(k, config, batch, role))
+                    p = _probe(k, config, batch, role)
                 except Exception:  # a prior row that is not a valid probe: skipped, never stored
                     continue
-            self.candidates[k] = cands
-            costs = sorted(_proxy(p) for p in cands)
-            cheap = costs[len(costs) // 2] if costs else 0.0
-            self.start[k] = [p for p in cands if _proxy(p) <= cheap]
-            pts = []
-            configs = sorted(prior["kinds"][k]["configs"], key=lambda e: -e.get("rel_share", e["share"]))
-            for e in configs[:MAX_INTEGRATION_CONFIGS]:
+                self.candidates.setdefault(model_key(k, config), []).append(p)
+            by_share = sorted(configs, key=lambda e: -e.get("rel_share", e["share"]))
+            for e in by_share[:MAX_INTEGRATION_CONFIGS]:
                 for b in INTEGRATION_BATCHES:
                     try:  # (probe, count weight, relative-variance weight) per batch size
-                        pts.append((_probe(k, e["config"], b, e["role"]), e["count"] / len(INTEGRATION_BATCHES),
-                                    e.get("rel_weight", e["count"]) / len(INTEGRATION_BATCHES)))
+                        pt = (_probe(k, e["config"], b, e["role"]), e["count"] / len(INTEGRATION_BATCHES),
+                              e.get("rel_weight", e["count"]) / len(INTEGRATION_BATCHES))
                     except Exception:
                         continue
-            self.integration[k] = pts
+                    self.integration.setdefault(model_key(k, e["config"]), []).append(pt)
+        for key, cands in self.candidates.items():
+            costs = sorted(_proxy(p) for p in cands)
+            cheap = costs[len(costs) // 2] if costs else 0.0
+            self.start[key] = [p for p in cands if _proxy(p) <= cheap]
+            self.share.setdefault(key, 0.0)
+            self.integration.setdefault(key, [])
+        self.kinds = sorted(self.candidates, key=lambda k: -self.share[k])
 
 
 def _median_sd(sorted_vals):
@@ -151,7 +163,7 @@ def run_profile(campaign, device, plan, metric="time", settings=None, runtime="t
     done = {p.id for p in campaign.probes("done")} | {p.id for p in campaign.probes("failed")}
     counts = {}
     for p in campaign.probes("done"):
-        counts[p.kind] = counts.get(p.kind, 0) + 1
+        counts[p.model_key] = counts.get(p.model_key, 0) + 1
     if progress:
         progress("start", {"done": len(done), "max_probes": max_probes, "max_seconds": max_seconds})
     measured_now, last_ref = 0, None
@@ -170,7 +182,7 @@ def run_profile(campaign, device, plan, metric="time", settings=None, runtime="t
             campaign.fail(p.id, f"{type(e).__name__}: {e}")
             samples = []
         done.add(p.id)
-        counts[p.kind] = counts.get(p.kind, 0) + 1
+        counts[p.model_key] = counts.get(p.model_key, 0) + 1
         measured_now += 1
         if progress:
             progress("probe", {"probe": p.to_dict(), "samples": samples, "done": len(done),

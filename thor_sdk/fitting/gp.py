@@ -45,6 +45,7 @@ CONSTANT_FLOOR = 0.02                  # far from data, at least 14 % std: the m
 FEW_SAMPLES = 5                        # below this, the mean function's error is unknown: constant >= 0.25
 NOISE_BOUNDS = (1e-6, 1.0)
 FIXED_LENGTH_SCALE = 1.0               # ln(1 + x) units, for a feature that never varied
+MIN_SAMPLES_PER_DIM = 3                # below this many samples per varying input, length scales are not fitted
 FLOOR_LOG_NOISE = 1.0                  # log-std of a sample floored at twice its standard error
 MAX_INDUCING = 128
 MAX_RANK = 8
@@ -112,6 +113,16 @@ def fit_mean_function(terms, y, weights=None):
     if coef[0] <= 0:  # keep m(x) > 0 at zero FLOPs and bytes
         coef[0] = 1e-6 * float(np.min(y))
     return [float(c) for c in coef]
+
+
+def _weighted_median(values, weights):
+    """The weighted median of ``values`` (the lower one at an exact tie)."""
+    import numpy as np
+
+    order = np.argsort(values)
+    v, w = np.asarray(values, dtype=float)[order], np.asarray(weights, dtype=float)[order]
+    cum = np.cumsum(w)
+    return float(v[int(np.searchsorted(cum, 0.5 * cum[-1]))])
 
 
 class KindGP:
@@ -250,7 +261,7 @@ class KindGP:
 
         # 4. hyperparameters on a subset (scikit-learn), residual offset r0 = precision-weighted mean
         prec = 1.0 / (log_noise_var + 1e-4)
-        self.residual_offset_ = float(np.sum(prec * resid) / np.sum(prec))
+        self.residual_offset_ = _weighted_median(resid, prec)
         rt = resid - self.residual_offset_
         self.constant_, ls, self.noise_level_, self.log_marginal_likelihood_ = self._hyper(
             Z[:, varies], rt, log_noise_var)
@@ -309,10 +320,15 @@ class KindGP:
         if n < 3 or dv == 0:
             self.warnings_.append(f"{n} sample(s): kernel hyperparameters not optimised")
             return c0, np.ones(dv), 1e-3, float("nan")
+        few = n < MIN_SAMPLES_PER_DIM * dv
+        if few:
+            self.warnings_.append(f"{n} sample(s) for {dv} varying inputs: length scales fixed at "
+                                  f"{FIXED_LENGTH_SCALE:g}, only amplitude and noise fitted")
         rng = np.random.default_rng(self.random_state)
         sub = np.arange(n) if n <= self.hyper_subset else np.sort(rng.choice(n, self.hyper_subset, replace=False))
         kernel = (ConstantKernel(c0, (floor, max(CONSTANT_BOUNDS[1], floor)))
-                  * Matern(length_scale=np.ones(dv), length_scale_bounds=LENGTH_SCALE_BOUNDS, nu=NU)
+                  * Matern(length_scale=np.full(dv, FIXED_LENGTH_SCALE),
+                           length_scale_bounds="fixed" if few else LENGTH_SCALE_BOUNDS, nu=NU)
                   + WhiteKernel(1e-3, NOISE_BOUNDS))
         gpr = GaussianProcessRegressor(kernel=kernel, alpha=noise_var[sub] + 1e-10, normalize_y=False,
                                        n_restarts_optimizer=self.n_restarts_optimizer,

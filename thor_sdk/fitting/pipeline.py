@@ -74,19 +74,22 @@ def fit_kind(kind, rows, random_state=0, extra_log_var=0.0, n_restarts_optimizer
 
 
 def fit_kinds(samples, random_state=0, extra_log_var=0.0, progress=None, n_restarts_optimizer=1, unchanged=None):
-    """``{kind: fitted KindGP}`` from non-flagged samples of one metric, one GP per kind (``fit`` and the
+    """``{key: fitted KindGP}`` from non-flagged samples of one metric, one GP per kind and structural
+    variant (``thor_sdk.layers.kinds.model_key``: ``conv2d`` and ``conv2d:grouped``; ``fit`` and the
     campaign's working models alike). ``unchanged(kind, rows)`` true leaves that kind out (a cache keeps
     its model); ``progress(kind, n_samples)`` is called after each fit."""
-    by_kind = {}
+    from thor_sdk.layers.kinds import base_kind, model_key
+
+    by_key = {}
     for s in samples:
-        by_kind.setdefault(s["kind"], []).append(s)
+        by_key.setdefault(model_key(s["kind"], s["config"]), []).append(s)
     gps = {}
-    for kind in sorted(by_kind):
-        if unchanged is not None and unchanged(kind, by_kind[kind]):
+    for key in sorted(by_key):
+        if unchanged is not None and unchanged(key, by_key[key]):
             continue
-        gps[kind] = fit_kind(kind, by_kind[kind], random_state, extra_log_var, n_restarts_optimizer)
+        gps[key] = fit_kind(base_kind(key), by_key[key], random_state, extra_log_var, n_restarts_optimizer)
         if progress:
-            progress(kind, len(by_kind[kind]))
+            progress(key, len(by_key[key]))
     return gps
 
 

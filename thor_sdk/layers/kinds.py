@@ -422,3 +422,26 @@ def feature_vector(kind_name, config, batch_size, role):
     names = gp_features(kind_name)
     values = dict(config, batch_size=batch_size, role=1 if role == "input" else 0)
     return [float(values[n]) for n in names]
+
+
+#: structural variants: a layer of one of these kinds whose config has ``groups > 1`` (grouped or depthwise
+#: convolution) is costed by the estimator's ``"<kind>:grouped"`` model when the estimator has one, else by
+#: the kind's own. Grouped convolutions run other kernels than dense ones (on the host 5-10x the time per
+#: FLOP), a step no smooth model of one kind bridges: one GP over both pulled dense estimates up by 50-80%.
+GROUPED_KINDS = ("conv1d", "conv2d")
+VARIANT_SEP = ":"
+
+
+def model_key(kind_name, config):
+    """The estimator entry that costs a layer: ``"<kind>:grouped"`` for a grouped or depthwise convolution,
+    else the kind itself (``docs/estimator-format.md``, structural variants)."""
+    if kind_name in GROUPED_KINDS and isinstance(config, dict):
+        g = config.get("groups", 1)
+        if isinstance(g, (int, float)) and not isinstance(g, bool) and g > 1:
+            return kind_name + VARIANT_SEP + "grouped"
+    return kind_name
+
+
+def base_kind(key):
+    """The layer kind of an estimator entry name (``"conv2d:grouped"`` -> ``"conv2d"``)."""
+    return key.split(VARIANT_SEP, 1)[0]

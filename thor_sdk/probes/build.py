@@ -19,7 +19,7 @@ import json
 from dataclasses import dataclass, field
 
 from thor_sdk.errors import UsageError
-from thor_sdk.layers.kinds import get_kind
+from thor_sdk.layers.kinds import get_kind, model_key
 
 PROBE_CLASSES = 10
 PARTS = ("head", "input", "hidden")
@@ -65,6 +65,11 @@ class Probe:
     def key(self):
         return json.dumps({"kind": self.kind, "role": self.role, "batch_size": self.batch_size,
                            "config": self.config}, sort_keys=True)
+
+    @property
+    def model_key(self):
+        """The estimator entry that costs this probe's layer (its kind, or its structural variant)."""
+        return model_key(self.kind, self.config)
 
     @property
     def id(self):

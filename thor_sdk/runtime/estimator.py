@@ -11,7 +11,9 @@ terms ``F`` (training FLOPs), ``B`` (bytes moved) at the batch size:
 - ``m = overhead * L + per_flop * F + per_byte * B`` (``L``: sequential launches, 1 but for recurrent
   kinds); ``mean = m exp(mu + var/2)``, ``std = mean sqrt(exp(var) - 1)``.
 
-Whole model: layers of different kinds are independent; two distinct layers ``a``, ``b`` of one kind
+A layer is costed by its kind's entry, or by its structural variant's (``conv2d:grouped`` for a grouped or
+depthwise convolution, ``thor_sdk.layers.kinds.model_key``) where the estimator has one.
+Whole model: layers of different entries are independent; two distinct layers ``a``, ``b`` of one entry
 have ``Cov_ln(a, b) = constant * matern52(|u_a - u_b|) - v_a . v_b`` (identical layers: ``constant - v . v``,
 no white noise), converted with ``Cov(a, b) = mean_a mean_b (exp(Cov_ln) - 1)``; then the whole-model
 term ``(whole_model.rel_std * total)^2`` (composition and drift error measured on whole models) is added.
@@ -22,6 +24,8 @@ from math import dist, exp, expm1, fsum, log, log1p, sqrt
 from operator import mul
 
 from thor_sdk.errors import FormatError, NotFoundError, NotOurFileError, UsageError
+
+from thor_sdk.layers.kinds import model_key
 
 from .terms import at_batch, cost_terms, layer_terms
 
@@ -275,19 +279,31 @@ class Estimator:
         """``{kind: [feature names]}`` of every kind this estimator has a model for."""
         return {k: list(m.features) for k, m in self._models.items()}
 
-    def _model(self, kind):
+    def _model_for(self, kind, config):
+        """(entry name, model) costing a layer: its structural variant's (``conv2d:grouped``) where the
+        estimator has one, else its kind's; (None, None) when it has neither."""
+        key = model_key(kind, config) if isinstance(kind, str) else kind
+        model = self._models.get(key)
+        if model is None and key != kind:
+            key, model = kind, self._models.get(kind)
+        return (key, model) if model is not None else (None, None)
+
+    def _model(self, kind, config=None):
         try:
-            return self._models[kind]
-        except (KeyError, TypeError):
-            raise NotFoundError(f"estimator has no model for kind {kind!r}; probe it on this device") from None
+            _, model = self._model_for(kind, config or {})
+        except TypeError:
+            model = None
+        if model is None:
+            raise NotFoundError(f"estimator has no model for kind {kind!r}; probe it on this device")
+        return model
 
     def predict_layer(self, kind, features, cost=None):
         """(mean, std) of one layer's cost in ``self.unit``; ``features`` maps the kind's feature
         names (config features, ``batch_size``, ``role`` as 'input'/'hidden' or 1/0) to numbers;
         ``cost``: the layer's cost terms (computed from the config when None)."""
-        model = self._model(kind)
         if not isinstance(features, dict):
             raise UsageError("features must be a dict of feature name -> number")
+        model = self._model(kind, features)
         missing = [f for f in model.features if f not in features and f not in DERIVED]
         if missing:
             raise UsageError(f"layer of kind {kind!r}: kind {kind!r} needs feature {missing[0]!r} "
@@ -360,7 +376,7 @@ class Estimator:
             raise UsageError("layers must be a list of layer dicts")
         if len(layers) > MAX_LAYERS:
             raise UsageError(f"{len(layers)} layers; at most {MAX_LAYERS} are estimated at once")
-        groups = {}  # kind -> {key: count}
+        groups = {}  # estimator entry (kind or structural variant) -> {key: count}
         keys = []
         missing = []  # (index, layer) of kinds the estimator lacks
         for i, layer in enumerate(layers):
@@ -372,7 +388,7 @@ class Estimator:
                 raise UsageError(f"layer {i}: kind must be a string")
             if not isinstance(config, dict):
                 raise UsageError(f"layer {i} ({kind}): config must be a dict")
-            model = self._models.get(kind)
+            name, model = self._model_for(kind, config)
             if model is None:
                 missing.append(i)
                 keys.append(None)
@@ -393,11 +409,11 @@ class Estimator:
             values["train_flops"], values["train_bytes"] = flops_bytes[:2]
             raw = tuple(model.vector(values, where))
             key = (raw, flops_bytes)
-            g = groups.get(kind)
+            g = groups.get(name)
             if g is None:
-                g = groups[kind] = {}
+                g = groups[name] = {}
             g[key] = g.get(key, 0) + 1
-            keys.append(key)
+            keys.append((name, key))
         if missing and unknown == "error":
             what = "; ".join(sorted({f"{layers[i]['kind']} ({_layer_label(layers[i], i)})" for i in missing}))
             raise NotFoundError(f"the estimator has no model for these layers' kinds: {what}; probe them on this "
@@ -415,13 +431,13 @@ class Estimator:
         results = {}
         total_mean = 0.0
         total_var = []
-        for kind, counts in groups.items():
-            model = self._models[kind]
+        for name, counts in groups.items():
+            model = self._models[name]
             rows = []
             for key, cnt in counts.items():
                 lmu, var, v, u = model.row(key[0], *key[1])
                 m, s = model.moments(lmu, var)
-                results[(kind, key)] = (m, s)
+                results[(name, key)] = (m, s)
                 rows.append((cnt, var, v, u, m))
                 total_mean += cnt * m
             total_var.append(self._group_var(model, rows))
@@ -436,7 +452,7 @@ class Estimator:
                 total_mean += m
                 total_var.append(s * s)
             else:
-                m, s = results[(layer["kind"], key)]
+                m, s = results[key]
                 why = layer.get("approx") if isinstance(layer.get("approx"), str) else None
                 if why:  # an op without a kind, as the generic elementwise kind: its own cost may differ
                     extra = APPROX_OP_REL_STD * m
