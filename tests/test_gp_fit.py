@@ -378,3 +378,71 @@ def test_calibration_bias_is_robust_to_one_run_caught_by_load():
     assert 0.01 < cal["rel_std"] < 0.1  # the spread of the 13, not the outlier's
     quiet = calibrate(Est(), [dict(r, mean=m) for r, m in zip(runs, [0.97, 1.03] * 7)], "time", 0.0)
     assert quiet["log_bias"] == 0.0  # no bias beyond its own noise: nothing corrected
+
+
+def test_calibration_runs_are_put_at_the_campaigns_level_before_a_bias_is_read():
+    """The machine ran 30% faster while the whole models were measured (the reference probe, re-measured
+    through the campaign, says so right before and after them): that is drift, not a bias of the layer sum."""
+    from thor_sdk.fitting.pipeline import calibrate, device_levels
+
+    class Est:
+        def estimate(self, layers, batch_size):
+            return {"layers_total": {"mean": 1.0}}
+
+    def stamp(minute, second=0):
+        return f"2026-11-23T14:{minute:02d}:{second:02d}+00:00"
+
+    refs = [{"model": "reference:conv2d-x", "metric": "time", "mean": v, "batch_size": 16, "created_utc": stamp(m)}
+            for m, v in ((0, 1.0), (2, 1.02), (4, 0.98), (6, 1.01), (8, 0.99), (10, 0.7), (12, 0.7))]
+    cal_runs = [{"model": f"calibration:m{i % 3}", "metric": "time", "mean": 0.7 * (1.0 + 0.01 * (i % 3 - 1)),
+                 "batch_size": 8, "detail": {"layers": [{"kind": "relu"}]}, "created_utc": stamp(11, 5 * i)}
+                for i in range(8)]
+    level = device_levels(refs, "time")
+    assert level(stamp(11)) == pytest.approx(0.7 / 0.99, rel=1e-9)      # between the two fast references
+    assert level(stamp(1)) == pytest.approx(1.01 / 0.99, rel=1e-9)      # interpolated in time
+    assert level(stamp(13)) == pytest.approx(0.7 / 0.99) and level("not a time") == 1.0
+    cal = calibrate(Est(), refs + cal_runs, "time", 0.0)
+    assert cal["log_bias"] == 0.0 and all(r["device_level"] < 0.75 for r in cal["runs"])
+    # without the references the same runs read as a -0.36 ln bias, and it would be corrected
+    blind = calibrate(Est(), cal_runs, "time", 0.0)
+    assert blind["log_bias"] == pytest.approx(math.log(0.7), abs=0.02)
+    assert device_levels(refs[:2], "time") is None  # too few references: runs are taken as measured
+
+
+def test_few_samples_in_many_dimensions_keep_unit_length_scales():
+    """5 conv2d samples in 13 inputs: a fitted length scale of 0.1 called every new config unrelated to
+    the samples (and a profile stopped probing the kind); with so few, only amplitude and noise are fitted."""
+    rng = np.random.default_rng(4)
+    S = []
+    for _ in range(5):
+        c = {"in_channels": int(rng.integers(4, 128)), "out_channels": int(rng.integers(4, 128)), "kernel": 3,
+             "stride": 1, "padding": 1, "groups": 1, "height": int(rng.integers(4, 32)), "bias": 1}
+        c["width"] = c["height"]
+        b = int(rng.choice([1, 8, 32]))
+        f, nb, _ = at_batch(cost_terms("conv2d", c, "hidden"), b)
+        S.append({"kind": "conv2d", "config": c, "batch_size": b, "role": "hidden",
+                  "value": (2e-5 + f / 3e10 + nb / 5e9) * math.exp(rng.normal(0, 0.3))})
+    X, y, T = _xy(S)
+    gp = KindGP(gp_features("conv2d")).fit(X, y, terms=T)
+    assert np.all(gp.length_scale_ == 1.0) and any("length scales fixed" in w for w in gp.warnings_)
+    # a config near a sample is informed by it: its variance is well below the prior's
+    q = dict(S[0], config=dict(S[0]["config"], in_channels=S[0]["config"]["in_channels"] + 4))
+    Xq, _, Tq = _xy([q])
+    _, _, var, _ = gp.predict_log(Xq, terms=Tq)
+    assert var[0] < 0.7 * (gp.constant_ + gp.noise_level_)
+    # enough samples: length scales are fitted again
+    many = KindGP(RELU).fit(*_xy(_relu_samples(40, np.random.default_rng(5)))[:2],
+                            terms=_xy(_relu_samples(40, np.random.default_rng(5)))[2])
+    assert not any("length scales fixed" in w for w in many.warnings_)
+
+
+def test_residual_offset_is_not_lifted_by_a_slow_cluster():
+    """A third of the samples run 10x their FLOPs-and-bytes law (a slow variant): the prior mean of the
+    residual is their median, so far from every sample the estimate falls back to the majority's law."""
+    rng = np.random.default_rng(6)
+    S = _relu_samples(45, rng)
+    for s in S[:15]:
+        s["value"] *= 10.0
+    X, y, T = _xy(S)
+    gp = KindGP(RELU).fit(X, y, noise_std=[0.03 * v for v in y], terms=T)
+    assert abs(gp.residual_offset_) < 0.5  # the precision-weighted mean would be near ln(10) / 3 = 0.77

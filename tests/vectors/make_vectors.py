@@ -15,6 +15,9 @@ runtimes read):
 - ``energy_floored``: costs from a noisy subtraction, some <= 0 (floored by the fit); kind linear, a
   kind fitted on ONE sample (dropout), a kind fitted on duplicated training rows (relu), a recurrent
   kind whose layers carry ``launches`` > 1 (lstm); queries far outside the samples (the fallback).
+- ``time_grouped``: a structural variant: dense conv2d and depthwise conv2d in their own entries
+  (``conv2d``, ``conv2d:grouped``); each runtime must cost a layer with ``groups > 1`` by the variant
+  entry and sum each entry's layers as its own group.
 
 It also writes ``table_select.json``: power tables (format ``thor-sdk/power-table``, made-up numbers,
 not measurements) with, per power cap, what ``thor_sdk.runtime.table.select`` answers -- the
@@ -35,6 +38,7 @@ Made from the committed estimators only (no fitting); ``tests/test_runtime_train
 committed files are what :func:`training_files` makes now.
 
     python tests/vectors/make_vectors.py --training-only  # rewrite training_runs.json and layers_*.json only
+    python tests/vectors/make_vectors.py --grouped-only   # rewrite the time_grouped case only
 """
 
 import json
@@ -51,7 +55,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(HERE)))
 from thor_sdk.fitting.estimator import build_estimator, dumps_estimator  # noqa: E402
 from thor_sdk.fitting.gp import KindGP  # noqa: E402
 from thor_sdk.errors import FormatError, NotFoundError, UsageError  # noqa: E402
-from thor_sdk.layers.kinds import feature_vector, get_kind, gp_features  # noqa: E402
+from thor_sdk.layers.kinds import feature_vector, get_kind, gp_features, model_key  # noqa: E402
 from thor_sdk.runtime import load_estimator  # noqa: E402
 from thor_sdk.runtime.table import InfeasibleCapError, select  # noqa: E402
 from thor_sdk.runtime.training import MAX_EPOCHS, MAX_SAMPLES, training_run  # noqa: E402
@@ -84,6 +88,13 @@ def _random_config(kind, rng):
         return {"input_size": int(rng.choice([16, 32, 64])), "hidden_size": int(rng.choice([32, 64, 128])),
                 "seq_len": int(rng.choice([8, 16, 40, 64])), "num_layers": int(rng.choice([1, 2]))}
     raise ValueError(kind)
+
+
+def _grouped_config(rng):
+    """A depthwise conv2d config (groups = in = out channels)."""
+    c = int(rng.choice([8, 16, 32, 64]))
+    return {"in_channels": c, "out_channels": c, "kernel": int(rng.choice([3, 5])), "stride": int(rng.choice([1, 2])),
+            "padding": 1, "groups": c, "height": int(rng.choice([8, 14, 28, 32])), "width": 0, "bias": 0}
 
 
 def _fix(kind, c):
@@ -155,8 +166,12 @@ def expected_for(doc, layer_queries, models):
     gps = {k: KindGP.from_dict(d) for k, d in doc["kinds"].items()}
     rel = doc.get("whole_model", {}).get("rel_std", 0.0)
     out = {"predict_layer": [], "estimate": []}
+    def entry(kind, config):
+        key = model_key(kind, config)
+        return key if key in gps else kind
+
     for kind, feats in layer_queries:
-        gp = gps[kind]
+        gp = gps[entry(kind, feats)]
         row = [float(feats[f] if f != "role" else {"input": 1, "hidden": 0}.get(feats[f], feats[f]))
                for f in gp.features]
         role = "output" if kind == "output" else {1: "input", 0: "hidden"}.get(feats.get("role"), feats.get("role"))
@@ -167,11 +182,11 @@ def expected_for(doc, layer_queries, models):
                                      "std": float(s[0])})
     for layers, bs in models:
         means, stds, total_mean, total_var = [None] * len(layers), [None] * len(layers), 0.0, 0.0
-        for kind, gp in gps.items():
-            idx = [i for i, layer in enumerate(layers) if layer["kind"] == kind]
+        for name, gp in gps.items():
+            idx = [i for i, layer in enumerate(layers) if entry(layer["kind"], layer["config"]) == name]
             if not idx:
                 continue
-            rows = [feature_vector(kind, layers[i]["config"], bs, layers[i]["role"]) for i in idx]
+            rows = [feature_vector(layers[i]["kind"], layers[i]["config"], bs, layers[i]["role"]) for i in idx]
             T = [at_batch(layers[i]["cost"], bs) for i in idx]
             m, s = gp.predict(rows, terms=T, return_std=True)
             mc, cov = gp.predict(rows, terms=T, return_cov=True)
@@ -518,9 +533,55 @@ def write_training_vectors():
             f.write(text)
 
 
+def write_grouped_case():
+    """``time_grouped``: dense and depthwise conv2d with their own entries (``conv2d`` and ``conv2d:grouped``,
+    the depthwise law SYNTHETIC: 8x the dense one), relu and output; queries and models mix both, so a
+    runtime that costs a depthwise layer with the dense entry, or sums both entries' layers as one group,
+    fails. Its own random stream: the other cases are not rewritten."""
+    rng = np.random.default_rng(20261123)
+    prov = {"note": "SYNTHETIC test vector, not a measurement", "generator": "tests/vectors/make_vectors.py"}
+    gps = fit_kinds([("conv2d", 14, False), ("relu", 6, False), ("output", 5, False)], rng)
+    X, y, T = [], [], []
+    for _ in range(12):
+        c = _fix("conv2d", _grouped_config(rng))
+        bs = int(rng.choice([1, 8, 16, 32, 64]))
+        role = str(rng.choice(["input", "hidden"]))
+        X.append(feature_vector("conv2d", c, bs, role))
+        y.append(8.0 * synthetic_cost("conv2d", c, bs, role, rng))
+        T.append(at_batch(cost_terms("conv2d", c, role), bs))
+    gps["conv2d:grouped"] = KindGP(features=gp_features("conv2d"), random_state=0).fit(
+        X, y, noise_std=[0.05 * v for v in y], terms=T)
+    doc = build_estimator(gps, device={"name": "synthetic"}, runtime="torch", metric="time", unit="s",
+                          flops_baseline={"unit_per_flop": 2e-11}, provenance=prov,
+                          whole_model={"rel_std": 0.05, "source": "synthetic"})
+    doc["created_utc"] = "2025-01-01T00:00:00Z"
+    dw = _fix("conv2d", _grouped_config(rng))
+    queries = [("conv2d", {**dw, "batch_size": 16, "role": "hidden"}),
+               ("conv2d", {**dw, "groups": 1, "batch_size": 16, "role": "hidden"}),  # same sizes, dense
+               ("conv2d", {**_fix("conv2d", _random_config("conv2d", rng)), "batch_size": 8, "role": "input"}),
+               ("relu", {"numel": 4704, "batch_size": 16, "role": "hidden"})]
+    models = []
+    for n_layers, bs in ((12, 16), (5, 4)):
+        layers = [with_cost({"name": "stem", "kind": "conv2d", "role": "input",
+                             "config": _fix("conv2d", _random_config("conv2d", rng))})]
+        for i in range(n_layers):
+            kind = ("conv2d", "conv2d", "relu")[i % 3]
+            c = _fix("conv2d", _grouped_config(rng) if i % 3 == 0 else _random_config("conv2d", rng)) \
+                if kind == "conv2d" else {"numel": int(rng.choice([400, 1600, 8192]))}
+            layers.append(with_cost({"name": f"l{i}", "kind": kind, "role": "hidden", "config": c}))
+        layers.append(dict(layers[1], name="twin"))  # a repeated depthwise layer
+        layers.append(with_cost({"name": "head", "kind": "output", "role": "output",
+                                 "config": {"in_features": 64, "out_features": 10, "tokens": 1}}))
+        models.append((layers, bs))
+    write("time_grouped", doc, expected_for(doc, queries, models))
+
+
 def main():
     if "--training-only" in sys.argv[1:]:
         write_training_vectors()
+        return
+    if "--grouped-only" in sys.argv[1:]:
+        write_grouped_case()
         return
     write_table_vectors()
     if "--table-only" in sys.argv[1:]:
@@ -560,6 +621,7 @@ def main():
     models = [(model_layers(kinds, rng, 15, 5, 16), 16), (model_layers(kinds, rng, 3, 3, 1), 1)]
     write("energy_floored", doc, expected_for(doc, queries, models))
     write_training_vectors()  # from the estimators and models just written
+    write_grouped_case()
 
 
 if __name__ == "__main__":

@@ -10,7 +10,8 @@
 3. **Drift**: a fixed reference probe is re-measured every ``reference_every_s`` seconds and stored as a
    model run ``reference:<probe id>``; ``fit`` turns its spread into noise every sample carries.
 4. **Calibration**: at the end (the last ``calibration_share`` of the time budget), whole zoo models
-   are measured and stored as ``calibration:<name>`` with their layer lists; ``fit`` turns their
+   are measured and stored as ``calibration:<name>`` with their layer lists, the reference probe
+   measured right before and after them; ``fit`` puts them at the campaign's level and turns their
    errors into the estimator's whole-model std.
 
 It stops on ``max_seconds``, ``max_probes`` or when the integrated relative std over the prior is
@@ -250,6 +251,8 @@ def run_profile(campaign, device, plan, metric="time", settings=None, runtime="t
         campaign.plan(nxt)
         measure(nxt)
 
+    if calibration_models and reference_every_s:
+        reference()  # the device's speed right before the whole models: fit puts them at the campaign's level
     cal = calibrate(campaign, device, metric, settings, runtime, calibration_models, calibration_batches,
                     progress) if calibration_models else 0
     if reference_every_s:

@@ -11,14 +11,15 @@ Model (the math every runtime reproduces is in ``docs/estimator-format.md``, ver
 - **residual**: ``r = ln(y) - ln(m(x))`` is modelled by a Gaussian Process on the standardised
   ``ln(1 + feature)`` inputs -- the kind's features plus the layer's ``train_flops`` and ``train_bytes``
   (how efficiency varies with work size is smooth in those, whatever the config that gives it):
-  ``constant * Matern52(length_scale) + noise_level``, prior mean ``r0``.
+  ``constant * Matern52(length_scale) + noise_level``, prior mean ``r0`` (the precision-weighted
+  median residual: a cluster of samples far off the mean function does not lift the rest).
   The target is *always* logarithmic, so every estimate is positive by construction. A sample <= 0
   (a subtraction within its noise) is floored at twice its standard error and given a log-noise of 1,
   so it barely pulls the fit and never flips the kind to another transform;
 - **noise**: each sample's log-variance is its measured ``(stderr / y)^2`` plus ``extra_log_var`` (the
   campaign's run-to-run drift), plus the fitted ``noise_level`` (misfit the kernel cannot explain);
 - **hyperparameters** (scikit-learn, on at most ``hyper_subset`` samples): length scales bounded to
-  ``[0.2, 50]`` standardised units; a feature that never varied in the samples is not optimised
+  ``LENGTH_SCALE_BOUNDS`` in ``ln(1 + x)`` units; a feature that never varied in the samples is not optimised
   (it cannot be) and gets length scale 1 in ``ln(1 + x)`` units, so a new value of it (a role never seen)
   widens the std instead of exploding the mean;
 - **sparse posterior** (deterministic training conditional, DTC) on ``m <= max_inducing`` inducing

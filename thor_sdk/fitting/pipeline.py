@@ -5,7 +5,10 @@
   in ln units; it is added to every sample's noise, so the GPs do not mistake drift for structure;
 - **whole-model calibration**: whole models measured in the campaign (model runs that carry their
   layer list, ``calibration:<name>``; zoo models, never the held-out ones) are estimated with the
-  freshly fitted layer models. With at least 4 runs of 2 models, a mean ``ln(measured / estimated)``
+  freshly fitted layer models, each put at the campaign's level first (the reference probe measured
+  around it, over its median through the campaign: on a shared machine the whole models of one profile
+  ran 30% faster than the hour before, and read as a -0.30 ln bias). With at least 4 runs of 2 models, a
+  median ``ln(measured / estimated)``
   beyond twice its standard error is a bias common to whole models (composition effects,
   extrapolation of the layer models) and is folded into every kind's residual offset; the spread around it (plus the uncertainty of that mean
   and the drift) is the whole-model relative std. With fewer runs, their RMS (at least the drift) is
@@ -22,6 +25,7 @@ REFERENCE_PREFIX = "reference:"
 #: standard error of a median of n normal values is about sqrt(pi/2) = 1.2533 times that of their mean
 ROBUST_SE = math.sqrt(math.pi / 2.0)
 MIN_BIAS_RUNS = 4  # calibration runs (of at least 2 models) before a common bias is corrected
+MIN_LEVEL_REFERENCES = 3  # reference re-measurements before calibration runs are put at the campaign's level
 CALIBRATION_PREFIX = "calibration:"
 
 
@@ -93,12 +97,54 @@ def fit_kinds(samples, random_state=0, extra_log_var=0.0, progress=None, n_resta
     return gps
 
 
+def _epoch_s(stamp):
+    """Seconds since the epoch of a stored ``created_utc`` stamp, or None."""
+    import datetime as dt
+
+    try:
+        t = dt.datetime.fromisoformat(str(stamp))
+    except (TypeError, ValueError):
+        return None
+    if t.tzinfo is None:
+        t = t.replace(tzinfo=dt.timezone.utc)
+    return t.timestamp()
+
+
+def device_levels(model_runs, metric):
+    """``f(created_utc) -> level``: the device's speed when a run was measured, relative to the profile as a
+    whole: the reference probe's re-measurement interpolated at that moment (the nearest one before and
+    after, in time), over the median of all of them. None with fewer than MIN_LEVEL_REFERENCES of them."""
+    series = sorted((t, r["mean"]) for r in model_runs
+                    if r["model"].startswith(REFERENCE_PREFIX) and r["metric"] == metric and r["mean"] > 0
+                    for t in [_epoch_s(r.get("created_utc"))] if t is not None)
+    if len(series) < MIN_LEVEL_REFERENCES:
+        return None
+    median = statistics.median(v for _, v in series)
+
+    def level(stamp):
+        t = _epoch_s(stamp)
+        if t is None:
+            return 1.0
+        before = [p for p in series if p[0] <= t]
+        after = [p for p in series if p[0] >= t]
+        if not before or not after:
+            return (before or after)[-1 if before else 0][1] / median
+        (t0, v0), (t1, v1) = before[-1], after[0]
+        v = v0 if t1 == t0 else v0 + (v1 - v0) * (t - t0) / (t1 - t0)
+        return v / median
+
+    return level
+
+
 def calibrate(est, model_runs, metric, drift_var):
     """Whole-model relative std and common bias from calibration runs, with its evidence.
 
-    Each run gives ``ln(measured / estimated)`` (the run's median step); the bias is their median,
+    Each run gives ``ln(measured / (estimated x level))`` (the run's median step; ``level``: the device's
+    speed at that moment relative to the whole campaign, from the reference probe re-measured around it,
+    ``device_levels``; 1 without references); the bias is their median,
     corrected when at least MIN_BIAS_RUNS runs of two models put it beyond two standard errors of a
     median; the std is their robust spread (1.4826 x MAD) plus that error and the drift."""
+    levels = device_levels(model_runs, metric)
     runs = []
     for r in model_runs:
         if not (r["model"].startswith(CALIBRATION_PREFIX) and r["metric"] == metric and r["mean"] > 0):
@@ -112,8 +158,10 @@ def calibrate(est, model_runs, metric, drift_var):
             runs.append({"model": r["model"][len(CALIBRATION_PREFIX):], "batch_size": r["batch_size"],
                          "skipped": f"{type(e).__name__}: {e}"})
             continue
+        level = levels(r.get("created_utc")) if levels else 1.0
         runs.append({"model": r["model"][len(CALIBRATION_PREFIX):], "batch_size": r["batch_size"],
-                     "measured": r["mean"], "estimated": got, "log_ratio": math.log(r["mean"] / got)})
+                     "measured": r["mean"], "estimated": got, "device_level": level,
+                     "log_ratio": math.log(r["mean"] / (got * level))})
     used = [r["log_ratio"] for r in runs if "log_ratio" in r]
     models = {r["model"] for r in runs if "log_ratio" in r}
     bias = 0.0

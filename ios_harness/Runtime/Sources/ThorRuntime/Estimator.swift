@@ -532,6 +532,25 @@ public final class Estimator {
         return show(n)
     }
 
+    /// Kinds whose grouped or depthwise layers (config groups > 1) have a structural variant entry.
+    static let groupedKinds: Set<String> = ["conv1d", "conv2d"]
+
+    /// The estimator entry that costs a layer: "KIND:grouped" for a grouped or depthwise convolution
+    /// (groups > 1), else the kind itself (thor_sdk.layers.kinds.model_key).
+    public static func modelKey(_ kind: String, _ config: [String: Any]) -> String {
+        guard groupedKinds.contains(kind), let v = config["groups"] else { return kind }
+        var g = 0.0
+        if let d = v as? Double { g = d } else if let i = v as? Int { g = Double(i) }
+        else if let n = v as? NSNumber, !isBool(n) { g = n.doubleValue }
+        return g > 1 ? kind + ":grouped" : kind
+    }
+
+    /// The entry name costing a layer: its structural variant where this estimator has one, else its kind.
+    private func entryFor(_ kind: String, _ config: [String: Any]) -> String {
+        let key = Estimator.modelKey(kind, config)
+        return models[key] != nil ? key : kind
+    }
+
     private func model(_ kind: String) throws -> KindModel {
         guard let m = models[kind] else {
             throw ThorError.notFound("estimator has no model for kind '\(kind)'; probe it on this device")
@@ -544,7 +563,7 @@ public final class Estimator {
     /// `cost` gives the layer's training FLOPs and bytes, from which the features train_flops and
     /// train_bytes are set (overriding any given).
     public func predictLayer(kind: String, features: [String: Any], cost: Cost?) throws -> (mean: Double, std: Double) {
-        let m = try model(kind)
+        let m = try model(entryFor(kind, features))
         let w = "layer of kind '\(kind)'"
         let given = m.features.filter { !Estimator.derived.contains($0) }
         if let missing = given.first(where: { features[$0] == nil }) {
@@ -570,12 +589,14 @@ public final class Estimator {
         guard batchSize >= 1, Double(batchSize) <= 1e9 else {
             throw ThorError.usage("batch size must be a positive integer (at most 1e9), got \(batchSize)")
         }
-        var order: [String] = []  // kinds in first-seen order
-        var groups: [String: [[Double]]] = [:]  // kind -> distinct raw features + [F, B], first-seen order
+        var order: [String] = []  // entries (kinds or structural variants) in first-seen order
+        var groups: [String: [[Double]]] = [:]  // entry -> distinct raw features + [F, B], first-seen order
         var counts: [String: [[Double]: Int]] = [:]
         var keys: [[Double]] = []
+        var entries: [String] = []
         for (i, layer) in layers.enumerated() {
-            let m = try model(layer.kind)
+            let entry = entryFor(layer.kind, layer.config)
+            let m = try model(entry)
             var values: [String: Any] = layer.config
             values["batch_size"] = Double(batchSize)
             if m.hasRole {
@@ -591,15 +612,16 @@ public final class Estimator {
             values["train_flops"] = fb.flops
             values["train_bytes"] = fb.bytes
             let key = try m.vector(values, w) + [fb.flops, fb.bytes, fb.launches]
-            if groups[layer.kind] == nil {
-                order.append(layer.kind)
-                groups[layer.kind] = []
-                counts[layer.kind] = [:]
+            if groups[entry] == nil {
+                order.append(entry)
+                groups[entry] = []
+                counts[entry] = [:]
             }
-            if counts[layer.kind]![key] == nil {
-                groups[layer.kind]!.append(key)
+            if counts[entry]![key] == nil {
+                groups[entry]!.append(key)
             }
-            counts[layer.kind]![key, default: 0] += 1
+            counts[entry]![key, default: 0] += 1
+            entries.append(entry)
             keys.append(key)
         }
         var results: [String: [[Double]: (mean: Double, std: Double)]] = [:]
@@ -627,7 +649,7 @@ public final class Estimator {
         }
         var out: [LayerEstimate] = []
         for (i, layer) in layers.enumerated() {
-            let ms = results[layer.kind]![keys[i]]!
+            let ms = results[entries[i]]![keys[i]]!
             out.append(LayerEstimate(layer: layer, mean: ms.mean, std: ms.std))
         }
         let layersVar = fsum(kindVars)

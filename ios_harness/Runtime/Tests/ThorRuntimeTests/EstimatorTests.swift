@@ -10,7 +10,7 @@ import XCTest
 final class EstimatorTests: XCTestCase {
     let rtol = 1e-9
     /// The expected_*.json cases every runtime reproduces.
-    let cases = ["expected_time_profile.json", "expected_energy_floored.json"]
+    let cases = ["expected_time_profile.json", "expected_energy_floored.json", "expected_time_grouped.json"]
     /// Cost terms of a relu over 4704 numbers (any finite non-negative terms would do here).
     let reluCost = Cost(flopsPerSample: 9408, flopsFixed: 0, bytesPerSample: 75264, bytesFixed: 0)
 
@@ -256,6 +256,28 @@ final class EstimatorTests: XCTestCase {
                                       cost: reluCost)
         close("predictLayer mean", one.layers[0].mean, ms.mean)
         close("predictLayer std", one.layers[0].std, ms.std)
+    }
+
+    func testGroupedConvolutionsUseTheirVariantEntryOrFallBack() throws {
+        XCTAssertEqual(Estimator.modelKey("conv2d", ["groups": 32.0]), "conv2d:grouped")
+        XCTAssertEqual(Estimator.modelKey("conv1d", ["groups": 32.0]), "conv1d:grouped")
+        XCTAssertEqual(Estimator.modelKey("linear", ["groups": 32.0]), "linear")
+        XCTAssertEqual(Estimator.modelKey("conv2d", ["groups": 1.0]), "conv2d")
+        XCTAssertEqual(Estimator.modelKey("conv2d", [:]), "conv2d")
+        var f: [String: Any] = ["in_channels": 16.0, "out_channels": 16.0, "groups": 16.0, "kernel": 3.0,
+                                "stride": 1.0, "padding": 1.0, "height": 14.0, "width": 14.0, "bias": 0.0,
+                                "batch_size": 8.0, "role": "hidden"]
+        let c = Cost(flopsPerSample: 1e6, flopsFixed: 0, bytesPerSample: 1e5, bytesFixed: 0)
+        // a file without the variant entry costs a depthwise layer with the kind's own entry
+        let old = try Estimator.load(json: try vectorText())
+        XCTAssertNil(old.kinds["conv2d:grouped"])
+        XCTAssertGreaterThan(try old.predictLayer(kind: "conv2d", features: f, cost: c).mean, 0)
+        // one with it costs the same layer with the variant, and the dense twin with the kind's entry
+        let grouped = try Estimator.load(json: try read("estimator_time_grouped.json"))
+        let dwMean = try grouped.predictLayer(kind: "conv2d", features: f, cost: c).mean
+        f["groups"] = 1.0
+        let denseMean = try grouped.predictLayer(kind: "conv2d", features: f, cost: c).mean
+        XCTAssertGreaterThan(dwMean, 2 * denseMean)
     }
 
     func testAttributes() throws {

@@ -9,6 +9,7 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
+import java.util.Set;
 
 /**
  * A thor-sdk estimator (format {@code thor-sdk/estimator}, version 2) for Java 17 / Android, JDK only.
@@ -677,6 +678,29 @@ public final class Estimator {
         return n == null ? null : n instanceof String ? (String) n : show(n);
     }
 
+    /** Kinds whose grouped or depthwise layers (config groups > 1) have a structural variant entry. */
+    private static final Set<String> GROUPED_KINDS = Set.of("conv1d", "conv2d");
+
+    /**
+     * The estimator entry that costs a layer: "KIND:grouped" for a grouped or depthwise convolution
+     * (groups &gt; 1), else the kind itself (thor_sdk.layers.kinds.model_key).
+     */
+    public static String modelKey(String kind, Map<String, ?> config) {
+        if (kind != null && GROUPED_KINDS.contains(kind) && config != null) {
+            Object g = config.get("groups");
+            if (g instanceof Number && ((Number) g).doubleValue() > 1) {
+                return kind + ":grouped";
+            }
+        }
+        return kind;
+    }
+
+    /** The entry name costing a layer: its structural variant where this estimator has one, else its kind. */
+    private String entryFor(String kind, Map<String, ?> config) {
+        String key = modelKey(kind, config);
+        return key != null && models.containsKey(key) ? key : kind;
+    }
+
     private KindModel model(String kind) {
         KindModel m = kind == null ? null : models.get(kind);
         if (m == null) {
@@ -692,10 +716,10 @@ public final class Estimator {
      * train_bytes are set (overriding any given).
      */
     public double[] predictLayer(String kind, Map<String, ?> features, Cost cost) {
-        KindModel m = model(kind);
         if (features == null) {
             throw new UsageError("features must be a map of feature name -> number");
         }
+        KindModel m = model(entryFor(kind, features));
         String where = "layer of kind '" + kind + "'";
         List<String> given = new ArrayList<>(); // the features a caller gives: all but the derived ones
         for (String f : m.features) {
@@ -737,18 +761,20 @@ public final class Estimator {
         if (layers == null) {
             throw new UsageError("layers must be a list of layers");
         }
-        // kind -> (raw features + [F, B] -> count), both in first-seen order
+        // entry (kind or structural variant) -> (raw features + [F, B] -> count), both in first-seen order
         Map<String, LinkedHashMap<List<Double>, int[]>> groups = new LinkedHashMap<>();
         List<List<Double>> keys = new ArrayList<>();
+        List<String> entries = new ArrayList<>();
         for (int i = 0; i < layers.size(); i++) {
             Layer layer = layers.get(i);
             if (layer == null) {
                 throw new UsageError("layer " + i + " must be a layer with a kind and a config");
             }
-            KindModel m = model(layer.kind);
             if (layer.config == null) {
                 throw new UsageError("layer " + i + " (" + layer.kind + "): config must be a map");
             }
+            String entry = entryFor(layer.kind, layer.config);
+            KindModel m = model(entry);
             Map<String, Object> values = new HashMap<>(layer.config);
             values.put("batch_size", (double) batchSize);
             if (m.hasRole) {
@@ -775,7 +801,8 @@ public final class Estimator {
             key.add(fb[0]);
             key.add(fb[1]);
             key.add(fb[2]);
-            groups.computeIfAbsent(layer.kind, k -> new LinkedHashMap<>()).computeIfAbsent(key, k -> new int[1])[0]++;
+            groups.computeIfAbsent(entry, k -> new LinkedHashMap<>()).computeIfAbsent(key, k -> new int[1])[0]++;
+            entries.add(entry);
             keys.add(key);
         }
         Map<String, Map<List<Double>, double[]>> results = new HashMap<>();
@@ -809,7 +836,7 @@ public final class Estimator {
         }
         List<LayerEstimate> out = new ArrayList<>();
         for (int i = 0; i < layers.size(); i++) {
-            double[] ms = results.get(layers.get(i).kind).get(keys.get(i));
+            double[] ms = results.get(entries.get(i)).get(keys.get(i));
             out.add(new LayerEstimate(layers.get(i), ms[0], ms[1]));
         }
         double layersVar = fsum(kindVars);

@@ -23,7 +23,8 @@ import org.junit.Test;
 public class EstimatorTest {
     private static final double RTOL = 1e-9;
     /** The expected_*.json cases every runtime reproduces. */
-    private static final String[] CASES = {"expected_time_profile.json", "expected_energy_floored.json"};
+    private static final String[] CASES = {"expected_time_profile.json", "expected_energy_floored.json",
+        "expected_time_grouped.json"};
     /** Cost terms of a relu over 4704 numbers (any finite non-negative terms would do here). */
     private static final Estimator.Cost RELU_COST = new Estimator.Cost(9408.0, 0.0, 75264.0, 0.0);
 
@@ -285,6 +286,41 @@ public class EstimatorTest {
         double[] ms = est.predictLayer("relu", f, RELU_COST);
         close("predictLayer mean", one.layers.get(0).mean, ms[0]);
         close("predictLayer std", one.layers.get(0).std, ms[1]);
+    }
+
+    @Test
+    public void groupedConvolutionsUseTheirVariantEntryOrFallBack() throws IOException {
+        Map<String, Double> dw = new HashMap<>();
+        dw.put("groups", 32.0);
+        assertEquals("conv2d:grouped", Estimator.modelKey("conv2d", dw));
+        assertEquals("conv1d:grouped", Estimator.modelKey("conv1d", dw));
+        assertEquals("linear", Estimator.modelKey("linear", dw));
+        dw.put("groups", 1.0);
+        assertEquals("conv2d", Estimator.modelKey("conv2d", dw));
+        assertEquals("conv2d", Estimator.modelKey("conv2d", new HashMap<String, Double>()));
+        // a file without the variant entry costs a depthwise layer with the kind's own entry
+        Estimator old = Estimator.load(vectorText());
+        assertTrue(old.kinds().containsKey("conv2d") && !old.kinds().containsKey("conv2d:grouped"));
+        Map<String, Object> f = new HashMap<>();
+        for (String k : new String[] {"in_channels", "out_channels", "groups"}) {
+            f.put(k, 16.0);
+        }
+        f.put("kernel", 3.0);
+        f.put("stride", 1.0);
+        f.put("padding", 1.0);
+        f.put("height", 14.0);
+        f.put("width", 14.0);
+        f.put("bias", 0.0);
+        f.put("batch_size", 8.0);
+        f.put("role", "hidden");
+        Estimator.Cost c = new Estimator.Cost(1e6, 0.0, 1e5, 0.0);
+        assertTrue(old.predictLayer("conv2d", f, c)[0] > 0);
+        // one with it costs the same layer with the variant, and the dense twin with the kind's entry
+        Estimator grouped = Estimator.load(TestVectors.read("estimator_time_grouped.json"));
+        double dwMean = grouped.predictLayer("conv2d", f, c)[0];
+        f.put("groups", 1.0);
+        double denseMean = grouped.predictLayer("conv2d", f, c)[0];
+        assertTrue("depthwise " + dwMean + " vs dense " + denseMean, dwMean > 2 * denseMean);
     }
 
     @Test
