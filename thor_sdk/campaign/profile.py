@@ -31,6 +31,8 @@ from .measure import budget_reached, is_probe_failure, measure_and_store, sample
 INTEGRATION_BATCHES = (4, 16, 64)
 MAX_INTEGRATION_CONFIGS = 40
 CANDIDATES_PER_KIND = 160
+#: an entry gets CANDIDATES_PER_KIND candidates per this much of the zoo's share (at least that many)
+CANDIDATE_SHARE_UNIT = 0.1
 #: no kind takes more than this many times its relative share of the probes (at least MIN_CAP): a kind
 #: whose cost the mean function cannot explain (depthwise conv1d with 33-tap kernels: 0.3-118 ms, 45%
 #: mean-function error) keeps a wide prior everywhere and would otherwise absorb the whole budget
@@ -66,36 +68,40 @@ class ProfilePlan:
         self.start = {}
         self.integration = {}
         for k in names:
-            configs = prior["kinds"][k]["configs"]
-            weight = {}
-            for e in configs:
-                key = model_key(k, e["config"])
-                weight[key] = weight.get(key, 0.0) + e.get("rel_share", e["share"])
-            total = sum(weight.values())
-            for key, w in weight.items():
-                self.share[key] = kind_share(prior["kinds"][k]) * (w / total if total > 0 else 1.0 / len(weight))
-                self.candidates[key], self.integration[key] = [], []
-            for config, batch, role in candidates(prior, k, per_kind, seed=seed):
-                try:
-                    p = _probe(k, config, batch, role)
-                except Exception:  # a prior row that is not a valid probe: skipped, never stored
-                    continue
-                self.candidates.setdefault(model_key(k, config), []).append(p)
-            by_share = sorted(configs, key=lambda e: -e.get("rel_share", e["share"]))
-            for e in by_share[:MAX_INTEGRATION_CONFIGS]:
-                for b in INTEGRATION_BATCHES:
-                    try:  # (probe, count weight, relative-variance weight) per batch size
-                        pt = (_probe(k, e["config"], b, e["role"]), e["count"] / len(INTEGRATION_BATCHES),
-                              e.get("rel_weight", e["count"]) / len(INTEGRATION_BATCHES))
-                    except Exception:
+            entry = prior["kinds"][k]
+            by_key = {}
+            for e in entry["configs"]:
+                by_key.setdefault(model_key(k, e["config"]), []).append(e)
+            total = sum(e.get("rel_share", e["share"]) for e in entry["configs"])
+            for key, configs in by_key.items():
+                w = sum(e.get("rel_share", e["share"]) for e in configs)
+                self.share[key] = kind_share(entry) * (w / total if total > 0 else 1.0 / len(by_key))
+                # candidates and integration points per entry, from its own zoo configs: a variant with a
+                # few zoo layers (depthwise conv2d) would otherwise get a handful of candidates, and a
+                # big entry (dense conv2d, 42% of the zoo) ran out of them in a 20-minute profile
+                sub = dict(prior, kinds={k: dict(entry, configs=configs)})
+                n = max(per_kind, int(round(per_kind * self.share[key] / CANDIDATE_SHARE_UNIT)))
+                cands = []
+                for config, batch, role in candidates(sub, k, n, seed=seed):
+                    try:
+                        cands.append(_probe(k, config, batch, role))
+                    except Exception:  # a prior row that is not a valid probe: skipped, never stored
                         continue
-                    self.integration.setdefault(model_key(k, e["config"]), []).append(pt)
+                self.candidates[key] = [p for p in cands if p.model_key == key]
+                pts = []
+                by_share = sorted(configs, key=lambda e: -e.get("rel_share", e["share"]))
+                for e in by_share[:MAX_INTEGRATION_CONFIGS]:
+                    for b in INTEGRATION_BATCHES:
+                        try:  # (probe, count weight, relative-variance weight) per batch size
+                            pts.append((_probe(k, e["config"], b, e["role"]), e["count"] / len(INTEGRATION_BATCHES),
+                                        e.get("rel_weight", e["count"]) / len(INTEGRATION_BATCHES)))
+                        except Exception:
+                            continue
+                self.integration[key] = pts
         for key, cands in self.candidates.items():
             costs = sorted(_proxy(p) for p in cands)
             cheap = costs[len(costs) // 2] if costs else 0.0
             self.start[key] = [p for p in cands if _proxy(p) <= cheap]
-            self.share.setdefault(key, 0.0)
-            self.integration.setdefault(key, [])
         self.kinds = sorted(self.candidates, key=lambda k: -self.share[k])
 
 
