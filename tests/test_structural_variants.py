@@ -106,6 +106,12 @@ def test_a_profile_plans_the_grouped_variant_as_its_own_entry():
     total = prior["kinds"]["conv1d"].get("rel_share", prior["kinds"]["conv1d"]["share"])
     assert plan.share["conv1d"] + plan.share["conv1d:grouped"] == pytest.approx(total)
     assert plan.share["conv1d"] > 0 and plan.share["conv1d:grouped"] > 0
+    from thor_sdk.campaign.profile import CANDIDATES_PER_KIND
+
+    grouped_configs = [e for e in prior["kinds"]["conv1d"]["configs"] if e["config"]["groups"] > 1]
+    # each entry draws its own candidates and integration points: a variant with few zoo layers is not starved
+    assert len(plan.candidates["conv1d:grouped"]) >= 0.8 * CANDIDATES_PER_KIND
+    assert len(plan.integration["conv1d:grouped"]) == 3 * min(len(grouped_configs), 40)
     for key in plan.kinds:
         assert plan.candidates[key] and plan.start[key] and plan.integration[key]
         assert all(p.model_key == key for p in plan.candidates[key])

@@ -24,7 +24,6 @@ from math import dist, exp, expm1, fsum, log, log1p, sqrt
 from operator import mul
 
 from thor_sdk.errors import FormatError, NotFoundError, NotOurFileError, UsageError
-
 from thor_sdk.layers.kinds import model_key
 
 from .terms import at_batch, cost_terms, layer_terms
