@@ -61,6 +61,26 @@ def test_candidates_are_valid_deterministic_and_span_batch_sizes(small_prior):
     assert len({json.dumps(c, sort_keys=True) for c, _, _ in a}) > 10  # sizes vary, not only the zoo's own
 
 
+def test_candidates_keep_the_alignment_of_the_zoo_widths():
+    prior = load_prior()
+    for kind, feats in (("conv2d", ("in_channels", "out_channels")), ("linear", ("in_features", "out_features"))):
+        zoo = {f: {e["config"][f] % 8 == 0 for e in prior["kinds"][kind]["configs"]} for f in feats}
+        got = candidates(prior, kind, 120, seed=0)
+        for f in feats:
+            aligned = [c[f] for c, _, _ in got if c[f] % 8 == 0]
+            assert len(aligned) >= 0.5 * len(got), (kind, f)  # the zoo's widths are mostly multiples of 8
+            assert len(set(aligned)) > 5  # and they still vary
+        assert True in zoo[feats[0]]
+    # an unaligned zoo width (3 input channels, 113 sensor features) is scaled freely
+    from thor_sdk.campaign.prior import _scaled
+
+    assert _scaled("conv2d", {"in_channels": 3, "out_channels": 32, "kernel": 3, "stride": 1, "padding": 1,
+                              "groups": 1, "height": 32, "width": 32, "bias": 1},
+                   {"in_channels": 1.7, "out_channels": 1.1}) == {
+        "in_channels": 5, "out_channels": 32, "kernel": 3, "stride": 1, "padding": 1, "groups": 1, "height": 32,
+        "width": 32, "bias": 1}
+
+
 def test_profile_covers_every_kind_then_stops_on_budget(tmp_path, small_prior):
     path, doc = small_prior
     dev = FakeDevice()
