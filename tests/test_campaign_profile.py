@@ -176,6 +176,41 @@ def test_evaluate_unseen_measures_held_out_models_beside_the_estimate(tmp_path, 
     assert r["reference"]["model"] == "har" and len(r["reference"]["runs"]) == 1
 
 
+def test_evaluate_measures_every_model_in_passes_and_scores_the_median(tmp_path, small_prior):
+    """A machine that runs 2x slow during one model's measurement: with 3 passes (the middle one reversed)
+    the median of the passes is scored, not the slow one; each pass re-measures the reference."""
+    from thor_sdk.evaluate import evaluate_unseen
+
+    path, _ = small_prior
+    dev = FakeDevice(noise=0.0)
+    profile(device=dev, out=str(tmp_path / "p.db"), max_probes=40, prior_path=str(path), reference_every_s=None,
+            calibration_models=[])
+    fit(str(tmp_path / "p.db"), out=str(tmp_path / "e.json"))
+
+    class Drifting(FakeDevice):
+        order = []
+
+        def measure_model(self, model, batch_size, **kw):
+            r = super().measure_model(model, batch_size, **kw)
+            self.order.append(model)
+            if model == "cnn5" and self.order.count("cnn5") == 2:  # a burst of load on one pass
+                r.time_s = [2.0 * t for t in r.time_s]
+            return r
+
+    dev2 = Drifting(noise=0.0)
+    one = evaluate_unseen(str(tmp_path / "e.json"), ["cnn5", "lenet5"], device=FakeDevice(noise=0.0), batch_sizes=[8],
+                          reference="har")
+    r = evaluate_unseen(str(tmp_path / "e.json"), ["cnn5", "lenet5"], device=dev2, batch_sizes=[8], reference="har",
+                        passes=3)
+    assert [c for c in dev2.order if c != "har"] == ["cnn5", "lenet5", "lenet5", "cnn5", "cnn5", "lenet5"]
+    assert len(r["reference"]["runs"]) == 6 and r["passes"] == 3
+    row = {x["model"]: x for x in r["rows"]}["cnn5"]
+    assert len(row["measured_passes"]) == 3 and max(row["measured_passes"]) == pytest.approx(2 * row["measured"])
+    assert row["measured"] == pytest.approx({x["model"]: x for x in one["rows"]}["cnn5"]["measured"])
+    with pytest.raises(UsageError, match="passes"):
+        evaluate_unseen(str(tmp_path / "e.json"), ["cnn5"], device=dev2, passes=0)
+
+
 def test_no_kind_takes_more_than_its_capped_share_of_the_probes(tmp_path, small_prior):
     from thor_sdk.campaign.profile import MIN_CAP, SHARE_CAP
 

@@ -41,13 +41,17 @@ from .probe import protocol_options, settings_from
               help="Runtime measured [default: the estimator's; torch without one].")
 @click.option("--out-dir", default="thor-evaluate", show_default=True, type=click.Path(file_okay=False),
               help="Without --estimator: campaigns and estimators of the per-model benchmark are kept here.")
+@click.option("--passes", type=click.IntRange(1, 20), default=1, show_default=True,
+              help="With --estimator: measure every model this many times (every other pass in reverse order) and "
+                   "score the median: on a machine that drifts, one pass reads the machine as much as the model.")
 @click.option("--max-probes", type=int, help="Without --estimator: probes per model's campaign at most.")
 @click.option("--max-seconds", type=float, help="Without --estimator: seconds per model's campaign at most.")
 @protocol_options
 @quiet_option
 @json_option
 def cmd(estimator, device, model_list, models, input_shape, batch_sizes, out, campaign, tdp_w, tdp_device, pre_variants,
-        pre_runs, step_logs, unseen, metric, runtime, out_dir, max_probes, max_seconds, min_rounds, max_rounds, window_s, cv_target, threads, quiet, as_json):
+        pre_runs, step_logs, unseen, metric, runtime, out_dir, passes, max_probes, max_seconds, min_rounds, max_rounds,
+        window_s, cv_target, threads, quiet, as_json):
     """THOR and the baselines against measured training steps.
 
     With --estimator (a device profile): estimate models it never saw with THOR and each baseline, measure
@@ -63,10 +67,12 @@ def cmd(estimator, device, model_list, models, input_shape, batch_sizes, out, ca
             raise UsageError("--unseen needs --estimator (from `thor-sdk profile` and `thor-sdk fit`)")
         baselines = {"tdp": {k: v for k, v in (("tdp_w", tdp_w), ("device", tdp_device)) if v is not None},
                      "pre_variants": tuple(pre_variants or ("linear", "ridge", "kernel_ridge", "svr")),
-                     "pre_runs": pre_runs, "step_logs": tuple(step_logs)}
+                     "pre_runs": pre_runs, "step_logs": tuple(step_logs), "passes": passes}
         return _unseen(estimator, device, expand_models(specs or ["zoo:heldout"]), input_shape,
                        list(batch_sizes or (16,)), metric, runtime, threads, settings, out, campaign, baselines, quiet,
                        as_json)
+    if passes != 1:
+        raise UsageError("--passes goes with --estimator (the per-model benchmark measures in its own rounds)")
     for name, v in (("--out", out), ("--campaign", campaign), ("--input-shape", input_shape), ("--tdp-w", tdp_w),
                     ("--tdp-device", tdp_device), ("--pre-variant", pre_variants), ("--pre-runs", pre_runs),
                     ("--step-log", step_logs)):

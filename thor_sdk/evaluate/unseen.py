@@ -15,6 +15,7 @@ import time
 from thor_sdk.errors import NotFoundError, UsageError
 
 Z95 = 1.959964
+MAX_PASSES = 20
 
 
 def _ape(est, true):
@@ -38,7 +39,7 @@ def method_summary(rows, method):
 
 def evaluate_unseen(estimator, models, device="host", batch_sizes=(16,), metric=None, runtime=None, settings=None,
                     threads=None, reference="lenet5", progress=None, input_shape=None, tdp=None, pre_variants=(),
-                    pre_runs=None, step_logs=()):
+                    pre_runs=None, step_logs=(), passes=1):
     """Estimate models and measure them directly, side by side, for THOR and every baseline.
 
     ``estimator``: a path or a loaded estimator (``thor-sdk profile`` + ``fit``). ``models``: any form
@@ -46,8 +47,10 @@ def evaluate_unseen(estimator, models, device="host", batch_sizes=(16,), metric=
     ONNX). Beside THOR and the estimator's FLOPs baseline (always there): ``tdp`` (None, or keyword
     arguments of ``TdpBaseline``: ``{}`` fits its throughput), ``pre_variants`` (PRE's variants) with
     ``pre_runs`` (more training runs: a runs CSV or campaign path), ``step_logs`` (per-epoch logs STEP is
-    scored on); see ``thor_sdk.evaluate.methods``. ``progress``:
-    called ``("start", total)`` then ``("step", label)`` after each model and batch size.
+    scored on); see ``thor_sdk.evaluate.methods``. ``passes``: every model is measured this many times,
+    every other pass in reverse order, and scored on the median of its passes (on a machine that drifts,
+    one pass reads the machine as much as the model). ``progress``:
+    called ``("start", total)`` then ``("step", label)`` after each measurement.
     Returns a plain dict (JSON-ready): one row per measured model and batch size with ``estimates`` per
     method (value, APE, and for THOR the std, z and whether the 95% interval covers the measurement),
     ``methods`` (MAPE, max APE, coverage per method), skipped models with the reason, the reference net's
@@ -70,6 +73,8 @@ def evaluate_unseen(estimator, models, device="host", batch_sizes=(16,), metric=
                          "would compare different things")
     if metric != est.metric:
         raise UsageError(f"the estimator estimates {est.metric}; measuring {metric} would compare different things")
+    if isinstance(passes, bool) or not isinstance(passes, int) or not 1 <= passes <= MAX_PASSES:
+        raise UsageError(f"passes must be an integer from 1 to {MAX_PASSES}, got {passes!r}")
     settings = settings or ProtocolSettings()
     sources = [resolve_model(m, input_shape) for m in models]  # unknown names, missing files fail before any work
     for b in batch_sizes:
@@ -81,8 +86,6 @@ def evaluate_unseen(estimator, models, device="host", batch_sizes=(16,), metric=
     rows, refs, skipped, layers = [], [], [], []
     t_start = time.monotonic()
     probe_ref = (est.doc.get("whole_model") or {}).get("reference")
-    if progress:
-        progress("start", len(sources) * len(batch_sizes))
 
     def device_level():
         """The profile's reference probe measured now, over its level during the profile."""
@@ -92,51 +95,63 @@ def evaluate_unseen(estimator, models, device="host", batch_sizes=(16,), metric=
         res = dev.measure_probe(p, metric=metric, settings=settings, runtime=runtime)
         return statistics.median(res[probe_ref.get("part") or p.role].values(metric)) / probe_ref["median_value"]
 
+    items = []  # (source, layer list, batch size, estimate, label): estimated first, then measured in passes
     for model, source in zip(models, sources):
         ml = layers_of(model, input_shape=input_shape)  # traced once, estimated at every batch size
         for b in batch_sizes:
             label = f"{source.label} b{b}"
             try:
-                e = estimate_layers(est, ml, b)
+                items.append((source, ml, b, estimate_layers(est, ml, b), label))
             except NotFoundError as err:  # a kind the profile never reached: said, not averaged in
                 skipped.append({"model": source.label, "batch_size": b, "reason": str(err)})
-                if progress:
-                    progress("step", label)
-                continue
+    if progress:
+        progress("start", len(items) * passes)
+    measured_by = {i: {"medians": [], "values": [], "levels": []} for i in range(len(items))}
+    for p in range(passes):  # every other pass in reverse order: a drift in time falls on both ends alike
+        order = range(len(items)) if p % 2 == 0 else range(len(items) - 1, -1, -1)
+        for i in order:
+            source, _, b, _, label = items[i]
             if reference:
                 r = dev.measure_model(reference, 16, metric=metric, settings=settings, runtime=runtime)
                 refs.append({"t_s": time.monotonic() - t_start, "value": statistics.median(r.values(metric))})
             level = device_level() if probe_ref else None
             m = dev.measure_model(source.name or source, b, metric=metric, settings=settings, runtime=runtime)
             vals = m.values(metric)
-            measured = statistics.median(vals)
             if probe_ref:
-                level = math.sqrt(level * device_level())  # before and after the model
-            mean, std = e["total"]["mean"], e["total"]["std"]
-            flops = e["flops_baseline"]["total"]
-            z = (measured - mean) / std if std > 0 else None  # no std: no interval (JSON has no infinity)
-            row = {"model": source.label, "group": group_of(source.name) if source.name else None, "batch_size": b,
-                   "measured": measured,
-                   "measured_cv": (statistics.stdev(vals) / statistics.fmean(vals)) if len(vals) > 1 else None,
-                   "thor": mean, "thor_std": std, "thor_layers_std": e["layers_total"]["std"],
-                   "thor_ape": _ape(mean, measured), "z": z, "covered95": z is not None and abs(z) <= Z95,
-                   "flops": flops, "flops_ape": _ape(flops, measured), "layers": len(e["layers"]),
-                   "approximated": e.get("approximated") or [], "device_level": level,
-                   "thor_level_adjusted": mean * level if level else None,
-                   "thor_level_adjusted_ape": _ape(mean * level, measured) if level else None,
-                   "covered95_level_adjusted": (abs(measured - mean * level) <= Z95 * std * level)
-                   if level else None}
-            row["estimates"] = {
-                "THOR": {"value": mean, "std": std, "ape": row["thor_ape"], "z": z, "covered95": row["covered95"],
-                         "low95": max(0.0, mean - Z95 * std), "high95": mean + Z95 * std},
-                "FLOPs": {"value": flops, "ape": row["flops_ape"]},
-            }
-            feats = features_of(ml, b, device=info) if pre_variants else None
-            row["_context"] = row_context(e, b, feats)  # what the baselines need (dropped from the result)
-            rows.append(row)
-            layers.extend(dict(l, batch_size=b) for l in row["_context"]["layers"])
+                measured_by[i]["levels"].append(math.sqrt(level * device_level()))  # before and after the model
+            measured_by[i]["medians"].append(statistics.median(vals))
+            measured_by[i]["values"].extend(vals)
             if progress:
                 progress("step", label)
+    for i, (source, ml, b, e, label) in enumerate(items):
+        got = measured_by[i]
+        measured = statistics.median(got["medians"])
+        vals = got["values"]
+        levels = got["levels"]
+        level = math.exp(statistics.fmean(math.log(x) for x in levels)) if levels else None
+        mean, std = e["total"]["mean"], e["total"]["std"]
+        flops = e["flops_baseline"]["total"]
+        z = (measured - mean) / std if std > 0 else None  # no std: no interval (JSON has no infinity)
+        row = {"model": source.label, "group": group_of(source.name) if source.name else None, "batch_size": b,
+               "measured": measured, "measured_passes": list(got["medians"]),
+               "measured_cv": (statistics.stdev(vals) / statistics.fmean(vals)) if len(vals) > 1 else None,
+               "thor": mean, "thor_std": std, "thor_layers_std": e["layers_total"]["std"],
+               "thor_ape": _ape(mean, measured), "z": z, "covered95": z is not None and abs(z) <= Z95,
+               "flops": flops, "flops_ape": _ape(flops, measured), "layers": len(e["layers"]),
+               "approximated": e.get("approximated") or [], "device_level": level,
+               "thor_level_adjusted": mean * level if level else None,
+               "thor_level_adjusted_ape": _ape(mean * level, measured) if level else None,
+               "covered95_level_adjusted": (abs(measured - mean * level) <= Z95 * std * level)
+               if level else None}
+        row["estimates"] = {
+            "THOR": {"value": mean, "std": std, "ape": row["thor_ape"], "z": z, "covered95": row["covered95"],
+                     "low95": max(0.0, mean - Z95 * std), "high95": mean + Z95 * std},
+            "FLOPs": {"value": flops, "ape": row["flops_ape"]},
+        }
+        feats = features_of(ml, b, device=info) if pre_variants else None
+        row["_context"] = row_context(e, b, feats)  # what the baselines need (dropped from the result)
+        rows.append(row)
+        layers.extend(dict(l, batch_size=b) for l in row["_context"]["layers"])
     # every baseline's estimates, each fitted without the model it estimates (leave one model out)
     notes, method_names = finish_methods(rows, metric, tdp=tdp, pre_variants=pre_variants, pre_runs=extra_runs)
     for r in rows:
@@ -165,5 +180,5 @@ def evaluate_unseen(estimator, models, device="host", batch_sizes=(16,), metric=
                       "whole_model_rel_std": est.whole_model_rel_std, "kinds": sorted(est.kinds)},
         "elapsed_s": time.monotonic() - t_start,
         "layers": layers,  # every evaluated layer at its batch size (the report's per-kind figure; not in JSON)
-        "settings": settings.to_dict(), "device_info": dev.info(), "command": None,
+        "passes": passes, "settings": settings.to_dict(), "device_info": dev.info(), "command": None,
     }
