@@ -14,6 +14,7 @@ import shutil
 
 import pytest
 
+from helpers import TINY
 from thor_sdk.devices.remote import CliHarness, RemoteDevice, parse_instrument_output
 from thor_sdk.errors import DeviceError
 from thor_sdk.harness.protocol import PartResult, ProtocolSettings
@@ -80,15 +81,6 @@ class SimBoard(LocalTransport):
             raise TransportDisconnected("simulated: still unreachable")
 
 
-TINY = {"format": "thor-sdk/layers", "version": 1, "name": "tiny", "input_shape": [16], "input_dtype": "float32",
-        "layers": [
-            {"name": "0", "kind": "linear", "role": "input", "config": {"in_features": 16, "out_features": 8,
-                                                                         "tokens": 1, "bias": 1}},
-            {"name": "1", "kind": "relu", "role": "hidden", "config": {"numel": 8}},
-            {"name": "2", "kind": "linear", "role": "hidden", "config": {"in_features": 8, "out_features": 8,
-                                                                          "tokens": 1, "bias": 1}},
-            {"name": "3", "kind": "output", "role": "output", "config": {"in_features": 8, "out_features": 4,
-                                                                          "tokens": 1}}]}
 
 
 def _campaign(tmp_path, board, out, resume=False, retries=2):

@@ -17,6 +17,7 @@ import zlib
 import pytest
 
 from fake_device import planted_cost
+from helpers import TINY
 from thor_sdk.errors import DeviceUnavailableError, UsageError
 from thor_sdk.harness.protocol import ProtocolSettings
 from thor_sdk.transports.base import RunOutput
@@ -28,15 +29,6 @@ PROPS = {"ro.product.manufacturer": "Google", "ro.product.model": "Pixel 6", "ro
          "ro.build.version.release": "14", "ro.build.version.sdk": "34", "ro.soc.model": "Tensor",
          "ro.product.cpu.abi": "arm64-v8a"}
 
-TINY = {"format": "thor-sdk/layers", "version": 1, "name": "tiny", "input_shape": [16], "input_dtype": "float32",
-        "layers": [
-            {"name": "0", "kind": "linear", "role": "input", "config": {"in_features": 16, "out_features": 8,
-                                                                         "tokens": 1, "bias": 1}},
-            {"name": "1", "kind": "relu", "role": "hidden", "config": {"numel": 8}},
-            {"name": "2", "kind": "linear", "role": "hidden", "config": {"in_features": 8, "out_features": 8,
-                                                                          "tokens": 1, "bias": 1}},
-            {"name": "3", "kind": "output", "role": "output", "config": {"in_features": 8, "out_features": 4,
-                                                                          "tokens": 1}}]}
 
 
 @pytest.fixture(autouse=True, scope="module")

@@ -6,6 +6,7 @@ import os
 
 import pytest
 
+from helpers import cli
 import thor_sdk
 from thor_sdk.devices import get_device
 from thor_sdk.devices.host import HostDevice
@@ -14,15 +15,6 @@ from thor_sdk.devices.simjetson import SimJetsonDevice, SimulatedJetson
 from thor_sdk.errors import NotFoundError, UsageError
 
 CLI = os.path.dirname(os.path.abspath(thor_sdk.__file__)) + "/cli"
-
-
-def cli(argv, capsys):
-    from thor_sdk.cli.main import main
-
-    with pytest.raises(SystemExit) as ei:
-        main(argv)
-    cap = capsys.readouterr()
-    return ei.value.code, cap.out, cap.err
 
 
 def test_one_device_grammar_and_one_error_for_an_unknown_name(tmp_path, capsys):

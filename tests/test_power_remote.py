@@ -18,6 +18,7 @@ import sys
 
 import pytest
 
+from helpers import cli
 from thor_sdk.devices.devfreq import GpuFrequencyController
 from thor_sdk.devices.simjetson import SimulatedJetson
 from thor_sdk.errors import FormatError, RemoteCommandError, RemoteSudoError, RemoteThorSdkMissing
@@ -48,15 +49,6 @@ SUDO_WANTS_PASSWORD = '#!/bin/sh\necho "sudo: a password is required" >&2\nexit 
 def _script(path, text):
     path.write_text(text)
     path.chmod(path.stat().st_mode | stat.S_IXUSR)
-
-
-def cli(argv, capsys):
-    from thor_sdk.cli.main import main
-
-    with pytest.raises(SystemExit) as ei:
-        main(argv)
-    cap = capsys.readouterr()
-    return ei.value.code, cap.out, cap.err
 
 
 class Board:

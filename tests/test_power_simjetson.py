@@ -5,20 +5,12 @@ import json
 
 import pytest
 
+from helpers import cli
 from thor_sdk.devices import get_device
 from thor_sdk.devices.devfreq import GpuFrequencyController
 from thor_sdk.devices.simjetson import MARKER, SimJetsonDevice, SimulatedJetson
 from thor_sdk.meters.ina3221 import Ina3221Meter
 from thor_sdk.power.profile import economical_order, load_profile, profile
-
-
-def cli(argv, capsys):
-    from thor_sdk.cli.main import main
-
-    with pytest.raises(SystemExit) as ei:
-        main(argv)
-    cap = capsys.readouterr()
-    return ei.value.code, cap.out, cap.err
 
 
 def test_nano_tree_uses_the_ina3221x_iio_layout(tmp_path):

@@ -4,20 +4,12 @@ import json
 
 import pytest
 
+from helpers import cli
 from thor_sdk.devices import get_device
 from thor_sdk.devices.devfreq import GpuFrequencyController
 from thor_sdk.devices.simjetson import SimJetsonDevice, SimulatedJetson
 from thor_sdk.power.select import make_table, select
 from thor_sdk.power.table import validate
-
-
-def cli(argv, capsys):
-    from thor_sdk.cli.main import main
-
-    with pytest.raises(SystemExit) as ei:
-        main(argv)
-    cap = capsys.readouterr()
-    return ei.value.code, cap.out, cap.err
 
 
 def test_host_train_reaches_the_target_on_digits(tmp_path, capsys):
