@@ -23,7 +23,6 @@ import argparse
 import csv
 import datetime as dt
 import json
-import math
 import os
 import statistics
 import sys
@@ -56,11 +55,12 @@ def rows_of(kind, data_dir=DATA):
     return out
 
 
-def dropped_rows(kind, data_dir=DATA):
-    """Rows of the file that ``rows_of`` leaves out (non-positive energy or time, kernel wider than the input)."""
+def dropped_rows(kind, kept, data_dir=DATA):
+    """Rows of the file that ``rows_of`` left out of its ``kept`` (non-positive energy or time, kernel wider
+    than the input)."""
     path = os.path.join(data_dir, "conv.csv" if kind == "conv2d" else "linear.csv")
     with open(path, newline="", encoding="utf-8") as f:
-        return sum(1 for _ in csv.DictReader(f)) - len(rows_of(kind, data_dir))
+        return sum(1 for _ in csv.DictReader(f)) - kept
 
 
 def write_csv(rows, path, metric):
@@ -107,7 +107,8 @@ def cross_validate(kind, metric="energy", folds=5, seed=0, data_dir=DATA):
                             "covered": abs(truth - m) <= 1.959964 * s})
     ape = [abs(x["thor"] - x["truth"]) / x["truth"] * 100 for x in res]
     fape = [abs(x["flops"] - x["truth"]) / x["truth"] * 100 for x in res]
-    return {"kind": kind, "metric": metric, "rows": len(rows), "dropped": dropped_rows(kind, data_dir), "folds": folds,
+    return {"kind": kind, "metric": metric, "rows": len(rows), "dropped": dropped_rows(kind, len(rows), data_dir),
+            "folds": folds,
             "thor_mape": statistics.fmean(ape), "thor_median_ape": statistics.median(ape),
             "flops_mape": statistics.fmean(fape), "flops_over_thor": statistics.fmean(fape) / statistics.fmean(ape),
             "coverage95": sum(x["covered"] for x in res) / len(res), "fit_cpu_s_median": statistics.median(fit_s)}

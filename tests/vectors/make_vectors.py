@@ -109,14 +109,16 @@ def synthetic_cost(kind, config, batch_size, role, rng, noise=0.05):
     return (2e-11 * flops + 2e-5) * float(np.exp(rng.normal(0.0, noise)))
 
 
-def sample(kind, n, rng, linear=False):
+def sample(kind, n, rng, linear=False, config=None, slowdown=1.0):
+    """``n`` SYNTHETIC samples of ``kind``; ``config(rng)`` draws their configs (default: ``_random_config``),
+    ``slowdown`` multiplies the synthetic law (a slow structural variant)."""
     feats = gp_features(kind)
     X, y, T = [], [], []
     for _ in range(n):
-        c = _fix(kind, _random_config(kind, rng))
+        c = _fix(kind, config(rng) if config else _random_config(kind, rng))
         bs = int(rng.choice([1, 8, 16, 32, 64]))
         role = "output" if kind == "output" else str(rng.choice(get_kind(kind).roles))
-        cost = synthetic_cost(kind, c, bs, role, rng)
+        cost = slowdown * synthetic_cost(kind, c, bs, role, rng)
         if linear:  # a noisy difference of two measurements: can be <= 0 for cheap layers
             cost = cost + float(rng.normal(0.0, 4e-5))
         X.append(feature_vector(kind, c, bs, role))
@@ -541,15 +543,8 @@ def write_grouped_case():
     rng = np.random.default_rng(20261123)
     prov = {"note": "SYNTHETIC test vector, not a measurement", "generator": "tests/vectors/make_vectors.py"}
     gps = fit_kinds([("conv2d", 14, False), ("relu", 6, False), ("output", 5, False)], rng)
-    X, y, T = [], [], []
-    for _ in range(12):
-        c = _fix("conv2d", _grouped_config(rng))
-        bs = int(rng.choice([1, 8, 16, 32, 64]))
-        role = str(rng.choice(["input", "hidden"]))
-        X.append(feature_vector("conv2d", c, bs, role))
-        y.append(8.0 * synthetic_cost("conv2d", c, bs, role, rng))
-        T.append(at_batch(cost_terms("conv2d", c, role), bs))
-    gps["conv2d:grouped"] = KindGP(features=gp_features("conv2d"), random_state=0).fit(
+    feats, X, y, T = sample("conv2d", 12, rng, config=_grouped_config, slowdown=8.0)
+    gps["conv2d:grouped"] = KindGP(features=feats, random_state=0).fit(
         X, y, noise_std=[0.05 * v for v in y], terms=T)
     doc = build_estimator(gps, device={"name": "synthetic"}, runtime="torch", metric="time", unit="s",
                           flops_baseline={"unit_per_flop": 2e-11}, provenance=prov,

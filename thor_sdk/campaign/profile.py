@@ -87,7 +87,10 @@ class ProfilePlan:
                         cands.append(_probe(k, config, batch, role))
                     except Exception:  # a prior row that is not a valid probe: skipped, never stored
                         continue
-                self.candidates[key] = [p for p in cands if p.model_key == key]
+                self.candidates[key] = cands = [p for p in cands if p.model_key == key]
+                costs = sorted(_proxy(p) for p in cands)
+                cheap = costs[len(costs) // 2] if costs else 0.0
+                self.start[key] = [p for p in cands if _proxy(p) <= cheap]
                 pts = []
                 by_share = sorted(configs, key=lambda e: -e.get("rel_share", e["share"]))
                 for e in by_share[:MAX_INTEGRATION_CONFIGS]:
@@ -98,10 +101,6 @@ class ProfilePlan:
                         except Exception:
                             continue
                 self.integration[key] = pts
-        for key, cands in self.candidates.items():
-            costs = sorted(_proxy(p) for p in cands)
-            cheap = costs[len(costs) // 2] if costs else 0.0
-            self.start[key] = [p for p in cands if _proxy(p) <= cheap]
         self.kinds = sorted(self.candidates, key=lambda k: -self.share[k])
 
 

@@ -106,7 +106,7 @@ def evaluate_unseen(estimator, models, device="host", batch_sizes=(16,), metric=
                 skipped.append({"model": source.label, "batch_size": b, "reason": str(err)})
     if progress:
         progress("start", len(items) * passes)
-    measured_by = {i: {"medians": [], "values": [], "levels": []} for i in range(len(items))}
+    measured_by = [{"medians": [], "values": [], "levels": []} for _ in items]
     for p in range(passes):  # every other pass in reverse order: a drift in time falls on both ends alike
         order = range(len(items)) if p % 2 == 0 else range(len(items) - 1, -1, -1)
         for i in order:
