@@ -5,7 +5,8 @@ No numpy, no scikit-learn, no torch: this module, ``thor_sdk.runtime.terms``, th
 does no matrix factorisation: the file carries the sparse GP's factors. Math (``docs/estimator-format.md``), per layer with raw features ``x`` and cost
 terms ``F`` (training FLOPs), ``B`` (bytes moved) at the batch size:
 
-- ``z = (ln(1 + x) - x_mean) / x_scale``, ``u = z / length_scale``; likewise ``t_i`` for the inducing rows;
+- ``z = (ln(1 + x) - x_mean) / x_scale``, ``u = z / length_scale``; likewise ``t_i`` for the inducing rows
+  (held pre-multiplied by sqrt(5) after loading, with the constant folded into ``alpha`` and ``W``: same math);
 - ``k_i = constant * matern52(|u - t_i|)``; ``mu = residual_offset + k . alpha``; ``v = W k``;
   ``var = max(constant + noise_level - v . v, 1e-12)`` (ln units);
 - ``m = overhead * L + per_flop * F + per_byte * B`` (``L``: sequential launches, 1 but for recurrent
@@ -20,6 +21,7 @@ term ``(whole_model.rel_std * total)^2`` (composition and drift error measured o
 """
 
 import math
+from itertools import repeat
 from math import dist, exp, expm1, fsum, log, log1p, sqrt
 from operator import mul
 
@@ -106,8 +108,8 @@ def _field(d, key, where, typ=None):
     return v
 
 
-def _matern52(c, r):
-    t = r * SQRT5
+def _matern52(c, t):
+    """``c`` times the Matern 5/2 kernel at ``t = sqrt(5) r`` (``r`` in length scales)."""
     return c * ((1.0 + t + t * t / 3.0) * exp(-t))
 
 
@@ -116,7 +118,8 @@ class KindModel:
     """The exported cost model of one layer kind."""
 
     __slots__ = ("kind", "features", "index", "role_index", "x_mean", "x_scale", "length_scale", "overhead",
-                 "per_flop", "per_byte", "offset", "constant", "noise", "inducing_u", "alpha", "W", "n_samples")
+                 "per_flop", "per_byte", "offset", "constant", "noise", "u_scale", "inducing_u", "alpha", "W",
+                 "alpha_c", "W_c", "n_samples")
 
     def __init__(self, kind, d):
         where = f"kinds[{kind!r}]"
@@ -154,9 +157,15 @@ class KindModel:
             raise FormatError(f"estimator: {where}.kernel.length_scale below 1e-6 is not a usable kernel")
         inducing = _rows(_field(d, "inducing", where), f"{where}.inducing", nd, MAX_INDUCING)
         m = len(inducing)
-        self.inducing_u = tuple(tuple(z / l for z, l in zip(row, ls)) for row in inducing)
+        # stored pre-scaled for speed (same math): inputs and inducing rows in units of length_scale / sqrt(5),
+        # so |u - t_i| is the Matern argument itself; alpha and W carry the kernel constant
+        self.u_scale = tuple(SQRT5 / (s * l) for s, l in zip(self.x_scale, ls))
+        self.inducing_u = tuple(tuple(z * SQRT5 / l for z, l in zip(row, ls)) for row in inducing)
         self.alpha = _nums(_field(d, "alpha", where), f"{where}.alpha", m)
         self.W = _rows(_field(d, "var_factor", where), f"{where}.var_factor", m, MAX_VAR_ROWS)
+        c = self.constant
+        self.alpha_c = tuple(a * c for a in self.alpha)
+        self.W_c = tuple(tuple(w * c for w in row) for row in self.W)
         n_samples = _field(d, "n_samples", where)
         if not isinstance(n_samples, int) or isinstance(n_samples, bool) or n_samples < 1:
             raise FormatError(f"estimator: {where}.n_samples must be a positive integer, got {n_samples!r}")
@@ -168,18 +177,17 @@ class KindModel:
 
     def row(self, raw, flops, nbytes, launches=1.0):
         """(ln mean, ln variance incl. white noise, v = W k, scaled input u) of one layer."""
-        u = [((log1p(x) - mu) / s) / l for x, mu, s, l in zip(raw, self.x_mean, self.x_scale, self.length_scale)]
-        c = self.constant
-        ks = [c * ((1.0 + t + t * t / 3.0) * exp(-t)) for t in [dist(u, r) * SQRT5 for r in self.inducing_u]]
+        u = [(log1p(x) - mu) * a for x, mu, a in zip(raw, self.x_mean, self.u_scale)]
+        ks = [(1.0 + t + t * t / 3.0) * exp(-t) for t in map(dist, repeat(u), self.inducing_u)]  # k_i / constant
         try:
-            mu = self.offset + fsum(map(mul, ks, self.alpha))
+            mu = self.offset + sum(map(mul, ks, self.alpha_c))
         except OverflowError:
             mu = math.inf
         if not abs(mu) <= MAX_LOG_RESIDUAL:  # |k_i| <= constant: only a corrupt alpha gets here
             raise FormatError(f"estimator: kinds[{self.kind!r}]: the residual model gives e^{mu:.3g} for this layer; "
                               "the file is corrupt")
-        v = [sum(map(mul, w, ks)) for w in self.W]
-        var = c + self.noise - fsum(map(mul, v, v))
+        v = [sum(map(mul, w, ks)) for w in self.W_c]
+        var = self.constant + self.noise - fsum(map(mul, v, v))
         if var < VAR_FLOOR:
             var = VAR_FLOOR
         m = self.overhead * launches + self.per_flop * flops + self.per_byte * nbytes
