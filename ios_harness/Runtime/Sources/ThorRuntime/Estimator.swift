@@ -137,7 +137,15 @@ private let sqrt5 = (5.0).squareRoot()
 let maxLogResidual = 60.0
 /// constant + noise_level (ln units squared) beyond this is a corrupt file.
 let maxLogVar = 25.0
-let maxRows = 4096
+/// Reader caps, the same as the Python runtime's and the Java one's: inducing points and variance-factor rows
+/// per kind, kinds per file, numbers in all inducing, alpha and var_factor arrays together, layers per
+/// estimate, bytes per file.
+let maxInducing = 512
+let maxVarRows = 64
+let maxKinds = 256
+let maxModelNumbers = 1_000_000
+let maxLayers = 4096
+let maxFileBytes = 8 * 1024 * 1024
 let varFloor = 1e-12
 
 func matern52(_ r: Double) -> Double {
@@ -275,7 +283,7 @@ private func nums(_ v: Any?, _ w: String, _ length: Int, positiveOnly: Bool = fa
     }
 }
 
-private func rows(_ v: Any?, _ w: String, _ ncols: Int) throws -> [[Double]] {
+private func rows(_ v: Any?, _ w: String, _ ncols: Int, _ maxRows: Int) throws -> [[Double]] {
     guard let a = v as? [Any], !a.isEmpty else {
         throw ThorError.format("estimator: \(w) must be a non-empty array of rows")
     }
@@ -283,6 +291,25 @@ private func rows(_ v: Any?, _ w: String, _ ncols: Int) throws -> [[Double]] {
         throw ThorError.format("estimator: \(w) has \(a.count) rows; at most \(maxRows) are read")
     }
     return try a.enumerated().map { i, r in try nums(r, "\(w)[\(i)]", ncols) }
+}
+
+/// Numbers in the kinds' inducing, alpha and var_factor arrays (rows beyond the per-kind caps not counted:
+/// they are refused anyway), as thor_sdk.runtime.estimator._model_numbers.
+func modelNumbers(_ kinds: [String: Any]) -> Int {
+    var n = 0
+    for case let d as [String: Any] in kinds.values {
+        for (key, cap) in [("inducing", maxInducing), ("var_factor", maxVarRows), ("alpha", -1)] {
+            guard let a = d[key] as? [Any] else { continue }
+            if cap < 0 {
+                n += a.count
+                continue
+            }
+            for r in a.prefix(cap + 1) {
+                n += (r as? [Any])?.count ?? 1
+            }
+        }
+    }
+    return n
 }
 
 private func field(_ d: [String: Any], _ key: String, _ w: String) throws -> Any {
@@ -364,11 +391,11 @@ final class KindModel {
         guard ls.allSatisfy({ $0 >= 1e-6 }) else {
             throw ThorError.format("estimator: \(wh).kernel.length_scale below 1e-6 is not a usable kernel")
         }
-        let inducing = try rows(try field(d, "inducing", wh), "\(wh).inducing", nd)
+        let inducing = try rows(try field(d, "inducing", wh), "\(wh).inducing", nd, maxInducing)
         let m = inducing.count
         inducingU = inducing.map { row in (0..<nd).map { j in row[j] / ls[j] } }
         alpha = try nums(try field(d, "alpha", wh), "\(wh).alpha", m)
-        w = try rows(try field(d, "var_factor", wh), "\(wh).var_factor", m)
+        w = try rows(try field(d, "var_factor", wh), "\(wh).var_factor", m, maxVarRows)
         let ns = try field(d, "n_samples", wh)
         guard let nsn = ns as? NSNumber, !isBool(nsn), nsn.doubleValue >= 1, nsn.doubleValue == nsn.doubleValue.rounded(),
               nsn.doubleValue <= Double(Int32.max) else {
@@ -457,6 +484,9 @@ public final class Estimator {
     }
 
     public init(data: Data) throws {
+        guard data.count <= maxFileBytes else {
+            throw ThorError.format("estimator: \(data.count) bytes; at most \(maxFileBytes) are read")
+        }
         let parsed: Any
         do {
             parsed = try JSONSerialization.jsonObject(with: data, options: [])
@@ -513,6 +543,14 @@ public final class Estimator {
         wholeModelRelStd = relStd
         let kinds = try object(try field(doc, "kinds", "top level"), "kinds")
         guard !kinds.isEmpty else { throw ThorError.format("estimator: kinds is empty") }
+        guard kinds.count <= maxKinds else {
+            throw ThorError.format("estimator: \(kinds.count) kinds; at most \(maxKinds) are read")
+        }
+        let n = modelNumbers(kinds)
+        guard n <= maxModelNumbers else {
+            throw ThorError.format("estimator: its kinds hold \(n) numbers in inducing, alpha and var_factor; "
+                + "at most \(maxModelNumbers) are read (docs/estimator-format.md)")
+        }
         var models: [String: KindModel] = [:]
         for (name, entry) in kinds {
             models[name] = try KindModel(kind: name, entry: entry)
@@ -588,6 +626,9 @@ public final class Estimator {
     public func estimate(layers: [Layer], batchSize: Int) throws -> Estimate {
         guard batchSize >= 1, Double(batchSize) <= 1e9 else {
             throw ThorError.usage("batch size must be a positive integer (at most 1e9), got \(batchSize)")
+        }
+        guard layers.count <= maxLayers else {
+            throw ThorError.usage("\(layers.count) layers; at most \(maxLayers) are estimated at once")
         }
         var order: [String] = []  // entries (kinds or structural variants) in first-seen order
         var groups: [String: [[Double]]] = [:]  // entry -> distinct raw features + [F, B], first-seen order

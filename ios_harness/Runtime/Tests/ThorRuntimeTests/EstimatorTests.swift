@@ -153,8 +153,27 @@ final class EstimatorTests: XCTestCase {
         assertFormatError(good.replacingOccurrences(of: "\"n_samples\":", with: "\"n_samples\":1.5,\"was\":"), "n_samples")
         assertFormatError(first(good, "\"rel_std\":", "\"rel_std\":-0.1,\"was\":"), "rel_std must be >= 0")
         assertFormatError(first(good, "\"rel_std\":", "\"rel_std\":11,\"was\":"), "rel_std above 10")
-        let many = "\"inducing\":[" + String(repeating: "[0],", count: 4097)
-        assertFormatError(first(good, "\"inducing\":[", many), "at most 4096")
+    }
+
+    /// The caps of the Python and Java readers (EstimatorTest.readerCapsMatchThePythonRuntime).
+    func testReaderCapsMatchThePythonRuntime() throws {
+        let good = try vectorText()
+        assertFormatError(first(good, "\"inducing\":[", "\"inducing\":[" + String(repeating: "[0],", count: 513)),
+                          "at most 512 are read")
+        assertFormatError(first(good, "\"var_factor\":[", "\"var_factor\":[" + String(repeating: "[0],", count: 65)),
+                          "at most 64 are read")
+        let kinds = (0..<257).map { "\"k\($0)\":{}," }.joined()
+        assertFormatError(first(good, "\"kinds\":{", "\"kinds\":{" + kinds), "kinds; at most 256 are read")
+        let row = "[" + String(repeating: "0,", count: 2099) + "0],"  // 500 rows: 1,050,000 numbers
+        assertFormatError(first(good, "\"inducing\":[", "\"inducing\":[" + String(repeating: row, count: 500)),
+                          "at most 1000000 are read")
+        assertFormatError(first(good, "\"inducing\":[", "\"inducing\":[" + String(repeating: " ", count: 8 * 1024 * 1024)),
+                          "bytes; at most")
+        let est = try Estimator.load(json: good)
+        let l = Layer(name: "r", kind: "relu", role: "hidden", config: ["numel": 4704], cost: reluCost)
+        let many = [Layer](repeating: l, count: 4097)
+        assertUsageError(try est.estimate(layers: many, batchSize: 16), "4097 layers; at most 4096 are estimated at once")
+        XCTAssertNoThrow(try est.estimate(layers: Array(many.prefix(4096)), batchSize: 16))
     }
 
     func convFeatures() -> [String: Any] {

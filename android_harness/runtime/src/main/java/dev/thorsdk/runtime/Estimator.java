@@ -39,7 +39,14 @@ public final class Estimator {
     static final double MAX_LOG_RESIDUAL = 60.0;
     /** constant + noise_level (ln units squared) beyond this is a corrupt file. */
     static final double MAX_LOG_VAR = 25.0;
-    static final int MAX_ROWS = 4096;
+    /** Reader caps, the same as the Python runtime's (thor_sdk.runtime.estimator): inducing points and
+     *  variance-factor rows per kind, kinds per file, numbers in all inducing, alpha and var_factor arrays
+     *  together, and layers per estimate (the whole-model variance is quadratic in a kind's distinct layers). */
+    static final int MAX_INDUCING = 512;
+    static final int MAX_VAR_ROWS = 64;
+    static final int MAX_KINDS = 256;
+    static final long MAX_MODEL_NUMBERS = 1_000_000L;
+    static final int MAX_LAYERS = 4096;
     static final double VAR_FLOOR = 1e-12;
     static final String[] TERM_KEYS = {"flops_per_sample", "flops_fixed", "bytes_per_sample", "bytes_fixed"};
     /** Features the runtime derives from a layer's cost terms (F and B at the batch size), never from its config. */
@@ -254,13 +261,13 @@ public final class Estimator {
         return out;
     }
 
-    private static double[][] rows(Object v, String where, int ncols) {
+    private static double[][] rows(Object v, String where, int ncols, int maxRows) {
         if (!(v instanceof List) || ((List<?>) v).isEmpty()) {
             throw new FormatError("estimator: " + where + " must be a non-empty array of rows");
         }
         List<?> a = (List<?>) v;
-        if (a.size() > MAX_ROWS) {
-            throw new FormatError("estimator: " + where + " has " + a.size() + " rows; at most " + MAX_ROWS
+        if (a.size() > maxRows) {
+            throw new FormatError("estimator: " + where + " has " + a.size() + " rows; at most " + maxRows
                     + " are read");
         }
         double[][] out = new double[a.size()][];
@@ -380,7 +387,7 @@ public final class Estimator {
                     throw new FormatError("estimator: " + wh + ".kernel.length_scale below 1e-6 is not a usable kernel");
                 }
             }
-            double[][] inducing = rows(field(d, "inducing", wh), wh + ".inducing", nd);
+            double[][] inducing = rows(field(d, "inducing", wh), wh + ".inducing", nd, MAX_INDUCING);
             int m = inducing.length;
             inducingU = new double[m][nd];
             for (int i = 0; i < m; i++) {
@@ -389,7 +396,7 @@ public final class Estimator {
                 }
             }
             alpha = nums(field(d, "alpha", wh), wh + ".alpha", m, false);
-            w = rows(field(d, "var_factor", wh), wh + ".var_factor", m);
+            w = rows(field(d, "var_factor", wh), wh + ".var_factor", m, MAX_VAR_ROWS);
             Object ns = field(d, "n_samples", wh);
             if (!(ns instanceof Double) || (Double) ns < 1 || (Double) ns != Math.rint((Double) ns)
                     || (Double) ns > Integer.MAX_VALUE) {
@@ -653,13 +660,57 @@ public final class Estimator {
         if (kinds.isEmpty()) {
             throw new FormatError("estimator: kinds is empty");
         }
+        if (kinds.size() > MAX_KINDS) {
+            throw new FormatError("estimator: " + kinds.size() + " kinds; at most " + MAX_KINDS + " are read");
+        }
+        long n = modelNumbers(kinds);
+        if (n > MAX_MODEL_NUMBERS) {
+            throw new FormatError("estimator: its kinds hold " + n + " numbers in inducing, alpha and var_factor; "
+                    + "at most " + MAX_MODEL_NUMBERS + " are read (docs/estimator-format.md)");
+        }
         for (Map.Entry<String, Object> e : kinds.entrySet()) {
             models.put(e.getKey(), new KindModel(e.getKey(), e.getValue()));
         }
     }
 
+    /** Numbers in the kinds' inducing, alpha and var_factor arrays (rows beyond the per-kind caps not
+     *  counted: they are refused anyway), as thor_sdk.runtime.estimator._model_numbers. */
+    static long modelNumbers(Map<String, Object> kinds) {
+        long n = 0;
+        for (Object d : kinds.values()) {
+            if (!(d instanceof Map)) {
+                continue;
+            }
+            Map<?, ?> kind = (Map<?, ?>) d;
+            String[] keys = {"inducing", "var_factor", "alpha"};
+            int[] caps = {MAX_INDUCING, MAX_VAR_ROWS, -1};
+            for (int j = 0; j < keys.length; j++) {
+                Object v = kind.get(keys[j]);
+                if (!(v instanceof List)) {
+                    continue;
+                }
+                List<?> a = (List<?>) v;
+                if (caps[j] < 0) {
+                    n += a.size();
+                    continue;
+                }
+                for (Object r : a.subList(0, Math.min(a.size(), caps[j] + 1))) {
+                    n += r instanceof List ? ((List<?>) r).size() : 1;
+                }
+            }
+        }
+        return n;
+    }
+
+    /** The most {@link #load} reads, as the Python runtime's MAX_FILE_BYTES (an estimator is about 100-250 KB). */
+    static final int MAX_TEXT_CHARS = 8 * 1024 * 1024;
+
     /** Parses and validates an estimator JSON text; {@link FormatError} on any problem. */
     public static Estimator load(String json) {
+        if (json != null && json.length() > MAX_TEXT_CHARS) {
+            throw new FormatError("estimator: " + json.length() + " characters; at most " + MAX_TEXT_CHARS
+                    + " are read");
+        }
         return new Estimator(Json.parse(json));
     }
 
@@ -760,6 +811,9 @@ public final class Estimator {
         }
         if (layers == null) {
             throw new UsageError("layers must be a list of layers");
+        }
+        if (layers.size() > MAX_LAYERS) {
+            throw new UsageError(layers.size() + " layers; at most " + MAX_LAYERS + " are estimated at once");
         }
         // entry (kind or structural variant) -> (raw features + [F, B] -> count), both in first-seen order
         Map<String, LinkedHashMap<List<Double>, int[]>> groups = new LinkedHashMap<>();

@@ -124,6 +124,9 @@ public final class Json {
             ws();
             expect(':');
             ws();
+            if (m.containsKey(k)) { // as thor_sdk.store.files.read_json: a key twice is a corrupt file, not last-wins
+                throw err("key '" + k + "' appears twice in one object");
+            }
             m.put(k, value(depth + 1));
             ws();
             if (eat(',')) {

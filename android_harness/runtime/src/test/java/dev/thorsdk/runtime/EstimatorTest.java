@@ -158,12 +158,50 @@ public class EstimatorTest {
         assertFormatError(good.replace("\"n_samples\":", "\"n_samples\":1.5,\"was\":"), "n_samples");
         assertFormatError(first(good, "\"rel_std\":", "\"rel_std\":-0.1,\"was\":"), "rel_std must be >= 0");
         assertFormatError(first(good, "\"rel_std\":", "\"rel_std\":11,\"was\":"), "rel_std above 10");
-        StringBuilder many = new StringBuilder("\"inducing\":[");
-        for (int i = 0; i < 4097; i++) {
-            many.append("[0],");
-        }
-        assertFormatError(first(good, "\"inducing\":[", many.toString()), "at most 4096");
         assertFormatError(first(good, "\"kinds\":{", "\"kinds\":{\"relu2\":[1,2],"), "kinds['relu2'] must be an object");
+    }
+
+    private static String repeat(String s, int n) {
+        StringBuilder b = new StringBuilder();
+        for (int i = 0; i < n; i++) {
+            b.append(s);
+        }
+        return b.toString();
+    }
+
+    @Test
+    public void readerCapsMatchThePythonRuntime() throws IOException {
+        String good = vectorText();
+        assertFormatError(first(good, "\"inducing\":[", "\"inducing\":[" + repeat("[0],", 513)), "at most 512 are read");
+        assertFormatError(first(good, "\"var_factor\":[", "\"var_factor\":[" + repeat("[0],", 65)),
+                "at most 64 are read");
+        assertFormatError(first(good, "\"kinds\":{", "\"kinds\":{"
+                + manyKinds(257)), "kinds; at most 256 are read");
+        // 500 rows of 2,100 numbers: 1,050,000 numbers, refused before any kind is parsed
+        String row = "[" + repeat("0,", 2099) + "0],";
+        assertFormatError(first(good, "\"inducing\":[", "\"inducing\":[" + repeat(row, 500)),
+                "at most 1000000 are read");
+        assertFormatError(first(good, "\"inducing\":[", "\"inducing\":[" + repeat(" ", Estimator.MAX_TEXT_CHARS)),
+                "characters; at most");
+        assertFormatError(first(good, "\"runtime\":\"torch\"", "\"runtime\":\"torch\",\"runtime\":\"onnxruntime\""),
+                "key 'runtime' appears twice");
+        Estimator est = Estimator.load(good);
+        List<Estimator.Layer> many = new ArrayList<>();
+        Map<String, Double> config = new HashMap<>();
+        config.put("numel", 4704.0);
+        for (int i = 0; i < 4097; i++) {
+            many.add(new Estimator.Layer("r" + i, "relu", "hidden", config, RELU_COST));
+        }
+        assertUsageError(() -> est.estimate(many, 16), "4097 layers; at most 4096 are estimated at once");
+        est.estimate(many.subList(0, 4096), 16);
+    }
+
+    private static String manyKinds(int n) {
+        StringBuilder b = new StringBuilder();
+        for (int i = 0; i < n; i++) {
+            b.append("\"k").append(i).append("\":{},");
+        }
+        return b.toString();
     }
 
     @Test
