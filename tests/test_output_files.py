@@ -106,3 +106,44 @@ def test_an_empty_campaign_file_never_blocks_a_fresh_run_and_resume_says_why(tmp
         assert c.status_counts() == {"done": 1}
     with pytest.raises(UsageError, match="exists"):  # a campaign with data is never replaced
         thor_sdk.probe(["har"], device=FakeDevice(), out=str(db), max_probes=1)
+
+
+def _dead_pid():
+    import subprocess
+    import sys
+
+    p = subprocess.Popen([sys.executable, "-c", "pass"])
+    p.wait()
+    return p.pid  # reaped: no process has it (until the OS hands it out again, which the test tolerates)
+
+
+def test_a_temp_file_left_by_a_killed_writer_is_swept_by_the_next_write(tmp_path):
+    """kill -9 between writing the temp file and renaming it leaves ``.<name>.tmp<PID>``; the next write of
+    that target removes it once its process is gone and it is old, and nothing else."""
+    import time
+
+    from thor_sdk.store.campaign import Campaign
+    from thor_sdk.store.files import STALE_TMP_S, sweep_stale_tmp
+
+    dead = _dead_pid()
+    old = time.time() - STALE_TMP_S - 5
+    names = {"stale": f".est.json.tmp{dead}", "fresh": f".est.json.tmp{dead + 1000000}",
+             "live": f".est.json.tmp{os.getppid()}", "other": f".other.json.tmp{dead}",
+             "notpid": ".est.json.tmpabc", "stale_suffix": f".est.json.tmp{dead}.mlmodel"}
+    for key, name in names.items():
+        (tmp_path / name).write_text("half")
+        if key != "fresh":
+            os.utime(tmp_path / name, (old, old))
+    write_text(str(tmp_path / "est.json"), "whole")
+    left = set(os.listdir(tmp_path))
+    assert names["stale"] not in left and "est.json" in left
+    # a live process's file, a young one, another target's, a name without a PID, another suffix: kept
+    for key in ("fresh", "live", "other", "notpid", "stale_suffix"):
+        assert names[key] in left, key
+    assert sweep_stale_tmp(str(tmp_path), "est.json", ("", ".mlmodel")) == [names["stale_suffix"]]
+    # a campaign's creator killed mid-create leaves its temp database and journal
+    for name in (f".c.db.tmp{dead}", f".c.db.tmp{dead}-journal"):
+        (tmp_path / name).write_text("x")
+        os.utime(tmp_path / name, (old, old))
+    Campaign.create(str(tmp_path / "c.db"), {"device": "host"}).close()
+    assert not [n for n in os.listdir(tmp_path) if n.startswith(".c.db.tmp")]

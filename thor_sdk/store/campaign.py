@@ -38,6 +38,7 @@ import os
 import sqlite3
 
 from thor_sdk.errors import FormatError, NotFoundError, NotOurFileError, StoreError, UsageError
+from thor_sdk.store.files import sweep_stale_tmp
 
 FORMAT = "thor-sdk/campaign"
 VERSION = 2
@@ -175,6 +176,7 @@ class Campaign:
         file at ``path`` (nothing was ever stored in it) is replaced; anything else is refused."""
         check_new(path)
         folder = os.path.dirname(os.path.abspath(path))
+        sweep_stale_tmp(folder, os.path.basename(path), ("", "-journal"))  # what a killed creator left
         tmp = os.path.join(folder, f".{os.path.basename(path)}.tmp{os.getpid()}")
         try:
             conn = sqlite3.connect(tmp)

@@ -5,7 +5,8 @@ models, bundles' zips) goes through ``atomic_output``: the target is checked fir
 its folder exists and is writable, and an existing target is a regular file, never a device node, a
 folder or a symlink), the content is written to a temporary file in the same folder, flushed to disk
 and renamed over the target; on any error (a full disk, a kill before the rename) the temporary file is
-removed and the target is as it was.
+removed and the target is as it was. A temporary file that a kill -9 left behind is swept by the next
+write of the same target once its process is gone and it is STALE_TMP_S old (``sweep_stale_tmp``).
 
 Every JSON or CSV file a user hands thor-sdk is read the other way round, by ``read_json`` / ``read_csv``:
 size capped, strict UTF-8 (a UTF-16 file or a NUL byte is named as such), strict numbers (no NaN or
@@ -45,6 +46,60 @@ def check_parent(path, what="output"):
     return folder
 
 
+#: a temporary file left by a writer that was killed (kill -9, power loss) is swept once it is this old
+#: (seconds) and its process is gone; a live writer keeps its file fresh, and a writer on another machine
+#: sharing the folder (whose PID means nothing here) is never this slow to rename
+STALE_TMP_S = 600.0
+
+
+def _alive(pid):
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OSError, OverflowError):
+        return True  # someone else's process, or a PID this OS cannot check: leave its file alone
+    return True
+
+
+def sweep_stale_tmp(folder, base, suffixes=("",), now=None):
+    """Remove ``.<base>.tmp<PID><suffix>`` files in ``folder`` that a killed writer left: its PID no longer
+    runs here and the file is older than STALE_TMP_S. Returns the names removed. Never raises (POSIX
+    only: elsewhere nothing is swept)."""
+    import time
+
+    if os.name != "posix":
+        return []
+    prefix = f".{base}.tmp"
+    now = time.time() if now is None else now
+    removed = []
+    try:
+        names = os.listdir(folder)
+    except OSError:
+        return []
+    for name in names:
+        if not name.startswith(prefix):
+            continue
+        rest, pid = name[len(prefix):], None
+        for suffix in sorted(set(suffixes), key=len, reverse=True):
+            core = rest[: len(rest) - len(suffix)] if suffix else rest
+            if (not suffix or rest.endswith(suffix)) and core.isdigit() and core[0] != "0":
+                pid = int(core)
+                break
+        if pid is None:
+            continue
+        full = os.path.join(folder, name)
+        try:
+            if (pid == os.getpid() or _alive(pid) or not os.path.isfile(full) or os.path.islink(full)
+                    or now - os.path.getmtime(full) < STALE_TMP_S):
+                continue
+            os.unlink(full)
+            removed.append(name)
+        except OSError:
+            continue
+    return removed
+
+
 @contextlib.contextmanager
 def atomic_output(path, what="output", suffix=""):
     """``with atomic_output(p) as tmp:`` write to the path ``tmp``; on success it is fsynced and renamed to
@@ -65,6 +120,7 @@ def atomic_output(path, what="output", suffix=""):
     finally:
         if os.path.exists(tmp):
             os.unlink(tmp)
+    sweep_stale_tmp(folder, os.path.basename(path), ("", suffix) if suffix else ("",))
 
 
 def write_text(path, text, what="output"):
