@@ -17,7 +17,7 @@ import pytest
 from helpers import TINY
 from thor_sdk.devices.remote import CliHarness, RemoteDevice, parse_instrument_output
 from thor_sdk.errors import DeviceError
-from thor_sdk.harness.protocol import PartResult, ProtocolSettings
+from thor_sdk.harness.protocol import ProtocolSettings
 from thor_sdk.transports.base import TransportDisconnected
 from thor_sdk.transports.local import LocalTransport
 
