@@ -221,3 +221,34 @@ def test_pre_and_tdp_never_see_the_model_they_estimate():
             assert r["estimates"]["TDP"]["value"] == pytest.approx(
                 tdp.estimate(r["_context"]["layers"], r["batch_size"])["value"], rel=1e-12)
             assert r["estimates"]["PRE ridge"]["ape"] > 90  # it could not have learnt m2's 100x
+
+
+def test_each_model_group_is_scored_apart(evaluated):
+    """Held-out nets (never in the profile's prior) are what a generalization claim rests on: the result and
+    the printed table score each group on its own rows."""
+    import copy
+
+    from thor_sdk.cli.evaluate import unseen_table
+    from thor_sdk.evaluate.unseen import group_summaries
+
+    r = evaluated["result"]
+    assert list(r["groups"]) == ["reference"] and r["groups"]["reference"]["n"] == 4
+    assert r["groups"]["reference"]["thor_mape"] == pytest.approx(r["thor_mape"])
+    rows = [{"group": "heldout", "thor_ape": 10.0, "flops_ape": 30.0, "covered95": True, "thor_level_adjusted_ape": 5.0},
+            {"group": "heldout", "thor_ape": 30.0, "flops_ape": 50.0, "covered95": False,
+             "thor_level_adjusted_ape": None},
+            {"group": "reference", "thor_ape": 4.0, "flops_ape": None, "covered95": True,
+             "thor_level_adjusted_ape": None},
+            {"group": None, "thor_ape": 8.0, "flops_ape": 8.0, "covered95": True, "thor_level_adjusted_ape": 9.0}]
+    g = group_summaries(rows)
+    assert g["heldout"] == {"n": 2, "thor_mape": 20.0, "flops_mape": 40.0, "flops_over_thor": 2.0, "coverage95": 0.5,
+                            "thor_level_adjusted_mape": 5.0}
+    assert g["reference"]["flops_mape"] is None and g["reference"]["flops_over_thor"] is None
+    assert g["other"]["n"] == 1 and g["other"]["thor_level_adjusted_mape"] == 9.0
+    mixed = copy.deepcopy(r)
+    mixed["rows"][0]["group"] = mixed["rows"][1]["group"] = "heldout"
+    mixed["groups"] = group_summaries(mixed["rows"])
+    text = unseen_table(mixed)
+    held = mixed["groups"]["heldout"]
+    assert f"  heldout (2): THOR MAPE {held['thor_mape']:.1f}%" in text and "  reference (2): THOR MAPE" in text
+    assert "  reference (" not in unseen_table(r)  # one group: the overall line says it all

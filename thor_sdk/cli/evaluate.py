@@ -207,6 +207,15 @@ def unseen_table(r):
              f"{r['flops_mape']:.1f}% ({r['flops_over_thor']:.1f}x); 95% interval coverage "
              f"{100 * r['coverage95']:.0f}%, median |z| {r['median_abs_z']:.2f}; device {r['device']}, runtime "
              f"{r['runtime']}, {r['metric']}")
+    groups = r.get("groups") or {}
+    if len(groups) > 1:
+        for g, m in groups.items():
+            text += (f"\n  {g} ({m['n']}): THOR MAPE {m['thor_mape']:.1f}%"
+                     + (f", FLOPs {m['flops_mape']:.1f}%" if m["flops_mape"] is not None else "")
+                     + (f" ({m['flops_over_thor']:.1f}x)" if m["flops_over_thor"] is not None else "")
+                     + f", coverage {100 * m['coverage95']:.0f}%"
+                     + (f", x level {m['thor_level_adjusted_mape']:.1f}%"
+                        if m["thor_level_adjusted_mape"] is not None else ""))
     if r.get("thor_level_adjusted_mape") is not None:
         text += (f"\ndiagnostic, the device's speed now vs during its profile (the profile's reference probe measured "
                  f"around each model, level {min(x['device_level'] for x in r['rows']):.2f}-"

@@ -37,6 +37,26 @@ def method_summary(rows, method):
             "coverage95": (sum(cov) / len(cov)) if cov else None}
 
 
+def group_summaries(rows):
+    """``{group: {n, thor_mape, flops_mape, flops_over_thor, coverage95, thor_level_adjusted_mape}}`` over the
+    rows of each group (``reference``, ``zoo``, ``heldout``; ``other`` for a model outside the zoo): the
+    held-out nets, which never fed the profile's prior, are what a generalization claim rests on."""
+    out = {}
+    for r in rows:
+        out.setdefault(r.get("group") or "other", []).append(r)
+    summary = {}
+    for g, rs in out.items():
+        thor = [r["thor_ape"] for r in rs]
+        fl = [r["flops_ape"] for r in rs if r["flops_ape"] is not None]
+        adj = [r["thor_level_adjusted_ape"] for r in rs if r["thor_level_adjusted_ape"] is not None]
+        summary[g] = {"n": len(rs), "thor_mape": statistics.fmean(thor),
+                      "flops_mape": statistics.fmean(fl) if fl else None,
+                      "flops_over_thor": statistics.fmean(fl) / statistics.fmean(thor) if fl and any(thor) else None,
+                      "coverage95": sum(r["covered95"] for r in rs) / len(rs),
+                      "thor_level_adjusted_mape": statistics.fmean(adj) if adj else None}
+    return summary
+
+
 def evaluate_unseen(estimator, models, device="host", batch_sizes=(16,), metric=None, runtime=None, settings=None,
                     threads=None, reference="lenet5", progress=None, input_shape=None, tdp=None, pre_variants=(),
                     pre_runs=None, step_logs=(), passes=1):
@@ -163,7 +183,7 @@ def evaluate_unseen(estimator, models, device="host", batch_sizes=(16,), metric=
     adj = [r["thor_level_adjusted_ape"] for r in rows if r["thor_level_adjusted_ape"] is not None]
     return {
         "device": dev.name, "runtime": runtime, "metric": metric, "unit": est.unit, "batch_sizes": list(batch_sizes),
-        "rows": rows, "skipped": skipped, "methods": methods, "step": step,
+        "rows": rows, "skipped": skipped, "methods": methods, "step": step, "groups": group_summaries(rows),
         "thor_mape": statistics.fmean(thor) if thor else None,
         "thor_max_ape": max(thor) if thor else None,
         "flops_mape": statistics.fmean(fl) if fl else None,
