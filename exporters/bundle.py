@@ -203,9 +203,11 @@ def _settings_dict(settings):
 
 
 def write_bundle(probes, out_dir, *, fmt="onnx", settings=None, metric="time", optimizer="sgd", lr=0.01,
-                 progress=None, cache=None, zip_path=None):
+                 progress=None, cache=None, zip_path=None, idle_baseline=None):
     """Export every part of ``probes`` into the new folder ``out_dir`` and write its manifest (and the
     zip ``zip_path``). Built in a temporary folder beside ``out_dir`` and renamed into place at the end.
+    ``idle_baseline``: ``{"power_w", "state"}`` an earlier bundle of the campaign measured (energy bundles
+    carry it, so the device measures idle again only when its state changed).
 
     ``progress(done, total, label)`` is called after each part. Returns the manifest.
     """
@@ -228,15 +230,18 @@ def write_bundle(probes, out_dir, *, fmt="onnx", settings=None, metric="time", o
                 if progress:
                     progress(done, total, f"{probe.id}/{part}")
             entries.append(dict(probe.to_dict(), parts=parts))
-        manifest = _manifest(writer, fmt, settings, metric, optimizer, lr, probes=entries)
+        manifest = _manifest(writer, fmt, settings, metric, optimizer, lr, probes=entries,
+                             idle_baseline=idle_baseline if metric == "energy" else None)
         _write_manifest(tmp, manifest)
     return manifest
 
 
-def _manifest(writer, fmt, settings, metric, optimizer, lr, probes=(), model=None):
+def _manifest(writer, fmt, settings, metric, optimizer, lr, probes=(), model=None, idle_baseline=None):
     doc = {"format": MANIFEST_FORMAT, "version": VERSION, "id": "", "created_utc": now_utc(), "producer": producer(),
            "model_format": fmt, "runtime": RUNTIME_OF[fmt], "metric": metric, "optimizer": optimizer,
            "lr": float(lr), "loss": "ce", "settings": _settings_dict(settings), "probes": list(probes)}
+    if idle_baseline is not None:
+        doc["idle_baseline"] = {"power_w": idle_baseline["power_w"], "state": idle_baseline.get("state")}
     if model is not None:
         doc["model"] = model
         doc["parts"] = model["parts"]
@@ -286,7 +291,8 @@ def write_model_bundle(model, batch_size, out_dir, settings=None, metric="time",
 def bundle_campaign(campaign_path, out_dir, *, fmt="onnx", zip_path=None, include_done=False, optimizer="sgd",
                     lr=0.01, progress=None, cache=None):
     """Bundle the probes a campaign still has to measure (all of them with ``include_done``), with the
-    campaign's metric and protocol settings. Returns the manifest."""
+    campaign's metric and protocol settings, and for energy the idle baseline its last ingested bundle
+    measured (``idle_baseline`` in its meta). Returns the manifest."""
     from thor_sdk.store import Campaign
     from thor_sdk.store.files import check_output
 
@@ -299,7 +305,8 @@ def bundle_campaign(campaign_path, out_dir, *, fmt="onnx", zip_path=None, includ
     if not probes:
         raise UsageError(f"{campaign_path} has no planned probes left to measure (use --all to bundle every probe)")
     return write_bundle(probes, out_dir, fmt=fmt, settings=meta.get("protocol"), metric=meta.get("metric", "time"),
-                        optimizer=optimizer, lr=lr, progress=progress, cache=cache, zip_path=zip_path)
+                        optimizer=optimizer, lr=lr, progress=progress, cache=cache, zip_path=zip_path,
+                        idle_baseline=meta.get("idle_baseline"))
 
 
 def zip_bundle(bundle_dir, zip_path):

@@ -299,3 +299,45 @@ def test_a_probe_that_cannot_run_in_the_harness_is_reported_failed_and_the_rest_
         r = ingest_results(c, doc, manifest)
         assert r["failed"] == [probes[0].id] and r["probes"] == [probes[1].id]
         assert c.status_counts() == {"failed": 1, "done": 1}
+
+
+def test_the_idle_baseline_travels_from_one_energy_bundle_to_the_next(tmp_path):
+    """A phone runs one bundle per launch: its results carry the idle power it measured, ingest keeps it in
+    the campaign, and the campaign's next bundle hands it back, so the device does not measure idle again in
+    an unchanged state (docs/protocol.md)."""
+    from thor_sdk.exporters.bundle import bundle_campaign, read_manifest
+    from thor_sdk.harness.bundle_runner import run_bundle
+
+    state = {"charging": False, "screen_on": False}
+    with _campaign(tmp_path / "c.db", "energy", {"name": "phone"}):
+        pass
+    with Campaign.open(str(tmp_path / "c.db")) as c:  # first bundle: one probe (the other stays planned)
+        c.conn.execute("UPDATE probes SET status = 'done' WHERE id = ?", (PROBES[1].id,))
+        c.conn.commit()
+    first = bundle_campaign(str(tmp_path / "c.db"), str(tmp_path / "b1"))
+    assert "idle_baseline" not in first  # nothing measured yet
+    meter = ConstantPowerMeter(power_w=3.0)
+    r1 = run_bundle(str(tmp_path / "b1"), meter=meter, state_fn=lambda: dict(state))
+    assert r1["idle_baseline"]["power_w"] == pytest.approx(3.0, rel=1e-6)
+    assert len(r1["idle_baseline"]["measured"]) == 1 and r1["idle_baseline"]["state"] == state
+    with Campaign.open(str(tmp_path / "c.db"), writer=True) as c:
+        ingest_results(c, r1, first)
+        assert c.meta["idle_baseline"] == {"power_w": r1["idle_baseline"]["power_w"], "state": state,
+                                           "bundle": first["id"]}
+        c.conn.execute("UPDATE probes SET status = 'planned' WHERE id = ?", (PROBES[1].id,))
+        c.conn.commit()
+    second = bundle_campaign(str(tmp_path / "c.db"), str(tmp_path / "b2"))
+    assert second["idle_baseline"] == {"power_w": r1["idle_baseline"]["power_w"], "state": state}
+    assert read_manifest(str(tmp_path / "b2"))["idle_baseline"] == second["idle_baseline"]
+    windows = meter.windows
+    r2 = run_bundle(str(tmp_path / "b2"), meter=meter, state_fn=lambda: dict(state))
+    assert r2["idle_baseline"]["measured"] == []  # same state: the carried power is used, idle not measured
+    idle_w = {w for part in r2["parts"].values() for w in part["window_idle_power_w"]}
+    assert idle_w == {r1["idle_baseline"]["power_w"]}
+    state["charging"] = True  # a changed state measures idle again
+    r3 = run_bundle(str(tmp_path / "b2"), meter=meter, state_fn=lambda: dict(state))
+    assert len(r3["idle_baseline"]["measured"]) == 1 and r3["idle_baseline"]["state"]["charging"] is True
+    assert meter.windows > windows
+    # a time bundle carries none
+    assert "idle_baseline" not in write_bundle(PROBES[:1], str(tmp_path / "t"), settings=SETTINGS, metric="time",
+                                               idle_baseline={"power_w": 1.0})

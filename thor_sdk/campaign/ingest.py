@@ -71,6 +71,13 @@ def ingest_results(campaign, results_doc, manifest):
                     windows += 1
             campaign.complete(uid, samples, window_detail=window_detail(parts))
             n_samples += len(samples)
+        carried = results_doc.get("idle_baseline")
+        if manifest["metric"] == "energy" and isinstance(carried, dict):
+            # the device's idle power after this bundle: the campaign's next bundle carries it to the device
+            campaign.set_meta("idle_baseline", {"power_w": float(carried["power_w"]),
+                                                "state": carried.get("state") if isinstance(carried.get("state"),
+                                                                                            dict) else None,
+                                                "bundle": manifest["id"]})
         failed = [uid for uid in failures if uid not in done]
         for uid in failed:  # the device could not run it: stored failed, bundled again by the next `bundle`
             campaign.discard_partial(uid)

@@ -35,8 +35,10 @@ def run_bundle(path, *, meter=None, state_fn=None, settings=None, device=None, t
     from thor_sdk.harness.protocol import IdleBaseline, ProtocolSettings, measure_parts
     from thor_sdk.harness.results import results_doc
 
-    idle = IdleBaseline()  # one idle baseline for the whole bundle, re-measured when the device state changes
     with open_bundle(path) as (bundle_dir, manifest):
+        # one idle baseline for the whole bundle, seeded with what the campaign's earlier bundles measured
+        # (the manifest's idle_baseline) and re-measured only when the device state changes
+        idle = IdleBaseline.carried(manifest.get("idle_baseline"))
         metric = manifest["metric"]
         if metric == "energy" and meter is None:
             raise MeasurementError("the bundle asks for energy but no energy meter is readable here")
@@ -62,4 +64,5 @@ def run_bundle(path, *, meter=None, state_fn=None, settings=None, device=None, t
             finally:
                 for t in trainers.values():
                     t.close()
-    return results_doc(manifest, out, metric=metric, settings=s.to_dict(), device=device, failures=failures)
+    return results_doc(manifest, out, metric=metric, settings=s.to_dict(), device=device, failures=failures,
+                       idle_baseline=idle.to_carry() if metric == "energy" else None)

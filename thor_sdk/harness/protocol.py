@@ -185,6 +185,25 @@ class IdleBaseline:
     def stale(self, state):
         return self.power_w is None or idle_state_changed(self.state, state)
 
+    @classmethod
+    def carried(cls, doc):
+        """A baseline seeded from a manifest's ``idle_baseline`` ({"power_w", "state"}: what an earlier
+        bundle of the campaign measured); an empty one when ``doc`` is absent or not a usable power."""
+        b = cls()
+        if isinstance(doc, dict):
+            w = doc.get("power_w")
+            if isinstance(w, (int, float)) and not isinstance(w, bool) and math.isfinite(w) and 0 <= w <= 1e4:
+                b.power_w = float(w)
+                b.state = doc.get("state") if isinstance(doc.get("state"), dict) else None
+        return b
+
+    def to_carry(self, since=0):
+        """What a results document carries for the campaign's next bundle: the power, its state and the idle
+        windows measured from ``measurements[since]`` on; None before any idle power is known."""
+        if self.power_w is None:
+            return None
+        return {"power_w": self.power_w, "state": self.state, "measured": list(self.measurements[since:])}
+
     def refresh(self, meter, window_s, state, sleep=time.sleep, wall=time.time):
         w0 = wall()
         power_w = measure_idle_w(meter, window_s, sleep)

@@ -120,9 +120,11 @@ def parse_failures(doc):
     return {uid: str(v["error"])[:2000] for uid, v in (doc.get("probes") or {}).items() if "parts" not in v}
 
 
-def results_doc(manifest, units, *, metric=None, settings=None, device=None, failures=None, harness=None):
+def results_doc(manifest, units, *, metric=None, settings=None, device=None, failures=None, harness=None,
+                idle_baseline=None):
     """A results document for ``manifest``'s run: ``units`` = ``{unit id: {part: PartResult}}`` measured,
-    ``failures`` = ``{unit id: reason}`` not run. One-probe and whole-model bundles put the parts at the
+    ``failures`` = ``{unit id: reason}`` not run, ``idle_baseline`` = ``IdleBaseline.to_carry()`` of an
+    energy run (for the campaign's next bundle). One-probe and whole-model bundles put the parts at the
     top level (what the phone apps write). Validated before it is returned."""
     from thor_sdk.exporters.bundle import manifest_units, now_utc, producer
 
@@ -137,6 +139,8 @@ def results_doc(manifest, units, *, metric=None, settings=None, device=None, fai
     else:
         doc["probes"] = {uid: ({"parts": out[uid]} if uid in out else {"error": failures[uid]})
                          for uid in ids if uid in out or uid in failures}
+    if idle_baseline is not None:
+        doc["idle_baseline"] = idle_baseline
     validate_results_doc(doc)
     return doc
 
