@@ -77,8 +77,12 @@ final class PartResult {
         var out: [String: Any] = ["time": ProtocolRunner.outliers(timeS, outlierK)]
         if !energyJ.isEmpty { out["energy"] = ProtocolRunner.outliers(energyJ, outlierK) }
         if !netEnergyJ.isEmpty { out["net_energy"] = ProtocolRunner.outliers(netEnergyJ, outlierK) }
-        return ["steps_per_window": stepsPerWindow, "time_s": timeS, "energy_j": energyJ, "net_energy_j": netEnergyJ,
-                "idle_power_w": idlePowerW.map { $0 as Any } ?? NSNull(), "windows": windows, "outliers": out]
+        var d: [String: Any] = ["steps_per_window": stepsPerWindow, "time_s": timeS, "energy_j": energyJ,
+                                "net_energy_j": netEnergyJ, "idle_power_w": idlePowerW.map { $0 as Any } ?? NSNull(),
+                                "windows": windows, "outliers": out]
+        // per window, the idle power its net energy used (ingest stores it with each window)
+        if !windowIdlePowerW.isEmpty { d["window_idle_power_w"] = windowIdlePowerW }
+        return d
     }
 }
 

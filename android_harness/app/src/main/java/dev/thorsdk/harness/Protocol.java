@@ -165,6 +165,10 @@ public final class Protocol {
             m.put("energy_j", energyJ);
             m.put("net_energy_j", netEnergyJ);
             m.put("idle_power_w", idlePowerW);
+            if (!windowIdlePowerW.isEmpty()) {
+                // per window, the idle power its net energy used (ingest stores it with each window)
+                m.put("window_idle_power_w", windowIdlePowerW);
+            }
             m.put("windows", windows);
             Map<String, Object> out = new LinkedHashMap<>();
             out.put("time", outliers(timeS, outlierK));

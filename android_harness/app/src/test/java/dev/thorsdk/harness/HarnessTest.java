@@ -170,6 +170,11 @@ public class HarnessTest {
             for (Object net : (List<Object>) head.get("net_energy_j")) {
                 assertEquals(1.0 * 0.001, (Double) net, 1e-9);   // the runner's extra 1 W over 1 ms steps
             }
+            List<Object> idleW = (List<Object>) head.get("window_idle_power_w");
+            assertEquals(((List<Object>) head.get("time_s")).size(), idleW.size());   // one per window
+            for (Object w : idleW) {
+                assertEquals(ProtocolTest.IDLE_W, (Double) w, 1e-9);
+            }
         }
         assertEquals(0, measured[0]);   // the carried baseline's state matches: no idle window
         assertEquals(1, measured[1]);   // charging changed: measured again
