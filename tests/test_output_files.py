@@ -129,7 +129,8 @@ def test_a_temp_file_left_by_a_killed_writer_is_swept_by_the_next_write(tmp_path
     old = time.time() - STALE_TMP_S - 5
     names = {"stale": f".est.json.tmp{dead}", "fresh": f".est.json.tmp{dead + 1000000}",
              "live": f".est.json.tmp{os.getppid()}", "other": f".other.json.tmp{dead}",
-             "notpid": ".est.json.tmpabc", "stale_suffix": f".est.json.tmp{dead}.mlmodel"}
+             "notpid": ".est.json.tmpabc", "superscript": ".est.json.tmp\u00b2",
+             "stale_suffix": f".est.json.tmp{dead}.mlmodel"}
     for key, name in names.items():
         (tmp_path / name).write_text("half")
         if key != "fresh":
@@ -138,7 +139,7 @@ def test_a_temp_file_left_by_a_killed_writer_is_swept_by_the_next_write(tmp_path
     left = set(os.listdir(tmp_path))
     assert names["stale"] not in left and "est.json" in left
     # a live process's file, a young one, another target's, a name without a PID, another suffix: kept
-    for key in ("fresh", "live", "other", "notpid", "stale_suffix"):
+    for key in ("fresh", "live", "other", "notpid", "superscript", "stale_suffix"):
         assert names[key] in left, key
     assert sweep_stale_tmp(str(tmp_path), "est.json", ("", ".mlmodel")) == [names["stale_suffix"]]
     # a campaign's creator killed mid-create leaves its temp database and journal

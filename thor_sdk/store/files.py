@@ -83,7 +83,7 @@ def sweep_stale_tmp(folder, base, suffixes=("",), now=None):
         rest, pid = name[len(prefix):], None
         for suffix in sorted(set(suffixes), key=len, reverse=True):
             core = rest[: len(rest) - len(suffix)] if suffix else rest
-            if (not suffix or rest.endswith(suffix)) and core.isdigit() and core[0] != "0":
+            if (not suffix or rest.endswith(suffix)) and core.isascii() and core.isdigit() and core[0] != "0":
                 pid = int(core)
                 break
         if pid is None:
