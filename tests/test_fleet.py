@@ -264,6 +264,41 @@ def test_cli_fleet_options(tmp_path):
     assert r.exit_code != 0 and "--out-dir" in str(r.exception or r.output)
     r = runner.invoke(cli, ["probe", "--model", "lenet5"])
     assert r.exit_code != 0 and "--out FILE.db" in str(r.exception or r.output)
+    for extra in (["--out", str(tmp_path / "x.db")], ["--out-dir", str(tmp_path / "d"), "--threads", "1"]):
+        r = runner.invoke(cli, ["profile", "--device", "android:A", "--device", "android:B", "--max-probes", "2"] + extra)
+        why = str(r.exception or r.output)
+        assert r.exit_code != 0 and ("--out-dir" in why or "--threads" in why), why
+    r = runner.invoke(cli, ["profile", "--max-probes", "2"])
+    assert r.exit_code != 0 and "--out FILE.db" in str(r.exception or r.output)
+
+
+def test_cli_profile_fleet_reports_each_device_and_how_to_resume(tmp_path, monkeypatch, capsys):
+    """`thor-sdk profile --device A --device B --out-dir D`: one line per device, exit status 1 when any did not
+    finish, and the command that resumes them all. Through a stand-in `adb` on PATH that lists no phone."""
+    import subprocess
+
+    from helpers import cli
+
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    adb = bin_dir / "adb"
+    adb.write_text("#!/bin/sh\necho 'List of devices attached'\necho\n")
+    adb.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    assert subprocess.run(["adb", "devices"], capture_output=True, text=True).stdout.startswith("List of devices")
+    out_dir = tmp_path / "fleet"
+    code, text, err = cli(["profile", "--device", "android:A1", "--device", "android:B2", "--out-dir", str(out_dir),
+                           "--max-probes", "2"], capsys)
+    lines = text.strip().splitlines()
+    assert code == 1 and [ln.split(":")[0:2] for ln in lines] == [["android", "A1"], ["android", "B2"]]
+    for ln in lines:
+        assert "unavailable: no Android device" in ln
+        assert f"thor-sdk profile --resume --out-dir {out_dir} --device android:A1 --device android:B2" in ln
+    code, text, err = cli(["profile", "--device", "android:A1", "--device", "android:B2", "--out-dir", str(out_dir),
+                           "--max-probes", "2", "--json"], capsys)
+    doc = json.loads(text)
+    assert code == 1 and [(d["device"], d["status"]) for d in doc["devices"]] == [("android:A1", "unavailable"),
+                                                                                 ("android:B2", "unavailable")]
 
 
 # -- DeviceFarmer STF / adb connect --------------------------------------------------------------------------

@@ -103,12 +103,22 @@ def fleet(devices, meter, models, input_shape, batch_sizes, metric, runtime, out
           target_std, settings, unknown_ops, quiet, as_json):
     """Several devices in parallel: a progress line per device and probe (none with --quiet), then one line per
     device (done, or why it stopped and how to continue); exit status 1 when any device did not finish."""
-    import shlex
-    import threading
-
     from thor_sdk.api import probe_fleet
 
-    say_lock = threading.Lock()  # lines from the devices' threads never interleave
+    progress = fleet_progress(quiet)
+    results = probe_fleet(list(models), devices, out_dir, batch_sizes=batch_sizes, metric=metric, resume=resume,
+                          max_probes=max_probes, max_seconds=max_seconds, target_rel_std=target_std, runtime=runtime,
+                          settings=settings, input_shape=input_shape, meter=meter, progress=progress,
+                          unknown_ops=unknown_ops)
+    return fleet_report(results, "probe", devices, out_dir, as_json)
+
+
+def fleet_progress(quiet):
+    """``progress(device, event, info)`` for a fleet of ``probe`` or ``profile`` campaigns: one stderr line per
+    device and probe (nothing with ``quiet``); the devices' threads call it, so lines never interleave."""
+    import threading
+
+    say_lock = threading.Lock()
     counts = {}
 
     def progress(device, event, info):
@@ -116,23 +126,31 @@ def fleet(devices, meter, models, input_shape, batch_sizes, metric, runtime, out
             return
         with say_lock:  # called from the devices' threads: counts and stderr are touched under the one lock
             if event == "start":
-                counts[device] = [info["done"], info["total"]]
-                line = f"{device}: {info['done']}/{info['total']} probe(s) done, probing"
+                total = info.get("total", info.get("max_probes"))
+                counts[device] = [info["done"], total]
+                line = f"{device}: {info['done']}/{total or '?'} probe(s) done, probing"
             elif event == "probe":
-                c = counts.setdefault(device, [0, 0])
+                c = counts.setdefault(device, [0, None])
                 c[0] += 1
                 p = info["probe"]
-                line = f"{device}: {c[0]}/{c[1]} {p['kind']}/{p['role']} b{p['batch_size']}"
+                line = f"{device}: {c[0]}/{c[1] or '?'} {p['kind']}/{p['role']} b{p['batch_size']}"
+                if info.get("seconds_left") is not None:
+                    line += f" | {info['seconds_left']:.0f} s left"
+            elif event == "calibration":
+                line = f"{device}: calibration {info['model']} b{info['batch_size']}"
             elif event == "stop":
                 line = f"{device}: stopped: {info['reason']}"
             else:
                 return
             click.echo(line, err=True)
 
-    results = probe_fleet(list(models), devices, out_dir, batch_sizes=batch_sizes, metric=metric, resume=resume,
-                          max_probes=max_probes, max_seconds=max_seconds, target_rel_std=target_std, runtime=runtime,
-                          settings=settings, input_shape=input_shape, meter=meter, progress=progress,
-                          unknown_ops=unknown_ops)
+    return progress
+
+
+def fleet_report(results, command, devices, out_dir, as_json):
+    """One line per device (or ``{"devices": [...]}`` with ``as_json``); 1 when any device did not finish."""
+    import shlex
+
     if as_json:
         from .common import emit_json, warn_measurement
 
@@ -140,7 +158,7 @@ def fleet(devices, meter, models, input_shape, batch_sizes, metric, runtime, out
             warn_measurement(r)
         emit_json({"devices": results})
     else:
-        again = " ".join(["thor-sdk", "probe", "--resume", "--out-dir", shlex.quote(str(out_dir))]
+        again = " ".join(["thor-sdk", command, "--resume", "--out-dir", shlex.quote(str(out_dir))]
                          + [f"--device {shlex.quote(d)}" for d in devices])
         for r in results:
             if r["status"] == "done":

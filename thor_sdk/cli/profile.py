@@ -9,12 +9,17 @@ from .probe import protocol_options, settings_from
 
 
 @click.command("profile")
-@click.option("--device", default="host", show_default=True, help="Device to profile (see `thor-sdk devices`).")
+@click.option("--device", "devices", multiple=True,
+              help="Device to profile (see `thor-sdk devices`; default host). Repeat it to profile several devices in "
+                   "parallel, one campaign each in --out-dir.")
 @click.option("--runtime", type=click.Choice(["torch", "onnxruntime"]), default="torch", show_default=True,
               help="What executes the training steps (part of the estimator's key).")
 @click.option("--metric", type=click.Choice(["time", "energy"]), default="time", show_default=True)
 @click.option("--meter", help="Energy meter overriding the device's own, e.g. external:monsoon.csv[,offset=S].")
-@click.option("--out", required=True, type=click.Path(dir_okay=False), help="Campaign database (SQLite).")
+@click.option("--out", type=click.Path(dir_okay=False), help="Campaign database (SQLite), for one device.")
+@click.option("--out-dir", type=click.Path(file_okay=False),
+              help="Several devices: one campaign per device in this folder, named by its spec (android:A -> "
+                   "android-A.db).")
 @click.option("--resume", is_flag=True, help="Continue the profile in --out where it stopped.")
 @click.option("--max-seconds", type=float, help="Time budget (the last 8% measures whole calibration models).")
 @click.option("--max-probes", type=int, help="Stop after this many probes in the campaign.")
@@ -34,7 +39,7 @@ from .probe import protocol_options, settings_from
 @unknown_ops_option
 @quiet_option
 @json_option
-def cmd(device, runtime, metric, meter, out, resume, max_seconds, max_probes, target_std, models, input_shape, kinds,
+def cmd(devices, runtime, metric, meter, out, out_dir, resume, max_seconds, max_probes, target_std, models, input_shape, kinds,
         reference_every_s, calibration_models, seed, prior_path, min_rounds, max_rounds, window_s, cv_target, threads,
         unknown_ops, quiet, as_json):
     """Profile DEVICE once over the zoo's prior of layer configs (space-filling, then where estimates over
@@ -45,6 +50,28 @@ def cmd(device, runtime, metric, meter, out, resume, max_seconds, max_probes, ta
         raise UsageError("give a budget: --max-seconds, --max-probes or --target-std")
     if reference_every_s < 0 or reference_every_s != reference_every_s:
         raise UsageError("--reference-every must be >= 0")
+    given = any(v is not None for v in (min_rounds, max_rounds, window_s, cv_target))
+    settings = settings_from(min_rounds, max_rounds, window_s, cv_target) if given and not resume else None
+    devices = list(devices) or ["host"]
+    if len(devices) > 1 or out_dir:
+        if out:
+            raise UsageError("several devices write one campaign each: give --out-dir DIR, not --out")
+        if threads is not None:
+            raise UsageError("--threads applies to the host device only, not to a fleet")
+        from thor_sdk.api import profile_fleet
+
+        from .probe import fleet_progress, fleet_report
+
+        results = profile_fleet(devices, out_dir, metric=metric, resume=resume, runtime=runtime, max_probes=max_probes,
+                                max_seconds=max_seconds, target_rel_std=target_std, settings=settings, meter=meter,
+                                models=list(models), input_shape=input_shape, kinds=list(kinds) or None, seed=seed,
+                                reference_every_s=reference_every_s,
+                                calibration_models=list(calibration_models) or None,
+                                progress=fleet_progress(quiet), prior_path=prior_path, unknown_ops=unknown_ops)
+        return fleet_report(results, "profile", devices, out_dir, as_json)
+    if not out:
+        raise UsageError("give --out FILE.db (or --out-dir DIR for several devices)")
+    (device,) = devices
     bar = {}
 
     def progress(event, info):
@@ -65,8 +92,6 @@ def cmd(device, runtime, metric, meter, out, resume, max_seconds, max_probes, ta
         elif event == "stop":
             bar["b"].close()
 
-    given = any(v is not None for v in (min_rounds, max_rounds, window_s, cv_target))
-    settings = settings_from(min_rounds, max_rounds, window_s, cv_target) if given and not resume else None
     summary = profile(device=device, metric=metric, out=out, resume=resume, runtime=runtime, max_probes=max_probes,
                       max_seconds=max_seconds, target_rel_std=target_std, settings=settings, meter=meter,
                       threads=threads, unknown_ops=unknown_ops,
