@@ -142,3 +142,32 @@ def test_real_adb_no_device():
             AdbTransport(server_port=port).run(["true"])
     finally:
         subprocess.run(["adb", "-P", str(port), "kill-server"], capture_output=True, timeout=30)
+
+
+def test_adb_devices_asks_again_while_another_thread_starts_the_server():
+    """A fleet's devices all run `adb devices` at once; while one of them starts the adb server the others
+    read `cannot connect to daemon` (adb 1.0.41): asked again after a wait, not lost. A server that never
+    comes up is still one error."""
+    starting = RunOutput(1, b"", b"adb: failed to check server version: cannot connect to daemon\n")
+
+    class Starting(FakeAdb):
+        def __init__(self, failures):
+            super().__init__()
+            self.failures = failures
+
+        def __call__(self, argv, timeout_s=None, input=None, env=None):
+            if argv[1:] == ["devices", "-l"] and self.failures > 0:
+                self.failures -= 1
+                self.calls.append(argv)
+                return starting
+            return super().__call__(argv, timeout_s, input, env)
+
+    waits = []
+    t = AdbTransport("1A2B3C4D5E6F7G", runner=Starting(2))
+    t.sleep = waits.append
+    assert t.resolve() == "1A2B3C4D5E6F7G" and waits == [0.5, 1.0]
+    never = AdbTransport("1A2B3C4D5E6F7G", runner=Starting(99))
+    never.sleep = waits.append
+    with pytest.raises(DeviceError, match="cannot connect to daemon"):
+        never.devices()
+    assert len(never.runner.calls) == 4 and waits[2:] == [0.5, 1.0, 2.0]  # the first ask and three more

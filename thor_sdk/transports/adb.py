@@ -12,6 +12,7 @@
 
 import re
 import shutil
+import time
 
 from thor_sdk.errors import DeviceError, DeviceUnavailableError, UsageError
 
@@ -26,6 +27,10 @@ _DISCONNECT = ("device offline", "not found", "no devices/emulators found", "err
                "connection reset", "device unauthorized", "broken pipe", "cannot connect to daemon")
 
 DEVICE_TMP = "/data/local/tmp/thor-sdk"
+#: what `adb devices` says while the adb server is being started by someone else, and the waits (seconds)
+#: before asking again
+_DAEMON_STARTING = ("cannot connect to daemon", "failed to check server version", "daemon not running")
+DAEMON_RETRY_S = (0.5, 1.0, 2.0)
 #: ``HOST:PORT`` or ``[IPv6]:PORT``: a serial that ``adb connect`` reaches (emulator-5554 and USB serials are not)
 _NETWORK_SERIAL = re.compile(r"^(?:\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9](?:[A-Za-z0-9.-]*[A-Za-z0-9])?):(?P<port>[0-9]{1,5})$")
 
@@ -94,6 +99,7 @@ class AdbTransport(Transport):
         self.server_port = server_port
         self._workdir = workdir
         self._resolved = None
+        self.sleep = time.sleep  # the waits before asking a starting adb server again (tests pass their own)
 
     # -- argv ------------------------------------------------------------------------------------
     def _base(self):
@@ -117,6 +123,13 @@ class AdbTransport(Transport):
         if self.why_unavailable():
             raise DeviceUnavailableError(self.why_unavailable())
         res = self._exec(self._base() + ["devices", "-l"], timeout_s=30)
+        for wait_s in DAEMON_RETRY_S:
+            if res.returncode == 0 or not any(m in (res.stderr + res.stdout).lower() for m in _DAEMON_STARTING):
+                break
+            # another thread or process is starting the adb server (a fleet's devices all ask at once): its
+            # first `adb devices` may fail to reach it for a moment; ask again rather than lose the device
+            self.sleep(wait_s)
+            res = self._exec(self._base() + ["devices", "-l"], timeout_s=30)
         if res.returncode != 0:
             raise self._fail("adb devices", res)
         return parse_devices(res.stdout)
