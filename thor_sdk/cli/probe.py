@@ -38,10 +38,23 @@ def settings_from(min_rounds, max_rounds, window_s, cv_target):
     return ProtocolSettings(**d)  # checked: bounds, finite
 
 
+#: ``--device``, repeatable: one device, or a fleet (``fleet_or_one``); ``probe`` and ``profile`` share it
+device_option = click.option(
+    "--device", "devices", multiple=True,
+    help="Device to profile (see `thor-sdk devices`; default host). Repeat it to profile several devices in "
+         "parallel, one campaign each in --out-dir.")
+
+
+def out_options(f):
+    """``--out FILE.db`` for one device, ``--out-dir DIR`` for a fleet (``probe`` and ``profile``)."""
+    f = click.option("--out-dir", type=click.Path(file_okay=False),
+                     help="Several devices: one campaign per device in this folder, named by its spec (android:A -> "
+                          "android-A.db).")(f)
+    return click.option("--out", type=click.Path(dir_okay=False), help="Campaign database (SQLite), for one device.")(f)
+
+
 @click.command("probe")
-@click.option("--device", "devices", multiple=True,
-              help="Device to profile (see `thor-sdk devices`; default host). Repeat it to profile several devices in "
-                   "parallel, one campaign each in --out-dir.")
+@device_option
 @click.option("--model", "models", multiple=True, help="Target model(s): name, file.py:Class, .onnx or layer-list .json.")
 @click.option("--input-shape", help="Per-sample input shape for file.py:Class models, e.g. 3,32,32.")
 @click.option("--batch-size", "batch_sizes", type=int, multiple=True, default=(32,), show_default=True)
@@ -49,10 +62,7 @@ def settings_from(min_rounds, max_rounds, window_s, cv_target):
 @click.option("--meter", help="Energy meter overriding the device's own, e.g. external:monsoon.csv[,offset=S].")
 @click.option("--runtime", type=click.Choice(["torch", "onnxruntime"]), default="torch", show_default=True,
               help="What executes the training steps on the host.")
-@click.option("--out", type=click.Path(dir_okay=False), help="Campaign database (SQLite), for one device.")
-@click.option("--out-dir", type=click.Path(file_okay=False),
-              help="Several devices: one campaign per device in this folder, named by its spec (android:A -> "
-                   "android-A.db).")
+@out_options
 @click.option("--resume", is_flag=True, help="Continue the campaign in --out where it stopped.")
 @click.option("--max-probes", type=int, help="Stop after this many probes in the campaign.")
 @click.option("--max-seconds", type=float, help="Stop selecting new probes after this many seconds.")
@@ -65,19 +75,12 @@ def cmd(devices, meter, models, input_shape, batch_sizes, metric, runtime, out, 
         target_std, min_rounds, max_rounds, window_s, cv_target, threads, unknown_ops, quiet, as_json):
     """Profile DEVICE with THOR probes for the layers of the target model(s)."""
     from thor_sdk.api import probe
-    from thor_sdk.errors import UsageError
 
-    devices = list(devices) or ["host"]
-    if len(devices) > 1 or out_dir:
-        if out:
-            raise UsageError("several devices write one campaign each: give --out-dir DIR, not --out")
-        if threads is not None:
-            raise UsageError("--threads applies to the host device only, not to a fleet")
+    devices, is_fleet = fleet_or_one(devices, out, out_dir, threads)
+    if is_fleet:
         settings = None if resume else settings_from(min_rounds, max_rounds, window_s, cv_target)
         return fleet(devices, meter, models, input_shape, batch_sizes, metric, runtime, out_dir, resume, max_probes,
                      max_seconds, target_std, settings, unknown_ops, quiet, as_json)
-    if not out:
-        raise UsageError("give --out FILE.db (or --out-dir DIR for several devices)")
     (device,) = devices
     bar = {}
 
@@ -97,6 +100,24 @@ def cmd(devices, meter, models, input_shape, batch_sizes, metric, runtime, out, 
                     unknown_ops=unknown_ops,
                     meter=meter)
     report_campaign(summary, as_json)
+
+
+def fleet_or_one(devices, out, out_dir, threads):
+    """(device specs, True for a fleet) from ``--device`` (default host), ``--out``, ``--out-dir`` and
+    ``--threads``: several devices or ``--out-dir`` make a fleet (one campaign each, no ``--out``, no
+    ``--threads``); one device needs ``--out``. UsageError otherwise, before any work."""
+    from thor_sdk.errors import UsageError
+
+    devices = list(devices) or ["host"]
+    if len(devices) > 1 or out_dir:
+        if out:
+            raise UsageError("several devices write one campaign each: give --out-dir DIR, not --out")
+        if threads is not None:
+            raise UsageError("--threads applies to the host device only, not to a fleet")
+        return devices, True
+    if not out:
+        raise UsageError("give --out FILE.db (or --out-dir DIR for several devices)")
+    return devices, False
 
 
 def fleet(devices, meter, models, input_shape, batch_sizes, metric, runtime, out_dir, resume, max_probes, max_seconds,

@@ -5,21 +5,16 @@ import click
 from thor_sdk.errors import UsageError
 
 from .common import Progress, json_option, quiet_option, report_campaign, unknown_ops_option
-from .probe import protocol_options, settings_from
+from .probe import device_option, fleet_or_one, out_options, protocol_options, settings_from
 
 
 @click.command("profile")
-@click.option("--device", "devices", multiple=True,
-              help="Device to profile (see `thor-sdk devices`; default host). Repeat it to profile several devices in "
-                   "parallel, one campaign each in --out-dir.")
+@device_option
 @click.option("--runtime", type=click.Choice(["torch", "onnxruntime"]), default="torch", show_default=True,
               help="What executes the training steps (part of the estimator's key).")
 @click.option("--metric", type=click.Choice(["time", "energy"]), default="time", show_default=True)
 @click.option("--meter", help="Energy meter overriding the device's own, e.g. external:monsoon.csv[,offset=S].")
-@click.option("--out", type=click.Path(dir_okay=False), help="Campaign database (SQLite), for one device.")
-@click.option("--out-dir", type=click.Path(file_okay=False),
-              help="Several devices: one campaign per device in this folder, named by its spec (android:A -> "
-                   "android-A.db).")
+@out_options
 @click.option("--resume", is_flag=True, help="Continue the profile in --out where it stopped.")
 @click.option("--max-seconds", type=float, help="Time budget (the last 8% measures whole calibration models).")
 @click.option("--max-probes", type=int, help="Stop after this many probes in the campaign.")
@@ -52,12 +47,8 @@ def cmd(devices, runtime, metric, meter, out, out_dir, resume, max_seconds, max_
         raise UsageError("--reference-every must be >= 0")
     given = any(v is not None for v in (min_rounds, max_rounds, window_s, cv_target))
     settings = settings_from(min_rounds, max_rounds, window_s, cv_target) if given and not resume else None
-    devices = list(devices) or ["host"]
-    if len(devices) > 1 or out_dir:
-        if out:
-            raise UsageError("several devices write one campaign each: give --out-dir DIR, not --out")
-        if threads is not None:
-            raise UsageError("--threads applies to the host device only, not to a fleet")
+    devices, is_fleet = fleet_or_one(devices, out, out_dir, threads)
+    if is_fleet:
         from thor_sdk.api import profile_fleet
 
         from .probe import fleet_progress, fleet_report
@@ -69,8 +60,6 @@ def cmd(devices, runtime, metric, meter, out, out_dir, resume, max_seconds, max_
                                 calibration_models=list(calibration_models) or None,
                                 progress=fleet_progress(quiet), prior_path=prior_path, unknown_ops=unknown_ops)
         return fleet_report(results, "profile", devices, out_dir, as_json)
-    if not out:
-        raise UsageError("give --out FILE.db (or --out-dir DIR for several devices)")
     (device,) = devices
     bar = {}
 
