@@ -37,24 +37,26 @@ def method_summary(rows, method):
             "coverage95": (sum(cov) / len(cov)) if cov else None}
 
 
+def thor_summary(rows):
+    """``{n, thor_mape, flops_mape, flops_over_thor, coverage95, thor_level_adjusted_mape}`` over ``rows``
+    (None where nothing was scored): what the result says for all models and for each group."""
+    thor = [r["thor_ape"] for r in rows]
+    fl = [r["flops_ape"] for r in rows if r["flops_ape"] is not None]
+    adj = [r["thor_level_adjusted_ape"] for r in rows if r["thor_level_adjusted_ape"] is not None]
+    return {"n": len(rows), "thor_mape": statistics.fmean(thor) if thor else None,
+            "flops_mape": statistics.fmean(fl) if fl else None,
+            "flops_over_thor": statistics.fmean(fl) / statistics.fmean(thor) if fl and any(thor) else None,
+            "coverage95": sum(r["covered95"] for r in rows) / len(rows) if rows else None,
+            "thor_level_adjusted_mape": statistics.fmean(adj) if adj else None}
+
+
 def group_summaries(rows):
-    """``{group: {n, thor_mape, flops_mape, flops_over_thor, coverage95, thor_level_adjusted_mape}}`` over the
-    rows of each group (``reference``, ``zoo``, ``heldout``; ``other`` for a model outside the zoo): the
-    held-out nets, which never fed the profile's prior, are what a generalization claim rests on."""
+    """``{group: thor_summary(its rows)}`` (``reference``, ``zoo``, ``heldout``; ``other`` for a model outside
+    the zoo): the held-out nets, which never fed the profile's prior, are what a generalization claim rests on."""
     out = {}
     for r in rows:
         out.setdefault(r.get("group") or "other", []).append(r)
-    summary = {}
-    for g, rs in out.items():
-        thor = [r["thor_ape"] for r in rs]
-        fl = [r["flops_ape"] for r in rs if r["flops_ape"] is not None]
-        adj = [r["thor_level_adjusted_ape"] for r in rs if r["thor_level_adjusted_ape"] is not None]
-        summary[g] = {"n": len(rs), "thor_mape": statistics.fmean(thor),
-                      "flops_mape": statistics.fmean(fl) if fl else None,
-                      "flops_over_thor": statistics.fmean(fl) / statistics.fmean(thor) if fl and any(thor) else None,
-                      "coverage95": sum(r["covered95"] for r in rs) / len(rs),
-                      "thor_level_adjusted_mape": statistics.fmean(adj) if adj else None}
-    return summary
+    return {g: thor_summary(rs) for g, rs in out.items()}
 
 
 def evaluate_unseen(estimator, models, device="host", batch_sizes=(16,), metric=None, runtime=None, settings=None,
@@ -177,21 +179,16 @@ def evaluate_unseen(estimator, models, device="host", batch_sizes=(16,), metric=
     for r in rows:
         r.pop("_context", None)
     methods = {n: dict(method_summary(rows, n), note=notes.get(n)) for n in method_names}
-    thor = [r["thor_ape"] for r in rows]
-    fl = [r["flops_ape"] for r in rows if r["flops_ape"] is not None]
     ref_vals = [r["value"] for r in refs]
-    adj = [r["thor_level_adjusted_ape"] for r in rows if r["thor_level_adjusted_ape"] is not None]
+    overall = thor_summary(rows)
+    adj = [r for r in rows if r["thor_level_adjusted_ape"] is not None]
     return {
         "device": dev.name, "runtime": runtime, "metric": metric, "unit": est.unit, "batch_sizes": list(batch_sizes),
         "rows": rows, "skipped": skipped, "methods": methods, "step": step, "groups": group_summaries(rows),
-        "thor_mape": statistics.fmean(thor) if thor else None,
-        "thor_max_ape": max(thor) if thor else None,
-        "flops_mape": statistics.fmean(fl) if fl else None,
-        "flops_over_thor": (statistics.fmean(fl) / statistics.fmean(thor)) if thor and fl else None,
-        "coverage95": sum(r["covered95"] for r in rows) / len(rows) if rows else None,
-        "thor_level_adjusted_mape": statistics.fmean(adj) if adj else None,
-        "coverage95_level_adjusted": (sum(r["covered95_level_adjusted"] for r in rows if r["device_level"])
-                                      / len(adj)) if adj else None,
+        **{k: overall[k] for k in ("thor_mape", "flops_mape", "flops_over_thor", "coverage95",
+                                   "thor_level_adjusted_mape")},
+        "thor_max_ape": max(r["thor_ape"] for r in rows) if rows else None,
+        "coverage95_level_adjusted": (sum(r["covered95_level_adjusted"] for r in adj) / len(adj)) if adj else None,
         "median_abs_z": statistics.median(abs(r["z"]) for r in rows if r["z"] is not None)
         if any(r["z"] is not None for r in rows) else None,
         "reference": {"model": reference, "batch_size": 16, "runs": refs,
