@@ -118,8 +118,8 @@ class KindModel:
     """The exported cost model of one layer kind."""
 
     __slots__ = ("kind", "features", "index", "role_index", "x_mean", "x_scale", "length_scale", "overhead",
-                 "per_flop", "per_byte", "offset", "constant", "noise", "u_scale", "inducing_u", "alpha", "W",
-                 "alpha_c", "W_c", "n_samples")
+                 "per_flop", "per_byte", "offset", "constant", "noise", "u_scale", "inducing_u", "alpha_c", "W_c",
+                 "n_samples")
 
     def __init__(self, kind, d):
         where = f"kinds[{kind!r}]"
@@ -161,11 +161,10 @@ class KindModel:
         # so |u - t_i| is the Matern argument itself; alpha and W carry the kernel constant
         self.u_scale = tuple(SQRT5 / (s * l) for s, l in zip(self.x_scale, ls))
         self.inducing_u = tuple(tuple(z * SQRT5 / l for z, l in zip(row, ls)) for row in inducing)
-        self.alpha = _nums(_field(d, "alpha", where), f"{where}.alpha", m)
-        self.W = _rows(_field(d, "var_factor", where), f"{where}.var_factor", m, MAX_VAR_ROWS)
         c = self.constant
-        self.alpha_c = tuple(a * c for a in self.alpha)
-        self.W_c = tuple(tuple(w * c for w in row) for row in self.W)
+        self.alpha_c = tuple(a * c for a in _nums(_field(d, "alpha", where), f"{where}.alpha", m))
+        self.W_c = tuple(tuple(w * c for w in row)
+                         for row in _rows(_field(d, "var_factor", where), f"{where}.var_factor", m, MAX_VAR_ROWS))
         n_samples = _field(d, "n_samples", where)
         if not isinstance(n_samples, int) or isinstance(n_samples, bool) or n_samples < 1:
             raise FormatError(f"estimator: {where}.n_samples must be a positive integer, got {n_samples!r}")
