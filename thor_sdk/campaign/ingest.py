@@ -22,6 +22,7 @@ def ingest_results(campaign, results_doc, manifest):
     from thor_sdk.campaign.measure import derive_samples, window_detail
     from thor_sdk.devices.state import load_summary
     from thor_sdk.exporters.bundle import validate_manifest
+    from thor_sdk.harness.protocol import IdleBaseline
     from thor_sdk.harness.results import parse_failures, parse_results
     from thor_sdk.probes import Probe
 
@@ -71,12 +72,10 @@ def ingest_results(campaign, results_doc, manifest):
                     windows += 1
             campaign.complete(uid, samples, window_detail=window_detail(parts))
             n_samples += len(samples)
-        carried = results_doc.get("idle_baseline")
-        if manifest["metric"] == "energy" and isinstance(carried, dict):
+        carried = IdleBaseline.carried(results_doc.get("idle_baseline"))
+        if manifest["metric"] == "energy" and carried.power_w is not None:
             # the device's idle power after this bundle: the campaign's next bundle carries it to the device
-            campaign.set_meta("idle_baseline", {"power_w": float(carried["power_w"]),
-                                                "state": carried.get("state") if isinstance(carried.get("state"),
-                                                                                            dict) else None,
+            campaign.set_meta("idle_baseline", {"power_w": carried.power_w, "state": carried.state,
                                                 "bundle": manifest["id"]})
         failed = [uid for uid in failures if uid not in done]
         for uid in failed:  # the device could not run it: stored failed, bundled again by the next `bundle`

@@ -197,12 +197,13 @@ class IdleBaseline:
                 b.state = doc.get("state") if isinstance(doc.get("state"), dict) else None
         return b
 
-    def to_carry(self, since=0):
+    def to_carry(self):
         """What a results document carries for the campaign's next bundle: the power, its state and the idle
-        windows measured from ``measurements[since]`` on; None before any idle power is known."""
+        windows this baseline measured (a bundle's run starts from a carried one, so: in this run); None
+        before any idle power is known."""
         if self.power_w is None:
             return None
-        return {"power_w": self.power_w, "state": self.state, "measured": list(self.measurements[since:])}
+        return {"power_w": self.power_w, "state": self.state, "measured": list(self.measurements)}
 
     def refresh(self, meter, window_s, state, sleep=time.sleep, wall=time.time):
         w0 = wall()
