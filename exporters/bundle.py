@@ -129,20 +129,12 @@ def check_bundle_out(out_dir):
     return out
 
 
-def _pid_alive(pid):
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except OSError:  # it exists but is another user's
-        return True
-    return True
-
-
 def _remove_stale_builds(parent, base):
     """Remove ``.BASE.tmpPID`` folders a killed build left beside the bundle: only folders (never links)
     that still carry our partial-bundle mark and whose process is gone (or is this one)."""
     import re
+
+    from thor_sdk.store.files import pid_alive
 
     pattern = re.compile(re.escape(f".{base}.tmp") + r"(\d+)")
     for name in os.listdir(parent):
@@ -152,7 +144,7 @@ def _remove_stale_builds(parent, base):
                 or not os.path.isfile(os.path.join(path, _PARTIAL_MARK)):
             continue
         pid = int(m.group(1))
-        if pid == os.getpid() or not _pid_alive(pid):
+        if pid == os.getpid() or not pid_alive(pid):
             shutil.rmtree(path, ignore_errors=True)
 
 

@@ -52,13 +52,15 @@ def check_parent(path, what="output"):
 STALE_TMP_S = 600.0
 
 
-def _alive(pid):
+def pid_alive(pid):
+    """False only when no process ``pid`` runs here; someone else's process, or a PID this OS cannot check,
+    counts as alive (what a killed writer left is removed only when it surely is)."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
-    except (PermissionError, OSError, OverflowError):
-        return True  # someone else's process, or a PID this OS cannot check: leave its file alone
+    except (OSError, OverflowError):
+        return True
     return True
 
 
@@ -66,11 +68,12 @@ def sweep_stale_tmp(folder, base, suffixes=("",), now=None):
     """Remove ``.<base>.tmp<PID><suffix>`` files in ``folder`` that a killed writer left: its PID no longer
     runs here and the file is older than STALE_TMP_S. Returns the names removed. Never raises (POSIX
     only: elsewhere nothing is swept)."""
+    import re
     import time
 
     if os.name != "posix":
         return []
-    prefix = f".{base}.tmp"
+    pattern = re.compile(re.escape(f".{base}.tmp") + "([1-9][0-9]*)(?:" + "|".join(map(re.escape, suffixes)) + ")")
     now = time.time() if now is None else now
     removed = []
     try:
@@ -78,19 +81,13 @@ def sweep_stale_tmp(folder, base, suffixes=("",), now=None):
     except OSError:
         return []
     for name in names:
-        if not name.startswith(prefix):
+        m = pattern.fullmatch(name)
+        if m is None:
             continue
-        rest, pid = name[len(prefix):], None
-        for suffix in sorted(set(suffixes), key=len, reverse=True):
-            core = rest[: len(rest) - len(suffix)] if suffix else rest
-            if (not suffix or rest.endswith(suffix)) and core.isascii() and core.isdigit() and core[0] != "0":
-                pid = int(core)
-                break
-        if pid is None:
-            continue
+        pid = int(m.group(1))
         full = os.path.join(folder, name)
         try:
-            if (pid == os.getpid() or _alive(pid) or not os.path.isfile(full) or os.path.islink(full)
+            if (pid == os.getpid() or pid_alive(pid) or not os.path.isfile(full) or os.path.islink(full)
                     or now - os.path.getmtime(full) < STALE_TMP_S):
                 continue
             os.unlink(full)
