@@ -37,16 +37,25 @@ class _RecordingHost(HostDevice):
     def measure_probe(self, probe, **kw):
         import copy
 
-        if self.slow_head_first and probe.id not in self.runs:
-            # the first measurement's head reads 100x slower: an implausible negative difference, which the live
-            # path measures again with more rounds and commits merged (what the results file must then carry)
-            on_round = kw["on_round"]
-            kw["on_round"] = lambda rnd, row: on_round(rnd, {p: (t * 100 if p == "head" else t, e)
-                                                              for p, (t, e) in row.items()})
-            r = super().measure_probe(probe, **kw)
-            r["head"].time_s = [t * 100 for t in r["head"].time_s]
-        else:
-            r = super().measure_probe(probe, **kw)
+        # Whether the live path measures a probe again must not depend on this host's noise (a tiny linear
+        # probe's difference is within it), so the head's values are set. With slow_head_first, the first
+        # measurement's head reads a constant 1 s (10 J, 5 J net of idle) per step, far above the parts'
+        # milliseconds: an implausible negative difference, which the live path measures again with more rounds
+        # and commits merged (what the results file must then carry). Otherwise each round's head reads 1/100 of
+        # that round's cheapest part: no difference is negative.
+        slow = self.slow_head_first and probe.id not in self.runs
+
+        def head(values, const):
+            return None if any(v is None for v in values) else const if slow else 0.01 * min(values)
+
+        on_round = kw["on_round"]
+        kw["on_round"] = lambda rnd, row: on_round(rnd, dict(row, head=(
+            head([t for p, (t, _) in row.items() if p != "head"], 1.0),
+            head([e for p, (_, e) in row.items() if p != "head"], 10.0))))
+        r = super().measure_probe(probe, **kw)
+        others = [m for p, m in r.items() if p != "head"]
+        for f, const in (("time_s", 1.0), ("energy_j", 10.0), ("net_energy_j", 5.0)):
+            setattr(r["head"], f, [head(list(vs), const) for vs in zip(*(getattr(m, f) for m in others))])
         self.runs.setdefault(probe.id, []).append(copy.deepcopy(r))  # as returned (the campaign merges in place)
         return r
 
