@@ -6,6 +6,7 @@ import platform
 
 from thor_sdk.errors import UsageError
 
+from .allocator import describe as allocator_policy
 from .base import Device
 
 RUNTIMES = ("torch", "onnxruntime")
@@ -19,6 +20,7 @@ class HostDevice(Device):
         self.root = root
         self._meter = meter  # an explicit meter (e.g. external:log.csv) overrides discovery
         self.threads = threads
+        self._allocator = None  # the allocator policy measurements run under, once set (devices.allocator)
         self._idle = {}  # meter name -> IdleBaseline: measured once per campaign, again when the state changes
 
     def meters(self):
@@ -31,7 +33,8 @@ class HostDevice(Device):
     @contextlib.contextmanager
     def _threads(self):
         """Run with ``threads`` intra-op threads (when set) and denormal floats flushed to zero, restoring
-        torch's settings after.
+        torch's settings after, and with the allocator holding freed memory (``devices.allocator``: no
+        step pays page faults that depend on the process's allocation history; kept for the process).
 
         Flushing denormals (values below 1.2e-38) is part of measuring honestly on x86: a probe trains on
         one fixed batch for hundreds of steps, and some configs drift into denormal values, where x86 runs
@@ -39,6 +42,9 @@ class HostDevice(Device):
         probe's data, not a cost of the layer; probes and whole models are measured alike, flushed."""
         import torch
 
+        from .allocator import hold_freed_memory
+
+        self._allocator = hold_freed_memory()
         before = torch.get_num_threads()
         if self.threads:
             torch.set_num_threads(int(self.threads))
@@ -64,6 +70,7 @@ class HostDevice(Device):
             "torch_version": torch.__version__,
             "torch_threads": int(self.threads) if self.threads else torch.get_num_threads(),
             "flush_denormal": _can_flush_denormal(),
+            "allocator": self._allocator or allocator_policy(),
             "meters": [m.describe() for m in self.meters()],
         }
 
