@@ -5,6 +5,7 @@ def run_harness(bundle_path, out, *, threads=None, on_probe=None, root="/"):
     """Run a bundle on this machine (a host, or a board reached over ssh that runs ``thor-sdk harness
     run``) with its energy meter when the bundle asks for energy, its sysfs state per window, and write
     the results document to ``out``; returns it."""
+    from thor_sdk.devices.allocator import hold_freed_memory
     from thor_sdk.devices.host import HostDevice
     from thor_sdk.devices.state import sysfs_state
     from thor_sdk.exporters.bundle import open_bundle
@@ -17,7 +18,8 @@ def run_harness(bundle_path, out, *, threads=None, on_probe=None, root="/"):
         metric = manifest["metric"]
     host = HostDevice(root=root, threads=threads)
     meter = host.require_meter(metric)
-    doc = run_bundle(bundle_path, meter=meter, state_fn=lambda: sysfs_state(root), device=host.info(),
-                     threads=threads, on_probe=on_probe)
+    allocator = hold_freed_memory()  # measured like the host's own probes, and said so
+    doc = run_bundle(bundle_path, meter=meter, state_fn=lambda: sysfs_state(root),
+                     device=dict(host.info(), allocator=allocator), threads=threads, on_probe=on_probe)
     write_results(doc, out)
     return doc
