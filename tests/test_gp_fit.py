@@ -460,3 +460,23 @@ def test_residual_offset_is_not_lifted_by_a_slow_cluster():
     X, y, T = _xy(S)
     gp = KindGP(RELU).fit(X, y, noise_std=[0.03 * v for v in y], terms=T)
     assert abs(gp.residual_offset_) < 0.5  # the precision-weighted mean would be near ln(10) / 3 = 0.77
+
+
+def test_convergence_warnings_are_summarised_in_one_line_naming_features():
+    from thor_sdk.fitting.gp import _summarise_convergence
+
+    tail = ". Decreasing the bound and calling fit again may find a better value."
+    msgs = ["The optimal value found for dimension 0 of parameter k1__k1__constant_value is close to the "
+            "specified lower bound 0.10497669125831052" + tail,
+            "The optimal value found for dimension 2 of parameter k1__k2__length_scale is close to the "
+            "specified upper bound 3.0. Increasing the bound and calling fit again may find a better value.",
+            "The optimal value found for dimension 0 of parameter k1__k2__length_scale is close to the "
+            "specified upper bound 3.0. Increasing the bound and calling fit again may find a better value.",
+            "The optimal value found for dimension 0 of parameter k2__noise_level is close to the specified "
+            "lower bound 1e-06" + tail,
+            "lbfgs failed to converge (status=2)"]
+    out = _summarise_convergence(msgs, ["channels", "height", "batch_size"])
+    assert out == ["hyperparameters at their bounds: amplitude at the lower bound 0.105; noise level at the lower "
+                   "bound 1e-06; length scale of batch_size, length scale of channels at the upper bound 3",
+                   "lbfgs failed to converge (status=2)"]
+    assert _summarise_convergence([], ["x"]) == []
