@@ -33,9 +33,10 @@ DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "sha
 
 
 def rows_of(kind, data_dir=DATA):
-    """The CSV rows of one kind as samples-CSV dicts (both metrics, SI units)."""
+    """The CSV rows of one kind as samples-CSV dicts (both metrics, SI units), and how many rows of the file
+    were left out (non-positive energy or time, kernel wider than the input)."""
     path = os.path.join(data_dir, "conv.csv" if kind == "conv2d" else "linear.csv")
-    out = []
+    out, dropped = [], 0
     with open(path, newline="", encoding="utf-8") as f:
         for r in csv.DictReader(f):
             b = int(r["batch_size"])
@@ -45,22 +46,15 @@ def rows_of(kind, data_dir=DATA):
                 side, k = int(r["side_len"]), int(r["k_size"])
                 cfg = {"in_channels": int(r["in_chan"]), "out_channels": int(r["out_chan"]), "kernel": k,
                        "stride": int(r["stride"]), "padding": 0, "groups": 1, "height": side, "width": side, "bias": 1}
-                if k > side:
-                    continue
             else:
+                side = k = 0
                 cfg = {"in_features": int(r["in_size"]), "out_features": int(r["out_size"]), "tokens": 1, "bias": 1}
-            if not (energy > 0 and secs > 0):  # a RAPL counter wrap (one linear row reads -2621 J): not a cost
+            # a kernel wider than its input; a RAPL counter wrap (one linear row reads -2621 J): not a cost
+            if k > side or not (energy > 0 and secs > 0):
+                dropped += 1
                 continue
             out.append(dict(cfg, kind=kind, role="input", batch_size=b, energy_j=energy, time_s=secs))
-    return out
-
-
-def dropped_rows(kind, kept, data_dir=DATA):
-    """Rows of the file that ``rows_of`` left out of its ``kept`` (non-positive energy or time, kernel wider
-    than the input)."""
-    path = os.path.join(data_dir, "conv.csv" if kind == "conv2d" else "linear.csv")
-    with open(path, newline="", encoding="utf-8") as f:
-        return sum(1 for _ in csv.DictReader(f)) - kept
+    return out, dropped
 
 
 def write_csv(rows, path, metric):
@@ -81,7 +75,7 @@ def cross_validate(kind, metric="energy", folds=5, seed=0, data_dir=DATA):
     from thor_sdk.runtime import load_estimator
     from thor_sdk.runtime.terms import at_batch, cost_terms
 
-    rows = rows_of(kind, data_dir)
+    rows, dropped = rows_of(kind, data_dir)
     col = "energy_j" if metric == "energy" else "time_s"
     idx = list(range(len(rows)))
     random.Random(seed).shuffle(idx)
@@ -107,7 +101,7 @@ def cross_validate(kind, metric="energy", folds=5, seed=0, data_dir=DATA):
                             "covered": abs(truth - m) <= 1.959964 * s})
     ape = [abs(x["thor"] - x["truth"]) / x["truth"] * 100 for x in res]
     fape = [abs(x["flops"] - x["truth"]) / x["truth"] * 100 for x in res]
-    return {"kind": kind, "metric": metric, "rows": len(rows), "dropped": dropped_rows(kind, len(rows), data_dir),
+    return {"kind": kind, "metric": metric, "rows": len(rows), "dropped": dropped,
             "folds": folds,
             "thor_mape": statistics.fmean(ape), "thor_median_ape": statistics.median(ape),
             "flops_mape": statistics.fmean(fape), "flops_over_thor": statistics.fmean(fape) / statistics.fmean(ape),
@@ -128,7 +122,7 @@ def reference_learners(kind, metric="energy", folds=5, seed=0, data_dir=DATA):
 
     from thor_sdk.runtime.terms import at_batch, cost_terms
 
-    rows = rows_of(kind, data_dir)
+    rows, _ = rows_of(kind, data_dir)
     col = "energy_j" if metric == "energy" else "time_s"
     feats = [f for f in rows[0] if f not in ("kind", "role", "energy_j", "time_s")]
     X = np.log1p(np.array([[r[f] for f in feats] + list(at_batch(cost_terms(
