@@ -144,10 +144,10 @@ def main(argv=None):
         if probe_ms < MIN_GROUP_MS:
             continue
         q = statistics.quantiles(drop, n=4) if len(drop) >= 4 else [min(drop), 0, max(drop)]
-        out.append({"group": k, "layers": members[k], "in_context_ms": statistics.median(drop) * 1e3,
+        context_ms = statistics.median(drop) * 1e3
+        out.append({"group": k, "layers": members[k], "in_context_ms": context_ms,
                     "in_context_iqr_ms": [q[0] * 1e3, q[-1] * 1e3], "probes_ms": probe_ms,
-                    "probes_over_context": probe_ms / (statistics.median(drop) * 1e3)
-                    if statistics.median(drop) > 0 else None})
+                    "probes_over_context": probe_ms / context_ms if context_ms > 0 else None})
     net = statistics.median(rows["full"]) * 1e3
     stamp = dt.datetime.now(dt.timezone.utc).strftime("%Y%m%d-%H%M")
     lines = [f"# Additivity by ablation: {args.model}, batch {args.batch_size} (host, {stamp} UTC)", "",

@@ -16,7 +16,6 @@ libraries are left alone and said to be.
 """
 
 import ctypes
-import ctypes.util
 import platform
 
 #: glibc mallopt parameters (malloc.h)
@@ -27,33 +26,36 @@ TRIM_THRESHOLD_BYTES = 1 << 30
 MMAP_THRESHOLD_BYTES = 32 << 20
 
 
-def _glibc():
-    """The running glibc (a ``ctypes.CDLL``), or None on another C library."""
-    if platform.system() != "Linux" or platform.libc_ver()[0] != "glibc":
+def _is_glibc():
+    return platform.system() == "Linux" and platform.libc_ver()[0] == "glibc"
+
+
+def _mallopt():
+    """glibc's ``mallopt`` from the symbols already loaded in this process, or None on another C library."""
+    if not _is_glibc():
         return None
     try:
-        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
-        libc.mallopt  # noqa: B018 - a glibc without mallopt is not one we can set
+        mallopt = ctypes.CDLL(None).mallopt
     except (OSError, AttributeError):
         return None
-    libc.mallopt.argtypes = [ctypes.c_int, ctypes.c_int]
-    libc.mallopt.restype = ctypes.c_int
-    return libc
+    mallopt.argtypes = [ctypes.c_int, ctypes.c_int]
+    mallopt.restype = ctypes.c_int
+    return mallopt
 
 
 def hold_freed_memory():
     """Set the policy (idempotent); returns its description (``describe()``)."""
-    libc = _glibc()
-    if libc is None:
+    mallopt = _mallopt()
+    if mallopt is None:
         return describe()
-    ok = libc.mallopt(M_TRIM_THRESHOLD, TRIM_THRESHOLD_BYTES) == 1
-    ok = libc.mallopt(M_MMAP_THRESHOLD, MMAP_THRESHOLD_BYTES) == 1 and ok
+    ok = mallopt(M_TRIM_THRESHOLD, TRIM_THRESHOLD_BYTES) == 1
+    ok = mallopt(M_MMAP_THRESHOLD, MMAP_THRESHOLD_BYTES) == 1 and ok
     return describe(applied=ok)
 
 
 def describe(applied=None):
     """What a measurement here runs under, for ``HostDevice.info()`` and each campaign's device record."""
-    if _glibc() is None:
+    if not _is_glibc():
         return {"library": platform.libc_ver()[0] or platform.system(), "policy": "default (not glibc: left alone)"}
     out = {"library": "glibc " + platform.libc_ver()[1], "policy": "hold freed memory",
            "trim_threshold_bytes": TRIM_THRESHOLD_BYTES, "mmap_threshold_bytes": MMAP_THRESHOLD_BYTES}

@@ -44,7 +44,8 @@ class HostDevice(Device):
 
         from .allocator import hold_freed_memory
 
-        self._allocator = hold_freed_memory()
+        if self._allocator is None:  # once per device: the policy then holds for the process
+            self._allocator = hold_freed_memory()
         before = torch.get_num_threads()
         if self.threads:
             torch.set_num_threads(int(self.threads))
