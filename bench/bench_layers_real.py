@@ -110,7 +110,8 @@ def cross_validate(kind, metric="energy", folds=5, seed=0, data_dir=DATA):
 
 def reference_learners(kind, metric="energy", folds=5, seed=0, data_dir=DATA):
     """MAPE of three flexible learners on the same folds (log target; the layer's features, batch size,
-    training FLOPs and bytes as ``ln(1 + x)`` inputs): gradient boosting, extra trees and an exact
+    padded features (conv2d: ``in_channels_pad8``, ``out_channels_pad8``), training FLOPs and bytes as ``ln(1 + x)``
+    inputs): gradient boosting, extra trees and an exact
     scikit-learn GP. Not baselines a user has: they say how low any model of these features gets on this
     data (its noise floor), so a bar below all of them asks for more than the data holds."""
     import random
@@ -120,13 +121,16 @@ def reference_learners(kind, metric="energy", folds=5, seed=0, data_dir=DATA):
     from sklearn.gaussian_process import GaussianProcessRegressor
     from sklearn.gaussian_process.kernels import ConstantKernel, Matern, WhiteKernel
 
+    from thor_sdk.layers.kinds import PADDED_FEATURES, padded_value
     from thor_sdk.runtime.terms import at_batch, cost_terms
 
     rows, _ = rows_of(kind, data_dir)
     col = "energy_j" if metric == "energy" else "time_s"
     feats = [f for f in rows[0] if f not in ("kind", "role", "energy_j", "time_s")]
-    X = np.log1p(np.array([[r[f] for f in feats] + list(at_batch(cost_terms(
-        kind, {f: r[f] for f in feats if f != "batch_size"}, "input"), r["batch_size"])[:2]) for r in rows], float))
+    padded = PADDED_FEATURES.get(kind, ())  # the same padded features THOR's fit adds (in_channels_pad8, ...)
+    X = np.log1p(np.array([[r[f] for f in feats] + [padded_value(r[f], n) for f, n in padded] + list(at_batch(
+        cost_terms(kind, {f: r[f] for f in feats if f != "batch_size"}, "input"), r["batch_size"])[:2])
+        for r in rows], float))
     y = np.log(np.array([r[col] for r in rows]))
     idx = list(range(len(rows)))
     random.Random(seed).shuffle(idx)
@@ -146,49 +150,6 @@ def reference_learners(kind, metric="energy", folds=5, seed=0, data_dir=DATA):
     return out
 
 
-def candidate_channel_blocks(folds=5, seed=0, data_dir=DATA, block=8):
-    """Conv2d energy CV through THOR's own ``KindGP`` with two more inputs: each channel count padded up to a
-    multiple of ``block`` over itself (oneDNN on AVX2 computes in blocks of 8 channels, so 9 channels cost
-    about what 16 do). A CANDIDATE, not in shipped estimators: the runtimes (Python, Java, Swift) would need
-    the features and the estimator format their names. Returns (MAPE %, 95% coverage) without and with."""
-    import math
-    import random
-
-    from thor_sdk.fitting.gp import KindGP
-    from thor_sdk.fitting.pipeline import sample_terms
-    from thor_sdk.layers.kinds import feature_vector, gp_features
-
-    rows, _ = rows_of("conv2d", data_dir)
-    cfg_keys = ("in_channels", "out_channels", "kernel", "stride", "padding", "groups", "height", "width", "bias")
-    for r in rows:
-        r["config"] = {k: r[k] for k in cfg_keys}
-
-    def inputs(rs, extra):
-        X = [feature_vector("conv2d", r["config"], r["batch_size"], r["role"]) for r in rs]
-        if extra:
-            X = [x + [math.ceil(r["in_channels"] / block) * block / r["in_channels"],
-                      math.ceil(r["out_channels"] / block) * block / r["out_channels"]] for x, r in zip(X, rs)]
-        return X
-
-    idx = list(range(len(rows)))
-    random.Random(seed).shuffle(idx)
-    out = {}
-    for extra in (False, True):
-        apes, covered = [], []
-        for k in range(folds):
-            test = set(idx[k::folds])
-            train = [rows[i] for i in idx if i not in test]
-            held = [rows[i] for i in sorted(test)]
-            names = gp_features("conv2d") + (["in_channels_blocked", "out_channels_blocked"] if extra else [])
-            gp = KindGP(names).fit(inputs(train, extra), [r["energy_j"] for r in train], terms=sample_terms(train))
-            m, s = gp.predict(inputs(held, extra), terms=sample_terms(held), return_std=True)
-            for r, mm, ss in zip(held, m, s):
-                apes.append(abs(mm - r["energy_j"]) / r["energy_j"] * 100)
-                covered.append(abs(mm - r["energy_j"]) <= 1.959964 * ss)
-        out["with" if extra else "without"] = (statistics.fmean(apes), sum(covered) / len(covered))
-    return out
-
-
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--metric", default="energy", choices=["energy", "time"])
@@ -197,9 +158,6 @@ def main(argv=None):
     ap.add_argument("--report", default=None)
     ap.add_argument("--reference-learners", action="store_true",
                     help="also score gradient boosting, extra trees and an exact GP on the same folds (noise floor)")
-    ap.add_argument("--candidate-channel-blocks", action="store_true",
-                    help="also score conv2d with channels padded to blocks of 8 as two more GP inputs (a candidate "
-                         "feature, not in shipped estimators)")
     args = ap.parse_args(argv)
     if not os.path.isdir(args.data):
         print(f"skipped: {args.data} is absent (real measurements by others, not shipped)")
@@ -224,13 +182,6 @@ def main(argv=None):
             r["reference_learners"] = ref
             lines.append(f"| {r['kind']} | " + " | ".join(f"{v:.1f}" for v in ref.values())
                          + f" | {r['thor_mape']:.1f} |")
-    if args.candidate_channel_blocks and args.metric == "energy":
-        c = candidate_channel_blocks(args.folds, data_dir=args.data)
-        out[0]["candidate_channel_blocks"] = c
-        lines += ["", "Candidate (not in shipped estimators): conv2d through THOR's own GP with each channel count "
-                  "padded to a multiple of 8 over itself as two more inputs (oneDNN's AVX2 channel blocks): "
-                  f"MAPE {c['without'][0]:.2f}% without, {c['with'][0]:.2f}% with; 95% coverage "
-                  f"{100 * c['without'][1]:.0f}% / {100 * c['with'][1]:.0f}%."]
     report = args.report or os.path.join(os.path.dirname(os.path.abspath(__file__)), "results",
                                          f"layers-real-{args.metric}-{stamp}.md")
     with open(report, "w", encoding="utf-8") as f:

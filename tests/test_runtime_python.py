@@ -202,6 +202,50 @@ def test_vectors_cover_the_promised_cases():
     layer_lists = [e["layers"] for x in exps for e in x["estimate"]]
     assert all("cost" in l for ls in layer_lists for l in ls)
     assert any(len({json.dumps([l["kind"], l["config"]], sort_keys=True) for l in ls}) < len(ls) for ls in layer_lists)
+    # padded features with channel counts that are not multiples of their block, in layers every runtime costs
+    padded = [(l["config"]["in_channels"], l["config"]["out_channels"]) for ls in layer_lists for l in ls
+              if l["kind"] == "conv2d"]
+    assert any(g["features"][9:11] == ["in_channels_pad8", "out_channels_pad8"] for d in docs
+               for k, g in d["kinds"].items() if k.startswith("conv2d"))
+    assert any(i % 8 for i, _ in padded) and any(o % 8 for _, o in padded)
+
+
+def _conv_layer(**over):
+    c = {"in_channels": 3, "out_channels": 64, "kernel": 3, "stride": 1, "padding": 1, "groups": 1, "height": 28,
+         "width": 28, "bias": 1}
+    c.update(over)
+    return {"name": "c", "kind": "conv2d", "role": "input", "config": c}
+
+
+def test_padded_features_are_derived_from_their_base_never_read():
+    est = load_estimator(VECTORS / "estimator_time_profile.json")
+    assert "in_channels_pad8" in est.kinds["conv2d"]
+    base = est.estimate([_conv_layer()], 16)["total"]["mean"]
+    # a config that carries the padded feature itself changes nothing: the reader derives it
+    assert est.estimate([_conv_layer(in_channels_pad8=1.0, out_channels_pad8=5.0)], 16)["total"]["mean"] == base
+    # and it is what the fit's feature_vector computes: 3 channels padded to 8 is 8/3
+    x = feature_vector("conv2d", _conv_layer()["config"], 16, "input")
+    assert x[9:11] == [8 / 3, 1.0]
+    gp = KindGP.from_dict(json.loads((VECTORS / "estimator_time_profile.json").read_text())["kinds"]["conv2d"])
+    m = gp.predict([x], terms=[at_batch(cost_terms("conv2d", _conv_layer()["config"], "input"), 16)])
+    assert close(base, float(m[0]), 1e-9)
+    feats = dict(_conv_layer()["config"], batch_size=16, role="input")
+    assert close(est.predict_layer("conv2d", feats)[0], base, 1e-12)
+    with pytest.raises(UsageError, match="'in_channels' must be a finite number >= 1"):
+        est.predict_layer("conv2d", dict(feats, in_channels=0.5))
+    with pytest.raises(UsageError, match="needs feature 'in_channels'") as e:
+        est.predict_layer("conv2d", {k: v for k, v in feats.items() if k != "in_channels"})
+    assert "_pad8" not in str(e.value)  # callers give the base features only
+
+
+@pytest.mark.parametrize("name,parsed", [("in_channels_pad8", ("in_channels", 8)), ("a_pad1024", ("a", 1024)),
+                                         ("padding", None), ("x_pad", None), ("_pad8", None), ("x_pad08", None),
+                                         ("x_pad1025", None), ("x_pad8a", None), ("x_pad-8", None),
+                                         ("x_pad\u0663", None)])
+def test_padded_names(name, parsed):
+    from thor_sdk.layers.kinds import parse_padded
+
+    assert parse_padded(name) == parsed
 
 
 # ----------------------------------------------------------------------------- no numpy / sklearn / torch

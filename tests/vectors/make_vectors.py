@@ -55,7 +55,8 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(HERE)))
 from thor_sdk.fitting.estimator import build_estimator, dumps_estimator  # noqa: E402
 from thor_sdk.fitting.gp import KindGP  # noqa: E402
 from thor_sdk.errors import FormatError, NotFoundError, UsageError  # noqa: E402
-from thor_sdk.layers.kinds import feature_vector, get_kind, gp_features, model_key  # noqa: E402
+from thor_sdk.layers.kinds import (feature_vector, get_kind, gp_features, model_key, padded_value,  # noqa: E402
+                                   parse_padded)
 from thor_sdk.runtime import load_estimator  # noqa: E402
 from thor_sdk.runtime.table import InfeasibleCapError, select  # noqa: E402
 from thor_sdk.runtime.training import MAX_EPOCHS, MAX_SAMPLES, training_run  # noqa: E402
@@ -174,7 +175,8 @@ def expected_for(doc, layer_queries, models):
 
     for kind, feats in layer_queries:
         gp = gps[entry(kind, feats)]
-        row = [float(feats[f] if f != "role" else {"input": 1, "hidden": 0}.get(feats[f], feats[f]))
+        row = [padded_value(feats[parse_padded(f)[0]], parse_padded(f)[1]) if parse_padded(f) else
+               float(feats[f] if f != "role" else {"input": 1, "hidden": 0}.get(feats[f], feats[f]))
                for f in gp.features]
         role = "output" if kind == "output" else {1: "input", 0: "hidden"}.get(feats.get("role"), feats.get("role"))
         config = {f: v for f, v in feats.items() if f not in ("batch_size", "role")}

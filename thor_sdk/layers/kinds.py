@@ -15,6 +15,7 @@ baseline. Plain Python, no torch (building a layer alone is ``thor_sdk.layers.bu
 imports nothing of thor_sdk but ``errors``, so the stdlib runtime may use it.
 """
 
+import math
 from dataclasses import dataclass
 
 from thor_sdk.errors import NotFoundError, UsageError
@@ -410,18 +411,61 @@ def cost_terms(kind_name, config, batch_size, role):
             "bytes": kind.train_bytes(config, batch_size, role)}
 
 
+#: padded features: ``<feature>_pad<N>`` is a config feature rounded up to a multiple of ``N``, over itself
+#: (1.0 for a multiple of N, 2.0 for 1 channel in blocks of 2, 16/9 for 9 channels in blocks of 8). CPU
+#: convolution kernels compute channels in blocks of the vector width (oneDNN on AVX2: 8 float32 lanes), so
+#: a layer with 9 channels costs about what one with 16 does; the ratio tells the GP how much of the work is
+#: padding. A reader always derives such a feature from its base feature, never takes it from a config.
+PADDED_FEATURES = {
+    "conv1d": (("in_channels", 8), ("out_channels", 8)),
+    "conv2d": (("in_channels", 8), ("out_channels", 8)),
+}
+PAD_MARK = "_pad"
+MAX_PAD_BLOCK = 1024
+
+
+def padded_name(feature, block):
+    return f"{feature}{PAD_MARK}{int(block)}"
+
+
+def parse_padded(name):
+    """``(base feature, block)`` of a padded feature's name (``"in_channels_pad8"`` -> ``("in_channels", 8)``),
+    None for any other name. The block is a decimal integer in [1, MAX_PAD_BLOCK] without a leading zero."""
+    base, mark, digits = name.rpartition(PAD_MARK)
+    if not mark or not base or not digits or len(digits) > 4 or digits[0] == "0":
+        return None
+    if any(ch not in "0123456789" for ch in digits):
+        return None
+    block = int(digits)
+    return (base, block) if block <= MAX_PAD_BLOCK else None
+
+
+def padded_value(x, block):
+    """``ceil(x / block) * block / x`` for a count ``x >= 1``: the work padding to blocks adds, as a ratio."""
+    x = float(x)
+    if not (x >= 1.0) or not math.isfinite(x):
+        raise UsageError(f"a padded feature needs a finite count >= 1, got {x!r}")
+    return math.ceil(x / block) * block / x
+
+
 def gp_features(kind_name):
-    """Feature names of a kind's GP input vector: its config features, the batch size, the role."""
+    """Feature names of a kind's GP input vector: its config features, its padded features, the batch size,
+    the role."""
     kind = get_kind(kind_name)
     extra = ("batch_size",) if kind.roles == ("output",) or len(kind.roles) == 1 else ("batch_size", "role")
-    return list(kind.features) + list(extra)
+    padded = [padded_name(f, n) for f, n in PADDED_FEATURES.get(kind_name, ())]
+    return list(kind.features) + padded + list(extra)
 
 
 def feature_vector(kind_name, config, batch_size, role):
     """The raw (untransformed) GP input vector for one layer; role encoded input=1, hidden=0."""
     names = gp_features(kind_name)
     values = dict(config, batch_size=batch_size, role=1 if role == "input" else 0)
-    return [float(values[n]) for n in names]
+    out = []
+    for n in names:
+        p = parse_padded(n)
+        out.append(padded_value(values[p[0]], p[1]) if p else float(values[n]))
+    return out
 
 
 #: structural variants: a layer of one of these kinds whose config has ``groups > 1`` (grouped or depthwise

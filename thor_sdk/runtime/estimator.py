@@ -26,7 +26,7 @@ from math import dist, exp, expm1, fsum, log, log1p, sqrt
 from operator import mul
 
 from thor_sdk.errors import FormatError, NotFoundError, NotOurFileError, UsageError
-from thor_sdk.layers.kinds import model_key
+from thor_sdk.layers.kinds import model_key, padded_value, parse_padded
 
 from .terms import at_batch, cost_terms, layer_terms
 
@@ -204,15 +204,32 @@ class KindModel:
             raise UsageError("the estimate is too large to represent (far outside what the estimator covers)") from None
         return m, m * sqrt(expm1(var))
 
+    def given_features(self):
+        """The features a caller gives: all but those derived from cost terms or padded from another feature
+        (in order, each once)."""
+        out = []
+        for f in self.features:
+            p = parse_padded(f)
+            g = p[0] if p else f
+            if g not in DERIVED and g not in out:
+                out.append(g)
+        return out
+
     def vector(self, values, where):
         """Raw feature vector from a mapping of feature names to numbers (role may be a string)."""
         out = []
         for f in self.features:
+            padded = parse_padded(f)
             try:
-                x = values[f]
+                x = values[padded[0] if padded else f]
             except KeyError:
-                raise UsageError(f"{where}: kind {self.kind!r} needs feature {f!r} "
-                                 f"(features: {', '.join(self.features)})") from None
+                raise UsageError(f"{where}: kind {self.kind!r} needs feature {padded[0] if padded else f!r} "
+                                 f"(features: {', '.join(self.given_features())})") from None
+            if padded:  # derived from its base feature, never read from the values (docs/estimator-format.md)
+                if not _is_num(x) or not (x >= 1) or not math.isfinite(x):
+                    raise UsageError(f"{where}: feature {padded[0]!r} must be a finite number >= 1 "
+                                     f"(it gives {f!r}), got {x!r}")
+                x = padded_value(x, padded[1])
             if f == "role" and isinstance(x, str):
                 try:
                     x = ROLE_CODES[x]
@@ -310,10 +327,11 @@ class Estimator:
         if not isinstance(features, dict):
             raise UsageError("features must be a dict of feature name -> number")
         model = self._model(kind, features)
-        missing = [f for f in model.features if f not in features and f not in DERIVED]
+        given = model.given_features()
+        missing = [f for f in given if f not in features]
         if missing:
             raise UsageError(f"layer of kind {kind!r}: kind {kind!r} needs feature {missing[0]!r} "
-                             f"(features: {', '.join(f for f in model.features if f not in DERIVED)})")
+                             f"(features: {', '.join(given)})")
         batch = features.get("batch_size")
         if not _is_num(batch) or batch < 1:
             raise UsageError(f"layer of kind {kind!r}: batch_size must be a number >= 1")

@@ -322,6 +322,39 @@ private func object(_ v: Any?, _ w: String) throws -> [String: Any] {
     return d
 }
 
+/// A feature named `<base>_pad<N>` is `ceil(base / N) * N / base`, derived from the base feature
+/// (docs/estimator-format.md, padded features).
+let padMark = "_pad"
+let maxPadBlock = 1024
+
+/// (base feature, block) of a padded feature's name ("in_channels_pad8" gives ("in_channels", 8)), nil for any
+/// other name: the block is a decimal integer in [1, maxPadBlock] without a leading zero.
+func parsePadded(_ name: String) -> (base: String, block: Int)? {
+    guard let r = name.range(of: padMark, options: .backwards), r.lowerBound > name.startIndex else { return nil }
+    let digits = name[r.upperBound...]
+    guard !digits.isEmpty, digits.count <= 4, digits.first != "0",
+          digits.allSatisfy({ ("0"..."9").contains($0) }), let block = Int(digits), block <= maxPadBlock else {
+        return nil
+    }
+    return (String(name[..<r.lowerBound]), block)
+}
+
+/// ceil(x / block) * block / x for a count x >= 1: the work padding to blocks adds, as a ratio.
+func paddedValue(_ x: Double, _ block: Int) -> Double {
+    let b = Double(block)
+    return (x / b).rounded(.up) * b / x
+}
+
+/// The features a caller gives: all but the derived and padded ones (padded ones as their base), each once.
+func givenFeatures(_ features: [String]) -> [String] {
+    var out: [String] = []
+    for f in features {
+        let g = parsePadded(f)?.base ?? f
+        if !Estimator.derived.contains(g) && !out.contains(g) { out.append(g) }
+    }
+    return out
+}
+
 private func roleCode(_ role: String, _ message: String) throws -> Double {
     if role == "input" { return 1.0 }
     if role == "hidden" { return 0.0 }
@@ -439,9 +472,17 @@ final class KindModel {
     /// Raw feature vector from a map of feature names to numbers (role may be a String).
     func vector(_ values: [String: Any], _ w: String) throws -> [Double] {
         return try features.map { f -> Double in
-            guard var x = values[f] else {
-                throw ThorError.usage("\(w): kind '\(kind)' needs feature '\(f)' (features: "
-                    + features.joined(separator: ", ") + ")")
+            let padded = parsePadded(f)
+            let name = padded?.base ?? f
+            guard var x = values[name] else {
+                throw ThorError.usage("\(w): kind '\(kind)' needs feature '\(name)' (features: "
+                    + givenFeatures(features).joined(separator: ", ") + ")")
+            }
+            if let p = padded {  // derived from its base feature, never read from the values
+                guard let n = x as? NSNumber, !isBool(n), n.doubleValue >= 1.0, n.doubleValue.isFinite else {
+                    throw ThorError.usage("\(w): feature '\(name)' must be a finite number >= 1 (it gives '\(f)'), got \(x)")
+                }
+                return paddedValue(n.doubleValue, p.block)
             }
             if f == "role", let s = x as? String {
                 x = try roleCode(s, "\(w): role must be 'input' or 'hidden' for kind '\(kind)', got '\(s)'")
@@ -603,7 +644,7 @@ public final class Estimator {
     public func predictLayer(kind: String, features: [String: Any], cost: Cost?) throws -> (mean: Double, std: Double) {
         let m = try model(entryFor(kind, features))
         let w = "layer of kind '\(kind)'"
-        let given = m.features.filter { !Estimator.derived.contains($0) }
+        let given = givenFeatures(m.features)
         if let missing = given.first(where: { features[$0] == nil }) {
             throw ThorError.usage("\(w): kind '\(kind)' needs feature '\(missing)' (features: "
                 + given.joined(separator: ", ") + ")")

@@ -299,6 +299,31 @@ final class EstimatorTests: XCTestCase {
         XCTAssertGreaterThan(dwMean, 2 * denseMean)
     }
 
+    func testPaddedFeaturesAreDerivedFromTheirBase() throws {
+        XCTAssertEqual(parsePadded("in_channels_pad8")?.base, "in_channels")
+        XCTAssertEqual(parsePadded("in_channels_pad8")?.block, 8)
+        for bad in ["padding", "x_pad", "_pad8", "x_pad08", "x_pad1025", "x_pad8a", "x_pad-8", "x_pad\u{0663}"] {
+            XCTAssertNil(parsePadded(bad), bad)
+        }
+        XCTAssertEqual(paddedValue(9.0, 8), 16.0 / 9.0)
+        XCTAssertEqual(paddedValue(16.0, 8), 1.0)
+        XCTAssertEqual(paddedValue(1.0, 8), 8.0)
+        let est = try Estimator.load(json: try vectorText())
+        XCTAssertTrue(est.kinds["conv2d"]!.contains("in_channels_pad8"))
+        var f: [String: Any] = ["in_channels": 3.0, "out_channels": 64.0, "kernel": 3.0, "stride": 1.0,
+                                "padding": 1.0, "groups": 1.0, "height": 28.0, "width": 28.0, "bias": 1.0,
+                                "batch_size": 32.0, "role": "input"]
+        let c = Cost(flopsPerSample: 3e7, flopsFixed: 0, bytesPerSample: 1e6, bytesFixed: 0)
+        let mean = try est.predictLayer(kind: "conv2d", features: f, cost: c).mean
+        f["in_channels_pad8"] = 1.0  // a config never sets a padded feature: the reader derives it
+        XCTAssertEqual(try est.predictLayer(kind: "conv2d", features: f, cost: c).mean, mean)
+        f["in_channels"] = 0.5
+        assertUsageError(try est.predictLayer(kind: "conv2d", features: f, cost: c),
+                         "'in_channels' must be a finite number >= 1")
+        f["in_channels"] = nil
+        assertUsageError(try est.predictLayer(kind: "conv2d", features: f, cost: c), "needs feature 'in_channels'")
+    }
+
     func testAttributes() throws {
         let est = try Estimator.load(json: try vectorText())
         XCTAssertEqual(est.metric, "time")

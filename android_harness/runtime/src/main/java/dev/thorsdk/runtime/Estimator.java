@@ -51,6 +51,10 @@ public final class Estimator {
     static final String[] TERM_KEYS = {"flops_per_sample", "flops_fixed", "bytes_per_sample", "bytes_fixed"};
     /** Features the runtime derives from a layer's cost terms (F and B at the batch size), never from its config. */
     public static final List<String> DERIVED = List.of("train_flops", "train_bytes");
+    /** A feature named {@code <base>_pad<N>} is {@code ceil(base / N) * N / base}, derived from the base feature
+     *  (docs/estimator-format.md, padded features). */
+    static final String PAD_MARK = "_pad";
+    static final int MAX_PAD_BLOCK = 1024;
 
     // ------------------------------------------------------------------ errors (the ThorError tree)
     /** Base of every error the runtime raises on purpose. */
@@ -459,11 +463,22 @@ public final class Estimator {
             double[] out = new double[features.length];
             for (int j = 0; j < features.length; j++) {
                 String f = features[j];
-                if (!values.containsKey(f)) {
-                    throw new UsageError(where + ": kind '" + kind + "' needs feature '" + f + "' (features: "
-                            + String.join(", ", features) + ")");
+                Object[] padded = parsePadded(f);
+                String name = padded != null ? (String) padded[0] : f;
+                if (!values.containsKey(name)) {
+                    throw new UsageError(where + ": kind '" + kind + "' needs feature '" + name + "' (features: "
+                            + String.join(", ", givenFeatures(features)) + ")");
                 }
-                Object x = values.get(f);
+                Object x = values.get(name);
+                if (padded != null) { // derived from its base feature, never read from the values
+                    double c = x instanceof Number && !(x instanceof Boolean) ? ((Number) x).doubleValue() : Double.NaN;
+                    if (!(c >= 1.0) || Double.isInfinite(c)) {
+                        throw new UsageError(where + ": feature '" + name + "' must be a finite number >= 1 (it gives '"
+                                + f + "'), got " + x);
+                    }
+                    out[j] = paddedValue(c, (Integer) padded[1]);
+                    continue;
+                }
                 if (f.equals("role") && x instanceof String) {
                     x = roleCode((String) x, where + ": role must be 'input' or 'hidden' for kind '" + kind + "', got '"
                             + x + "'");
@@ -595,6 +610,47 @@ public final class Estimator {
             s += x;
         }
         return s;
+    }
+
+    /**
+     * {base feature, block} of a padded feature's name ("in_channels_pad8" gives {"in_channels", 8}), null for
+     * any other name: the block is a decimal integer in [1, MAX_PAD_BLOCK] without a leading zero.
+     */
+    static Object[] parsePadded(String name) {
+        int at = name.lastIndexOf(PAD_MARK);
+        if (at <= 0) {
+            return null;
+        }
+        String digits = name.substring(at + PAD_MARK.length());
+        if (digits.isEmpty() || digits.length() > 4 || digits.charAt(0) == '0') {
+            return null;
+        }
+        for (int i = 0; i < digits.length(); i++) {
+            char ch = digits.charAt(i);
+            if (ch < '0' || ch > '9') {
+                return null;
+            }
+        }
+        int block = Integer.parseInt(digits);
+        return block <= MAX_PAD_BLOCK ? new Object[] {name.substring(0, at), block} : null;
+    }
+
+    /** ceil(x / block) * block / x for a count x >= 1: the work padding to blocks adds, as a ratio. */
+    static double paddedValue(double x, int block) {
+        return Math.ceil(x / block) * block / x;
+    }
+
+    /** The features a caller gives: all but the derived and padded ones (padded ones as their base), each once. */
+    static List<String> givenFeatures(String[] features) {
+        List<String> out = new ArrayList<>();
+        for (String f : features) {
+            Object[] p = parsePadded(f);
+            String g = p != null ? (String) p[0] : f;
+            if (!DERIVED.contains(g) && !out.contains(g)) {
+                out.add(g);
+            }
+        }
+        return out;
     }
 
     private static Double roleCode(String role, String message) {
@@ -772,12 +828,7 @@ public final class Estimator {
         }
         KindModel m = model(entryFor(kind, features));
         String where = "layer of kind '" + kind + "'";
-        List<String> given = new ArrayList<>(); // the features a caller gives: all but the derived ones
-        for (String f : m.features) {
-            if (!DERIVED.contains(f)) {
-                given.add(f);
-            }
-        }
+        List<String> given = givenFeatures(m.features);
         for (String f : given) {
             if (!features.containsKey(f)) {
                 throw new UsageError(where + ": kind '" + kind + "' needs feature '" + f + "' (features: "

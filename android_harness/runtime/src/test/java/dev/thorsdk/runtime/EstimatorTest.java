@@ -362,6 +362,37 @@ public class EstimatorTest {
     }
 
     @Test
+    public void paddedFeaturesAreDerivedFromTheirBase() throws IOException {
+        assertEquals("in_channels", Estimator.parsePadded("in_channels_pad8")[0]);
+        assertEquals(8, Estimator.parsePadded("in_channels_pad8")[1]);
+        for (String bad : new String[] {"padding", "x_pad", "_pad8", "x_pad08", "x_pad1025", "x_pad8a", "x_pad-8"}) {
+            assertEquals(bad, null, Estimator.parsePadded(bad));
+        }
+        assertEquals(16.0 / 9.0, Estimator.paddedValue(9.0, 8), 0.0);
+        assertEquals(1.0, Estimator.paddedValue(16.0, 8), 0.0);
+        assertEquals(8.0, Estimator.paddedValue(1.0, 8), 0.0);
+        Estimator est = Estimator.load(vectorText());
+        assertTrue(est.kinds().get("conv2d").contains("in_channels_pad8"));
+        Map<String, Object> f = new HashMap<>();
+        String[] names = {"in_channels", "out_channels", "kernel", "stride", "padding", "groups", "height", "width",
+            "bias"};
+        double[] vals = {3, 64, 3, 1, 1, 1, 28, 28, 1};
+        for (int j = 0; j < names.length; j++) {
+            f.put(names[j], vals[j]);
+        }
+        f.put("batch_size", 32.0);
+        f.put("role", "input");
+        Estimator.Cost c = new Estimator.Cost(3e7, 0.0, 1e6, 0.0);
+        double mean = est.predictLayer("conv2d", f, c)[0];
+        f.put("in_channels_pad8", 1.0); // a config never sets a padded feature: the reader derives it
+        assertEquals(mean, est.predictLayer("conv2d", f, c)[0], 0.0);
+        f.put("in_channels", 0.5);
+        assertUsageError(() -> est.predictLayer("conv2d", f, c), "'in_channels' must be a finite number >= 1");
+        f.remove("in_channels");
+        assertUsageError(() -> est.predictLayer("conv2d", f, c), "needs feature 'in_channels'");
+    }
+
+    @Test
     public void attributes() throws IOException {
         Estimator est = Estimator.load(vectorText());
         assertEquals("time", est.metric);
