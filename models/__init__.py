@@ -110,6 +110,8 @@ _ZOO = (
     _zoo("eegnet1d", "EEGNet-style compact CNN (conv1d, ELU) on 22x256 EEG windows, 4 classes", (22, 256), 4),
     _zoo("gru_kws", "keyword-spotting GRU (2x128) with attention pooling on 98x40 log-mel frames, 12 classes",
          (98, 40), 12),
+    _zoo("gru_har", "human-activity GRU (1x96, last step, dropout) on 128x9 UCI HAR windows (128 steps of 9 channels), "
+         "6 classes", (128, 9), 6),
     _zoo("mlp_tabular", "tabular MLP (256/256/128, batchnorm1d, dropout) on 54 features, 7 classes", (54,), 7),
     _lm("lstm2_lm", f"char-level LSTM language model: embedding 128, 2-layer LSTM 384, seq 100, vocab {VOCAB}",
         100, VOCAB, "zoo"),
@@ -130,6 +132,8 @@ _HELDOUT = (
          group="heldout"),
     _zoo("gru_small", "1-layer GRU (64) on 40x24 sensor sequences (40 steps of 24 features), 8 classes", (40, 24), 8,
          group="heldout"),
+    _zoo("crnn_kws", "conv-recurrent keyword spotter (conv1d 40->64 + batchnorm1d, GRU 1x48) on 40x98 log-mel "
+         "frames, 12 classes", (40, 98), 12, group="heldout"),
     _lm("transformer_tiny", f"char-level transformer: 2 layers, d=96, 3 heads of 32, ff 384, seq 32, vocab {VOCAB}",
         32, VOCAB, "heldout"),
     _zoo("resnet_tiny", "ResNet with 6 basic blocks (16/32/64) on 3x40x40 images, 10 classes", (3, 40, 40),

@@ -465,6 +465,23 @@ def gru_kws(spec):
     return _AttnRNN(GRUSequence(spec.input_shape[1], 128, num_layers=2), 128, spec.num_classes)
 
 
+class _LastStepHead(nn.Module):
+    """A recurrent layer's last step, dropout, then a linear classifier."""
+
+    def __init__(self, rnn, hidden, num_classes, p=0.5):
+        super().__init__()
+        self.rnn, self.drop, self.fc = rnn, nn.Dropout(p), nn.Linear(hidden, num_classes)
+
+    def forward(self, x):
+        return self.fc(self.drop(self.rnn(x)[:, -1]))
+
+
+def gru_har(spec):
+    """Human-activity GRU: one layer of 96 units over UCI HAR windows (128 steps of 9 inertial channels),
+    classified from the last step after dropout, 6 classes (the common single-layer recurrent HAR baseline)."""
+    return _LastStepHead(GRUSequence(spec.input_shape[1], 96), 96, spec.num_classes)
+
+
 class _DeepConvLSTM(nn.Module):
     def __init__(self, channels, num_classes, filters=64, hidden=128):
         super().__init__()
@@ -601,6 +618,23 @@ class _LastStep(nn.Module):
 def gru_small(spec):
     """One GRU layer of 64 units over 40 steps of 24 sensor features, classified from the last step."""
     return _LastStep(GRUSequence(spec.input_shape[1], 64), 64, spec.num_classes)
+
+
+class _CRNN(nn.Module):
+    def __init__(self, mels, num_classes, filters=64, hidden=48):
+        super().__init__()
+        self.conv = nn.Sequential(nn.Conv1d(mels, filters, 3, padding=1), nn.BatchNorm1d(filters), nn.ReLU())
+        self.rnn = GRUSequence(filters, hidden)
+        self.fc = nn.Linear(hidden, num_classes)
+
+    def forward(self, x):  # (B, mels, T)
+        return self.fc(self.rnn(self.conv(x).transpose(1, 2))[:, -1])
+
+
+def crnn_kws(spec):
+    """Convolutional-recurrent keyword spotter: a conv1d over time (40 log-mel bands -> 64, batch norm,
+    ReLU), then one GRU layer of 48 units over the 98 frames, classified from the last step, 12 classes."""
+    return _CRNN(spec.input_shape[0], spec.num_classes)
 
 
 def transformer_tiny(spec):
