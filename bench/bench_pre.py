@@ -16,7 +16,6 @@ Writes ``bench/results/pre-host-<stamp>.csv`` (the runs, in the documented runs-
 
 import argparse
 import datetime as dt
-import math
 import os
 import platform
 import statistics

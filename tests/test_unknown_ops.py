@@ -6,7 +6,6 @@ import pytest
 import torch
 from torch import nn
 
-import thor_sdk
 from thor_sdk.errors import NotFoundError, UnsupportedOperatorError
 from thor_sdk.layers import layers_of
 from thor_sdk.runtime import load_estimator

@@ -13,7 +13,7 @@ import time
 
 from thor_sdk.errors import UsageError
 from thor_sdk.harness.protocol import ProtocolSettings
-from thor_sdk.layers.kinds import feature_vector, get_kind
+from thor_sdk.layers.kinds import get_kind
 from thor_sdk.probes import Probe
 
 from .gpcache import GPCache

@@ -126,8 +126,6 @@ class HostDevice(Device):
         """One whole model's training step. ``model``: a reference-network name, or any form
         ``thor_sdk.harness.whole_model.resolve_model`` takes (a ``ModelSource`` as ``thor_sdk.measure``
         passes it, a layer-list JSON or ONNX path, ...), under either runtime."""
-        from thor_sdk.harness.protocol import measure_parts
-
         meter = self.require_meter(metric)
         with self._threads():
             return self._measure_model(model, batch_size, metric, settings, runtime, on_round, meter)

@@ -34,13 +34,12 @@ the lowest peak power in the trace (rounded down to the step) to the highest, ev
 caps below a workload's lowest peak are counted as infeasible.
 """
 
-import csv
 import math
 import os
 import random
 import statistics
 
-from thor_sdk.errors import FormatError, MeasurementError, NotFoundError, UsageError
+from thor_sdk.errors import FormatError, MeasurementError, UsageError
 
 from .ratios import EFFICIENCY_DEFINITIONS, EFFICIENCY_MODELS, EfficiencyModel
 from .select import InfeasibleCapError, baseline_largest_batch, baseline_proxy_best, make_table, oracle, select
