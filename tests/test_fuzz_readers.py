@@ -173,6 +173,38 @@ def test_estimator_reader_on_bytes_agrees_with_the_shared_reader(data):
         assert _finite_numbers(got[0][1])
 
 
+@FUZZ
+@given(st.text(max_size=8) | st.sampled_from(["in_channels", "out_channels", "height", "batch_size", "role",
+                                             "train_flops", "bias", ""]),
+       st.text(alphabet="0123456789-+.e\u0663 ", max_size=6) | st.sampled_from(["8", "1", "1024", "1025", "08", "0"]),
+       st.sampled_from([1, 3, 8, 9, 64, 2 ** 31, 1e300]) | st.floats(allow_nan=False, allow_infinity=False)
+       | st.integers(-10 ** 20, 10 ** 20) | st.booleans() | st.text(max_size=3))
+def test_padded_feature_names_and_values(base, digits, in_channels):
+    """Any ``<base>_pad<digits>`` feature name in an estimator, and any value of the feature it pads: an estimate is
+    finite and non-negative, or a ThorError (a padded feature is derived, never read; its base must be >= 1)."""
+    from thor_sdk.runtime import Estimator
+
+    doc = json.loads(GOOD_ESTIMATOR.read_text())
+    feats = doc["kinds"]["conv2d"]["features"]
+    feats[feats.index("in_channels_pad8")] = f"{base}_pad{digits}"
+    try:
+        est = Estimator(doc)
+    except ThorError as e:  # e.g. the name duplicates another feature
+        event(f"refused: {type(e).__name__}")
+        return
+    layers = copy.deepcopy(_good_layers())
+    for layer in layers:
+        if layer["kind"] == "conv2d":
+            layer["config"]["in_channels"] = in_channels
+    _check_estimate(est, layers)
+    feats_in = dict(layers[0]["config"], batch_size=4, role="input")
+    try:
+        mean, std = est.predict_layer("conv2d", feats_in, cost=layers[0].get("cost"))
+    except ThorError:
+        return
+    assert math.isfinite(mean) and mean > 0 and math.isfinite(std) and std >= 0
+
+
 # ----------------------------------------------------------------------------- layer list
 @FUZZ
 @given(mutated_docs(json.loads(GOOD_LAYERS.read_text())))

@@ -84,8 +84,11 @@ def test_no_devfreq_node_is_a_clear_error(tmp_path):
             pass
 
 
+# a run started from a terminal: Ctrl-C raises KeyboardInterrupt (a test runner started as a background job
+# of a non-interactive shell inherits SIGINT ignored, and then the child would sleep through the signal)
 KILL_SCRIPT = """
-import sys, time
+import signal, sys, time
+signal.signal(signal.SIGINT, signal.default_int_handler)
 from thor_sdk.devices.devfreq import GpuFrequencyController
 with GpuFrequencyController(sys.argv[1]) as g:
     g.set_frequency(int(sys.argv[2]))

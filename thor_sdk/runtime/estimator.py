@@ -340,7 +340,11 @@ class Estimator:
             role = "input" if role == 1 else "hidden"
         if cost is None:
             config = {f: features[f] for f in features if f not in ("batch_size", "role")}
-            terms = cost_terms(kind, config, role)
+            try:
+                terms = cost_terms(kind, config, role)
+            except (KeyError, TypeError, ValueError, ZeroDivisionError, OverflowError) as e:
+                raise UsageError(f"layer of kind {kind!r}: cannot compute its FLOPs and bytes from these features: "
+                                 f"{type(e).__name__}: {e}") from None
         else:
             terms = layer_terms({"cost": cost}, f"layer of kind {kind!r}")
         flops, nbytes, launches = at_batch(terms, batch)
