@@ -241,7 +241,10 @@ def test_offline_chain_plans_bundles_runs_ingests_and_fits(tmp_path, monkeypatch
     assert p.returncode == 0 and "nothing ingested" in p.stdout, p.stderr
     p = _run("fit", "b.db", "--out", "est.json")
     assert p.returncode == 0, p.stderr
-    assert {"linear", "output"} <= set(json.loads((tmp_path / "est.json").read_text())["kinds"])
+    kinds = set(json.loads((tmp_path / "est.json").read_text())["kinds"])
+    with Campaign.open("b.db") as c:  # a 16->8 linear is within a busy host's noise: a flagged sample is left out
+        flagged = {s["kind"] for s in c.samples() if s["flagged"]}
+    assert "output" in kinds and {"linear"} - flagged <= kinds, (kinds, flagged)
     _one_line_error(_run("bundle", "--campaign", "b.db", "--out", "again"), "every probe is measured",
                     "--campaign NEW.db")
     _one_line_error(_run("bundle", "--model", "tiny.json", "--out", "b"), "exists", "--campaign b.db")
