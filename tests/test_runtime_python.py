@@ -153,6 +153,37 @@ def test_far_from_every_sample_falls_back_to_the_mean_function_with_the_prior_wi
     assert math.isfinite(m) and m > 0
 
 
+def test_layers_outside_the_samples_say_so(fitted):
+    """The fit stores each input's range over its samples; a layer outside it is marked, one inside is not, and
+    ``thor_sdk.estimate`` warns, naming the feature and the range."""
+    from thor_sdk.api import estimate_layers
+    from thor_sdk.layers import ModelLayers
+
+    doc, _, est = fitted
+    k = doc["kinds"]["linear"]
+    assert len(k["feature_range"]) == len(k["features"]) and all(lo <= hi for lo, hi in k["feature_range"])
+    lo, hi = k["feature_range"][k["features"].index("in_features")]
+    inside = {"name": "a", "kind": "linear", "role": "hidden",
+              "config": {"in_features": int(lo + hi) // 2, "out_features": 64, "tokens": 1, "bias": 1}}
+    far = dict(inside, name="b", config=dict(inside["config"], in_features=int(hi) * 4))
+    r = est.estimate([inside, far], 16)
+    assert "outside" not in r["layers"][0]
+    got = r["layers"][1]["outside"]
+    assert got[0]["feature"] == "in_features" and got[0]["value"] == int(hi) * 4 and got[0]["probed"] == [lo, hi]
+    ml = ModelLayers(name="m", input_shape=[int(lo + hi) // 2], input_dtype="float32", layers=[inside, far])
+    w = [x for x in estimate_layers(est, ml, 16)["warnings"] if "outside" in x]
+    assert len(w) == 1 and f"layer 1 (b): in_features {int(hi) * 4}" in w[0] and f"samples {lo:g} to {hi:g}" in w[0]
+    # without the optional field (an older file) nothing is marked
+    old = json.loads(json.dumps(doc))
+    for e in old["kinds"].values():
+        del e["feature_range"]
+    assert "outside" not in Estimator(old).estimate([far], 16)["layers"][0]
+    bad = json.loads(json.dumps(doc))
+    bad["kinds"]["linear"]["feature_range"][0] = [2.0, 1.0]
+    with pytest.raises(FormatError, match="feature_range"):
+        Estimator(bad)
+
+
 def test_fitted_vs_runtime_close_on_the_training_samples(fitted):
     doc, ref, est = fitted
     rng = np.random.default_rng(7)

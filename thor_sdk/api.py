@@ -410,8 +410,8 @@ def estimate(estimator, model, batch_size=32, input_shape=None, unknown_ops="err
     ``unknown_ops="approx"`` estimates operators without a layer kind (as the generic elementwise kind)
     and layers of kinds the estimator lacks (from their FLOPs and bytes) instead of refusing the model;
     they are listed in ``approximated`` and widen the std. ``warnings`` names the kinds of this model
-    that rest on noisy samples (spread above the protocol's target, or a busy machine) and the
-    approximated layers."""
+    that rest on noisy samples (spread above the protocol's target, or a busy machine), the
+    approximated layers, and the layers outside what the estimator's samples covered (their ``outside``)."""
     from thor_sdk.layers import layers_of
     from thor_sdk.runtime import load_estimator
 
@@ -446,6 +446,14 @@ def estimate_layers(est, ml, batch_size, unknown_ops="error"):
         ops = sorted({a.get("op") or a["kind"] for a in result["approximated"]})
         warnings.append(f"{len(result['approximated'])} layer(s) approximated ({', '.join(ops)}): "
                         "their std is wide; probe their kinds for a real estimate")
+    outside = [(i, row) for i, row in enumerate(result["layers"]) if row.get("outside")]
+    if outside:  # where the samples never were, the GP falls back to its mean function with a wider std
+        eg = "; ".join(f"layer {i} ({row.get('name') or row['kind']}): " + ", ".join(
+            f"{o['feature']} {o['value']:g} (samples {o['probed'][0]:g} to {o['probed'][1]:g})"
+            for o in row["outside"][:4]) for i, row in outside[:3])
+        warnings.append(f"{len(outside)} layer(s) lie outside what the estimator's samples covered ({eg}"
+                        f"{'; ...' if len(outside) > 3 else ''}): their estimates extrapolate; `thor-sdk probe --model` "
+                        "measures them")
     result["warnings"] = warnings
     return result
 

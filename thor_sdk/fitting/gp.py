@@ -239,6 +239,8 @@ class KindGP:
         T = self._check_terms(terms, n)
         X = self._inputs(X, T)
         d = X.shape[1]
+        # where the samples lie, per raw input (an estimate outside says so: docs/estimator-format.md)
+        self.feature_range_ = [[round_sig(lo), round_sig(hi)] for lo, hi in zip(X.min(axis=0), X.max(axis=0))]
         s = np.zeros(n) if noise_std is None else np.abs(np.asarray(noise_std, dtype=float).ravel())
         if s.shape != (n,) or not np.all(np.isfinite(s)):
             raise UsageError("noise_std needs one finite standard error per cost")
@@ -500,6 +502,8 @@ class KindGP:
             "alpha": _round_list(self.alpha_),
             "var_factor": [_round_list(r, 6) for r in self.var_factor_],
             "n_samples": int(self.n_samples_),
+            **({"feature_range": [list(r) for r in self.feature_range_]}
+               if getattr(self, "feature_range_", None) is not None else {}),
             "fit": {"log_marginal_likelihood": (round_sig(self.log_marginal_likelihood_)
                                                 if math.isfinite(self.log_marginal_likelihood_) else None),
                     "floored_samples": self.n_floored_,
@@ -529,6 +533,8 @@ class KindGP:
             self.alpha_ = np.array(d["alpha"], dtype=float)
             self.var_factor_ = np.array(d["var_factor"], dtype=float)
             self.n_samples_ = int(d["n_samples"])
+            fr = d.get("feature_range")
+            self.feature_range_ = [[float(lo), float(hi)] for lo, hi in fr] if fr is not None else None
             fit = d.get("fit") or {}
             lml = fit.get("log_marginal_likelihood")
             self.log_marginal_likelihood_ = float("nan") if lml is None else float(lml)

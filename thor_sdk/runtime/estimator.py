@@ -52,6 +52,7 @@ MAX_MODEL_NUMBERS = 1_000_000
 #: one kind (quadratic: 2,000 distinct layers of one kind take about 1.4 s here)
 MAX_LAYERS = 4096
 VAR_FLOOR = 1e-12
+RANGE_TOLERANCE = 1e-6  # relative slack when a layer's input is compared with the samples' stored range
 UNKNOWN = ("error", "approx")
 #: relative std of a layer the estimator has no model for, estimated from its FLOPs and bytes (approx)
 APPROX_MISSING_REL_STD = 1.0
@@ -119,7 +120,7 @@ class KindModel:
 
     __slots__ = ("kind", "features", "index", "role_index", "x_mean", "x_scale", "length_scale", "overhead",
                  "per_flop", "per_byte", "offset", "constant", "noise", "u_scale", "inducing_u", "alpha_c", "W_c",
-                 "n_samples")
+                 "n_samples", "feature_range")
 
     def __init__(self, kind, d):
         where = f"kinds[{kind!r}]"
@@ -169,6 +170,13 @@ class KindModel:
         if not isinstance(n_samples, int) or isinstance(n_samples, bool) or n_samples < 1:
             raise FormatError(f"estimator: {where}.n_samples must be a positive integer, got {n_samples!r}")
         self.n_samples = n_samples
+        self.feature_range = None  # optional: (lo, hi) of each raw input over the samples
+        if d.get("feature_range") is not None:
+            fr = _rows(d["feature_range"], f"{where}.feature_range", 2, nd)
+            if len(fr) != nd or any(not lo <= hi for lo, hi in fr):
+                raise FormatError(f"estimator: {where}.feature_range must hold one [low, high] pair (low <= high) "
+                                  f"per feature ({nd})")
+            self.feature_range = fr
         if abs(self.offset) > MAX_LOG_RESIDUAL:
             raise FormatError(f"estimator: {where}: |residual_offset| above {MAX_LOG_RESIDUAL:g} is not a cost model")
         if self.constant + self.noise > MAX_LOG_VAR:
@@ -203,6 +211,18 @@ class KindModel:
         except OverflowError:
             raise UsageError("the estimate is too large to represent (far outside what the estimator covers)") from None
         return m, m * sqrt(expm1(var))
+
+    def outside(self, raw):
+        """``[(feature, value, low, high)]`` for each raw input outside the range the samples covered (none
+        without ``feature_range``): there the estimate extrapolates."""
+        if self.feature_range is None:
+            return []
+        out = []
+        for f, x, (lo, hi) in zip(self.features, raw, self.feature_range):
+            tol = RANGE_TOLERANCE * max(abs(lo), abs(hi), 1.0)  # the stored range is rounded to 8 digits
+            if x < lo - tol or x > hi + tol:
+                out.append((f, x, lo, hi))
+        return out
 
     def given_features(self):
         """The features a caller gives: all but those derived from cost terms or padded from another feature
@@ -481,12 +501,15 @@ class Estimator:
                 total_var.append(s * s)
             else:
                 m, s = results[key]
+                outside = self._models[key[0]].outside(key[1][0])
                 why = layer.get("approx") if isinstance(layer.get("approx"), str) else None
                 if why:  # an op without a kind, as the generic elementwise kind: its own cost may differ
                     extra = APPROX_OP_REL_STD * m
                     s = sqrt(s * s + extra * extra)
                     total_var.append(extra * extra)
             row.update(mean=m, std=s)
+            if key is not None and outside:  # the layer lies where the samples did not: the estimate extrapolates
+                row["outside"] = [{"feature": f, "value": x, "probed": [lo, hi]} for f, x, lo, hi in outside]
             if why:
                 row["approx"] = why
                 approximated.append({"index": i, "name": layer.get("name"), "op": layer.get("op"),
