@@ -81,6 +81,25 @@ def test_candidates_keep_the_alignment_of_the_zoo_widths():
         "width": 32, "bias": 1}
 
 
+def test_the_start_spreads_each_kind_over_batch_sizes():
+    """A kind's first start probes span the batch sizes of its cheap candidates: in Sobol order they were mostly
+    at batch 2-4, and kinds that get no probe after the start were then extrapolated to batch 16-128."""
+    from thor_sdk.campaign.profile import ProfilePlan, _spread_batches
+
+    plan = ProfilePlan(load_prior())
+    for key, start in plan.start.items():
+        bs = [p.batch_size for p in start]
+        first = bs[:3]
+        assert max(first) / min(first) >= min(8.0, max(bs) / min(bs)), (key, first, sorted(set(bs)))
+        assert sorted(p.id for p in start) == sorted(p.id for p in plan.candidates[key] if p in start)
+    # farthest-first in ln(batch size), ties in the given order; the rest keeps its order
+    class P:
+        def __init__(self, b):
+            self.batch_size = b
+    ps = [P(b) for b in (2, 3, 4, 64, 16, 2, 128)]
+    assert [p.batch_size for p in _spread_batches(ps, first=3)] == [2, 128, 16, 3, 4, 64, 2]
+
+
 def test_profile_covers_every_kind_then_stops_on_budget(tmp_path, small_prior):
     path, doc = small_prior
     dev = FakeDevice()

@@ -1,7 +1,8 @@
 """Device profiles (``thor-sdk profile``): a campaign over the zoo's prior, not over target models.
 
-1. **Space-filling start**: every kind of the prior gets its first ``start_per_kind`` probes from its
-   scrambled Sobol candidates (``prior.candidates``), costliest kinds first.
+1. **Space-filling start**: every kind of the prior gets its first ``start_per_kind`` probes from the
+   cheaper half of its scrambled Sobol candidates (``prior.candidates``), spread over batch sizes
+   (farthest-first in ln batch size), costliest kinds first.
 2. **Active selection**: then the next probe is the candidate that most lowers the *integrated*
    variance of estimates over the prior: for kind ``k``, integration points ``j`` (its zoo configs at
    batch sizes 4, 16 and 64, weighted by their count in the zoo) and a candidate ``x``,
@@ -31,6 +32,8 @@ from .measure import budget_reached, is_probe_failure, measure_and_store, sample
 INTEGRATION_BATCHES = (4, 16, 64)
 MAX_INTEGRATION_CONFIGS = 40
 CANDIDATES_PER_KIND = 160
+#: the first start probes of a kind are picked farthest-first in ln(batch size) among its cheap candidates
+SPREAD_FIRST = 8
 #: an entry gets CANDIDATES_PER_KIND candidates per this much of the zoo's share (at least that many)
 CANDIDATE_SHARE_UNIT = 0.1
 #: no kind takes more than this many times its relative share of the probes (at least MIN_CAP): a kind
@@ -90,7 +93,7 @@ class ProfilePlan:
                 self.candidates[key] = cands = [p for p in cands if p.model_key == key]
                 costs = sorted(_proxy(p) for p in cands)
                 cheap = costs[len(costs) // 2] if costs else 0.0
-                self.start[key] = [p for p in cands if _proxy(p) <= cheap]
+                self.start[key] = _spread_batches([p for p in cands if _proxy(p) <= cheap])
                 pts = []
                 by_share = sorted(configs, key=lambda e: -e.get("rel_share", e["share"]))
                 for e in by_share[:MAX_INTEGRATION_CONFIGS]:
@@ -102,6 +105,22 @@ class ProfilePlan:
                             continue
                 self.integration[key] = pts
         self.kinds = sorted(self.candidates, key=lambda k: -self.share[k])
+
+
+def _spread_batches(probes, first=SPREAD_FIRST):
+    """``probes`` with their first ``first`` reordered farthest-first in ln(batch size) (ties: Sobol order),
+    the rest as they were: a kind's first probes span the batch sizes of its cheap candidates. Taken in Sobol
+    order, the cheap half's first three were mostly at batch 2-4, and the 14 kinds that get no probe beyond
+    the start had every estimate at batch 16-128 extrapolated in batch size."""
+    rest = list(probes)
+    out = rest[:1]
+    del rest[:1]
+    while rest and len(out) < first:
+        def gap(j):
+            return min(abs(math.log(rest[j].batch_size) - math.log(p.batch_size)) for p in out)
+        i = max(range(len(rest)), key=lambda j: (gap(j), -j))
+        out.append(rest.pop(i))
+    return out + rest
 
 
 def _median_sd(sorted_vals):
