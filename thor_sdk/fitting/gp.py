@@ -502,8 +502,7 @@ class KindGP:
             "alpha": _round_list(self.alpha_),
             "var_factor": [_round_list(r, 6) for r in self.var_factor_],
             "n_samples": int(self.n_samples_),
-            **({"feature_range": [list(r) for r in self.feature_range_]}
-               if getattr(self, "feature_range_", None) is not None else {}),
+            **({"feature_range": [list(r) for r in self.feature_range_]} if self.feature_range_ is not None else {}),
             "fit": {"log_marginal_likelihood": (round_sig(self.log_marginal_likelihood_)
                                                 if math.isfinite(self.log_marginal_likelihood_) else None),
                     "floored_samples": self.n_floored_,

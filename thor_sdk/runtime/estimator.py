@@ -120,7 +120,7 @@ class KindModel:
 
     __slots__ = ("kind", "features", "index", "role_index", "x_mean", "x_scale", "length_scale", "overhead",
                  "per_flop", "per_byte", "offset", "constant", "noise", "u_scale", "inducing_u", "alpha_c", "W_c",
-                 "n_samples", "feature_range")
+                 "n_samples", "feature_range", "padded", "given")
 
     def __init__(self, kind, d):
         where = f"kinds[{kind!r}]"
@@ -144,6 +144,15 @@ class KindModel:
             raise FormatError(f"estimator: {where}.kernel.nu must be 2.5 (Matern 5/2), got {k['nu']}")
         self.kind = kind
         self.features = tuple(feats)
+        # per feature, (base, block) where it is padded from another (None else), and the features a caller
+        # gives: all but those derived from cost terms or padded (as their base), in order, each once
+        self.padded = tuple(parse_padded(f) for f in feats)
+        given = []
+        for f, p in zip(feats, self.padded):
+            g = p[0] if p else f
+            if g not in DERIVED and g not in given:
+                given.append(g)
+        self.given = tuple(given)
         self.index = {f: i for i, f in enumerate(feats)}
         self.role_index = self.index.get("role")
         self.x_mean = _nums(_field(d, "x_mean", where), f"{where}.x_mean", nd)
@@ -224,27 +233,15 @@ class KindModel:
                 out.append((f, x, lo, hi))
         return out
 
-    def given_features(self):
-        """The features a caller gives: all but those derived from cost terms or padded from another feature
-        (in order, each once)."""
-        out = []
-        for f in self.features:
-            p = parse_padded(f)
-            g = p[0] if p else f
-            if g not in DERIVED and g not in out:
-                out.append(g)
-        return out
-
     def vector(self, values, where):
         """Raw feature vector from a mapping of feature names to numbers (role may be a string)."""
         out = []
-        for f in self.features:
-            padded = parse_padded(f)
+        for f, padded in zip(self.features, self.padded):
             try:
                 x = values[padded[0] if padded else f]
             except KeyError:
                 raise UsageError(f"{where}: kind {self.kind!r} needs feature {padded[0] if padded else f!r} "
-                                 f"(features: {', '.join(self.given_features())})") from None
+                                 f"(features: {', '.join(self.given)})") from None
             if padded:  # derived from its base feature, never read from the values (docs/estimator-format.md)
                 if not _is_num(x) or not (x >= 1) or not math.isfinite(x):
                     raise UsageError(f"{where}: feature {padded[0]!r} must be a finite number >= 1 "
@@ -347,11 +344,10 @@ class Estimator:
         if not isinstance(features, dict):
             raise UsageError("features must be a dict of feature name -> number")
         model = self._model(kind, features)
-        given = model.given_features()
-        missing = [f for f in given if f not in features]
+        missing = [f for f in model.given if f not in features]
         if missing:
             raise UsageError(f"layer of kind {kind!r}: kind {kind!r} needs feature {missing[0]!r} "
-                             f"(features: {', '.join(given)})")
+                             f"(features: {', '.join(model.given)})")
         batch = features.get("batch_size")
         if not _is_num(batch) or batch < 1:
             raise UsageError(f"layer of kind {kind!r}: batch_size must be a number >= 1")
@@ -485,7 +481,7 @@ class Estimator:
             for key, cnt in counts.items():
                 lmu, var, v, u = model.row(key[0], *key[1])
                 m, s = model.moments(lmu, var)
-                results[(name, key)] = (m, s)
+                results[(name, key)] = (m, s, model.outside(key[0]))
                 rows.append((cnt, var, v, u, m))
                 total_mean += cnt * m
             total_var.append(self._group_var(model, rows))
@@ -500,15 +496,14 @@ class Estimator:
                 total_mean += m
                 total_var.append(s * s)
             else:
-                m, s = results[key]
-                outside = self._models[key[0]].outside(key[1][0])
+                m, s, outside = results[key]
                 why = layer.get("approx") if isinstance(layer.get("approx"), str) else None
                 if why:  # an op without a kind, as the generic elementwise kind: its own cost may differ
                     extra = APPROX_OP_REL_STD * m
                     s = sqrt(s * s + extra * extra)
                     total_var.append(extra * extra)
             row.update(mean=m, std=s)
-            if key is not None and outside:  # the layer lies where the samples did not: the estimate extrapolates
+            if key is not None and outside:  # the layer lies where the samples did not: it extrapolates
                 row["outside"] = [{"feature": f, "value": x, "probed": [lo, hi]} for f, x, lo, hi in outside]
             if why:
                 row["approx"] = why

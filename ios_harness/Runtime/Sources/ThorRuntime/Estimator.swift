@@ -389,6 +389,10 @@ final class KindModel {
     let inducingU: [[Double]]  // inducing / length_scale
     let w: [[Double]]  // var_factor, r rows of m
     let nSamples: Int
+    /// Per feature, (base, block) where it is padded from another feature (nil else), parsed once.
+    let padded: [(base: String, block: Int)?]
+    /// The features a caller gives (`givenFeatures`).
+    let given: [String]
 
     init(kind: String, entry: Any) throws {
         let wh = "kinds['\(kind)']"
@@ -412,6 +416,8 @@ final class KindModel {
         }
         self.kind = kind
         features = fl
+        padded = fl.map { parsePadded($0) }
+        given = givenFeatures(fl)
         hasRole = fl.contains("role")
         xMean = try nums(try field(d, "x_mean", wh), "\(wh).x_mean", nd)
         xScale = try nums(try field(d, "x_scale", wh), "\(wh).x_scale", nd, positiveOnly: true)
@@ -471,14 +477,14 @@ final class KindModel {
 
     /// Raw feature vector from a map of feature names to numbers (role may be a String).
     func vector(_ values: [String: Any], _ w: String) throws -> [Double] {
-        return try features.map { f -> Double in
-            let padded = parsePadded(f)
-            let name = padded?.base ?? f
+        return try zip(features, padded).map { pair -> Double in
+            let (f, pad) = pair
+            let name = pad?.base ?? f
             guard var x = values[name] else {
                 throw ThorError.usage("\(w): kind '\(kind)' needs feature '\(name)' (features: "
-                    + givenFeatures(features).joined(separator: ", ") + ")")
+                    + given.joined(separator: ", ") + ")")
             }
-            if let p = padded {  // derived from its base feature, never read from the values
+            if let p = pad {  // derived from its base feature, never read from the values
                 guard let n = x as? NSNumber, !isBool(n), n.doubleValue >= 1.0, n.doubleValue.isFinite else {
                     throw ThorError.usage("\(w): feature '\(name)' must be a finite number >= 1 (it gives '\(f)'), got \(x)")
                 }
@@ -644,7 +650,7 @@ public final class Estimator {
     public func predictLayer(kind: String, features: [String: Any], cost: Cost?) throws -> (mean: Double, std: Double) {
         let m = try model(entryFor(kind, features))
         let w = "layer of kind '\(kind)'"
-        let given = givenFeatures(m.features)
+        let given = m.given
         if let missing = given.first(where: { features[$0] == nil }) {
             throw ThorError.usage("\(w): kind '\(kind)' needs feature '\(missing)' (features: "
                 + given.joined(separator: ", ") + ")")

@@ -348,6 +348,10 @@ public final class Estimator {
         final double[][] inducingU; // inducing / length_scale
         final double[][] w;         // var_factor, r rows of m
         final int nSamples;
+        /** Per feature, {base, block} where it is padded from another feature (null else), parsed once. */
+        final Object[][] padded;
+        /** The features a caller gives (see {@link #givenFeatures}). */
+        final List<String> given;
 
         KindModel(String kind, Object entry) {
             String wh = "kinds['" + kind + "']";
@@ -365,6 +369,11 @@ public final class Estimator {
                 features[k] = (String) fl.get(k);
             }
             int nd = features.length;
+            padded = new Object[nd][];
+            for (int j = 0; j < nd; j++) {
+                padded[j] = parsePadded(features[j]);
+            }
+            given = givenFeatures(features);
             Object ft = field(d, "feature_transform", wh);
             if (!"log1p".equals(ft)) {
                 throw new FormatError("estimator: " + wh + ".feature_transform must be 'log1p', got " + show(ft));
@@ -463,20 +472,20 @@ public final class Estimator {
             double[] out = new double[features.length];
             for (int j = 0; j < features.length; j++) {
                 String f = features[j];
-                Object[] padded = parsePadded(f);
-                String name = padded != null ? (String) padded[0] : f;
+                Object[] pad = padded[j];
+                String name = pad != null ? (String) pad[0] : f;
                 if (!values.containsKey(name)) {
                     throw new UsageError(where + ": kind '" + kind + "' needs feature '" + name + "' (features: "
-                            + String.join(", ", givenFeatures(features)) + ")");
+                            + String.join(", ", given) + ")");
                 }
                 Object x = values.get(name);
-                if (padded != null) { // derived from its base feature, never read from the values
+                if (pad != null) { // derived from its base feature, never read from the values
                     double c = x instanceof Number && !(x instanceof Boolean) ? ((Number) x).doubleValue() : Double.NaN;
                     if (!(c >= 1.0) || Double.isInfinite(c)) {
                         throw new UsageError(where + ": feature '" + name + "' must be a finite number >= 1 (it gives '"
                                 + f + "'), got " + x);
                     }
-                    out[j] = paddedValue(c, (Integer) padded[1]);
+                    out[j] = paddedValue(c, (Integer) pad[1]);
                     continue;
                 }
                 if (f.equals("role") && x instanceof String) {
@@ -828,7 +837,7 @@ public final class Estimator {
         }
         KindModel m = model(entryFor(kind, features));
         String where = "layer of kind '" + kind + "'";
-        List<String> given = givenFeatures(m.features);
+        List<String> given = m.given;
         for (String f : given) {
             if (!features.containsKey(f)) {
                 throw new UsageError(where + ": kind '" + kind + "' needs feature '" + f + "' (features: "

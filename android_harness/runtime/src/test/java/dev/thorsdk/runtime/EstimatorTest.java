@@ -204,6 +204,20 @@ public class EstimatorTest {
         return b.toString();
     }
 
+    /** An input conv2d layer's features at batch 32 (stride 1, padding 1, one group, 28x28, with bias). */
+    private static Map<String, Object> convFeatures(double inChannels, double outChannels, double kernel) {
+        Map<String, Object> f = new HashMap<>();
+        String[] names = {"in_channels", "out_channels", "kernel", "stride", "padding", "groups", "height", "width",
+            "bias"};
+        double[] vals = {inChannels, outChannels, kernel, 1, 1, 1, 28, 28, 1};
+        for (int j = 0; j < names.length; j++) {
+            f.put(names[j], vals[j]);
+        }
+        f.put("batch_size", 32.0);
+        f.put("role", "input");
+        return f;
+    }
+
     @Test
     public void corruptAlphaIsAFormatErrorWhereItIsUsed() throws IOException {
         // |k_i| <= constant, so only the residual weights can blow the log residual up
@@ -213,15 +227,7 @@ public class EstimatorTest {
         f.put("batch_size", 32.0);
         f.put("role", "hidden");
         est.predictLayer("relu", f, RELU_COST); // another kind: untouched (the first alpha is conv2d's)
-        Map<String, Object> c = new HashMap<>();
-        String[] names = {"in_channels", "out_channels", "kernel", "stride", "padding", "groups", "height", "width",
-            "bias"};
-        double[] vals = {1, 64, 1, 1, 1, 1, 28, 28, 1};
-        for (int j = 0; j < names.length; j++) {
-            c.put(names[j], vals[j]);
-        }
-        c.put("batch_size", 32.0);
-        c.put("role", "input");
+        Map<String, Object> c = convFeatures(1, 64, 1);
         try {
             est.predictLayer("conv2d", c, new Estimator.Cost(230400.0, 256.0, 467072.0, 2560.0));
             fail("expected FormatError");
@@ -373,15 +379,7 @@ public class EstimatorTest {
         assertEquals(8.0, Estimator.paddedValue(1.0, 8), 0.0);
         Estimator est = Estimator.load(vectorText());
         assertTrue(est.kinds().get("conv2d").contains("in_channels_pad8"));
-        Map<String, Object> f = new HashMap<>();
-        String[] names = {"in_channels", "out_channels", "kernel", "stride", "padding", "groups", "height", "width",
-            "bias"};
-        double[] vals = {3, 64, 3, 1, 1, 1, 28, 28, 1};
-        for (int j = 0; j < names.length; j++) {
-            f.put(names[j], vals[j]);
-        }
-        f.put("batch_size", 32.0);
-        f.put("role", "input");
+        Map<String, Object> f = convFeatures(3, 64, 3);
         Estimator.Cost c = new Estimator.Cost(3e7, 0.0, 1e6, 0.0);
         double mean = est.predictLayer("conv2d", f, c)[0];
         f.put("in_channels_pad8", 1.0); // a config never sets a padded feature: the reader derives it
