@@ -8,7 +8,7 @@ from fake_device import FakeDevice, planted_cost
 
 from thor_sdk.api import estimate, fit, probe, profile
 from thor_sdk.campaign.prior import build_prior, candidates, load_prior
-from thor_sdk.errors import UsageError
+from thor_sdk.errors import FormatError, UsageError
 from thor_sdk.layers import layers_of
 from thor_sdk.store import Campaign
 
@@ -239,3 +239,69 @@ def test_no_kind_takes_more_than_its_capped_share_of_the_probes(tmp_path, small_
     n = s["probes_done"]
     for kind, count in s["kinds"].items():
         assert count <= max(MIN_CAP, SHARE_CAP * doc["kinds"][kind]["rel_share"] * n) + 1, (kind, count)
+
+
+def test_candidates_take_structural_neighbours_of_the_zoo_layers():
+    """A quarter of a conv's candidates take the next odd kernel size (padding kept "same"), and a recurrent
+    kind whose zoo layers all have one role gets the other: an unseen 7-tap conv1d and a CRNN's GRU (which
+    computes its input's gradient; the zoo's GRUs read the data) are then measured, not extrapolated."""
+    from thor_sdk.campaign.prior import _kernel_neighbour, _valid
+
+    prior = load_prior()
+    zoo_kernels = {e["config"]["kernel"] for e in prior["kinds"]["conv1d"]["configs"]}
+    assert 7 not in zoo_kernels
+    got = candidates(prior, "conv1d", 160, seed=0)
+    kernels = [c["kernel"] for c, _, _ in got]
+    assert 7 in kernels and 0.05 <= sum(k not in zoo_kernels for k in kernels) / len(got) <= 0.4
+    for c, _, _ in got:
+        assert _valid("conv1d", c)
+        if c["kernel"] not in zoo_kernels and c["padding"]:
+            assert c["padding"] == c["kernel"] // 2  # a "same" conv stays "same"
+
+    assert {e["role"] for e in prior["kinds"]["gru"]["configs"]} == {"input"}
+    roles = [r for _, _, r in candidates(prior, "gru", 160, seed=0)]
+    assert 0.15 <= roles.count("hidden") / len(roles) <= 0.35
+    # kinds whose zoo layers have both roles, or that are not recurrent, keep the zoo's roles
+    assert {r for _, _, r in candidates(prior, "relu", 80, seed=0)} == {"hidden"}
+
+    assert _kernel_neighbour({"kernel": 1, "stride": 1, "padding": 0}, down=True) == {"kernel": 3, "stride": 1,
+                                                                                      "padding": 1}
+    assert _kernel_neighbour({"kernel": 5, "stride": 2, "padding": 0}, down=True) == {"kernel": 3, "stride": 2,
+                                                                                      "padding": 0}
+    assert _kernel_neighbour({"kernel": 8, "stride": 8, "padding": 0}, down=False) is None  # patchify
+    assert _kernel_neighbour({"kernel": 2, "stride": 1, "padding": 0}, down=False) is None  # even
+
+
+def test_sequence_lengths_spread_wider_than_widths_and_old_priors_keep_their_candidates():
+    prior = load_prior()
+    zoo = [e["config"]["seq_len"] for e in prior["kinds"]["gru"]["configs"]]
+    seqs = [c["seq_len"] for c, _, _ in candidates(prior, "gru", 160, seed=0)]
+    assert min(seqs) < min(zoo) / 2 and max(seqs) > max(zoo) * 2  # beyond the size factor's [1/2, 2]
+    assert min(seqs) >= min(zoo) / 4 - 1 and max(seqs) <= max(zoo) * 4 + 1
+    # a prior without the new fields (an older file, or --prior) gets no neighbours and the size factor
+    old = {k: v for k, v in prior.items() if k not in ("sequence_factor", "neighbour_share")}
+    got = candidates(old, "gru", 160, seed=0)
+    assert {r for _, _, r in got} == {"input"}
+    assert min(c["seq_len"] for c, _, _ in got) >= min(zoo) / 2 - 1
+
+
+def test_a_recurrent_kind_integrates_over_the_role_its_zoo_layers_lack(tmp_path):
+    from thor_sdk.campaign.profile import OTHER_ROLE_WEIGHT, ProfilePlan
+
+    plan = ProfilePlan(load_prior(), kinds=["gru", "relu"])
+    by_role = {}
+    for p, w, rw in plan.integration["gru"]:
+        by_role.setdefault(p.role, []).append(w)
+    assert set(by_role) == {"input", "hidden"}
+    assert sum(by_role["hidden"]) == pytest.approx(OTHER_ROLE_WEIGHT * sum(by_role["input"]))
+    assert {p.role for p, _, _ in plan.integration["relu"]} == {"hidden"}
+
+
+@pytest.mark.parametrize("field,value", [("neighbour_share", 1.5), ("neighbour_share", -0.1),
+                                         ("sequence_factor", 0.5), ("sequence_factor", 1e6)])
+def test_prior_refuses_out_of_range_candidate_settings(tmp_path, field, value):
+    doc = dict(load_prior(), **{field: value})
+    path = tmp_path / "prior.json"
+    path.write_text(json.dumps(doc))
+    with pytest.raises(FormatError):
+        load_prior(str(path))

@@ -15,11 +15,13 @@ The generic ``elementwise`` kind (what ``--unknown-ops approx`` estimates operat
 takes the configs of the zoo's pointwise activations at a tenth of their weight.
 
 ``candidates(kind, ...)`` turns a kind's prior into probe candidates: a scrambled Sobol sequence over
-(which zoo config, a log-uniform size factor in [1/2, 2] per size feature, a log-uniform batch size in
-[1, 128]), snapped to valid integer configs. Structural features (kernel, stride, padding, groups
-pattern, heads, layers) stay those of a real zoo layer, and so does the alignment of its widths (a
-channel count divisible by 8 scales to multiples of 8: ``ALIGNED_FEATURES``), so every candidate is a
-layer someone builds.
+(which zoo config, a log-uniform size factor in [1/2, 2] per size feature and [1/4, 4] per sequence
+length, a log-uniform batch size in [1, 128], and whether to take a structural neighbour), snapped to
+valid integer configs. Structural features (kernel, stride, padding, groups pattern, heads, layers) stay
+those of a real zoo layer, but for a quarter of the candidates: the next odd kernel size of a conv, or
+the other role of a recurrent layer whose zoo layers all have one (``NEIGHBOUR_SHARE``).
+The alignment of widths is kept (a channel count divisible by 8 scales to multiples of 8:
+``ALIGNED_FEATURES``), so every candidate is a layer someone builds.
 """
 
 import json
@@ -50,6 +52,18 @@ GENERIC_FROM = ("relu", "relu6", "gelu", "tanh", "sigmoid", "hardswish", "hardsi
 GENERIC_WEIGHT = 0.1
 #: features that scale together (one factor): spatial sides stay square
 TIED = (("height", "width"),)
+#: sequence lengths and 1-D windows scale by a wider factor: an app picks its window (1 s or 4 s of sensor
+#: data, 32 or 128 tokens) more freely than a net's widths, and the zoo's sequences are long (64-128 steps)
+SEQUENCE_FEATURES = {"seq_len", "tokens", "length"}
+SEQUENCE_FACTOR = 4.0
+#: this share of a kind's candidates takes a structural neighbour of its zoo layer, so that a profile also
+#: measures what an unseen net builds from the same kind: the next odd kernel size up or down
+#: (``KERNEL_NEIGHBOUR_KINDS``), and the role the zoo never gave a recurrent layer
+#: (``ROLE_NEIGHBOUR_KINDS``: a GRU after a conv front-end computes its input's gradient, the zoo's GRUs
+#: read the data directly). Without them an unseen CRNN's GRU and a 7-tap conv1d were extrapolations.
+NEIGHBOUR_SHARE = 0.25
+KERNEL_NEIGHBOUR_KINDS = ("conv1d", "conv2d")
+ROLE_NEIGHBOUR_KINDS = ("gru", "lstm")
 
 
 def proxy_cost_s(kind, config, role, batch_size=PROXY_BATCH):
@@ -111,7 +125,8 @@ def build_prior(model_names=None):
         rows.sort(key=lambda e: -e["rel_share"])
         out[kind] = rows
     doc = {"format": PRIOR_FORMAT, "version": PRIOR_VERSION, "models": names, "proxy_batch_size": PROXY_BATCH,
-           "batch_range": list(BATCH_RANGE), "size_factor": SIZE_FACTOR,
+           "batch_range": list(BATCH_RANGE), "size_factor": SIZE_FACTOR, "sequence_factor": SEQUENCE_FACTOR,
+           "neighbour_share": NEIGHBOUR_SHARE,
            "kinds": {k: {"share": sum(e["proxy_cost_s"] for e in rows) / total,
                          "rel_share": sum(e["rel_share"] for e in rows),
                          "configs": [{"config": e["config"], "role": e["role"], "count": e["count"],
@@ -201,6 +216,32 @@ def _scaled(kind, base, factors):
     return c
 
 
+def _kernel_neighbour(config, down):
+    """``config`` with the next odd kernel size down (or up; up from 1), its padding kept "same" where it
+    was, else no wider than half the kernel; None for an even kernel or a patchify layer (kernel = stride:
+    structural, as a ViT's patch embedding)."""
+    k = config.get("kernel")
+    if not isinstance(k, int) or k % 2 == 0 or (k > 1 and k == config.get("stride", 1)):
+        return None
+    k2 = k - 2 if down and k >= 3 else k + 2
+    c = dict(config, kernel=k2)
+    if "padding" in config:
+        p = config["padding"]
+        c["padding"] = k2 // 2 if p == k // 2 else min(p, k2 // 2)
+    return c
+
+
+def _other_role(kind, configs):
+    """The role ``kind`` can take that none of its zoo ``configs`` has, for ROLE_NEIGHBOUR_KINDS (else None)."""
+    from thor_sdk.layers.kinds import get_kind
+
+    if kind not in ROLE_NEIGHBOUR_KINDS:
+        return None
+    seen = {c["role"] for c in configs}
+    other = [r for r in get_kind(kind).roles if r not in seen]
+    return other[0] if len(seen) == 1 and other else None
+
+
 def candidates(prior, kind, n, seed=0):
     """``n`` probe candidates ``(config, batch_size, role)`` for ``kind``, in Sobol order (deterministic)."""
     from scipy.stats import qmc
@@ -215,25 +256,34 @@ def candidates(prior, kind, n, seed=0):
     size_feats = sorted({f for c in configs for f in c["config"] if f in SIZE_FEATURES} - {"width"})
     lo, hi = prior.get("batch_range", BATCH_RANGE)
     factor = float(prior.get("size_factor", SIZE_FACTOR))
-    dims = 2 + len(size_feats)
+    seq_factor = float(prior.get("sequence_factor", factor))
+    share = float(prior.get("neighbour_share", 0.0))
+    other_role = _other_role(kind, configs) if share > 0 else None
+    kernels = share > 0 and kind in KERNEL_NEIGHBOUR_KINDS
+    dims = 4 + len(size_feats)
     sob = qmc.Sobol(d=dims, scramble=True, seed=seed)
     pts = sob.random(1 << max(1, math.ceil(math.log2(max(2 * n, 2)))))
     out, seen = [], set()
     for p in pts:
         i = min(next((j for j, c in enumerate(cum) if p[0] * acc <= c), len(cum) - 1), len(configs) - 1)
         base = configs[i]
-        factors = {f: factor ** (2.0 * p[2 + j] - 1.0) for j, f in enumerate(size_feats) if f in base["config"]}
+        factors = {f: (seq_factor if f in SEQUENCE_FEATURES else factor) ** (2.0 * p[4 + j] - 1.0)
+                   for j, f in enumerate(size_feats) if f in base["config"]}
         if "height" in factors and "width" in base["config"]:
             factors["width"] = factors["height"]
         batch = int(round(math.exp(math.log(lo) + p[1] * (math.log(hi) - math.log(lo)))))
         config = _scaled(kind, base["config"], factors)
         if not _valid(kind, config):
             config = dict(base["config"])
-        key = json.dumps([config, batch, base["role"]], sort_keys=True)
+        if kernels and p[3] < share:
+            near = _kernel_neighbour(config, down=p[3] < share / 2)
+            config = near if near is not None and _valid(kind, near) else config
+        role = other_role if other_role and p[2] < share else base["role"]
+        key = json.dumps([config, batch, role], sort_keys=True)
         if key in seen:
             continue
         seen.add(key)
-        out.append((config, batch, base["role"]))
+        out.append((config, batch, role))
         if len(out) >= n:
             break
     return out

@@ -40,6 +40,9 @@ CANDIDATE_SHARE_UNIT = 0.1
 #: whose cost the mean function cannot explain (depthwise conv1d with 33-tap kernels: 0.3-118 ms, 45%
 #: mean-function error) keeps a wide prior everywhere and would otherwise absorb the whole budget
 SHARE_CAP = 4.0
+#: weight of a recurrent kind's zoo configs in the role its zoo layers never have (prior.py's
+#: ROLE_NEIGHBOUR_KINDS) among its integration points, relative to the zoo's own role
+OTHER_ROLE_WEIGHT = 0.5
 MIN_CAP = 6
 REFERENCE = ("conv2d", {"in_channels": 16, "out_channels": 16, "kernel": 3, "stride": 1, "padding": 1, "groups": 1,
                         "height": 16, "width": 16, "bias": 1}, 16, "hidden")
@@ -60,7 +63,7 @@ class ProfilePlan:
     """The candidates and integration points of every kind of a prior (deterministic for a seed)."""
 
     def __init__(self, prior, kinds=None, seed=0, per_kind=CANDIDATES_PER_KIND):
-        from .prior import candidates, kind_share
+        from .prior import _other_role, candidates, kind_share
 
         self.prior = prior
         names = [k for k in prior["kinds"] if kinds is None or k in kinds]
@@ -96,13 +99,17 @@ class ProfilePlan:
                 self.start[key] = _spread_batches([p for p in cands if _proxy(p) <= cheap])
                 pts = []
                 by_share = sorted(configs, key=lambda e: -e.get("rel_share", e["share"]))
+                other = _other_role(k, configs) if prior.get("neighbour_share", 0) > 0 else None
+                roles = [(None, 1.0)] + ([(other, OTHER_ROLE_WEIGHT)] if other else [])
                 for e in by_share[:MAX_INTEGRATION_CONFIGS]:
-                    for b in INTEGRATION_BATCHES:
-                        try:  # (probe, count weight, relative-variance weight) per batch size
-                            pts.append((_probe(k, e["config"], b, e["role"]), e["count"] / len(INTEGRATION_BATCHES),
-                                        e.get("rel_weight", e["count"]) / len(INTEGRATION_BATCHES)))
-                        except Exception:
-                            continue
+                    for role, scale in roles:
+                        for b in INTEGRATION_BATCHES:
+                            try:  # (probe, count weight, relative-variance weight) per batch size
+                                pts.append((_probe(k, e["config"], b, role or e["role"]),
+                                            scale * e["count"] / len(INTEGRATION_BATCHES),
+                                            scale * e.get("rel_weight", e["count"]) / len(INTEGRATION_BATCHES)))
+                            except Exception:
+                                continue
                 self.integration[key] = pts
         self.kinds = sorted(self.candidates, key=lambda k: -self.share[k])
 
