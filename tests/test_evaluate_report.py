@@ -252,3 +252,19 @@ def test_each_model_group_is_scored_apart(evaluated):
     held = mixed["groups"]["heldout"]
     assert f"  heldout (2): THOR MAPE {held['thor_mape']:.1f}%" in text and "  reference (2): THOR MAPE" in text
     assert "  reference (" not in unseen_table(r)  # one group: the overall line says it all
+
+
+def test_each_row_says_how_much_of_its_estimate_extrapolates(evaluated):
+    """``extrapolated_share``: the part of THOR's estimate from layers outside the profile's sampled range.
+    The profile's prior came from lenet5 and har, so cnn5's wider convs lie partly outside it."""
+    from thor_sdk.layers import layers_of
+
+    est = evaluated["estimator"]
+    by = {(x["model"], x["batch_size"]): x for x in evaluated["result"]["rows"]}
+    for (model, b), row in by.items():
+        e = est.estimate(layers_of(model).layers, b)
+        outside = [l for l in e["layers"] if l.get("outside")]
+        assert row["extrapolated_share"] == pytest.approx(sum(l["mean"] for l in outside) / e["total"]["mean"])
+        assert 0.0 <= row["extrapolated_share"] <= 1.0
+    assert by[("cnn5", 16)]["extrapolated_share"] > by[("lenet5", 16)]["extrapolated_share"]
+    assert by[("cnn5", 16)]["extrapolated_share"] > 0.2

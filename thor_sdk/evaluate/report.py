@@ -60,13 +60,14 @@ def model_table(result):
     """(header, rows) of the per-model table: measured, THOR with its std and interval, every method's APE."""
     scale, unit = _scale(result["unit"])
     names = list(result["methods"])
-    head = ["model", "group", "batch", f"measured {unit}", f"THOR {unit}", "std", "in 95%",
+    head = ["model", "group", "batch", f"measured {unit}", f"THOR {unit}", "std", "in 95%", "extrapolated %",
             *[f"{n} {unit} (APE %)" for n in names if n != "THOR"], "THOR APE %"]
     rows = []
     for r in result["rows"]:
         th = r["estimates"]["THOR"]
         cells = [r["model"], r.get("group") or "-", str(r["batch_size"]), _fmt(r["measured"], scale),
-                 _fmt(th["value"], scale), _fmt(th.get("std"), scale), "yes" if th.get("covered95") else "NO"]
+                 _fmt(th["value"], scale), _fmt(th.get("std"), scale), "yes" if th.get("covered95") else "NO",
+                 "-" if r.get("extrapolated_share") is None else f"{100 * r['extrapolated_share']:.0f}"]
         for n in names:
             if n == "THOR":
                 continue

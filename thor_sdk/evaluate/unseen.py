@@ -160,7 +160,11 @@ def evaluate_unseen(estimator, models, device="host", batch_sizes=(16,), metric=
                "thor": mean, "thor_std": std, "thor_layers_std": e["layers_total"]["std"],
                "thor_ape": _ape(mean, measured), "z": z, "covered95": z is not None and abs(z) <= Z95,
                "flops": flops, "flops_ape": _ape(flops, measured), "layers": len(e["layers"]),
-               "approximated": e.get("approximated") or [], "device_level": level,
+               "approximated": e.get("approximated") or [],
+               # how much of the estimate extrapolates: layers outside the range the profile's samples cover
+               "extrapolated_share": (math.fsum(l["mean"] for l in e["layers"] if l.get("outside")) / mean
+                                      if mean > 0 else 0.0),
+               "device_level": level,
                "thor_level_adjusted": mean * level if level else None,
                "thor_level_adjusted_ape": _ape(mean * level, measured) if level else None,
                "covered95_level_adjusted": (abs(measured - mean * level) <= Z95 * std * level)
