@@ -119,6 +119,62 @@ def test_profile_covers_every_kind_then_stops_on_budget(tmp_path, small_prior):
     assert len(cal) == 2 and cal[0]["detail"]["layers"]
 
 
+def test_calibration_runs_passes_while_its_budget_lasts_and_resumes_each_run_once(tmp_path, small_prior):
+    """After the probes, whole calibration models are measured in passes while the reserved time lasts (one
+    window of a small net read up to 1.5x another minutes later on a shared host; one pass used 5 s of 96),
+    the reference before each pass; a crash mid-pass resumes with each (model, batch, pass) measured once."""
+    from thor_sdk.campaign.profile import calibrate
+
+    path, _ = small_prior
+    db = tmp_path / "p.db"
+    profile(device=FakeDevice(), out=str(db), max_probes=4, prior_path=str(path), reference_every_s=0,
+            calibration_models=[])
+    now = [0.0]
+
+    class Timed(FakeDevice):  # each whole-model measurement takes 1 s of the fake clock; crash on call crash_at
+        def __init__(self, crash_at=None):
+            super().__init__()
+            self.crash_at = crash_at
+
+        def measure_model(self, *a, **k):
+            if self.crash_at is not None and len(self.calls) + 1 >= self.crash_at:
+                raise KeyboardInterrupt("simulated crash")
+            now[0] += 1.0
+            return super().measure_model(*a, **k)
+
+    def passes(c):
+        got = {}
+        for r in c.model_runs():
+            if r["model"].startswith("calibration:"):
+                got.setdefault((r["model"], r["batch_size"]), []).append(r["detail"]["pass"])
+        return got
+
+    refs = []
+    with Campaign.open(str(db), writer=True) as c:  # 4 runs a pass (4 s); a deadline at 10 s leaves room for 2
+        n = calibrate(c, Timed(), "time", None, "torch", ["lenet5", "har"], (8, 32), deadline=10.0,
+                      clock=lambda: now[0], before_pass=lambda: refs.append(now[0]))
+        assert n == 8 and refs == [0.0, 4.0]
+        assert passes(c) == {(f"calibration:{m}", b): [0, 1] for m in ("lenet5", "har") for b in (8, 32)}
+    db2 = tmp_path / "p2.db"
+    profile(device=FakeDevice(), out=str(db2), max_probes=4, prior_path=str(path), reference_every_s=0,
+            calibration_models=[])
+    with Campaign.open(str(db2), writer=True) as c:  # no time budget: one pass
+        assert calibrate(c, Timed(), "time", None, "torch", ["lenet5"], (8, 32), deadline=None,
+                         clock=lambda: now[0]) == 2
+    now[0] = 0.0
+    db3 = tmp_path / "p3.db"
+    profile(device=FakeDevice(), out=str(db3), max_probes=4, prior_path=str(path), reference_every_s=0,
+            calibration_models=[])
+    with Campaign.open(str(db3), writer=True) as c, pytest.raises(KeyboardInterrupt):  # dies in pass 1's 2nd run
+        calibrate(c, Timed(crash_at=6), "time", None, "torch", ["lenet5", "har"], (8, 32), deadline=100.0,
+                  clock=lambda: now[0])
+    now[0] = 0.0
+    with Campaign.open(str(db3), writer=True) as c:  # resumed: pass 1's other 3 runs, then 3 s + 3 s > 5 s: stop
+        assert calibrate(c, Timed(), "time", None, "torch", ["lenet5", "har"], (8, 32), deadline=5.0,
+                         clock=lambda: now[0]) == 3
+        assert passes(c) == {(f"calibration:{m}", b): [0, 1] for m in ("lenet5", "har") for b in (8, 32)}
+
+
 def test_profile_estimates_a_model_it_never_probed(tmp_path, small_prior):
     path, _ = small_prior
     db = tmp_path / "p.db"

@@ -11,9 +11,13 @@
 3. **Drift**: a fixed reference probe is re-measured every ``reference_every_s`` seconds and stored as a
    model run ``reference:<probe id>``; ``fit`` turns its spread into noise every sample carries.
 4. **Calibration**: at the end (the last ``calibration_share`` of the time budget), whole zoo models
-   are measured and stored as ``calibration:<name>`` with their layer lists, the reference probe
-   measured right before and after them; ``fit`` puts them at the campaign's level and turns their
-   errors into the estimator's whole-model std.
+   are measured and stored as ``calibration:<name>`` with their layer lists, in passes over every
+   (model, batch size) while the budget lasts (at most ``CALIBRATION_PASSES``; one without a time
+   budget), the reference probe measured before each pass and after the last; ``fit`` puts each run at
+   the campaign's level, takes each (model, batch size)'s median over its passes and turns their errors
+   into the estimator's whole-model std. One window of a small net's step read up to 1.5x another taken
+   minutes later on this host; passes spread each net's measurements over the reserved time instead of
+   one window (a 20-minute profile's single pass took 5 of its 96 reserved seconds).
 
 It stops on ``max_seconds``, ``max_probes`` or when the integrated relative std over the prior is
 below ``target_rel_std``. The store is the same SQLite campaign as ``probe`` (planned probes are
@@ -48,6 +52,8 @@ REFERENCE = ("conv2d", {"in_channels": 16, "out_channels": 16, "kernel": 3, "str
                         "height": 16, "width": 16, "bias": 1}, 16, "hidden")
 #: cheap zoo nets (never held-out ones) covering conv, depthwise, 1-D, recurrent and dense layers
 DEFAULT_CALIBRATION = ("lenet5", "har", "cnn5", "dscnn_kws", "cnn1d_har", "deepconvlstm", "mlp_tabular")
+#: passes over the calibration models at most, while the calibration's share of the time budget lasts
+CALIBRATION_PASSES = 6
 
 
 def reference_probe():
@@ -282,10 +288,9 @@ def run_profile(campaign, device, plan, metric="time", settings=None, runtime="t
         campaign.plan(nxt)
         measure(nxt)
 
-    if calibration_models and reference_every_s:
-        reference()  # the device's speed right before the whole models: fit puts them at the campaign's level
     cal = calibrate(campaign, device, metric, settings, runtime, calibration_models, calibration_batches,
-                    progress) if calibration_models else 0
+                    progress, deadline=None if max_seconds is None else t0 + max_seconds, clock=clock,
+                    before_pass=reference if reference_every_s else None) if calibration_models else 0
     if reference_every_s:
         reference()
     if progress:
@@ -296,23 +301,41 @@ def run_profile(campaign, device, plan, metric="time", settings=None, runtime="t
             **sample_summary(campaign), "kinds": dict(sorted(counts.items()))}
 
 
-def calibrate(campaign, device, metric, settings, runtime, models, batches, progress=None):
-    """Measure whole calibration models and store them with their layer lists; returns how many ran."""
+def calibrate(campaign, device, metric, settings, runtime, models, batches, progress=None, deadline=None,
+              clock=time.monotonic, max_passes=CALIBRATION_PASSES, before_pass=None):
+    """Measure whole calibration models and store them with their layer lists; returns how many ran.
+
+    Pass ``k`` measures every (model, batch size) with at most ``k`` stored runs (so ``--resume`` goes on
+    where it stopped, each run once); passes after the first run only while one more fits before
+    ``deadline`` (``clock()`` seconds; None: one pass), judged by the last pass's duration.
+    ``before_pass()`` runs before each pass that measures (the reference probe: the device's level)."""
     from thor_sdk.layers import layers_of
 
-    have = {(r["model"], r["batch_size"]) for r in campaign.model_runs()}
-    n = 0
-    for name in models:
-        layers = layers_of(name).layers
-        for b in batches:
-            if (f"calibration:{name}", b) in have:
-                continue
+    layers = {name: layers_of(name).layers for name in models}
+    have = {}
+    for r in campaign.model_runs():
+        if r["model"].startswith("calibration:"):
+            key = (r["model"], r["batch_size"])
+            have[key] = have.get(key, 0) + 1
+    n, pass_s = 0, 0.0
+    for k in range(max(1, int(max_passes))):
+        todo = [(name, b) for name in models for b in batches if have.get((f"calibration:{name}", b), 0) <= k]
+        if not todo:
+            continue
+        if k > 0 and (deadline is None or clock() + pass_s > deadline):
+            break
+        if before_pass:
+            before_pass()
+        t = clock()
+        for name, b in todo:
             r = device.measure_model(name, b, metric=metric, settings=settings, runtime=runtime)
             vals = sorted(r.values(metric))
             med, sd = _median_sd(vals)
             campaign.add_model_run(f"calibration:{name}", b, metric, med, sd, len(vals), runtime,
-                                   {"layers": layers, "values": vals})
+                                   {"layers": layers[name], "values": vals, "pass": k})
+            have[(f"calibration:{name}", b)] = have.get((f"calibration:{name}", b), 0) + 1
             n += 1
             if progress:
-                progress("calibration", {"model": name, "batch_size": b, "value": med})
+                progress("calibration", {"model": name, "batch_size": b, "value": med, "pass": k})
+        pass_s = clock() - t
     return n

@@ -7,8 +7,9 @@
   layer list, ``calibration:<name>``; zoo models, never the held-out ones) are estimated with the
   freshly fitted layer models, each put at the campaign's level first (the reference probe measured
   around it, over its median through the campaign: on a shared machine the whole models of one profile
-  ran 30% faster than the hour before, and read as a -0.30 ln bias). With at least 4 runs of 2 models, a
-  median ``ln(measured / estimated)``
+  ran 30% faster than the hour before, and read as a -0.30 ln bias). A (model, batch size) measured in
+  several passes counts once, with the median of its runs (its passes share one composition error, so
+  they are not independent evidence). With at least 4 such of 2 models, a median ``ln(measured / estimated)``
   beyond twice its standard error is a bias common to whole models (composition effects,
   extrapolation of the layer models) and is folded into every kind's residual offset; the spread around it (plus the uncertainty of that mean
   and the drift) is the whole-model relative std. With fewer runs, their RMS (at least the drift) is
@@ -24,7 +25,7 @@ from thor_sdk.fitting.estimator import METRIC_UNITS as UNITS
 REFERENCE_PREFIX = "reference:"
 #: standard error of a median of n normal values is about sqrt(pi/2) = 1.2533 times that of their mean
 ROBUST_SE = math.sqrt(math.pi / 2.0)
-MIN_BIAS_RUNS = 4  # calibration runs (of at least 2 models) before a common bias is corrected
+MIN_BIAS_RUNS = 4  # calibration (model, batch size) pairs (of at least 2 models) before a common bias is corrected
 MIN_LEVEL_REFERENCES = 3  # reference re-measurements before calibration runs are put at the campaign's level
 CALIBRATION_PREFIX = "calibration:"
 
@@ -143,7 +144,8 @@ def calibrate(est, model_runs, metric, drift_var):
     speed at that moment relative to the whole campaign, from the reference probe re-measured around it,
     ``device_levels``; 1 without references); the bias is their median,
     corrected when at least MIN_BIAS_RUNS runs of two models put it beyond two standard errors of a
-    median; the std is their robust spread (1.4826 x MAD) plus that error and the drift."""
+    median; the std is their robust spread (1.4826 x MAD) plus that error and the drift. Runs of one
+    (model, batch size), a profile's calibration passes, count once with the median of their ratios."""
     levels = device_levels(model_runs, metric)
     runs = []
     for r in model_runs:
@@ -162,8 +164,13 @@ def calibrate(est, model_runs, metric, drift_var):
         runs.append({"model": r["model"][len(CALIBRATION_PREFIX):], "batch_size": r["batch_size"],
                      "measured": r["mean"], "estimated": got, "device_level": level,
                      "log_ratio": math.log(r["mean"] / (got * level))})
-    used = [r["log_ratio"] for r in runs if "log_ratio" in r]
-    models = {r["model"] for r in runs if "log_ratio" in r}
+    by_key = {}
+    for r in runs:
+        if "log_ratio" in r:
+            by_key.setdefault((r["model"], r["batch_size"]), []).append(r["log_ratio"])
+    used = [statistics.median(v) for v in by_key.values()]  # one per (model, batch size): passes are not independent
+    n_runs = sum(len(v) for v in by_key.values())
+    models = {m for m, _ in by_key}
     bias = 0.0
     # robust: one whole-model run caught by a burst of load must not hide a bias every other run shows
     center = statistics.median(used) if used else 0.0
@@ -175,12 +182,12 @@ def calibrate(est, model_runs, metric, drift_var):
         # corrected; what varies between models, plus the uncertainty of that median, stays in the std
         bias = center
         rel = math.sqrt(sd * sd + se * se + drift_var)
-        source = (f"{len(used)} calibration run(s) of {len(models)} model(s): ln bias {bias:+.3f} (median) "
-                  "corrected, robust spread around it plus drift")
+        source = (f"{len(used)} calibration (model, batch size) pair(s) of {len(models)} model(s), {n_runs} run(s): "
+                  f"ln bias {bias:+.3f} (median) corrected, robust spread around it plus drift")
     elif used:
         rel = math.sqrt(max(center * center + sd * sd, drift_var))
-        source = (f"robust RMS of ln(measured / estimated) over {len(used)} calibration run(s), at least the "
-                  "drift")
+        source = (f"robust RMS of ln(measured / estimated) over {len(used)} calibration (model, batch size) "
+                  f"pair(s), {n_runs} run(s), at least the drift")
     else:
         rel = math.sqrt(drift_var)
         source = ("no calibration runs: reference-probe drift only" if drift_var > 0 else
