@@ -361,3 +361,41 @@ def test_prior_refuses_out_of_range_candidate_settings(tmp_path, field, value):
     path.write_text(json.dumps(doc))
     with pytest.raises(FormatError):
         load_prior(str(path))
+
+
+def test_bench_calibration_refits_with_each_pass_and_scores_held_out_rows(tmp_path, small_prior, capsys):
+    """``bench/bench_calibration.py``: the campaign refitted with all calibration passes and with each alone,
+    each fit scored on an evaluation's held-out rows (reused, not measured again)."""
+    import importlib.util
+    import os
+
+    from thor_sdk.campaign.profile import calibrate
+
+    path, _ = small_prior
+    db = tmp_path / "p.db"
+    profile(device=FakeDevice(), out=str(db), max_probes=40, prior_path=str(path), reference_every_s=1e-9,
+            calibration_models=[])
+    now = [0.0]
+
+    def clock():
+        now[0] += 1.0
+        return now[0]
+
+    with Campaign.open(str(db), writer=True) as c:
+        assert calibrate(c, FakeDevice(), "time", None, "torch", ["lenet5", "har"], (8, 32), deadline=1e9,
+                         clock=clock, max_passes=2) == 8
+    rows = [{"model": m, "batch_size": 16, "group": "heldout", "flops_ape": 20.0,
+             "measured": sum(planted_cost(l["kind"], l["config"], 16, l["role"]) for l in layers_of(m).layers)}
+            for m in ("lenet5", "har")]
+    ev = tmp_path / "results.json"
+    ev.write_text(json.dumps({"rows": rows}))
+    spec = importlib.util.spec_from_file_location(
+        "bench_calibration", os.path.join(os.path.dirname(__file__), "..", "bench", "bench_calibration.py"))
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    bench.main(["--campaign", str(db), "--evaluation", str(ev)])
+    out = capsys.readouterr().out
+    assert "calibration passes [0, 1]" in out
+    lines = {ln.split("  ")[0].strip(): ln for ln in out.splitlines() if "held out THOR" in ln}
+    assert set(lines) == {"all passes", "pass 0 alone", "pass 1 alone"}
+    assert all("cover 2/2" in ln for ln in lines.values())  # planted costs, which THOR's sum assumes: covered

@@ -1,0 +1,73 @@
+"""What the profile's calibration passes buy: one campaign fitted with every pass, and with each pass alone.
+
+    python bench/bench_calibration.py --campaign host-torch.db --evaluation report/results.json [--evaluation ...]
+
+``thor-sdk profile`` measures its calibration nets whole in passes while the reserved time lasts, and
+``fit`` counts each (model, batch size) once with the median of its passes. This refits the same samples
+with all passes and with each single pass (what one pass, the earlier behaviour, would have given), and
+scores every fit on the held-out rows of ``thor-sdk evaluate`` results measured beside that profile (the
+measurements are reused: nothing is measured here). Printed per fit: the corrected ln bias, the whole-model
+rel std and, per evaluation, held-out THOR MAPE beside the per-kind FLOPs baseline's and the 95% coverage.
+Needs the ``[fit]`` extra; writes nothing.
+"""
+
+import argparse
+import json
+import os
+import statistics
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+Z95 = 1.959964
+
+
+def _score(est, rows, layers_of):
+    held = [r for r in rows if r.get("group") == "heldout"]
+    apes, covered = [], 0
+    for r in held:
+        e = est.estimate(layers_of(r["model"]).layers, r["batch_size"])["total"]
+        apes.append(abs(e["mean"] - r["measured"]) / r["measured"] * 100.0)
+        covered += abs(e["mean"] - r["measured"]) <= Z95 * e["std"]
+    flops = statistics.mean(r["flops_ape"] for r in held)
+    return statistics.mean(apes), flops, covered, len(held)
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--campaign", required=True, help="a device profile (SQLite) with calibration passes")
+    ap.add_argument("--evaluation", action="append", required=True,
+                    help="results.json of thor-sdk evaluate --models zoo:heldout run beside that profile")
+    a = ap.parse_args(argv)
+
+    from thor_sdk.fitting.pipeline import CALIBRATION_PREFIX, build
+    from thor_sdk.layers import layers_of
+    from thor_sdk.runtime import load_estimator
+    from thor_sdk.store import Campaign
+
+    with Campaign.open(a.campaign) as c:
+        meta, samples, runs = c.meta, c.samples(), c.model_runs()
+    evals = []
+    for path in a.evaluation:
+        with open(path, encoding="utf-8") as f:
+            evals.append((path, json.load(f)["rows"]))
+    passes = sorted({(r.get("detail") or {}).get("pass", 0) for r in runs if r["model"].startswith(CALIBRATION_PREFIX)})
+    fits = {"all passes": runs}
+    for k in passes:
+        fits[f"pass {k} alone"] = [r for r in runs if not r["model"].startswith(CALIBRATION_PREFIX)
+                                   or (r.get("detail") or {}).get("pass", 0) == k]
+    print(f"campaign {a.campaign}: {len(samples)} samples, calibration passes {passes}")
+    for name, rs in fits.items():
+        doc = build(samples, device=meta["device"], runtime=meta.get("runtime", "torch"), metric=meta["metric"],
+                    model_runs=rs, sources=[os.path.basename(a.campaign)])
+        est, wm = load_estimator(doc), doc["whole_model"]
+        line = f"{name:14s} ln bias {wm.get('log_bias', 0.0):+.3f}  rel std {wm['rel_std']:.3f}"
+        for path, rows in evals:
+            thor, flops, cov, n = _score(est, rows, layers_of)
+            line += f" | held out THOR {thor:5.1f}% FLOPs {flops:5.1f}% ({flops / thor:.2f}x) cover {cov}/{n}"
+        print(line, flush=True)
+    print("command: python bench/bench_calibration.py " + " ".join(sys.argv[1:] if argv is None else argv))
+
+
+if __name__ == "__main__":
+    main()
