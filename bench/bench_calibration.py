@@ -1,12 +1,14 @@
 """What the profile's calibration passes buy: one campaign fitted with every pass, and with each pass alone.
 
     python bench/bench_calibration.py --campaign host-torch.db --evaluation report/results.json [--evaluation ...]
+    python bench/bench_calibration.py ... --without squeezenet11,shufflenetv2_05   # + fits without those nets
 
 ``thor-sdk profile`` measures its calibration nets whole in passes while the reserved time lasts, and
 ``fit`` counts each (model, batch size) once with the median of its passes. This refits the same samples
 with all passes and with each single pass (what one pass, the earlier behaviour, would have given), and
 scores every fit on the held-out rows of ``thor-sdk evaluate`` results measured beside that profile (the
-measurements are reused: nothing is measured here). Printed per fit: the corrected ln bias, the whole-model
+measurements are reused: nothing is measured here). ``--without A,B``: also fits whose calibration
+leaves those nets out (with all passes, and with each pass alone), to see what they add. Printed per fit: the corrected ln bias, the whole-model
 rel std and, per evaluation, held-out THOR MAPE beside the per-kind FLOPs baseline's and the 95% coverage.
 Needs the ``[fit]`` extra; writes nothing.
 """
@@ -38,6 +40,7 @@ def main(argv=None):
     ap.add_argument("--campaign", required=True, help="a device profile (SQLite) with calibration passes")
     ap.add_argument("--evaluation", action="append", required=True,
                     help="results.json of thor-sdk evaluate --models zoo:heldout run beside that profile")
+    ap.add_argument("--without", default="", help="comma-separated calibration nets: also fit without them")
     a = ap.parse_args(argv)
 
     from thor_sdk.fitting.pipeline import CALIBRATION_PREFIX, build
@@ -52,10 +55,17 @@ def main(argv=None):
         with open(path, encoding="utf-8") as f:
             evals.append((path, json.load(f)["rows"]))
     passes = sorted({(r.get("detail") or {}).get("pass", 0) for r in runs if r["model"].startswith(CALIBRATION_PREFIX)})
-    fits = {"all passes": runs}
-    for k in passes:
-        fits[f"pass {k} alone"] = [r for r in runs if not r["model"].startswith(CALIBRATION_PREFIX)
-                                   or (r.get("detail") or {}).get("pass", 0) == k]
+    def keep(r, k=None, drop=()):
+        if not r["model"].startswith(CALIBRATION_PREFIX):
+            return True
+        return r["model"][len(CALIBRATION_PREFIX):] not in drop and (k is None or (r.get("detail") or {}).get("pass", 0) == k)
+
+    drop = tuple(n for n in a.without.split(",") if n)
+    fits = {}
+    for label, d in (("", ()), ("without " + ",".join(drop) + ": ", drop)) if drop else (("", ()),):
+        fits[label + "all passes"] = [r for r in runs if keep(r, None, d)]
+        for k in passes:
+            fits[label + f"pass {k} alone"] = [r for r in runs if keep(r, k, d)]
     print(f"campaign {a.campaign}: {len(samples)} samples, calibration passes {passes}")
     for name, rs in fits.items():
         doc = build(samples, device=meta["device"], runtime=meta.get("runtime", "torch"), metric=meta["metric"],
