@@ -312,14 +312,14 @@ def calibrate(campaign, device, metric, settings, runtime, models, batches, prog
     from thor_sdk.layers import layers_of
 
     layers = {name: layers_of(name).layers for name in models}
-    have = {}
+    have = {}  # (stored label, batch size) -> runs already stored
     for r in campaign.model_runs():
         if r["model"].startswith("calibration:"):
-            key = (r["model"], r["batch_size"])
-            have[key] = have.get(key, 0) + 1
+            have[(r["model"], r["batch_size"])] = have.get((r["model"], r["batch_size"]), 0) + 1
     n, pass_s = 0, 0.0
     for k in range(max(1, int(max_passes))):
-        todo = [(name, b) for name in models for b in batches if have.get((f"calibration:{name}", b), 0) <= k]
+        todo = [(f"calibration:{name}", name, b) for name in models for b in batches
+                if have.get((f"calibration:{name}", b), 0) <= k]
         if not todo:
             continue
         if k > 0 and (deadline is None or clock() + pass_s > deadline):
@@ -327,13 +327,13 @@ def calibrate(campaign, device, metric, settings, runtime, models, batches, prog
         if before_pass:
             before_pass()
         t = clock()
-        for name, b in todo:
+        for label, name, b in todo:
             r = device.measure_model(name, b, metric=metric, settings=settings, runtime=runtime)
             vals = sorted(r.values(metric))
             med, sd = _median_sd(vals)
-            campaign.add_model_run(f"calibration:{name}", b, metric, med, sd, len(vals), runtime,
+            campaign.add_model_run(label, b, metric, med, sd, len(vals), runtime,
                                    {"layers": layers[name], "values": vals, "pass": k})
-            have[(f"calibration:{name}", b)] = have.get((f"calibration:{name}", b), 0) + 1
+            have[(label, b)] = have.get((label, b), 0) + 1
             n += 1
             if progress:
                 progress("calibration", {"model": name, "batch_size": b, "value": med, "pass": k})

@@ -143,8 +143,8 @@ def calibrate(est, model_runs, metric, drift_var):
     Each run gives ``ln(measured / (estimated x level))`` (the run's median step; ``level``: the device's
     speed at that moment relative to the whole campaign, from the reference probe re-measured around it,
     ``device_levels``; 1 without references); the bias is their median,
-    corrected when at least MIN_BIAS_RUNS runs of two models put it beyond two standard errors of a
-    median; the std is their robust spread (1.4826 x MAD) plus that error and the drift. Runs of one
+    corrected when at least MIN_BIAS_RUNS (model, batch size) pairs of two models put it beyond two
+    standard errors of a median; the std is their robust spread (1.4826 x MAD) plus that error and the drift. Runs of one
     (model, batch size), a profile's calibration passes, count once with the median of their ratios."""
     levels = device_levels(model_runs, metric)
     runs = []
