@@ -21,10 +21,14 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-Z95 = 1.959964
+
+def _pass(run):
+    return (run.get("detail") or {}).get("pass", 0)
 
 
 def _score(est, rows, layers_of):
+    from thor_sdk.evaluate.unseen import Z95
+
     held = [r for r in rows if r.get("group") == "heldout"]
     apes, covered = [], 0
     for r in held:
@@ -54,18 +58,20 @@ def main(argv=None):
     for path in a.evaluation:
         with open(path, encoding="utf-8") as f:
             evals.append((path, json.load(f)["rows"]))
-    passes = sorted({(r.get("detail") or {}).get("pass", 0) for r in runs if r["model"].startswith(CALIBRATION_PREFIX)})
-    def keep(r, k=None, drop=()):
+    passes = sorted({_pass(r) for r in runs if r["model"].startswith(CALIBRATION_PREFIX)})
+
+    def keep(r, k, drop):
+        """A non-calibration run always; a calibration run if its net is not dropped and it is of pass k (None: any)."""
         if not r["model"].startswith(CALIBRATION_PREFIX):
             return True
-        return r["model"][len(CALIBRATION_PREFIX):] not in drop and (k is None or (r.get("detail") or {}).get("pass", 0) == k)
+        return r["model"][len(CALIBRATION_PREFIX):] not in drop and (k is None or _pass(r) == k)
 
     drop = tuple(n for n in a.without.split(",") if n)
+    variants = [("", ())] + ([("without " + ",".join(drop) + ": ", drop)] if drop else [])
     fits = {}
-    for label, d in (("", ()), ("without " + ",".join(drop) + ": ", drop)) if drop else (("", ()),):
-        fits[label + "all passes"] = [r for r in runs if keep(r, None, d)]
-        for k in passes:
-            fits[label + f"pass {k} alone"] = [r for r in runs if keep(r, k, d)]
+    for label, d in variants:
+        for k in (None, *passes):
+            fits[label + ("all passes" if k is None else f"pass {k} alone")] = [r for r in runs if keep(r, k, d)]
     print(f"campaign {a.campaign}: {len(samples)} samples, calibration passes {passes}")
     for name, rs in fits.items():
         doc = build(samples, device=meta["device"], runtime=meta.get("runtime", "torch"), metric=meta["metric"],
