@@ -449,6 +449,32 @@ def test_calibration_passes_of_one_model_and_batch_count_once():
     assert cal["rel_std"] < 0.05
 
 
+def test_calibration_estimates_each_layer_list_and_batch_once():
+    """Six passes over (model, batch size) pairs estimate each pair's layer list once; a pair the estimator
+    cannot cost is skipped in every one of its runs, with the reason."""
+    from thor_sdk.fitting.pipeline import calibrate
+
+    class Est:
+        calls = []
+
+        def estimate(self, layers, batch_size):
+            self.calls.append((layers[0]["kind"], batch_size))
+            if layers[0]["kind"] == "gru":
+                raise KeyError("no estimator entry for gru")
+            return {"layers_total": {"mean": 1.0}}
+
+    runs = [{"model": f"calibration:{m}", "metric": "time", "mean": 0.9, "batch_size": b,
+             "detail": {"layers": [{"kind": k}], "pass": p}}
+            for m, k in (("a", "relu"), ("b", "gru")) for b in (8, 32) for p in range(6)]
+    est = Est()
+    cal = calibrate(est, runs, "time", 0.0)
+    assert sorted(est.calls) == [("gru", 8), ("gru", 32), ("relu", 8), ("relu", 32)]
+    assert len(cal["runs"]) == 24
+    skipped = [r for r in cal["runs"] if "skipped" in r]
+    assert len(skipped) == 12 and all(r["model"] == "b" and "no estimator entry" in r["skipped"] for r in skipped)
+    assert all(r["log_ratio"] == pytest.approx(math.log(0.9)) for r in cal["runs"] if "skipped" not in r)
+
+
 def test_few_samples_in_many_dimensions_keep_unit_length_scales():
     """5 conv2d samples in 13 inputs: a fitted length scale of 0.1 called every new config unrelated to
     the samples (and a profile stopped probing the kind); with so few, only amplitude and noise are fitted."""

@@ -16,6 +16,7 @@
   the std and nothing is corrected; without any, the drift alone, and the estimator says so.
 """
 
+import json
 import math
 import statistics
 
@@ -148,17 +149,23 @@ def calibrate(est, model_runs, metric, drift_var):
     (model, batch size), a profile's calibration passes, count once with the median of their ratios."""
     levels = device_levels(model_runs, metric)
     runs = []
+    estimated = {}  # (layer list, batch size) -> estimate or error: a profile's passes share one
     for r in model_runs:
         if not (r["model"].startswith(CALIBRATION_PREFIX) and r["metric"] == metric and r["mean"] > 0):
             continue
         layers = (r.get("detail") or {}).get("layers")
         if not layers:
             continue
-        try:
-            got = est.estimate(layers, r["batch_size"])["layers_total"]["mean"]
-        except Exception as e:  # a kind the estimator lacks: that model cannot calibrate it
+        key = (json.dumps(layers, sort_keys=True), r["batch_size"])
+        if key not in estimated:
+            try:
+                estimated[key] = est.estimate(layers, r["batch_size"])["layers_total"]["mean"]
+            except Exception as e:  # a kind the estimator lacks: that model cannot calibrate it
+                estimated[key] = f"{type(e).__name__}: {e}"
+        got = estimated[key]
+        if isinstance(got, str):
             runs.append({"model": r["model"][len(CALIBRATION_PREFIX):], "batch_size": r["batch_size"],
-                         "skipped": f"{type(e).__name__}: {e}"})
+                         "skipped": got})
             continue
         level = levels(r.get("created_utc")) if levels else 1.0
         runs.append({"model": r["model"][len(CALIBRATION_PREFIX):], "batch_size": r["batch_size"],
