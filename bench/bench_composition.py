@@ -1,0 +1,144 @@
+"""Does a net cost what its layers' exact probes sum to? THOR's composition, through the product's own measuring code.
+
+    python bench/bench_composition.py --model vgg_small --model cnn5 [--batch-size 16] [--cycles 4]
+
+THOR estimates a net as the sum of its layers' probe differences. Even with every layer probed exactly
+(no GP), that sum can differ from the net measured whole: a layer inside a net may cost more or less
+than in its probe. Comparing a probe campaign with a whole-net measurement taken minutes apart mixes
+that with the machine's drift (on this project's 2-core host the same net reads 10-25% apart over
+minutes). Here each cycle measures the net whole (``HostDevice.measure_model``), then every distinct
+layer of it as THOR's probe (``measure_probe`` and ``derive_samples``, exactly as a campaign does), then
+the net whole again; the cycle's ratio is the probes' sum (each layer times its count) over the mean of
+the two whole runs around it. The probe order is reversed every other cycle. Reported per net: each
+cycle's ratio and their median, and per layer kind the median over cycles of its probes' sum. Time only.
+"""
+
+import argparse
+import datetime as dt
+import json
+import os
+import platform
+import statistics
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def _layer_probes(model, batch_size):
+    """``[(probe, count)]``: the net's distinct layers as THOR probes, in the net's order."""
+    from thor_sdk.layers import layers_of
+    from thor_sdk.probes import Probe
+
+    out = {}
+    for layer in layers_of(model).layers:
+        p = Probe(layer["kind"], layer["config"], batch_size, layer["role"])
+        probe, n = out.get(p.key, (p, 0))
+        out[p.key] = (probe, n + 1)
+    return list(out.values())
+
+
+def _cycle(dev, model, batch_size, probes, settings):
+    """One cycle: whole, each probe, whole. Returns (whole before s, whole after s, {probe id: cost s})."""
+    from thor_sdk.campaign.measure import derive_samples
+
+    def whole():
+        return statistics.median(dev.measure_model(model, batch_size, settings=settings).values("time"))
+
+    before = whole()
+    costs = {}
+    for probe, _ in probes:
+        parts = dev.measure_probe(probe, settings=settings)
+        costs[probe.id] = next(s["value"] for s in derive_samples(probe, parts) if s["metric"] == "time")
+    return before, whole(), costs
+
+
+def run(models, batch_size=16, cycles=4, threads=1, settings=None, progress=None):
+    """The benchmark's result document (see ``main``); ``progress(model, cycle, ratio)`` after each cycle."""
+    from thor_sdk.devices.host import HostDevice
+
+    dev = HostDevice(threads=threads)
+    nets = []
+    for model in models:
+        probes = _layer_probes(model, batch_size)
+        rows = []
+        for c in range(cycles):
+            order = probes if c % 2 == 0 else probes[::-1]
+            before, after, costs = _cycle(dev, model, batch_size, order, settings)
+            total = sum(costs[p.id] * n for p, n in probes)
+            rows.append({"whole_before_s": before, "whole_after_s": after, "probes_sum_s": total,
+                         "ratio": total / (0.5 * (before + after)), "costs_s": costs})
+            if progress:
+                progress(model, c + 1, rows[-1]["ratio"])
+        kinds = {}
+        for p, n in probes:
+            kinds.setdefault(p.kind, []).append((p, n))
+        by_kind = {k: statistics.median(sum(r["costs_s"][p.id] * n for p, n in ps) for r in rows)
+                   for k, ps in kinds.items()}
+        nets.append({"model": model, "batch_size": batch_size, "layers": sum(n for _, n in probes),
+                     "distinct_probes": len(probes), "cycles": rows,
+                     "median_ratio": statistics.median(r["ratio"] for r in rows),
+                     "whole_median_s": statistics.median(v for r in rows for v in (r["whole_before_s"],
+                                                                                    r["whole_after_s"])),
+                     "probes_median_s": statistics.median(r["probes_sum_s"] for r in rows),
+                     "by_kind_s": dict(sorted(by_kind.items(), key=lambda kv: -kv[1]))})
+    return {"nets": nets, "device_info": dev.info()}
+
+
+def report(result, command, load_start, load_end, stamp):
+    lines = [f"# Composition: whole nets vs the sum of their exact probes (host, {stamp} UTC)", "",
+             f"Command: `{command}`", "",
+             f"Machine: {platform.platform()}, {os.cpu_count()} cores, torch threads "
+             f"{result['device_info']['torch_threads']}, load average at start {load_start:.2f}, at end "
+             f"{load_end:.2f}. Time only.", "",
+             "| net | batch | layers (distinct) | whole, median | probes' sum, median | ratio per cycle | median ratio |",
+             "|---|---|---|---|---|---|---|"]
+    for n in result["nets"]:
+        per = ", ".join(f"{r['ratio']:.3f}" for r in n["cycles"])
+        lines.append(f"| {n['model']} | {n['batch_size']} | {n['layers']} ({n['distinct_probes']}) | "
+                     f"{n['whole_median_s'] * 1e3:.2f} ms | {n['probes_median_s'] * 1e3:.2f} ms | {per} | "
+                     f"**{n['median_ratio']:.3f}** |")
+    lines += ["", "Probes' sum per layer kind (median over cycles):", ""]
+    for n in result["nets"]:
+        lines.append(f"- {n['model']}: " + ", ".join(f"{k} {v * 1e3:.2f} ms" for k, v in n["by_kind_s"].items()))
+    return "\n".join(lines) + "\n"
+
+
+def main(argv=None):
+    from thor_sdk.harness.protocol import ProtocolSettings
+    from thor_sdk.models import list_models
+    from thor_sdk.store.files import write_text
+
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--model", action="append", help="a zoo net (repeatable; default vgg_small)")
+    ap.add_argument("--batch-size", type=int, default=16)
+    ap.add_argument("--cycles", type=int, default=4)
+    ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--window-s", type=float, default=None, help="minimum window (default: the protocol's)")
+    ap.add_argument("--report", default=None, help="Markdown path (default bench/results/composition-host-*.md)")
+    args = ap.parse_args(argv)
+    models = args.model or ["vgg_small"]
+    known = set(list_models("all"))
+    if not (1 <= args.cycles <= 100 and 1 <= args.batch_size <= 1024 and 1 <= args.threads <= 256) \
+            or (args.window_s is not None and not 0.001 <= args.window_s <= 60):
+        raise SystemExit("--cycles 1..100, --batch-size 1..1024, --threads 1..256, --window-s 0.001..60")
+    unknown = [m for m in models if m not in known]
+    if unknown:
+        raise SystemExit(f"unknown zoo net(s): {', '.join(unknown)}")
+    settings = ProtocolSettings() if args.window_s is None else ProtocolSettings(min_window_s=args.window_s)
+    command = "python bench/bench_composition.py " + " ".join(argv if argv is not None else sys.argv[1:])
+    load_start = os.getloadavg()[0]
+    result = run(models, args.batch_size, args.cycles, args.threads, settings,
+                 progress=lambda m, c, r: print(f"{m} cycle {c}: probes / whole {r:.3f}", file=sys.stderr,
+                                                flush=True))
+    stamp = dt.datetime.now(dt.timezone.utc).strftime("%Y%m%d-%H%M")
+    text = report(result, command, load_start, os.getloadavg()[0], stamp)
+    print(text)
+    path = args.report or os.path.join(os.path.dirname(os.path.abspath(__file__)), "results",
+                                       f"composition-host-{stamp}.md")
+    write_text(path, text)
+    write_text(path[:-3] + ".json", json.dumps(dict(result, command=command), indent=1) + "\n")
+    print(f"report: {path}", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()
