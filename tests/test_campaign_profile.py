@@ -399,3 +399,40 @@ def test_bench_calibration_refits_with_each_pass_and_scores_held_out_rows(tmp_pa
     lines = {ln.split("  ")[0].strip(): ln for ln in out.splitlines() if "held out THOR" in ln}
     assert set(lines) == {"all passes", "pass 0 alone", "pass 1 alone"}
     assert all("cover 2/2" in ln for ln in lines.values())  # planted costs, which THOR's sum assumes: covered
+
+
+def test_bench_gp_vs_probes_compares_each_probed_layer_with_its_estimate(tmp_path, small_prior, capsys):
+    """``bench/bench_gp_vs_probes.py``: a profile's estimator against a target campaign's exact probes of the
+    same layers, per net and per kind. On planted costs (what the fake device measures) the profile's
+    estimates sit near the probes; a layer the target campaign never probed is counted, not compared."""
+    import importlib.util
+    import os
+
+    path, _ = small_prior
+    db, est_path, exact = tmp_path / "p.db", tmp_path / "p.json", tmp_path / "exact.db"
+    profile(device=FakeDevice(), out=str(db), max_probes=60, prior_path=str(path), calibration_models=[])
+    fit(str(db), out=str(est_path))
+    probe(["lenet5"], device=FakeDevice(), batch_sizes=[16], out=str(exact))
+    spec = importlib.util.spec_from_file_location(
+        "bench_gp_vs_probes", os.path.join(os.path.dirname(__file__), "..", "bench", "bench_gp_vs_probes.py"))
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    from thor_sdk.runtime import load_estimator
+
+    with Campaign.open(str(exact)) as c:
+        res = bench.compare(load_estimator(json.loads(est_path.read_text())), c, ["lenet5", "har"], 16)
+    lenet, har = res["nets"]
+    assert lenet["layers"] == len(layers_of("lenet5").layers) and lenet["unprobed"] == 0
+    assert har["layers"] == 0 and har["unprobed"] == len(layers_of("har").layers) and har["ratio"] is None
+    truth = sum(planted_cost(l["kind"], l["config"], 16, l["role"]) for l in layers_of("lenet5").layers)
+    assert lenet["probes_s"] == pytest.approx(truth, rel=0.05)  # the fake device measures with 1% noise
+    assert 0.8 < lenet["ratio"] < 1.25
+    assert {(k["kind"], k["role"]) for k in res["kinds"]} == {(l["kind"], l["role"]) for l in layers_of("lenet5").layers}
+    assert all(0.0 <= k["covered95"] <= 1.0 for k in res["kinds"])
+    bench.main(["--estimator", str(est_path), "--campaign", str(exact), "--model", "lenet5", "--batch-size", "16",
+                "--report", str(tmp_path / "r.md")])
+    out = capsys.readouterr().out
+    assert f"| lenet5 | {lenet['layers']} (0) |" in out and "| kind | role |" in out
+    assert (tmp_path / "r.md").read_text() == out[:-1] and json.loads((tmp_path / "r.json").read_text())["nets"]
+    with pytest.raises(SystemExit):
+        bench.main(["--estimator", str(est_path), "--campaign", str(exact), "--model", "lenet5", "--batch-size", "0"])

@@ -1,0 +1,119 @@
+"""Is a profile's estimate of a layer what that layer's own probe measures? Per net and per kind, no whole nets.
+
+    thor-sdk probe --device host --model vgg_small --model gru_small ... --batch-size 16 --out exact.db
+    python bench/bench_gp_vs_probes.py --estimator host-torch.json --campaign exact.db \
+        --model vgg_small --model gru_small ... --batch-size 16
+
+A device profile estimates a net never probed as the sum of its layers' GP estimates. When that sum
+misses the net measured whole, either the GP misses the layers' own probes (interpolation, sampling,
+the prior) or the probes miss the layers inside the net (composition: ``bench_composition.py``). This
+benchmark separates the first: every layer of each net that the target-driven campaign ``--campaign``
+probed exactly is estimated with ``--estimator`` and compared with its probe. Per net: the probes'
+sum, the estimates' sum and their ratio, with the three layers furthest off (and their z); per kind and
+role: the median estimate over probe and the share of layers whose 95% interval holds the probe.
+The estimate includes the profile's whole-model bias (folded into every kind), so a common ratio near
+exp(bias) is that bias, not a fault of the GP. Probes are measured when ``--campaign`` was, the profile
+when it was: the machine's drift between them is in every ratio.
+"""
+
+import argparse
+import json
+import os
+import statistics
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+Z95 = 1.96
+
+
+def compare(estimator, campaign, models, batch_size):
+    """``{"nets": [...], "kinds": [...]}`` (see the module docstring); layers without an exact probe are
+    counted in ``unprobed`` and left out of both sums."""
+    from thor_sdk.layers import layers_of
+    from thor_sdk.probes import Probe
+
+    exact = {}
+    for s in campaign.samples(metric=estimator.metric, include_flagged=False):
+        exact[Probe(s["kind"], s["config"], s["batch_size"], s["role"]).key] = s["value"]
+    nets, kinds = [], {}
+    for m in models:
+        rows, unprobed = [], 0
+        for layer in layers_of(m).layers:
+            key = Probe(layer["kind"], layer["config"], batch_size, layer["role"]).key
+            if key not in exact:
+                unprobed += 1
+                continue
+            est = estimator.estimate([layer], batch_size)["layers"][0]
+            row = {"layer": layer["name"], "kind": layer["kind"], "role": layer["role"], "probe": exact[key],
+                   "estimate": est["mean"], "std": est["std"],
+                   "z": (est["mean"] - exact[key]) / est["std"] if est["std"] > 0 else None}
+            rows.append(row)
+            kinds.setdefault((layer["kind"], layer["role"]), []).append(row)
+        probes, ests = sum(r["probe"] for r in rows), sum(r["estimate"] for r in rows)
+        worst = sorted(rows, key=lambda r: -abs(r["estimate"] - r["probe"]))[:3]
+        nets.append({"model": m, "layers": len(rows), "unprobed": unprobed, "probes_s": probes,
+                     "estimates_s": ests, "ratio": ests / probes if probes > 0 else None, "worst": worst})
+    by_kind = []
+    for (kind, role), rows in sorted(kinds.items()):
+        ratios = [r["estimate"] / r["probe"] for r in rows if r["probe"] > 0]
+        by_kind.append({"kind": kind, "role": role, "n": len(rows),
+                        "median_ratio": statistics.median(ratios) if ratios else None,
+                        "covered95": sum(abs(r["estimate"] - r["probe"]) <= Z95 * r["std"] for r in rows) / len(rows)})
+    return {"nets": nets, "kinds": by_kind}
+
+
+def report(result, command, unit_scale=1e3, unit="ms"):
+    lines = ["# A profile's layer estimates vs the same layers' exact probes", "", f"Command: `{command}`", "",
+             "| net | layers probed (not) | probes' sum | estimates' sum | estimate / probes |", "|---|---|---|---|---|"]
+    for n in result["nets"]:
+        ratio = "-" if n["ratio"] is None else f"{n['ratio']:.2f}"
+        lines.append(f"| {n['model']} | {n['layers']} ({n['unprobed']}) | {n['probes_s'] * unit_scale:.3f} {unit} | "
+                     f"{n['estimates_s'] * unit_scale:.3f} {unit} | {ratio} |")
+    lines += ["", "Furthest off per net:", ""]
+    for n in result["nets"]:
+        for r in n["worst"]:
+            z = "-" if r["z"] is None else f"{r['z']:+.2f}"
+            lines.append(f"- {n['model']} {r['layer']} ({r['kind']}, {r['role']}): probe {r['probe'] * unit_scale:.3f}, "
+                         f"estimate {r['estimate'] * unit_scale:.3f} +- {r['std'] * unit_scale:.3f} {unit}, z {z}")
+    lines += ["", "| kind | role | layers | median estimate / probe | in the 95% interval |", "|---|---|---|---|---|"]
+    for k in result["kinds"]:
+        ratio = "-" if k["median_ratio"] is None else f"{k['median_ratio']:.2f}"
+        lines.append(f"| {k['kind']} | {k['role']} | {k['n']} | {ratio} | {k['covered95']:.0%} |")
+    return "\n".join(lines) + "\n"
+
+
+def main(argv=None):
+    from thor_sdk.runtime import load_estimator
+    from thor_sdk.store.campaign import Campaign
+    from thor_sdk.store.files import read_json
+
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--estimator", required=True, help="a device profile's estimator (thor-sdk fit)")
+    ap.add_argument("--campaign", required=True, help="a target-driven campaign of the nets (thor-sdk probe --model)")
+    ap.add_argument("--model", action="append", required=True, help="a net the campaign probed (repeatable)")
+    ap.add_argument("--batch-size", type=int, default=16)
+    ap.add_argument("--report", default=None, help="also write the Markdown here")
+    args = ap.parse_args(argv)
+    if not 1 <= args.batch_size <= 1024:
+        raise SystemExit("--batch-size 1..1024")
+    est = load_estimator(read_json(args.estimator, "estimator"))
+    campaign = Campaign.open(args.campaign)
+    try:
+        result = compare(est, campaign, args.model, args.batch_size)
+    finally:
+        campaign.close()
+    command = "python bench/bench_gp_vs_probes.py " + " ".join(argv if argv is not None else sys.argv[1:])
+    scale, unit = (1e3, "ms") if est.metric == "time" else (1.0, "J")
+    text = report(result, command, scale, unit)
+    print(text)
+    if args.report:
+        from thor_sdk.store.files import write_text
+
+        write_text(args.report, text)
+        write_text(args.report[:-3] + ".json" if args.report.endswith(".md") else args.report + ".json",
+                   json.dumps(dict(result, command=command), indent=1) + "\n")
+
+
+if __name__ == "__main__":
+    main()
