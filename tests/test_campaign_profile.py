@@ -84,7 +84,7 @@ def test_candidates_keep_the_alignment_of_the_zoo_widths():
 def test_the_start_spreads_each_kind_over_batch_sizes():
     """A kind's first start probes span the batch sizes of its cheap candidates: in Sobol order they were mostly
     at batch 2-4, and kinds that get no probe after the start were then extrapolated to batch 16-128."""
-    from thor_sdk.campaign.profile import ProfilePlan, _spread_batches
+    from thor_sdk.campaign.profile import ProfilePlan, _spread_start
 
     plan = ProfilePlan(load_prior())
     for key, start in plan.start.items():
@@ -94,10 +94,13 @@ def test_the_start_spreads_each_kind_over_batch_sizes():
         assert sorted(p.id for p in start) == sorted(p.id for p in plan.candidates[key] if p in start)
     # farthest-first in ln(batch size), ties in the given order; the rest keeps its order
     class P:
-        def __init__(self, b):
-            self.batch_size = b
+        def __init__(self, b, length=1):
+            self.batch_size, self.config = b, {"channels": 64, "length": length}
     ps = [P(b) for b in (2, 3, 4, 64, 16, 2, 128)]
-    assert [p.batch_size for p in _spread_batches(ps, first=3)] == [2, 128, 16, 3, 4, 64, 2]
+    assert [p.batch_size for p in _spread_start(ps, first=3)] == [2, 128, 16, 3, 4, 64, 2]
+    # and over sizes: one length-128 probe among length-1 ones at the same batch sizes is taken second
+    ps = [P(16), P(64), P(32), P(16, length=128), P(20)]
+    assert [(p.batch_size, p.config["length"]) for p in _spread_start(ps, first=2)][:2] == [(16, 1), (16, 128)]
 
 
 def test_profile_covers_every_kind_then_stops_on_budget(tmp_path, small_prior):
