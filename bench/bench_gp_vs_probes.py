@@ -63,23 +63,26 @@ def compare(estimator, campaign, models, batch_size):
     return {"nets": nets, "kinds": by_kind}
 
 
+def _or_dash(value, spec):
+    return "-" if value is None else format(value, spec)
+
+
 def report(result, command, unit_scale=1e3, unit="ms"):
     lines = ["# A profile's layer estimates vs the same layers' exact probes", "", f"Command: `{command}`", "",
              "| net | layers probed (not) | probes' sum | estimates' sum | estimate / probes |", "|---|---|---|---|---|"]
     for n in result["nets"]:
-        ratio = "-" if n["ratio"] is None else f"{n['ratio']:.2f}"
         lines.append(f"| {n['model']} | {n['layers']} ({n['unprobed']}) | {n['probes_s'] * unit_scale:.3f} {unit} | "
-                     f"{n['estimates_s'] * unit_scale:.3f} {unit} | {ratio} |")
+                     f"{n['estimates_s'] * unit_scale:.3f} {unit} | {_or_dash(n['ratio'], '.2f')} |")
     lines += ["", "Furthest off per net:", ""]
     for n in result["nets"]:
         for r in n["worst"]:
-            z = "-" if r["z"] is None else f"{r['z']:+.2f}"
             lines.append(f"- {n['model']} {r['layer']} ({r['kind']}, {r['role']}): probe {r['probe'] * unit_scale:.3f}, "
-                         f"estimate {r['estimate'] * unit_scale:.3f} +- {r['std'] * unit_scale:.3f} {unit}, z {z}")
+                         f"estimate {r['estimate'] * unit_scale:.3f} +- {r['std'] * unit_scale:.3f} {unit}, "
+                         f"z {_or_dash(r['z'], '+.2f')}")
     lines += ["", "| kind | role | layers | median estimate / probe | in the 95% interval |", "|---|---|---|---|---|"]
     for k in result["kinds"]:
-        ratio = "-" if k["median_ratio"] is None else f"{k['median_ratio']:.2f}"
-        lines.append(f"| {k['kind']} | {k['role']} | {k['n']} | {ratio} | {k['covered95']:.0%} |")
+        lines.append(f"| {k['kind']} | {k['role']} | {k['n']} | {_or_dash(k['median_ratio'], '.2f')} | "
+                     f"{k['covered95']:.0%} |")
     return "\n".join(lines) + "\n"
 
 

@@ -2,19 +2,15 @@
 at batch 2, short windows) and reports each cycle's ratio as the probes' sum over the whole runs around it
 (timings themselves are the benchmark's, not asserted here)."""
 
-import importlib.util
 import math
 import os
 
 import pytest
+from bench_module import load_bench
 
 
 def _bench():
-    spec = importlib.util.spec_from_file_location(
-        "bench_composition", os.path.join(os.path.dirname(__file__), "..", "bench", "bench_composition.py"))
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return load_bench("bench_composition")
 
 
 @pytest.mark.parametrize("bad", [["--cycles", "0"], ["--batch-size", "0"], ["--window-s", "nan"],

@@ -1,18 +1,12 @@
 """bench/bench_head_cache.py: refuses bad bounds before any work, and prints the three medians and the paired
 differences it says it prints (timings themselves are the benchmark's, not asserted here)."""
 
-import importlib.util
-import os
-
 import pytest
+from bench_module import load_bench
 
 
 def _bench():
-    spec = importlib.util.spec_from_file_location(
-        "bench_head_cache", os.path.join(os.path.dirname(__file__), "..", "bench", "bench_head_cache.py"))
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return load_bench("bench_head_cache")
 
 
 def test_bounds_are_checked_before_any_work():

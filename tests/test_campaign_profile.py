@@ -369,8 +369,7 @@ def test_prior_refuses_out_of_range_candidate_settings(tmp_path, field, value):
 def test_bench_calibration_refits_with_each_pass_and_scores_held_out_rows(tmp_path, small_prior, capsys):
     """``bench/bench_calibration.py``: the campaign refitted with all calibration passes and with each alone,
     each fit scored on an evaluation's held-out rows (reused, not measured again)."""
-    import importlib.util
-    import os
+    from bench_module import load_bench
 
     from thor_sdk.campaign.profile import calibrate
 
@@ -392,10 +391,7 @@ def test_bench_calibration_refits_with_each_pass_and_scores_held_out_rows(tmp_pa
             for m in ("lenet5", "har")]
     ev = tmp_path / "results.json"
     ev.write_text(json.dumps({"rows": rows}))
-    spec = importlib.util.spec_from_file_location(
-        "bench_calibration", os.path.join(os.path.dirname(__file__), "..", "bench", "bench_calibration.py"))
-    bench = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(bench)
+    bench = load_bench("bench_calibration")
     bench.main(["--campaign", str(db), "--evaluation", str(ev)])
     out = capsys.readouterr().out
     assert "calibration passes [0, 1]" in out
@@ -408,18 +404,14 @@ def test_bench_gp_vs_probes_compares_each_probed_layer_with_its_estimate(tmp_pat
     """``bench/bench_gp_vs_probes.py``: a profile's estimator against a target campaign's exact probes of the
     same layers, per net and per kind. On planted costs (what the fake device measures) the profile's
     estimates sit near the probes; a layer the target campaign never probed is counted, not compared."""
-    import importlib.util
-    import os
+    from bench_module import load_bench
 
     path, _ = small_prior
     db, est_path, exact = tmp_path / "p.db", tmp_path / "p.json", tmp_path / "exact.db"
     profile(device=FakeDevice(), out=str(db), max_probes=60, prior_path=str(path), calibration_models=[])
     fit(str(db), out=str(est_path))
     probe(["lenet5"], device=FakeDevice(), batch_sizes=[16], out=str(exact))
-    spec = importlib.util.spec_from_file_location(
-        "bench_gp_vs_probes", os.path.join(os.path.dirname(__file__), "..", "bench", "bench_gp_vs_probes.py"))
-    bench = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(bench)
+    bench = load_bench("bench_gp_vs_probes")
     from thor_sdk.runtime import load_estimator
 
     with Campaign.open(str(exact)) as c:
