@@ -25,16 +25,12 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 def _layer_probes(model, batch_size):
-    """``[(probe, count)]``: the net's distinct layers as THOR probes, in the net's order."""
+    """``[(probe, count)]``: the net's distinct layers as THOR probes, in the net's order (as a target-driven
+    campaign plans them)."""
+    from thor_sdk.campaign.targets import target_points
     from thor_sdk.layers import layers_of
-    from thor_sdk.probes import Probe
 
-    out = {}
-    for layer in layers_of(model).layers:
-        p = Probe(layer["kind"], layer["config"], batch_size, layer["role"])
-        probe, n = out.get(p.key, (p, 0))
-        out[p.key] = (probe, n + 1)
-    return list(out.values())
+    return list(target_points([layers_of(model)], [batch_size]).values())
 
 
 def _cycle(dev, model, batch_size, probes, settings):

@@ -24,12 +24,11 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-Z95 = 1.96
-
 
 def compare(estimator, campaign, models, batch_size):
     """``{"nets": [...], "kinds": [...]}`` (see the module docstring); layers without an exact probe are
     counted in ``unprobed`` and left out of both sums."""
+    from thor_sdk.evaluate.unseen import Z95
     from thor_sdk.layers import layers_of
     from thor_sdk.probes import Probe
 
@@ -101,11 +100,8 @@ def main(argv=None):
     if not 1 <= args.batch_size <= 1024:
         raise SystemExit("--batch-size 1..1024")
     est = load_estimator(read_json(args.estimator, "estimator"))
-    campaign = Campaign.open(args.campaign)
-    try:
+    with Campaign.open(args.campaign) as campaign:
         result = compare(est, campaign, args.model, args.batch_size)
-    finally:
-        campaign.close()
     command = "python bench/bench_gp_vs_probes.py " + " ".join(argv if argv is not None else sys.argv[1:])
     scale, unit = (1e3, "ms") if est.metric == "time" else (1.0, "J")
     text = report(result, command, scale, unit)

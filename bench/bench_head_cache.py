@@ -6,7 +6,8 @@ THOR's layer cost is T(head after the layer) - T(head alone). The head alone reu
 step (warm in cache); after the layer it reads a freshly written one. Here the head of the conv2d probe
 32->32, 3x3, 32x32, batch 16 (vgg_small's second conv) is timed with one input and with its input rotated
 among ``--copies`` copies (beyond the caches), beside the hidden probe, interleaved round by round in one
-process (order reversed every other round), one intra-op thread, denormals flushed. Prints the medians and
+process (order reversed every other round), as the host device measures (one intra-op thread, denormals
+flushed, freed memory held; torch's settings restored after). Prints the medians and
 each round's paired difference: how much the warm head over-states the layer's probe difference.
 """
 
@@ -38,32 +39,30 @@ def main(argv=None):
     a = ap.parse_args(argv)
     if not (1 <= a.rounds <= 1000 and 2 <= a.copies <= 1000):
         ap.error("--rounds 1-1000, --copies 2-1000")
-    import torch
-
+    from thor_sdk.devices.host import HostDevice
     from thor_sdk.harness.torch_trainer import trainer_for_probe_model
     from thor_sdk.probes.build import Probe
 
-    torch.set_num_threads(1)
-    torch.set_flush_denormal(True)
-    p = Probe("conv2d", CONFIG, 16, "hidden")
-    head, hidden = trainer_for_probe_model(p.build("head")), trainer_for_probe_model(p.build("hidden"))
-    xs = [head.x.detach().clone().requires_grad_(True) for _ in range(a.copies)]
-    turn = [0]
+    with HostDevice(threads=1)._threads():  # as the host measures; torch's settings restored after
+        p = Probe("conv2d", CONFIG, 16, "hidden")
+        head, hidden = trainer_for_probe_model(p.build("head")), trainer_for_probe_model(p.build("hidden"))
+        xs = [head.x.detach().clone().requires_grad_(True) for _ in range(a.copies)]
+        turn = [0]
 
-    def rotated():
-        head.x = xs[turn[0] % len(xs)]
-        turn[0] += 1
-        head.step()
+        def rotated():
+            head.x = xs[turn[0] % len(xs)]
+            turn[0] += 1
+            head.step()
 
-    def fixed():
-        head.x = xs[0]
-        head.step()
+        def fixed():
+            head.x = xs[0]
+            head.step()
 
-    res = {"head, one input": [], "head, rotated inputs": [], "hidden probe": []}
-    fns = list(zip(res, (fixed, rotated, hidden.step), (40, 40, 8)))
-    for r in range(a.rounds):
-        for name, fn, n in (fns if r % 2 == 0 else fns[::-1]):
-            res[name].append(_per_step(fn, n))
+        res = {"head, one input": [], "head, rotated inputs": [], "hidden probe": []}
+        fns = list(zip(res, (fixed, rotated, hidden.step), (40, 40, 8)))
+        for r in range(a.rounds):
+            for name, fn, n in (fns if r % 2 == 0 else fns[::-1]):
+                res[name].append(_per_step(fn, n))
     med = {k: statistics.median(v) * 1e3 for k, v in res.items()}
     diffs = [(x - y) * 1e3 for x, y in zip(res["head, rotated inputs"], res["head, one input"])]
     for k, v in med.items():

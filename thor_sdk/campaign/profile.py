@@ -26,6 +26,7 @@ measured first after a crash; each probe is measured exactly once).
 
 import math
 import time
+from collections import Counter
 
 from thor_sdk.layers.kinds import feature_vector, model_key
 from thor_sdk.probes import Probe
@@ -325,14 +326,13 @@ def calibrate(campaign, device, metric, settings, runtime, models, batches, prog
     from thor_sdk.layers import layers_of
 
     layers = {name: layers_of(name).layers for name in models}
-    have = {}  # (stored label, batch size) -> runs already stored
-    for r in campaign.model_runs():
-        if r["model"].startswith("calibration:"):
-            have[(r["model"], r["batch_size"])] = have.get((r["model"], r["batch_size"]), 0) + 1
+    # (stored label, batch size) -> runs already stored
+    have = Counter((r["model"], r["batch_size"]) for r in campaign.model_runs()
+                   if r["model"].startswith("calibration:"))
     n, pass_s = 0, 0.0
     for k in range(max(1, int(max_passes))):
         todo = [(f"calibration:{name}", name, b) for name in models for b in batches
-                if have.get((f"calibration:{name}", b), 0) <= k]
+                if have[(f"calibration:{name}", b)] <= k]
         if not todo:
             continue
         if k > 0 and (deadline is None or clock() + pass_s > deadline):
@@ -346,7 +346,7 @@ def calibrate(campaign, device, metric, settings, runtime, models, batches, prog
             med, sd = _median_sd(vals)
             campaign.add_model_run(label, b, metric, med, sd, len(vals), runtime,
                                    {"layers": layers[name], "values": vals, "pass": k})
-            have[(label, b)] = have.get((label, b), 0) + 1
+            have[(label, b)] += 1
             n += 1
             if progress:
                 progress("calibration", {"model": name, "batch_size": b, "value": med, "pass": k})
