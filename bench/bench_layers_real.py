@@ -110,7 +110,7 @@ def cross_validate(kind, metric="energy", folds=5, seed=0, data_dir=DATA):
 
 def reference_learners(kind, metric="energy", folds=5, seed=0, data_dir=DATA):
     """MAPE of three flexible learners on the same folds (log target; the layer's features, batch size,
-    padded features (conv2d: ``in_channels_pad8``, ``out_channels_pad8``), training FLOPs and bytes as ``ln(1 + x)``
+    padded features (conv2d: ``in_channels_pad8``, ``out_channels_pad8``, ``..._pad16``), training FLOPs and bytes as ``ln(1 + x)``
     inputs): gradient boosting, extra trees and an exact
     scikit-learn GP. Not baselines a user has: they say how low any model of these features gets on this
     data (its noise floor), so a bar below all of them asks for more than the data holds."""

@@ -532,3 +532,30 @@ def test_convergence_warnings_are_summarised_in_one_line_naming_features():
                    "bound 1e-06; length scale of batch_size, length scale of channels at the upper bound 3",
                    "lbfgs failed to converge (status=2)"]
     assert _summarise_convergence([], ["x"]) == []
+
+
+def _conv_block16_gp(rng):
+    """A conv2d GP fitted on costs that step with channels padded to 16 (oneDNN on AVX-512): 24, 28 and 32
+    channels cost the same. Channel counts 24 and 32 never appear among the samples."""
+    X, y, T = [], [], []
+    for _ in range(240):
+        c = int(rng.choice([8, 16, 40, 48, 56, 64, 72, 80, 96, 112, 128]))
+        hw, b = int(rng.choice([8, 12, 16, 20, 28])), int(rng.integers(2, 65))
+        cfg = {"in_channels": c, "out_channels": c, "kernel": 3, "stride": 1, "padding": 1, "groups": 1,
+               "height": hw, "width": hw, "bias": 0}
+        t = at_batch(cost_terms("conv2d", cfg, "hidden"), b)
+        padded = (math.ceil(c / 16) * 16 / c) ** 2
+        X.append(feature_vector("conv2d", cfg, b, "hidden"))
+        y.append((5e-5 + t[0] * padded / 1e11) * math.exp(rng.normal(0, 0.03)))
+        T.append(t)
+    return KindGP(gp_features("conv2d")).fit(X, y, noise_std=[0.03 * v for v in y], terms=T)
+
+
+def test_conv_channel_blocks_of_16_are_learned_from_other_counts():
+    gp = _conv_block16_gp(np.random.default_rng(3))
+    cfg = {"kernel": 3, "stride": 1, "padding": 1, "groups": 1, "height": 20, "width": 20, "bias": 0}
+    rows = [dict(cfg, in_channels=c, out_channels=c) for c in (24, 32)]
+    m = gp.predict([feature_vector("conv2d", r, 16, "hidden") for r in rows],
+                   terms=[at_batch(cost_terms("conv2d", r, "hidden"), 16) for r in rows])
+    # the truth is 1.0 (both pad to 32); FLOPs alone say (24/32)^2 = 0.56
+    assert 0.85 < m[0] / m[1] < 1.15, m

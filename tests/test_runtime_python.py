@@ -236,9 +236,11 @@ def test_vectors_cover_the_promised_cases():
     # padded features with channel counts that are not multiples of their block, in layers every runtime costs
     padded = [(l["config"]["in_channels"], l["config"]["out_channels"]) for ls in layer_lists for l in ls
               if l["kind"] == "conv2d"]
-    assert any(g["features"][9:11] == ["in_channels_pad8", "out_channels_pad8"] for d in docs
+    assert any(g["features"][9:13] == ["in_channels_pad8", "out_channels_pad8", "in_channels_pad16",
+                                       "out_channels_pad16"] for d in docs
                for k, g in d["kinds"].items() if k.startswith("conv2d"))
     assert any(i % 8 for i, _ in padded) and any(o % 8 for _, o in padded)
+    assert any(i % 16 == 8 for i, _ in padded)  # padded by 16 but not by 8
 
 
 def _conv_layer(**over):
@@ -254,9 +256,9 @@ def test_padded_features_are_derived_from_their_base_never_read():
     base = est.estimate([_conv_layer()], 16)["total"]["mean"]
     # a config that carries the padded feature itself changes nothing: the reader derives it
     assert est.estimate([_conv_layer(in_channels_pad8=1.0, out_channels_pad8=5.0)], 16)["total"]["mean"] == base
-    # and it is what the fit's feature_vector computes: 3 channels padded to 8 is 8/3
+    # and it is what the fit's feature_vector computes: 3 channels padded to 8 is 8/3, to 16 is 16/3
     x = feature_vector("conv2d", _conv_layer()["config"], 16, "input")
-    assert x[9:11] == [8 / 3, 1.0]
+    assert x[9:13] == [8 / 3, 1.0, 16 / 3, 1.0]
     gp = KindGP.from_dict(json.loads((VECTORS / "estimator_time_profile.json").read_text())["kinds"]["conv2d"])
     m = gp.predict([x], terms=[at_batch(cost_terms("conv2d", _conv_layer()["config"], "input"), 16)])
     assert close(base, float(m[0]), 1e-9)

@@ -18,6 +18,15 @@ Z95 = 1.959964
 MAX_PASSES = 20
 
 
+def _extrapolated_share(layers):
+    """The share of the layers' summed estimate from layers outside the profile's sampled range, in [0, 1]
+    (a share of the layer sum, so every layer outside gives exactly 1, not 1 + a rounding error)."""
+    total = math.fsum(l["mean"] for l in layers)
+    if not total > 0:
+        return 0.0
+    return min(1.0, math.fsum(l["mean"] for l in layers if l.get("outside")) / total)
+
+
 def _ape(est, true):
     return abs(est - true) / abs(true) * 100.0 if est is not None and true else None
 
@@ -162,8 +171,7 @@ def evaluate_unseen(estimator, models, device="host", batch_sizes=(16,), metric=
                "flops": flops, "flops_ape": _ape(flops, measured), "layers": len(e["layers"]),
                "approximated": e.get("approximated") or [],
                # how much of the estimate extrapolates: layers outside the range the profile's samples cover
-               "extrapolated_share": (math.fsum(l["mean"] for l in e["layers"] if l.get("outside")) / mean
-                                      if mean > 0 else 0.0),
+               "extrapolated_share": _extrapolated_share(e["layers"]),
                "device_level": level,
                "thor_level_adjusted": mean * level if level else None,
                "thor_level_adjusted_ape": _ape(mean * level, measured) if level else None,

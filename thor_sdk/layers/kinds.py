@@ -413,12 +413,14 @@ def cost_terms(kind_name, config, batch_size, role):
 
 #: padded features: ``<feature>_pad<N>`` is a config feature rounded up to a multiple of ``N``, over itself
 #: (1.0 for a multiple of N, 2.0 for 1 channel in blocks of 2, 16/9 for 9 channels in blocks of 8). CPU
-#: convolution kernels compute channels in blocks of the vector width (oneDNN on AVX2: 8 float32 lanes), so
-#: a layer with 9 channels costs about what one with 16 does; the ratio tells the GP how much of the work is
-#: padding. A reader always derives such a feature from its base feature, never takes it from a config.
+#: convolution kernels compute channels in blocks of the vector width (oneDNN: 8 float32 lanes on AVX2, 16 on
+#: AVX-512), so a layer with 9 channels costs about what one with 16 does; the ratio tells the GP how much of
+#: the work is padding, and each block's length scale which block the device uses (on the AVX-512 host a 3x3
+#: conv takes the same time with 24, 28 or 32 channels). A reader always derives such a feature from its base
+#: feature, never takes it from a config.
 PADDED_FEATURES = {
-    "conv1d": (("in_channels", 8), ("out_channels", 8)),
-    "conv2d": (("in_channels", 8), ("out_channels", 8)),
+    "conv1d": (("in_channels", 8), ("out_channels", 8), ("in_channels", 16), ("out_channels", 16)),
+    "conv2d": (("in_channels", 8), ("out_channels", 8), ("in_channels", 16), ("out_channels", 16)),
 }
 PAD_MARK = "_pad"
 MAX_PAD_BLOCK = 1024
