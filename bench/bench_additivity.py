@@ -10,7 +10,7 @@ inside the net; beside it, the sum of the same layers' probe differences, all ti
 interleaved round by round (the net, each ablated net, each probe part; order reversed every other
 round), so machine drift hits every figure alike. Per group: the median over rounds of the paired drop,
 its rounds' spread, the probes' sum and their ratio. One intra-op thread, denormals flushed and freed
-memory held, as the host device measures; time only.
+memory held, as the host device measures (inside its settings context, restored after); time only.
 """
 
 import argparse
@@ -77,13 +77,7 @@ def _ablated(model_name, names):
 
 
 def main(argv=None):
-    import torch
-
-    from thor_sdk.devices.allocator import hold_freed_memory
-    from thor_sdk.harness.torch_trainer import TorchTrainer, trainer_for_probe_model
-    from thor_sdk.models import model_spec
-    from thor_sdk.probes import Probe
-    from thor_sdk.probes.torch_build import build_part, cross_entropy
+    from thor_sdk.devices.host import HostDevice
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--model", default="resnet_tiny")
@@ -95,9 +89,20 @@ def main(argv=None):
     if not (2 <= args.rounds <= 1000 and 1 <= args.batch_size <= 1024 and 0.01 <= args.window_s <= 60):
         raise SystemExit("--rounds 2..1000, --batch-size 1..1024, --window-s 0.01..60")
     command = "python bench/bench_additivity.py " + " ".join(argv if argv is not None else sys.argv[1:])
-    torch.set_num_threads(1)
-    torch.set_flush_denormal(True)
-    hold_freed_memory()
+    # measured under the host device's own settings (1 intra-op thread, denormals flushed, freed memory
+    # held), restored after: a caller's process keeps its torch state
+    with HostDevice(threads=1)._threads():
+        _measure(args, command)
+
+
+def _measure(args, command):
+    import torch
+
+    from thor_sdk.harness.torch_trainer import TorchTrainer, trainer_for_probe_model
+    from thor_sdk.models import model_spec
+    from thor_sdk.probes import Probe
+    from thor_sdk.probes.torch_build import build_part, cross_entropy
+
     load_start = os.getloadavg()[0]
 
     spec = model_spec(args.model)
