@@ -431,3 +431,40 @@ def test_bench_gp_vs_probes_compares_each_probed_layer_with_its_estimate(tmp_pat
     assert (tmp_path / "r.md").read_text() == out[:-1] and json.loads((tmp_path / "r.json").read_text())["nets"]
     with pytest.raises(SystemExit):
         bench.main(["--estimator", str(est_path), "--campaign", str(exact), "--model", "lenet5", "--batch-size", "0"])
+
+
+def test_coverage_probes_go_to_the_zoo_configs_least_sure_in_relative_terms(tmp_path, small_prior):
+    """Every COVERAGE_EVERY-th probe after the start is a zoo config (at an integration batch size) picked by
+    its ln-variance per probing second, not by its cost in the nets: cheap layers the model knows least get
+    samples too. Without coverage picks, the same budget measures fewer zoo configs exactly."""
+    from thor_sdk.campaign.profile import COVERAGE_EVERY, INTEGRATION_BATCHES, ProfilePlan, coverage_score
+
+    path, doc = small_prior
+    plan = ProfilePlan(doc)
+    zoo = {p.id for k in plan.coverage for p in plan.coverage[k]}
+    assert zoo and all(p.batch_size in INTEGRATION_BATCHES for k in plan.coverage for p in plan.coverage[k])
+    n_start = sum(min(3, len(plan.start[k])) for k in plan.kinds)
+    n_after = 4 * COVERAGE_EVERY
+    picked = {}
+    for every in (COVERAGE_EVERY, 0):
+        db = tmp_path / f"p{every}.db"
+        profile(device=FakeDevice(), out=str(db), max_probes=n_start + n_after, prior_path=str(path),
+                reference_every_s=None, calibration_models=[], **({} if every else {"coverage_every": 0}))
+        with Campaign.open(str(db)) as c:
+            picked[every] = [p.id for p in c.probes("done")][n_start:]
+    assert len(picked[COVERAGE_EVERY]) == n_after
+    assert sum(i in zoo for i in picked[COVERAGE_EVERY]) >= n_after // COVERAGE_EVERY
+    assert sum(i in zoo for i in picked[COVERAGE_EVERY]) > sum(i in zoo for i in picked[0])
+
+
+def test_coverage_score_is_highest_far_from_the_samples():
+    from thor_sdk.campaign.profile import coverage_score
+    from thor_sdk.fitting.pipeline import fit_kind
+    from thor_sdk.probes import Probe
+
+    rows = [{"kind": "relu", "config": {"numel": n}, "batch_size": b, "role": "hidden",
+             "value": 1e-5 + 1e-9 * n * b, "std": 1e-7} for n in (1000, 2000, 4000) for b in (4, 8, 16)]
+    gp = fit_kind("relu", rows)
+    near, far = Probe("relu", {"numel": 2000}, 8, "hidden"), Probe("relu", {"numel": 4_000_000}, 8, "hidden")
+    s = coverage_score(gp, [near, far])
+    assert s[1] > s[0] >= 0
