@@ -129,14 +129,13 @@ class ProfilePlan:
                             except Exception:
                                 continue
                 self.integration[key] = pts
-                cover = []
-                for e in configs:  # every zoo config of the entry, however cheap: coverage probes
+                self.coverage[key] = cover = []  # every zoo config of the entry, however cheap
+                for e in configs:
                     for b in INTEGRATION_BATCHES:
                         try:
                             cover.append(_probe(k, e["config"], b, e["role"]))
                         except Exception:
                             continue
-                self.coverage[key] = [p for p in cover if p.model_key == key]
         self.kinds = sorted(self.candidates, key=lambda k: -self.share[k])
 
 
@@ -309,7 +308,7 @@ def run_profile(campaign, device, plan, metric="time", settings=None, runtime="t
             cache.update(campaign.samples(metric))
             best, cover_best, tot_var, tot_mean, worst_k = None, None, 0.0, 0.0, (None, -1.0)
             n_done = sum(counts.values())
-            cover = bool(coverage_every) and n_picked % int(coverage_every) == int(coverage_every) - 1
+            cover = bool(coverage_every) and n_picked % coverage_every == coverage_every - 1
             n_picked += 1
             for k in plan.kinds:
                 gp = cache.gps.get(k)
@@ -318,8 +317,8 @@ def run_profile(campaign, device, plan, metric="time", settings=None, runtime="t
                     continue
                 if counts.get(k, 0) >= max(MIN_CAP, SHARE_CAP * plan.share[k] * n_done):
                     continue  # saturated: more than its share allows, until the others catch up
-                zoo = [p for p in plan.coverage.get(k, ()) if p.id not in done]
-                if cover and zoo:
+                zoo = [p for p in plan.coverage.get(k, ()) if p.id not in done] if cover else []
+                if zoo:
                     scores = coverage_score(gp, zoo)
                     j = int(scores.argmax())
                     if cover_best is None or scores[j] > cover_best[0]:
@@ -339,7 +338,7 @@ def run_profile(campaign, device, plan, metric="time", settings=None, runtime="t
             if best is None:
                 reason = "every candidate of the prior is measured"
                 break
-            nxt = cover_best[1] if cover and cover_best is not None else best[1]
+            nxt = best[1] if cover_best is None else cover_best[1]
         campaign.plan(nxt)
         measure(nxt)
 
