@@ -94,12 +94,14 @@ def _campaign(path, metric, device_info):
 
 
 def _snapshot(c):
-    """Everything a campaign stores per probe: status, every window's columns, every sample."""
+    """Everything a campaign stores per probe: status, every window's columns, every sample (less when it was
+    stored: the two paths store at different moments)."""
     out = {}
     for p in c.probes():
         status, reason = c.conn.execute("SELECT status, reason FROM probes WHERE id = ?", (p.id,)).fetchone()
         out[p.id] = {"status": status, "reason": reason, "windows": c.windows(p.id, detail=True),
-                     "samples": [{k: v for k, v in s.items()} for s in c.samples() if s["probe_id"] == p.id]}
+                     "samples": [{k: v for k, v in s.items() if k != "measured_utc"}
+                                for s in c.samples() if s["probe_id"] == p.id]}
     return out
 
 

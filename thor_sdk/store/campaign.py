@@ -427,10 +427,11 @@ class Campaign:
 
     def samples(self, metric=None, include_flagged=True):
         """All derived samples as dicts (kind, role, batch_size, config, metric, value, std, n, flagged,
-        flag_reason, parts, noisy, noise_reason; ``noisy`` None where the file predates it)."""
+        flag_reason, parts, noisy, noise_reason, measured_utc; ``noisy`` None where the file predates it;
+        ``measured_utc``: when the probe's measurement was stored)."""
         noisy_cols = "s.noisy, s.noise_reason" if self._has_sample_columns() else "NULL, NULL"
         q = ("SELECT p.id, p.kind, p.role, p.batch_size, p.config, s.metric, s.value, s.std, s.n, s.flagged, "
-             f"s.flag_reason, s.parts, {noisy_cols} FROM samples s JOIN probes p ON p.id = s.probe_id")
+             f"s.flag_reason, s.parts, {noisy_cols}, p.done_utc FROM samples s JOIN probes p ON p.id = s.probe_id")
         cond, args = [], []
         if metric:
             cond.append("s.metric = ?")
@@ -441,11 +442,11 @@ class Campaign:
             q += " WHERE " + " AND ".join(cond)
         q += " ORDER BY p.seq"
         out = []
-        for pid, kind, role, b, cfg, m, v, sd, n, fl, why, parts, noisy, nwhy in self.conn.execute(q, args):
+        for pid, kind, role, b, cfg, m, v, sd, n, fl, why, parts, noisy, nwhy, done in self.conn.execute(q, args):
             out.append({"probe_id": pid, "kind": kind, "role": role, "batch_size": b, "config": json.loads(cfg),
                         "metric": m, "value": v, "std": sd, "n": n, "flagged": bool(fl), "flag_reason": why,
                         "parts": json.loads(parts), "noisy": None if noisy is None else bool(noisy),
-                        "noise_reason": nwhy})
+                        "noise_reason": nwhy, "measured_utc": done})
         return out
 
     def windows(self, probe_id, detail=False):
