@@ -60,6 +60,8 @@ def test_host_records_the_load_with_every_window_and_marks_probes_measured_busy(
         assert states and all(s["other_runnable"] == 1 and s["load_1m"] == 3.0 for s in states)
         stored = c.samples("time")[0]
         assert stored["noisy"] is True and "machine busy" in stored["noise_reason"]
+        done_utc = c.conn.execute("SELECT done_utc FROM probes WHERE id = ?", (p.id,)).fetchone()[0]
+        assert stored["measured_utc"] == done_utc and done_utc.startswith("20")  # when it was measured
 
 
 def test_noisy_probes_are_kept_flagged_and_fit_names_their_kinds(tmp_path):
@@ -154,7 +156,7 @@ def test_host_measures_with_denormals_flushed_and_restores_after():
         pytest.skip("this CPU cannot flush denormals")
     tiny = torch.tensor([1e-39], dtype=torch.float32)  # a denormal float32
     assert (tiny * 1.0).item() != 0.0
-    with dev._threads():
+    with dev.measuring():
         assert (tiny * 1.0).item() == 0.0
     assert (tiny * 1.0).item() != 0.0
 

@@ -3,11 +3,6 @@
 - **drift**: a campaign that re-measured a fixed reference probe through its run (``thor-sdk profile``
   stores those as model runs named ``reference:<probe id>``) gives the machine's run-to-run variance
   in ln units; it is added to every sample's noise, so the GPs do not mistake drift for structure;
-- **samples at the campaign's level**: with those re-measurements, each sample is divided by the device's
-  speed when it was measured (``device_levels``: the reference interpolated in time, over its median), so
-  minutes of a slower machine in one part of a profile do not read as slower layers of the kinds probed then
-  (refitting three host profiles this way moved their held-out MAPE 8.5-15.2% -> 6.9-12.0%, one of three
-  0.7 points worse); samples without a measurement time (a samples CSV) are taken as measured;
 - **whole-model calibration**: whole models measured in the campaign (model runs that carry their
   layer list, ``calibration:<name>``; zoo models, never the held-out ones) are estimated with the
   freshly fitted layer models, each put at the campaign's level first (the reference probe measured
@@ -33,6 +28,7 @@ REFERENCE_PREFIX = "reference:"
 ROBUST_SE = math.sqrt(math.pi / 2.0)
 MIN_BIAS_RUNS = 4  # calibration (model, batch size) pairs (of at least 2 models) before a common bias is corrected
 MIN_LEVEL_REFERENCES = 3  # reference re-measurements before calibration runs are put at the campaign's level
+LEVEL_MARGIN_S = 300.0  # least time beyond the first and last reference over which levels still apply
 CALIBRATION_PREFIX = "calibration:"
 
 
@@ -117,57 +113,53 @@ def _epoch_s(stamp):
     return t.timestamp()
 
 
+class DeviceLevels:
+    """The device's speed over a campaign, from its reference probe's re-measurements ``[(epoch s, value)]``:
+    called with a ``created_utc`` stamp, the reference interpolated at that moment (the nearest one before
+    and after, in time) over the median of all of them. A moment without a readable stamp, or farther from
+    the series than ``margin_s`` (twice the references' median spacing, at least LEVEL_MARGIN_S: another
+    campaign's runs, measured hours apart), reads 1.0: taken as measured."""
+
+    def __init__(self, series):
+        self.series = sorted(series)
+        self.median = statistics.median(v for _, v in self.series)
+        times = [t for t, _ in self.series]
+        gaps = [b - a for a, b in zip(times, times[1:]) if b > a]
+        self.margin_s = max(LEVEL_MARGIN_S, 2.0 * statistics.median(gaps)) if gaps else LEVEL_MARGIN_S
+
+    def covers(self, stamp):
+        t = _epoch_s(stamp)
+        return t is not None and self.series[0][0] - self.margin_s <= t <= self.series[-1][0] + self.margin_s
+
+    def __call__(self, stamp):
+        if not self.covers(stamp):
+            return 1.0
+        t = _epoch_s(stamp)
+        before = [p for p in self.series if p[0] <= t]
+        after = [p for p in self.series if p[0] >= t]
+        if not before or not after:
+            return (before or after)[-1 if before else 0][1] / self.median
+        (t0, v0), (t1, v1) = before[-1], after[0]
+        v = v0 if t1 == t0 else v0 + (v1 - v0) * (t - t0) / (t1 - t0)
+        return v / self.median
+
+
 def device_levels(model_runs, metric):
-    """``f(created_utc) -> level``: the device's speed when a run was measured, relative to the profile as a
-    whole: the reference probe's re-measurement interpolated at that moment (the nearest one before and
-    after, in time), over the median of all of them. None with fewer than MIN_LEVEL_REFERENCES of them.
-    Runs of several campaigns with different reference probes: the most re-measured one alone (two probes'
-    times are not one series)."""
+    """``DeviceLevels`` (``f(created_utc) -> level``): the device's speed when a run was measured, relative to
+    the profile as a whole. None with fewer than MIN_LEVEL_REFERENCES reference re-measurements. Runs of
+    several campaigns with different reference probes: the most re-measured one alone (two probes' values
+    are not one series)."""
     refs = [r for r in model_runs if r["model"].startswith(REFERENCE_PREFIX) and r["metric"] == metric
             and r["mean"] > 0]
     counts = {}
     for r in refs:
         counts[r["model"]] = counts.get(r["model"], 0) + 1
     main = max(sorted(counts), key=counts.get) if counts else None
-    series = sorted((t, r["mean"]) for r in refs if r["model"] == main
-                    for t in [_epoch_s(r.get("created_utc"))] if t is not None)
+    series = [(t, r["mean"]) for r in refs if r["model"] == main
+              for t in [_epoch_s(r.get("created_utc"))] if t is not None]
     if len(series) < MIN_LEVEL_REFERENCES:
         return None
-    median = statistics.median(v for _, v in series)
-
-    def level(stamp):
-        t = _epoch_s(stamp)
-        if t is None:
-            return 1.0
-        before = [p for p in series if p[0] <= t]
-        after = [p for p in series if p[0] >= t]
-        if not before or not after:
-            return (before or after)[-1 if before else 0][1] / median
-        (t0, v0), (t1, v1) = before[-1], after[0]
-        v = v0 if t1 == t0 else v0 + (v1 - v0) * (t - t0) / (t1 - t0)
-        return v / median
-
-    return level
-
-
-def at_campaign_level(samples, model_runs, metric):
-    """``(samples, summary)``: each sample divided by the device's level when it was measured
-    (``device_levels`` at its ``measured_utc``), its std alike, and ``{"samples", "min", "max"}`` of the
-    levels applied (None, and the samples as given, without enough reference re-measurements). Samples
-    without a measurement time are left as measured."""
-    levels = device_levels(model_runs, metric)
-    if levels is None:
-        return list(samples), None
-    out, applied = [], []
-    for s in samples:
-        if s.get("metric") == metric and s.get("measured_utc") and _epoch_s(s["measured_utc"]) is not None:
-            lv = levels(s["measured_utc"])
-            applied.append(lv)
-            s = dict(s, value=s["value"] / lv, std=s["std"] / lv, device_level=lv)
-        out.append(s)
-    if not applied:
-        return out, None
-    return out, {"samples": len(applied), "min": min(applied), "max": max(applied)}
+    return DeviceLevels(series)
 
 
 def calibrate(est, model_runs, metric, drift_var):
@@ -263,11 +255,10 @@ def build(samples, *, device, runtime, metric, model_runs=(), sources=(), random
     if not good:
         raise FormatError(f"no usable {metric} samples in {', '.join(sources) or 'the input'}")
     drift_var, n_ref = drift_log_var(model_runs, metric)
-    good, leveled = at_campaign_level(good, model_runs, metric)
     gps = fit_kinds(good, random_state=random_state, extra_log_var=drift_var, progress=progress)
     provenance = {"sources": list(sources), "n_samples": {k: g.n_samples_ for k, g in gps.items()},
                   "flagged_excluded": flagged, "noisy_samples": noisy_by_kind(good),
-                  "reference_runs": n_ref, "samples_at_campaign_level": leveled, "producer": f"thor-sdk {__version__}",
+                  "reference_runs": n_ref, "producer": f"thor-sdk {__version__}",
                   "fit_warnings": {k: g.warnings_ for k, g in gps.items() if g.warnings_}}
     kw = dict(device=device, runtime=runtime, metric=metric, unit=UNITS[metric],
               flops_baseline=fit_unit_per_flop(good), provenance=provenance)
