@@ -91,7 +91,7 @@ def main(argv=None):
     command = "python bench/bench_additivity.py " + " ".join(argv if argv is not None else sys.argv[1:])
     # measured under the host device's own settings (1 intra-op thread, denormals flushed, freed memory
     # held), restored after: a caller's process keeps its torch state
-    with HostDevice(threads=1)._threads():
+    with HostDevice(threads=1).measuring():
         _measure(args, command)
 
 

@@ -43,7 +43,7 @@ def main(argv=None):
     from thor_sdk.harness.torch_trainer import trainer_for_probe_model
     from thor_sdk.probes.build import Probe
 
-    with HostDevice(threads=1)._threads():  # as the host measures; torch's settings restored after
+    with HostDevice(threads=1).measuring():  # as the host measures; torch's settings restored after
         p = Probe("conv2d", CONFIG, 16, "hidden")
         head, hidden = trainer_for_probe_model(p.build("head")), trainer_for_probe_model(p.build("hidden"))
         xs = [head.x.detach().clone().requires_grad_(True) for _ in range(a.copies)]

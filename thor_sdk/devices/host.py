@@ -31,10 +31,11 @@ class HostDevice(Device):
         return host_meters(self.root)
 
     @contextlib.contextmanager
-    def _threads(self):
-        """Run with ``threads`` intra-op threads (when set) and denormal floats flushed to zero, restoring
-        torch's settings after, and with the allocator holding freed memory (``devices.allocator``: no
-        step pays page faults that depend on the process's allocation history; kept for the process).
+    def measuring(self):
+        """A context in which code runs as this device measures (benchmarks time their own code under it):
+        ``threads`` intra-op threads (when set) and denormal floats flushed to zero, torch's settings restored
+        after, and the allocator holding freed memory (``devices.allocator``: no step pays page faults that
+        depend on the process's allocation history; kept for the process).
 
         Flushing denormals (values below 1.2e-38) is part of measuring honestly on x86: a probe trains on
         one fixed batch for hundreds of steps, and some configs drift into denormal values, where x86 runs
@@ -113,7 +114,7 @@ class HostDevice(Device):
         from thor_sdk.harness.protocol import measure_parts
 
         meter = self.require_meter(metric)
-        with self._threads():
+        with self.measuring():
             trainers = {part: self._trainer(probe.build(part), runtime) for part in probe.parts()}
             try:
                 return measure_parts(trainers, settings, meter=meter, metric=metric, on_round=on_round,
@@ -127,7 +128,7 @@ class HostDevice(Device):
         ``thor_sdk.harness.whole_model.resolve_model`` takes (a ``ModelSource`` as ``thor_sdk.measure``
         passes it, a layer-list JSON or ONNX path, ...), under either runtime."""
         meter = self.require_meter(metric)
-        with self._threads():
+        with self.measuring():
             return self._measure_model(model, batch_size, metric, settings, runtime, on_round, meter)
 
     def _measure_model(self, model, batch_size, metric, settings, runtime, on_round, meter):
@@ -152,7 +153,7 @@ class HostDevice(Device):
 
 
 def _can_flush_denormal():
-    """Whether measurements here flush denormal floats to zero (``HostDevice._threads``)."""
+    """Whether measurements here flush denormal floats to zero (``HostDevice.measuring``)."""
     import torch
 
     ok = torch.set_flush_denormal(True)

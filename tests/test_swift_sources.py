@@ -1,0 +1,62 @@
+"""The Swift sources, which no Swift toolchain here compiles: they parse, and the runtime reads every field
+the estimator format requires (the same check holds the Java runtime to the schema)."""
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+SWIFT = sorted((ROOT / "ios_harness").rglob("*.swift"))
+SWIFT_ESTIMATOR = ROOT / "ios_harness/Runtime/Sources/ThorRuntime/Estimator.swift"
+JAVA_ESTIMATOR = ROOT / "android_harness/runtime/src/main/java/dev/thorsdk/runtime/Estimator.java"
+
+
+def _parser():
+    ts = pytest.importorskip("tree_sitter")
+    tss = pytest.importorskip("tree_sitter_swift")
+    return ts.Parser(ts.Language(tss.language()))
+
+
+def _errors(tree):
+    out, stack = [], [tree.root_node]
+    while stack:
+        n = stack.pop()
+        if n.type == "ERROR" or n.is_missing:
+            out.append((n.start_point[0] + 1, n.type))
+        stack.extend(n.children)
+    return sorted(out)
+
+
+def test_there_are_swift_sources():
+    names = {p.name for p in SWIFT}
+    assert {"Estimator.swift", "PowerTable.swift", "TrainingRun.swift", "Protocol.swift"} <= names
+
+
+@pytest.mark.parametrize("path", SWIFT, ids=lambda p: str(p.relative_to(ROOT)))
+def test_swift_source_parses(path):
+    assert _errors(_parser().parse(path.read_bytes())) == []
+
+
+def test_the_parse_check_catches_an_unbalanced_brace():
+    src = SWIFT_ESTIMATOR.read_text()
+    assert _errors(_parser().parse(src.replace("}", "", 1).encode())) != []
+    assert _errors(_parser().parse((src + "\nfunc broken( {\n").encode())) != []
+
+
+def _required(schema, *path):
+    node = schema
+    for p in path:
+        node = node[p]
+    return set(node["required"])
+
+
+@pytest.mark.parametrize("source", [SWIFT_ESTIMATOR, JAVA_ESTIMATOR], ids=["swift", "java"])
+def test_runtime_reads_every_field_a_kind_requires(source):
+    schema = json.loads((ROOT / "thor_sdk/schemas/estimator.schema.json").read_text())
+    gp = schema["$defs"]["kind_gp"]
+    needed = _required(schema, "$defs", "kind_gp") | _required(gp, "properties", "mean_function") \
+        | _required(gp, "properties", "kernel") | {"unit_per_flop", "overhead", "whole_model", "rel_std"}
+    literals = set(re.findall(r'"([A-Za-z_][A-Za-z0-9_]*)"', source.read_text()))
+    assert needed - literals == set()
