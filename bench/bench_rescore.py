@@ -1,0 +1,148 @@
+"""Estimators side by side on the same measurements: an evaluation's measured nets re-estimated, nothing measured.
+
+    thor-sdk evaluate --estimator A.json --device host --models zoo:reference,zoo:heldout --out report_a
+    python bench/bench_rescore.py --results report_a/results.json --estimator A.json --estimator B.json
+
+On a host whose speed moves 20% in minutes, two evaluations of two estimators compare the machine as much
+as the estimators. This takes the nets of one or more evaluations (their measured medians and the device
+level measured around each, from ``results.json``) and estimates them again with every ``--estimator``:
+per results file, estimator and group, THOR's MAPE, the estimator's own FLOPs baseline (fitted on its own
+samples), their ratio, the 95% coverage and THOR scaled by the device level. The measurements are the
+evaluation's; only the estimates change, so a difference between two rows of one results file is the
+estimators' alone. Nets given as files to ``evaluate`` (not by name) are skipped, with the reason.
+"""
+
+import argparse
+import json
+import os
+import statistics
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+RESULTS_FORMAT = "thor-sdk/evaluation"
+
+
+def _ape(est, true):
+    return abs(est / true - 1.0) * 100.0
+
+
+def load_results(path):
+    """An evaluation's ``results.json``, checked: its format, and every row's model, group, batch size and
+    measured value (positive, finite)."""
+    import math
+
+    from thor_sdk.errors import FormatError
+    from thor_sdk.store.files import read_json
+
+    doc = read_json(path, "evaluation results")
+    if not isinstance(doc, dict) or doc.get("format") != RESULTS_FORMAT or doc.get("version") != 1:
+        raise FormatError(f"{path}: not a thor-sdk evaluate results.json (format {RESULTS_FORMAT}, version 1)")
+    rows = doc.get("rows")
+    if not isinstance(rows, list) or not rows:
+        raise FormatError(f"{path}: no measured rows")
+    for i, r in enumerate(rows):
+        ok = (isinstance(r, dict) and isinstance(r.get("model"), str) and isinstance(r.get("batch_size"), int)
+              and not isinstance(r.get("batch_size"), bool) and 1 <= r["batch_size"] <= 1024
+              and isinstance(r.get("measured"), (int, float)) and not isinstance(r.get("measured"), bool)
+              and math.isfinite(r["measured"]) and r["measured"] > 0
+              and (r.get("device_level") is None or (isinstance(r["device_level"], (int, float))
+                                                     and math.isfinite(r["device_level"]) and r["device_level"] > 0)))
+        if not ok:
+            raise FormatError(f"{path}: row {i} needs a model name, a batch size 1..1024 and a positive measured value")
+    return doc
+
+
+def rescore(results, estimator, layers_cache=None):
+    """``{"groups": {group: summary}, "rows": [...], "skipped": [...]}``: every row of ``results`` estimated
+    with ``estimator`` (a loaded estimator). ``layers_cache``: ``{model: layer list}`` shared between calls."""
+    from thor_sdk.api import estimate_layers
+    from thor_sdk.errors import ThorError, UsageError
+    from thor_sdk.evaluate.unseen import Z95
+    from thor_sdk.layers import layers_of
+
+    if results.get("metric") not in (None, estimator.metric):
+        raise UsageError(f"the evaluation measured {results['metric']}; the estimator estimates {estimator.metric}")
+    if results.get("runtime") not in (None, estimator.runtime):
+        raise UsageError(f"the evaluation ran {results['runtime']!r}; the estimator was fitted on {estimator.runtime!r}")
+    cache = {} if layers_cache is None else layers_cache
+    rows, skipped = [], []
+    for r in results["rows"]:
+        try:
+            if r["model"] not in cache:
+                cache[r["model"]] = layers_of(r["model"])
+            e = estimate_layers(estimator, cache[r["model"]], r["batch_size"])
+        except ThorError as err:  # a net given as a file, or a kind this estimator lacks
+            skipped.append({"model": r["model"], "batch_size": r["batch_size"], "reason": str(err)})
+            continue
+        mean, std, flops = e["total"]["mean"], e["total"]["std"], e["flops_baseline"]["total"]
+        level = r.get("device_level")
+        rows.append({"model": r["model"], "group": r.get("group") or "-", "batch_size": r["batch_size"],
+                     "measured": r["measured"], "thor": mean, "thor_std": std, "flops": flops,
+                     "thor_ape": _ape(mean, r["measured"]), "flops_ape": _ape(flops, r["measured"]),
+                     "covered95": abs(r["measured"] - mean) <= Z95 * std,
+                     "thor_level_adjusted_ape": _ape(mean * level, r["measured"]) if level else None})
+    groups = {}
+    for name in sorted({r["group"] for r in rows}) + (["all"] if rows else []):
+        sel = [r for r in rows if name == "all" or r["group"] == name]
+        thor = statistics.fmean(r["thor_ape"] for r in sel)
+        flops = statistics.fmean(r["flops_ape"] for r in sel)
+        adj = [r["thor_level_adjusted_ape"] for r in sel if r["thor_level_adjusted_ape"] is not None]
+        groups[name] = {"n": len(sel), "thor_mape": thor, "flops_mape": flops,
+                        "flops_over_thor": flops / thor if thor > 0 else None,
+                        "coverage95": sum(r["covered95"] for r in sel) / len(sel),
+                        "thor_level_adjusted_mape": statistics.fmean(adj) if adj else None}
+    return {"groups": groups, "rows": rows, "skipped": skipped}
+
+
+def _or_dash(value, spec):
+    return "-" if value is None else format(value, spec)
+
+
+def report(table, command):
+    lines = ["# Estimators on the same measurements", "", f"Command: `{command}`", "",
+             "Each results file's measured nets, estimated again by each estimator (nothing re-measured).", "",
+             "| results | estimator | group | nets | THOR MAPE % | FLOPs MAPE % | FLOPs / THOR | 95% coverage | "
+             "THOR x level % |", "|---|---|---|---|---|---|---|---|---|"]
+    for t in table:
+        for g, s in t["groups"].items():
+            lines.append(f"| {t['results']} | {t['estimator']} | {g} | {s['n']} | {s['thor_mape']:.1f} | "
+                         f"{s['flops_mape']:.1f} | {_or_dash(s['flops_over_thor'], '.2f')}x | {s['coverage95']:.0%} | "
+                         f"{_or_dash(s['thor_level_adjusted_mape'], '.1f')} |")
+    skipped = [(t["results"], t["estimator"], s) for t in table for s in t["skipped"]]
+    if skipped:
+        lines += ["", "Skipped:", ""] + [f"- {r} / {e}: {s['model']} b{s['batch_size']}: {s['reason']}"
+                                         for r, e, s in skipped]
+    return "\n".join(lines) + "\n"
+
+
+def main(argv=None):
+    from thor_sdk.errors import ThorError
+    from thor_sdk.runtime import load_estimator
+    from thor_sdk.store.files import read_json, write_text
+
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--results", action="append", required=True, help="an evaluation's results.json (repeatable)")
+    ap.add_argument("--estimator", action="append", required=True, help="an estimator file (repeatable)")
+    ap.add_argument("--report", default=None, help="also write the Markdown here (and the rows as JSON beside it)")
+    args = ap.parse_args(argv)
+    try:  # every input read and checked before any estimate or write
+        docs = [(p, load_results(p)) for p in args.results]
+        ests = [(p, load_estimator(read_json(p, "estimator"))) for p in args.estimator]
+        cache, table = {}, []
+        for rp, doc in docs:
+            for ep, est in ests:
+                table.append(dict(rescore(doc, est, cache), results=rp, estimator=ep))
+    except ThorError as err:
+        raise SystemExit(f"Error: {err}")
+    command = "python bench/bench_rescore.py " + " ".join(argv if argv is not None else sys.argv[1:])
+    text = report(table, command)
+    print(text)
+    if args.report:
+        write_text(args.report, text)
+        write_text(args.report[:-3] + ".json" if args.report.endswith(".md") else args.report + ".json",
+                   json.dumps({"command": command, "table": table}, indent=1) + "\n")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,128 @@
+"""bench/bench_rescore.py: an evaluation's measured nets estimated again by other estimators, nothing measured.
+Two estimators fitted on synthetic samples of har's layers, one at twice the other's costs, against
+'measurements' equal to the first one's estimates: the first scores 0%, the second 100%."""
+
+import json
+import os
+
+import pytest
+from bench_module import load_bench
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from thor_sdk.baselines.flops import layer_train_flops
+
+
+def _estimator(scale):
+    from thor_sdk.fitting.pipeline import build
+    from thor_sdk.layers import layers_of
+
+    samples = []
+    for layer in layers_of("har").layers:
+        for b in (4, 16, 32):
+            value = scale * (2e-10 * layer_train_flops(layer, b) + 3e-5)
+            samples.append({"kind": layer["kind"], "config": layer["config"], "batch_size": b, "role": layer["role"],
+                            "value": value, "std": 0.01 * value, "metric": "time", "n": 5, "flagged": False,
+                            "flag_reason": None})
+    return build(samples, device={"name": "synthetic"}, runtime="torch", metric="time")
+
+
+@pytest.fixture(scope="module")
+def setup(tmp_path_factory):
+    from thor_sdk.api import estimate_layers
+    from thor_sdk.fitting.estimator import write_estimator
+    from thor_sdk.layers import layers_of
+    from thor_sdk.runtime import load_estimator
+
+    d = tmp_path_factory.mktemp("rescore")
+    paths = {}
+    for name, scale in (("one", 1.0), ("two", 2.0)):
+        paths[name] = str(d / f"{name}.json")
+        write_estimator(_estimator(scale), paths[name])
+    truth = estimate_layers(load_estimator(paths["one"]), layers_of("har"), 16)["total"]["mean"]
+    results = {"format": "thor-sdk/evaluation", "version": 1, "metric": "time", "runtime": "torch",
+               "rows": [{"model": "har", "group": "reference", "batch_size": 16, "measured": truth,
+                         "device_level": 0.5}]}
+    paths["results"] = str(d / "results.json")
+    with open(paths["results"], "w") as f:
+        json.dump(results, f)
+    return paths, results
+
+
+def test_each_estimator_scores_on_the_same_measurements(setup):
+    from thor_sdk.runtime import load_estimator
+
+    paths, results = setup
+    bench = load_bench("bench_rescore")
+    one = bench.rescore(results, load_estimator(paths["one"]))
+    two = bench.rescore(results, load_estimator(paths["two"]))
+    assert set(one["groups"]) == {"reference", "all"} and one["skipped"] == []
+    assert one["groups"]["all"]["thor_mape"] == pytest.approx(0.0, abs=1e-6)
+    assert one["groups"]["all"]["coverage95"] == 1.0
+    assert one["groups"]["all"]["thor_level_adjusted_mape"] == pytest.approx(50.0, abs=1e-4)  # x 0.5
+    assert 85.0 < two["groups"]["all"]["thor_mape"] < 115.0  # twice the costs: about 100% off
+    assert one["rows"][0]["flops"] > 0 and one["groups"]["all"]["flops_mape"] == pytest.approx(
+        abs(one["rows"][0]["flops"] / results["rows"][0]["measured"] - 1) * 100)
+
+
+def test_main_writes_a_report_with_a_row_per_results_estimator_and_group(setup, tmp_path):
+    paths, _ = setup
+    out = tmp_path / "r.md"
+    load_bench("bench_rescore").main(["--results", paths["results"], "--estimator", paths["one"],
+                                      "--estimator", paths["two"], "--report", str(out)])
+    text = out.read_text()
+    assert text.count("| reference |") == 2 and text.count("| all |") == 2
+    doc = json.loads((tmp_path / "r.json").read_text())
+    assert [t["estimator"] for t in doc["table"]] == [paths["one"], paths["two"]]
+
+
+@pytest.mark.parametrize("bad_rows", [[], [{"model": "har", "batch_size": 16, "measured": -1.0}],
+                                      [{"model": "har", "batch_size": 0, "measured": 1.0}],
+                                      [{"model": "har", "batch_size": 16, "measured": float("nan")}],
+                                      [{"model": "har", "batch_size": True, "measured": 1.0}]])
+def test_a_bad_results_file_stops_before_any_estimate_or_write(setup, tmp_path, bad_rows):
+    paths, results = setup
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps(dict(results, rows=bad_rows)))
+    with pytest.raises(SystemExit) as e:
+        load_bench("bench_rescore").main(["--results", str(bad), "--estimator", paths["one"],
+                                          "--report", str(tmp_path / "r.md")])
+    assert str(e.value).startswith("Error:")
+    assert sorted(os.listdir(tmp_path)) == ["bad.json"]
+
+
+def test_a_results_file_of_another_metric_is_refused(setup):
+    from thor_sdk.errors import UsageError
+    from thor_sdk.runtime import load_estimator
+
+    paths, results = setup
+    with pytest.raises(UsageError):
+        load_bench("bench_rescore").rescore(dict(results, metric="energy"), load_estimator(paths["one"]))
+
+
+_json = st.recursive(st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=8),
+                     lambda c: st.lists(c, max_size=4) | st.dictionaries(st.text(max_size=8), c, max_size=4),
+                     max_leaves=12)
+_row = st.fixed_dictionaries({"model": st.one_of(st.text(max_size=6), _json),
+                              "batch_size": st.one_of(st.integers(-2, 2000), _json),
+                              "measured": st.one_of(st.floats(), _json)},
+                             optional={"device_level": st.one_of(st.floats(), _json)})
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(doc=st.one_of(_json, st.fixed_dictionaries({"format": st.just("thor-sdk/evaluation"), "version": st.just(1),
+                                                   "rows": st.one_of(_json, st.lists(_row, max_size=3))})))
+def test_fuzz_results_reader_returns_checked_rows_or_a_format_error(tmp_path, doc):
+    import math
+
+    from thor_sdk.errors import FormatError
+
+    path = tmp_path / "r.json"
+    path.write_text(json.dumps(doc))
+    try:
+        got = load_bench("bench_rescore").load_results(str(path))
+    except FormatError:
+        return
+    for r in got["rows"]:
+        assert isinstance(r["model"], str) and 1 <= r["batch_size"] <= 1024
+        assert math.isfinite(r["measured"]) and r["measured"] > 0
