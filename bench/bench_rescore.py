@@ -9,7 +9,8 @@ level measured around each, from ``results.json``) and estimates them again with
 per results file, estimator and group, THOR's MAPE, the estimator's own FLOPs baseline (fitted on its own
 samples), their ratio, the 95% coverage and THOR scaled by the device level. The measurements are the
 evaluation's; only the estimates change, so a difference between two rows of one results file is the
-estimators' alone. Nets given as files to ``evaluate`` (not by name) are skipped, with the reason.
+estimators' alone. Nets given as files to ``evaluate`` (not by name) are skipped, with the reason: a path in
+a results file is never imported.
 """
 
 import argparse
@@ -65,9 +66,16 @@ def rescore(results, estimator, layers_cache=None):
         raise UsageError(f"the evaluation measured {results['metric']}; the estimator estimates {estimator.metric}")
     if results.get("runtime") not in (None, estimator.runtime):
         raise UsageError(f"the evaluation ran {results['runtime']!r}; the estimator was fitted on {estimator.runtime!r}")
+    from thor_sdk.models import list_models
+
+    known = set(list_models("all"))
     cache = {} if layers_cache is None else layers_cache
     rows, skipped = [], []
     for r in results["rows"]:
+        if r["model"] not in known:  # a file path in a results file is never imported: names only
+            skipped.append({"model": r["model"], "batch_size": r["batch_size"],
+                            "reason": "not a reference, zoo or held-out net name (nets given as files are not rebuilt)"})
+            continue
         try:
             if r["model"] not in cache:
                 cache[r["model"]] = layers_of(r["model"])
@@ -77,7 +85,8 @@ def rescore(results, estimator, layers_cache=None):
             continue
         mean, std, flops = e["total"]["mean"], e["total"]["std"], e["flops_baseline"]["total"]
         level = r.get("device_level")
-        rows.append({"model": r["model"], "group": r.get("group") or "-", "batch_size": r["batch_size"],
+        rows.append({"model": r["model"], "group": r["group"] if isinstance(r.get("group"), str) and r["group"] else "-",
+                     "batch_size": r["batch_size"],
                      "measured": r["measured"], "thor": mean, "thor_std": std, "flops": flops,
                      "thor_ape": _ape(mean, r["measured"]), "flops_ape": _ape(flops, r["measured"]),
                      "covered95": abs(r["measured"] - mean) <= Z95 * std,

@@ -126,3 +126,16 @@ def test_fuzz_results_reader_returns_checked_rows_or_a_format_error(tmp_path, do
     for r in got["rows"]:
         assert isinstance(r["model"], str) and 1 <= r["batch_size"] <= 1024
         assert math.isfinite(r["measured"]) and r["measured"] > 0
+
+
+def test_a_model_that_is_not_a_known_net_name_is_skipped_never_imported(setup, tmp_path):
+    from thor_sdk.runtime import load_estimator
+
+    paths, results = setup
+    planted = tmp_path / "evil.py"
+    planted.write_text(f"open({str(tmp_path / 'ran')!r}, 'w').close()\n")
+    doc = dict(results, rows=results["rows"] + [{"model": f"{planted}:Net", "group": 3, "batch_size": 16,
+                                                 "measured": 1.0}])
+    got = load_bench("bench_rescore").rescore(doc, load_estimator(paths["one"]))
+    assert [s["model"] for s in got["skipped"]] == [f"{planted}:Net"] and not (tmp_path / "ran").exists()
+    assert got["groups"]["all"]["n"] == 1

@@ -574,3 +574,53 @@ def test_conv_channel_blocks_of_16_are_learned_from_other_counts():
                    terms=[at_batch(cost_terms("conv2d", r, "hidden"), 16) for r in rows])
     # the truth is 1.0 (both pad to 32); FLOPs alone say (24/32)^2 = 0.56
     assert 0.85 < m[0] / m[1] < 1.15, m
+
+
+def _budget_samples():
+    rng = np.random.default_rng(11)
+    return [dict(s, metric="time", flagged=False, std=0.02 * s["value"]) for s in _relu_samples(420, rng)]
+
+
+def test_fit_keeps_the_estimator_within_its_size_budget_by_lowering_the_largest_kinds_inducing_points():
+    from thor_sdk.fitting.estimator import dumps_estimator
+    from thor_sdk.fitting.pipeline import build
+
+    samples = _budget_samples()
+    full = build(samples, device={"name": "t"}, runtime="torch", metric="time")
+    size = len(dumps_estimator(full).encode())
+    assert full["provenance"]["size_budget"] == {"max_bytes": 256_000, "inducing_caps": {}}
+    assert len(full["kinds"]["relu"]["inducing"]) == 140  # one per 3 samples beyond 384
+    small = build(samples, device={"name": "t"}, runtime="torch", metric="time", max_bytes=size - 3000)
+    assert len(dumps_estimator(small).encode()) <= size - 3000
+    cap = small["provenance"]["size_budget"]["inducing_caps"]["relu"]
+    assert 32 <= cap < 140 and len(small["kinds"]["relu"]["inducing"]) == cap
+    layer = [{"kind": "relu", "role": "hidden", "config": {"numel": 150000}}]
+    a = load_estimator(full).estimate(layer, 16)["layers_total"]["mean"]
+    b = load_estimator(small).estimate(layer, 16)["layers_total"]["mean"]
+    assert b == pytest.approx(a, rel=0.05)  # fewer inducing points, all the samples' information
+
+
+def test_a_budget_that_cannot_be_met_is_said_in_the_file_not_failed(tmp_path):
+    from thor_sdk.fitting.pipeline import MIN_BUDGET_INDUCING, build
+
+    doc = build(_budget_samples(), device={"name": "t"}, runtime="torch", metric="time", max_bytes=1000)
+    budget = doc["provenance"]["size_budget"]
+    assert budget["inducing_caps"] == {"relu": MIN_BUDGET_INDUCING} and budget["over_by_bytes"] > 0
+    assert len(doc["kinds"]["relu"]["inducing"]) == MIN_BUDGET_INDUCING
+    write_estimator(doc, str(tmp_path / "e.json"))  # still a valid estimator
+    assert load_estimator(str(tmp_path / "e.json")).estimate(
+        [{"kind": "relu", "role": "hidden", "config": {"numel": 1000}}], 4)["layers_total"]["mean"] > 0
+
+
+def test_inducing_caps_lower_the_largest_kinds_to_one_level():
+    from thor_sdk.fitting.pipeline import inducing_caps
+
+    def kind(m, width):
+        return {"inducing": [[0.5] * width] * m, "alpha": [0.25] * m, "var_factor": [[0.125] * m] * 8}
+
+    doc = {"kinds": {"a": kind(128, 10), "b": kind(100, 10), "c": kind(20, 10)}}
+    caps = inducing_caps(doc, over_bytes=1000)
+    assert set(caps) == {"a"} and 100 <= caps["a"] < 128  # a alone, down to what takes 1000 bytes out
+    caps = inducing_caps(doc, over_bytes=10_000)
+    assert set(caps) == {"a", "b"} and caps["a"] == caps["b"] < 100  # both, to one common level
+    assert inducing_caps({"kinds": {"c": kind(20, 10)}}, over_bytes=10) is None  # none above the floor

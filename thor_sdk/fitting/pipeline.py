@@ -30,6 +30,11 @@ MIN_BIAS_RUNS = 4  # calibration (model, batch size) pairs (of at least 2 models
 MIN_LEVEL_REFERENCES = 3  # reference re-measurements before calibration runs are put at the campaign's level
 LEVEL_MARGIN_S = 300.0  # least time beyond the first and last reference over which levels still apply
 CALIBRATION_PREFIX = "calibration:"
+#: an estimator file at most this large (a whole device profile; ``fit`` lowers the inducing points of its
+#: largest kinds until it fits) ...
+MAX_ESTIMATOR_BYTES = 256_000
+#: ... but never below this many inducing points for a kind that has them
+MIN_BUDGET_INDUCING = 32
 
 
 def sample_terms(samples):
@@ -69,22 +74,26 @@ def _centred(logs):
     return [x - mu for x in logs]
 
 
-def fit_kind(kind, rows, random_state=0, extra_log_var=0.0, n_restarts_optimizer=1):
-    """A fitted ``KindGP`` from the samples of one kind (the campaign's working models and ``fit`` alike)."""
-    from thor_sdk.fitting.gp import KindGP
+def fit_kind(kind, rows, random_state=0, extra_log_var=0.0, n_restarts_optimizer=1, max_inducing=None):
+    """A fitted ``KindGP`` from the samples of one kind (the campaign's working models and ``fit`` alike);
+    ``max_inducing``: a lower cap on its inducing points than the GP's own (``fit``'s size budget)."""
+    from thor_sdk.fitting.gp import MAX_INDUCING, KindGP
     from thor_sdk.layers.kinds import feature_vector, gp_features
 
     X = [feature_vector(kind, r["config"], r["batch_size"], r["role"]) for r in rows]
-    return KindGP(gp_features(kind), random_state=random_state, n_restarts_optimizer=n_restarts_optimizer).fit(
+    return KindGP(gp_features(kind), random_state=random_state, n_restarts_optimizer=n_restarts_optimizer,
+                  max_inducing=MAX_INDUCING if max_inducing is None else max_inducing).fit(
         X, [r["value"] for r in rows], noise_std=[r["std"] for r in rows], terms=sample_terms(rows),
         extra_log_var=extra_log_var)
 
 
-def fit_kinds(samples, random_state=0, extra_log_var=0.0, progress=None, n_restarts_optimizer=1, unchanged=None):
+def fit_kinds(samples, random_state=0, extra_log_var=0.0, progress=None, n_restarts_optimizer=1, unchanged=None,
+              max_inducing=None):
     """``{key: fitted KindGP}`` from non-flagged samples of one metric, one GP per kind and structural
     variant (``thor_sdk.layers.kinds.model_key``: ``conv2d`` and ``conv2d:grouped``; ``fit`` and the
     campaign's working models alike). ``unchanged(kind, rows)`` true leaves that kind out (a cache keeps
-    its model); ``progress(kind, n_samples)`` is called after each fit."""
+    its model); ``progress(kind, n_samples)`` is called after each fit; ``max_inducing``: ``{key: cap}``
+    for the keys whose inducing points a size budget lowers."""
     from thor_sdk.layers.kinds import base_kind, model_key
 
     by_key = {}
@@ -94,7 +103,8 @@ def fit_kinds(samples, random_state=0, extra_log_var=0.0, progress=None, n_resta
     for key in sorted(by_key):
         if unchanged is not None and unchanged(key, by_key[key]):
             continue
-        gps[key] = fit_kind(base_kind(key), by_key[key], random_state, extra_log_var, n_restarts_optimizer)
+        gps[key] = fit_kind(base_kind(key), by_key[key], random_state, extra_log_var, n_restarts_optimizer,
+                            (max_inducing or {}).get(key))
         if progress:
             progress(key, len(by_key[key]))
     return gps
@@ -240,12 +250,41 @@ def noisy_by_kind(samples):
     return {k: d for k, d in sorted(out.items()) if d["noisy"]}
 
 
-def build(samples, *, device, runtime, metric, model_runs=(), sources=(), random_state=0, progress=None):
-    """The estimator document from samples of one device, runtime and metric."""
+def inducing_caps(doc, over_bytes, caps=None):
+    """``{key: cap}`` (``caps`` updated): the inducing points of the kinds that have the most lowered to one
+    common level, the highest that takes ``over_bytes`` out of ``doc`` (each kind's bytes per inducing point
+    read off its own JSON), MIN_BUDGET_INDUCING where none does; None when no kind has more than that."""
+    import json
+
+    caps = dict(caps or {})
+    sizes = {}
+    for key, d in doc["kinds"].items():
+        m = len(d["inducing"])
+        if m > MIN_BUDGET_INDUCING:
+            # inducing rows, alpha and var_factor columns grow with m; the rest of the kind does not
+            per_point = (len(json.dumps(d["inducing"], separators=(",", ":"))) + len(json.dumps(d["alpha"]))
+                         + len(json.dumps(d["var_factor"], separators=(",", ":")))) / m
+            sizes[key] = (m, per_point)
+    if not sizes:
+        return None
+    level = MIN_BUDGET_INDUCING  # the lowest, when no level takes enough out: as small as the budget allows
+    for top in range(max(m for m, _ in sizes.values()) - 1, MIN_BUDGET_INDUCING - 1, -1):
+        if sum((m - top) * b for m, b in sizes.values() if m > top) >= over_bytes:
+            level = top
+            break
+    caps.update({k: level for k, (m, _) in sizes.items() if m > level})
+    return caps
+
+
+def build(samples, *, device, runtime, metric, model_runs=(), sources=(), random_state=0, progress=None,
+          max_bytes=MAX_ESTIMATOR_BYTES):
+    """The estimator document from samples of one device, runtime and metric, at most ``max_bytes`` long as
+    ``write_estimator`` writes it where that can be met: the inducing points of the kinds that have the most
+    are lowered to a common level (``inducing_caps``; those kinds refitted) until it fits; the caps, or how
+    far over the file stayed, are in ``provenance.size_budget``."""
     from thor_sdk import __version__
     from thor_sdk.baselines.flops import fit_unit_per_flop
-    from thor_sdk.fitting.estimator import build_estimator
-    from thor_sdk.runtime import load_estimator
+    from thor_sdk.fitting.estimator import dumps_estimator
 
     if metric not in UNITS:
         raise UsageError(f"unknown metric {metric!r} (time or energy)")
@@ -256,21 +295,48 @@ def build(samples, *, device, runtime, metric, model_runs=(), sources=(), random
         raise FormatError(f"no usable {metric} samples in {', '.join(sources) or 'the input'}")
     drift_var, n_ref = drift_log_var(model_runs, metric)
     gps = fit_kinds(good, random_state=random_state, extra_log_var=drift_var, progress=progress)
-    provenance = {"sources": list(sources), "n_samples": {k: g.n_samples_ for k, g in gps.items()},
-                  "flagged_excluded": flagged, "noisy_samples": noisy_by_kind(good),
-                  "reference_runs": n_ref, "producer": f"thor-sdk {__version__}",
-                  "fit_warnings": {k: g.warnings_ for k, g in gps.items() if g.warnings_}}
+    base = dict(sources=list(sources), flagged_excluded=flagged, noisy_samples=noisy_by_kind(good),
+                reference_runs=n_ref, producer=f"thor-sdk {__version__}")
     kw = dict(device=device, runtime=runtime, metric=metric, unit=UNITS[metric],
-              flops_baseline=fit_unit_per_flop(good), provenance=provenance)
-    doc = build_estimator(gps, whole_model={"rel_std": 0.0}, **kw)
+              flops_baseline=fit_unit_per_flop(good))
+    caps = {}
+    while True:
+        budget = {"max_bytes": int(max_bytes), "inducing_caps": dict(caps)}
+        doc = _assemble(gps, model_runs, metric, drift_var, dict(base, size_budget=budget), kw)
+        size = len(dumps_estimator(doc).encode("utf-8"))
+        if size <= max_bytes:
+            return doc
+        new = inducing_caps(doc, size - max_bytes, caps)
+        if new is None or new == caps:  # said in the file, not failed: the estimator still works, only larger
+            doc["provenance"]["size_budget"] = dict(budget, over_by_bytes=size - max_bytes)
+            return doc
+        changed = {k for k in new if new[k] != caps.get(k)}
+        caps = new
+        gps.update(fit_kinds(good, random_state=random_state, extra_log_var=drift_var, max_inducing=caps,
+                             unchanged=lambda key, rows: key not in changed))
+
+
+def _assemble(gps, model_runs, metric, drift_var, provenance, kw):
+    """The estimator document of fitted ``gps``: calibrated on the whole-model runs, the common bias folded
+    into every kind's offset for the document only (the GPs are left as they were)."""
+    from thor_sdk.fitting.estimator import build_estimator
+    from thor_sdk.fitting.gp import round_sig
+    from thor_sdk.runtime import load_estimator
+
+    provenance = dict(provenance, n_samples={k: g.n_samples_ for k, g in gps.items()},
+                      fit_warnings={k: g.warnings_ for k, g in gps.items() if g.warnings_})
+    doc = build_estimator(gps, whole_model={"rel_std": 0.0}, provenance=provenance, **kw)
     cal = calibrate(load_estimator(doc), model_runs, metric, drift_var)
-    if cal["log_bias"]:  # folded into every kind's residual offset: the file format is unchanged
-        for g in gps.values():
-            g.residual_offset_ += cal["log_bias"]
     wm = {"rel_std": cal["rel_std"], "log_bias": cal["log_bias"], "source": cal["source"],
           "drift_log_std": cal["drift_log_std"]}
     ref = reference_level(model_runs, metric)
     if ref:
         wm["reference"] = ref
-    return build_estimator(gps, whole_model=wm,
-                           **dict(kw, provenance=dict(provenance, calibration=cal["runs"])))
+    runs = [{k: round_sig(v, 6) if isinstance(v, float) else v for k, v in r.items()} for r in cal["runs"]]
+    for g in gps.values():  # folded into every kind's residual offset: the file format is unchanged
+        g.residual_offset_ += cal["log_bias"]
+    try:
+        return build_estimator(gps, whole_model=wm, provenance=dict(provenance, calibration=runs), **kw)
+    finally:
+        for g in gps.values():
+            g.residual_offset_ -= cal["log_bias"]
