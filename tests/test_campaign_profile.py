@@ -251,7 +251,21 @@ def test_evaluate_unseen_measures_held_out_models_beside_the_estimate(tmp_path, 
     row = r["rows"][0]
     assert row["thor_ape"] < 25 and r["coverage95"] == 1.0
     assert 0.9 < row["device_level"] < 1.1  # the fake device does not drift
+    assert r["level_warning"] is None
     assert r["reference"]["model"] == "har" and len(r["reference"]["runs"]) == 1
+
+
+def test_a_device_running_outside_its_profiles_drift_is_warned_about():
+    """Profile 8's generalization run that covered 4 of 9 nets: the reference probe at 1.08-1.49 of its level,
+    against a profile whose own drift was 1.7%. Its evaluations at 0.96-0.98 pass (at least +-5% allowed)."""
+    from thor_sdk.evaluate.unseen import level_warning
+
+    said = level_warning([1.08, 1.49, 1.0, None], 0.017)
+    assert said.startswith("the device ran at 1.00-1.49 of its profile's level (2 of 3 models")
+    assert "x0.95-1.05" in said and "as it was profiled" in said
+    assert level_warning([0.96, 0.98], 0.017) is None
+    assert level_warning([1.3], 0.2) is None  # a profile that drifted as much itself: its std already says so
+    assert level_warning([], 0.01) is None and level_warning([None], 0.01) is None
 
 
 def test_evaluate_measures_every_model_in_passes_and_scores_the_median(tmp_path, small_prior):

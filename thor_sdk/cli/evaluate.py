@@ -221,6 +221,8 @@ def unseen_table(r):
                  f"around each model, level {min(x['device_level'] for x in r['rows']):.2f}-"
                  f"{max(x['device_level'] for x in r['rows']):.2f}): THOR x level MAPE "
                  f"{r['thor_level_adjusted_mape']:.1f}%, coverage {100 * r['coverage95_level_adjusted']:.0f}%")
+    if r.get("level_warning"):
+        text += f"\nwarning: {r['level_warning']}"
     if ref["spread"] is not None:
         text += (f"\nreference {ref['model']} b{ref['batch_size']} re-measured {len(ref['runs'])} times: "
                  f"max/min - 1 = {100 * ref['spread']:.1f}% (machine drift during the run)")

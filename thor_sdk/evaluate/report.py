@@ -116,6 +116,8 @@ def _facts(result):
     if result.get("thor_level_adjusted_mape") is not None:
         lines.append(f"Diagnostic: THOR x the device's speed now vs during its profile: MAPE "
                      f"{result['thor_level_adjusted_mape']:.1f}%.")
+    if result.get("level_warning"):
+        lines.append(f"Warning: {result['level_warning']}.")
     for s in result.get("skipped") or []:
         lines.append(f"Skipped {s['model']} b{s['batch_size']}: {s['reason']}")
     for w in result.get("warnings") or []:

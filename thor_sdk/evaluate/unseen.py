@@ -16,6 +16,24 @@ from thor_sdk.errors import NotFoundError, UsageError
 
 Z95 = 1.959964
 MAX_PASSES = 20
+#: the least ln-std of the device's level a warning allows for (a quiet profile's drift can be 1-2%)
+MIN_LEVEL_LOG_STD = 0.025
+
+
+def level_warning(levels, drift_log_std):
+    """A sentence when the device ran outside its profile's own drift while it was evaluated (the reference
+    probe's level beyond ``exp(+-Z95 x drift_log_std)``, at least +-MIN_LEVEL_LOG_STD), else None: the
+    estimates and their intervals are for the device as it was profiled."""
+    levels = [x for x in levels if x]
+    if not levels:
+        return None
+    band = Z95 * max(drift_log_std or 0.0, MIN_LEVEL_LOG_STD)
+    off = [x for x in levels if abs(math.log(x)) > band]
+    if not off:
+        return None
+    return (f"the device ran at {min(levels):.2f}-{max(levels):.2f} of its profile's level ({len(off)} of "
+            f"{len(levels)} models beyond the profile's own drift, x{math.exp(-band):.2f}-{math.exp(band):.2f}): "
+            "the estimates and their intervals are for the device as it was profiled")
 
 
 def _extrapolated_share(layers):
@@ -201,6 +219,8 @@ def evaluate_unseen(estimator, models, device="host", batch_sizes=(16,), metric=
                                    "thor_level_adjusted_mape")},
         "thor_max_ape": max(r["thor_ape"] for r in rows) if rows else None,
         "coverage95_level_adjusted": (sum(r["covered95_level_adjusted"] for r in adj) / len(adj)) if adj else None,
+        "level_warning": level_warning([r["device_level"] for r in rows],
+                                       (est.doc.get("whole_model") or {}).get("drift_log_std")),
         "median_abs_z": statistics.median(abs(r["z"]) for r in rows if r["z"] is not None)
         if any(r["z"] is not None for r in rows) else None,
         "reference": {"model": reference, "batch_size": 16, "runs": refs,
