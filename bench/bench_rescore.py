@@ -24,10 +24,6 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 RESULTS_FORMAT = "thor-sdk/evaluation"
 
 
-def _ape(est, true):
-    return abs(est / true - 1.0) * 100.0
-
-
 def load_results(path):
     """An evaluation's ``results.json``, checked: its format, and every row's model, group, batch size and
     measured value (positive, finite)."""
@@ -59,7 +55,7 @@ def rescore(results, estimator, layers_cache=None):
     with ``estimator`` (a loaded estimator). ``layers_cache``: ``{model: layer list}`` shared between calls."""
     from thor_sdk.api import estimate_layers
     from thor_sdk.errors import ThorError, UsageError
-    from thor_sdk.evaluate.unseen import Z95
+    from thor_sdk.evaluate.unseen import Z95, _ape, group_summaries, thor_summary
     from thor_sdk.layers import layers_of
 
     if results.get("metric") not in (None, estimator.metric):
@@ -80,27 +76,18 @@ def rescore(results, estimator, layers_cache=None):
             if r["model"] not in cache:
                 cache[r["model"]] = layers_of(r["model"])
             e = estimate_layers(estimator, cache[r["model"]], r["batch_size"])
-        except ThorError as err:  # a net given as a file, or a kind this estimator lacks
+        except ThorError as err:  # a kind this estimator lacks
             skipped.append({"model": r["model"], "batch_size": r["batch_size"], "reason": str(err)})
             continue
         mean, std, flops = e["total"]["mean"], e["total"]["std"], e["flops_baseline"]["total"]
         level = r.get("device_level")
-        rows.append({"model": r["model"], "group": r["group"] if isinstance(r.get("group"), str) and r["group"] else "-",
+        rows.append({"model": r["model"], "group": r["group"] if isinstance(r.get("group"), str) else None,
                      "batch_size": r["batch_size"],
                      "measured": r["measured"], "thor": mean, "thor_std": std, "flops": flops,
                      "thor_ape": _ape(mean, r["measured"]), "flops_ape": _ape(flops, r["measured"]),
                      "covered95": abs(r["measured"] - mean) <= Z95 * std,
                      "thor_level_adjusted_ape": _ape(mean * level, r["measured"]) if level else None})
-    groups = {}
-    for name in sorted({r["group"] for r in rows}) + (["all"] if rows else []):
-        sel = [r for r in rows if name == "all" or r["group"] == name]
-        thor = statistics.fmean(r["thor_ape"] for r in sel)
-        flops = statistics.fmean(r["flops_ape"] for r in sel)
-        adj = [r["thor_level_adjusted_ape"] for r in sel if r["thor_level_adjusted_ape"] is not None]
-        groups[name] = {"n": len(sel), "thor_mape": thor, "flops_mape": flops,
-                        "flops_over_thor": flops / thor if thor > 0 else None,
-                        "coverage95": sum(r["covered95"] for r in sel) / len(sel),
-                        "thor_level_adjusted_mape": statistics.fmean(adj) if adj else None}
+    groups = dict(group_summaries(rows), **({"all": thor_summary(rows)} if rows else {}))
     return {"groups": groups, "rows": rows, "skipped": skipped}
 
 
