@@ -424,11 +424,11 @@ def test_calibration_runs_are_put_at_the_campaigns_level_before_a_bias_is_read()
 
 
 def test_device_levels_follow_one_reference_probe_when_campaigns_used_two():
-    from thor_sdk.fitting.pipeline import device_levels
+    from thor_sdk.fitting.pipeline import device_levels, reference_level
 
     def ref(name, minute, v):
         return {"model": f"reference:{name}", "metric": "time", "mean": v, "batch_size": 16,
-                "created_utc": f"2026-11-23T14:{minute:02d}:00+00:00"}
+                "created_utc": f"2026-11-23T14:{minute:02d}:00+00:00", "detail": {"probe": {"id": name}}}
 
     runs = [ref("a", m, 1.0 + 0.1 * (m == 8)) for m in range(0, 10, 2)] + [ref("b", m, 5.0) for m in (1, 3, 5)]
     level = device_levels(runs, "time")
@@ -436,6 +436,9 @@ def test_device_levels_follow_one_reference_probe_when_campaigns_used_two():
     assert level("2026-11-23T14:12:00+00:00") == pytest.approx(1.1)  # minutes after the last: its level
     assert level("2026-11-23T15:40:00+00:00") == 1.0  # another campaign's run, an hour and a half on: as measured
     assert level.covers("2026-11-23T14:12:00+00:00") and not level.covers("2026-11-23T15:40:00+00:00")
+    # the estimator's reference level is that same probe's: b's three 5.0 values do not join a's median
+    got = reference_level(list(reversed(runs)), "time")
+    assert got["probe"] == {"id": "a"} and got["n"] == 5 and got["median_value"] == 1.0
 
 
 def test_calibration_passes_of_one_model_and_batch_count_once():

@@ -16,6 +16,7 @@
   the std and nothing is corrected; without any, the drift alone, and the estimator says so.
 """
 
+import collections
 import json
 import math
 import statistics
@@ -57,11 +58,20 @@ def drift_log_var(model_runs, metric):
     return sum(v * v for v in vals) / (len(vals) - len(by_ref)), len(vals)
 
 
+def _main_reference_runs(model_runs, metric):
+    """The re-measurements of the campaign's reference probe: of the most re-measured one where merged
+    campaigns used several (two probes' values are not one series)."""
+    refs = [r for r in model_runs if r["model"].startswith(REFERENCE_PREFIX) and r["metric"] == metric
+            and r["mean"] > 0]
+    counts = collections.Counter(r["model"] for r in refs)
+    main = max(sorted(counts), key=counts.get) if counts else None
+    return [r for r in refs if r["model"] == main]
+
+
 def reference_level(model_runs, metric):
     """The reference probe and the median of its re-measurements through the campaign (None without any):
     re-measuring it later tells how much faster or slower the device is than when it was profiled."""
-    runs = [r for r in model_runs if r["model"].startswith(REFERENCE_PREFIX) and r["metric"] == metric
-            and r["mean"] > 0 and (r.get("detail") or {}).get("probe")]
+    runs = [r for r in _main_reference_runs(model_runs, metric) if (r.get("detail") or {}).get("probe")]
     if not runs:
         return None
     vals = sorted(r["mean"] for r in runs)
@@ -159,13 +169,7 @@ def device_levels(model_runs, metric):
     the profile as a whole. None with fewer than MIN_LEVEL_REFERENCES reference re-measurements. Runs of
     several campaigns with different reference probes: the most re-measured one alone (two probes' values
     are not one series)."""
-    refs = [r for r in model_runs if r["model"].startswith(REFERENCE_PREFIX) and r["metric"] == metric
-            and r["mean"] > 0]
-    counts = {}
-    for r in refs:
-        counts[r["model"]] = counts.get(r["model"], 0) + 1
-    main = max(sorted(counts), key=counts.get) if counts else None
-    series = [(t, r["mean"]) for r in refs if r["model"] == main
+    series = [(t, r["mean"]) for r in _main_reference_runs(model_runs, metric)
               for t in [_epoch_s(r.get("created_utc"))] if t is not None]
     if len(series) < MIN_LEVEL_REFERENCES:
         return None
@@ -254,16 +258,14 @@ def inducing_caps(doc, over_bytes, caps=None):
     """``{key: cap}`` (``caps`` updated): the inducing points of the kinds that have the most lowered to one
     common level, the highest that takes ``over_bytes`` out of ``doc`` (each kind's bytes per inducing point
     read off its own JSON), MIN_BUDGET_INDUCING where none does; None when no kind has more than that."""
-    import json
-
     caps = dict(caps or {})
     sizes = {}
     for key, d in doc["kinds"].items():
         m = len(d["inducing"])
         if m > MIN_BUDGET_INDUCING:
             # inducing rows, alpha and var_factor columns grow with m; the rest of the kind does not
-            per_point = (len(json.dumps(d["inducing"], separators=(",", ":"))) + len(json.dumps(d["alpha"]))
-                         + len(json.dumps(d["var_factor"], separators=(",", ":")))) / m
+            per_point = sum(len(json.dumps(d[f], separators=(",", ":")))
+                            for f in ("inducing", "alpha", "var_factor")) / m
             sizes[key] = (m, per_point)
     if not sizes:
         return None
@@ -333,10 +335,11 @@ def _assemble(gps, model_runs, metric, drift_var, provenance, kw):
     if ref:
         wm["reference"] = ref
     runs = [{k: round_sig(v, 6) if isinstance(v, float) else v for k, v in r.items()} for r in cal["runs"]]
+    offsets = {k: g.residual_offset_ for k, g in gps.items()}
     for g in gps.values():  # folded into every kind's residual offset: the file format is unchanged
         g.residual_offset_ += cal["log_bias"]
     try:
         return build_estimator(gps, whole_model=wm, provenance=dict(provenance, calibration=runs), **kw)
-    finally:
-        for g in gps.values():
-            g.residual_offset_ -= cal["log_bias"]
+    finally:  # exactly as they were (not "- bias": a size-budget pass assembles the same GPs again)
+        for k, g in gps.items():
+            g.residual_offset_ = offsets[k]
