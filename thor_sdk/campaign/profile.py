@@ -76,6 +76,18 @@ def _probe(kind, config, batch, role):
     return Probe(kind, config, int(batch), role)
 
 
+def _valid_probes(kind, rows):
+    """Probes of ``kind`` from ``(config, batch, role)`` rows; a prior row that is not a valid probe is
+    skipped, never stored."""
+    out = []
+    for config, batch, role in rows:
+        try:
+            out.append(_probe(kind, config, batch, role))
+        except Exception:
+            continue
+    return out
+
+
 class ProfilePlan:
     """The candidates and integration points of every kind of a prior (deterministic for a seed)."""
 
@@ -105,12 +117,7 @@ class ProfilePlan:
                 # big entry (dense conv2d, 42% of the zoo) ran out of them in a 20-minute profile
                 sub = dict(prior, kinds={k: dict(entry, configs=configs)})
                 n = max(per_kind, int(round(per_kind * self.share[key] / CANDIDATE_SHARE_UNIT)))
-                cands = []
-                for config, batch, role in candidates(sub, k, n, seed=seed):
-                    try:
-                        cands.append(_probe(k, config, batch, role))
-                    except Exception:  # a prior row that is not a valid probe: skipped, never stored
-                        continue
+                cands = _valid_probes(k, candidates(sub, k, n, seed=seed))
                 self.candidates[key] = cands = [p for p in cands if p.model_key == key]
                 costs = sorted(_proxy(p) for p in cands)
                 cheap = costs[len(costs) // 2] if costs else 0.0
@@ -129,13 +136,9 @@ class ProfilePlan:
                             except Exception:
                                 continue
                 self.integration[key] = pts
-                self.coverage[key] = cover = []  # every zoo config of the entry, however cheap
-                for e in configs:
-                    for b in INTEGRATION_BATCHES:
-                        try:
-                            cover.append(_probe(k, e["config"], b, e["role"]))
-                        except Exception:
-                            continue
+                # every zoo config of the entry, however cheap
+                self.coverage[key] = _valid_probes(k, ((e["config"], b, e["role"]) for e in configs
+                                                       for b in INTEGRATION_BATCHES))
         self.kinds = sorted(self.candidates, key=lambda k: -self.share[k])
 
 
