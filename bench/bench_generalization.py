@@ -4,6 +4,7 @@ The same code as ``thor-sdk profile`` + ``thor-sdk fit`` + ``thor-sdk evaluate -
 
     python bench/bench_generalization.py --profile-seconds 1200 --batch-size 16
     python bench/bench_generalization.py --reuse thor-generalization/host-profile.db     # skip the profile
+    python bench/bench_generalization.py --reuse ... --relevel    # the device's level measured first (evaluate --relevel)
 
 1. ``profile`` over the zoo prior (one intra-op thread, the machine's load recorded), within the budget;
 2. ``fit``, timing each kind's fit; the estimator's size; the stdlib runtime's load and estimate times;
@@ -76,6 +77,8 @@ def main(argv=None):
     ap.add_argument("--out-dir", default="thor-generalization")
     ap.add_argument("--reuse", help="an existing profile database (skips profiling)")
     ap.add_argument("--report", default=None)
+    ap.add_argument("--relevel", action="store_true",
+                    help="measure the device's level first and score THOR and FLOPs at it (evaluate --relevel)")
     args = ap.parse_args(argv)
     command = "python bench/bench_generalization.py " + " ".join(argv if argv is not None else sys.argv[1:])
     os.makedirs(args.out_dir, exist_ok=True)
@@ -113,7 +116,7 @@ def main(argv=None):
     big = max((layers_of(m).layers for m in list_models("zoo")), key=len)
     big = [l for l in big if l["kind"] in have][:50]
     load_s, est_s = runtime_timings(est_path, big)
-    r = evaluate_unseen(est_path, models, device="host", batch_sizes=batches, threads=1,
+    r = evaluate_unseen(est_path, models, device="host", batch_sizes=batches, threads=1, relevel=args.relevel,
                         progress=lambda ev, name: print(f"measuring {name} ...", file=sys.stderr, flush=True))
     r.update(command=command, load_average_at_start=load_start, load_average_at_end=os.getloadavg()[0],
              busy_processes_at_start=busy, profile=profile_summary, profile_wall_s=profile_s, fit_wall_s=fit_s,

@@ -35,6 +35,15 @@ def test_java_runtime_junit(tmp_path):
     got = dict(zip(["result", "infeasible", "usage", "format"], map(int, m.groups())))
     want = {k: sum(1 for q in answers if q.get("error", "result") == k) for k in got}
     assert got == want
+    # LevelTest ran and went through every device-level vector and every estimate at a level
+    lvec = json.loads((ROOT / "tests" / "vectors" / "levels.json").read_text())
+    m = re.search(r"LevelTest: (\d+) device levels, (\d+) refused", proc.stdout)
+    assert m, out[-4000:]
+    assert int(m.group(1)) == len(lvec["device_level"])
+    assert int(m.group(2)) == sum("error" in q for q in lvec["device_level"])
+    m = re.search(r"LevelTest: (\d+) estimates at a level", proc.stdout)
+    assert m, out[-4000:]
+    assert int(m.group(1)) == sum("expected" in q for q in lvec["at_level"])
     # TrainingRunTest ran and went through every training-run vector and the whole quantile table
     tvec = json.loads((ROOT / "tests" / "vectors" / "training_runs.json").read_text())
     m = re.search(r"TrainingRunTest: (\d+) runs, (\d+) usage errors, (\d+) not-found errors", proc.stdout)

@@ -24,6 +24,7 @@ _LAZY = {
     "profile": ("thor_sdk.api", "profile"),
     "fit": ("thor_sdk.api", "fit"),
     "estimate": ("thor_sdk.api", "estimate"),
+    "measure_level": ("thor_sdk.api", "measure_level"),
     "check": ("thor_sdk.check", "check"),
     "measure": ("thor_sdk.api", "measure"),
     "prune_plan": ("thor_sdk.prune", "prune_plan"),

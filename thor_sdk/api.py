@@ -407,37 +407,51 @@ def _device_key(info):
         or "unknown"
 
 
-def estimate(estimator, model, batch_size=32, input_shape=None, unknown_ops="error"):
+def estimate(estimator, model, batch_size=32, input_shape=None, unknown_ops="error", level=None):
     """THOR estimate (per layer and total, with std) plus the FLOPs baseline, as a plain dict.
 
     ``unknown_ops="approx"`` estimates operators without a layer kind (as the generic elementwise kind)
     and layers of kinds the estimator lacks (from their FLOPs and bytes) instead of refusing the model;
     they are listed in ``approximated`` and widen the std. ``warnings`` names the kinds of this model
     that rest on noisy samples (spread above the protocol's target, or a busy machine), the
-    approximated layers, and the layers outside what the estimator's samples covered (their ``outside``)."""
+    approximated layers, and the layers outside what the estimator's samples covered (their ``outside``).
+
+    ``level``: the device's level now (``measure_level``'s result, or a number): THOR's estimate and the
+    FLOPs baseline (fitted on the same profile) are both scaled by it, and THOR's std gains the level's
+    own; None estimates the device as it was profiled."""
     from thor_sdk.layers import layers_of
     from thor_sdk.runtime import load_estimator
 
     (batch_size,) = _check_batch_sizes([batch_size])
     est = load_estimator(estimator) if not hasattr(estimator, "estimate") else estimator
+    _level_arg(level)  # a bad level fails before the model is traced
     ml = layers_of(model, input_shape=input_shape, unknown_ops=unknown_ops)
-    return estimate_layers(est, ml, batch_size, unknown_ops)
+    return estimate_layers(est, ml, batch_size, unknown_ops, level=level)
 
 
-def estimate_layers(est, ml, batch_size, unknown_ops="error"):
+def _level_arg(level):
+    """The runtime's ``{"level", "log_std"}`` from ``measure_level``'s result, a level dict or a number."""
+    from thor_sdk.runtime.estimator import _check_level
+
+    return _check_level(level)
+
+
+def estimate_layers(est, ml, batch_size, unknown_ops="error", level=None):
     """``estimate`` of a model already split into layers (``ml``: a ``ModelLayers``) with a loaded
     estimator: for callers that estimate one model at several batch sizes without tracing it again."""
     from thor_sdk.baselines.flops import flops_estimate
 
-    result = est.estimate(ml.layers, batch_size, unknown=unknown_ops)
+    lvl = _level_arg(level)
+    result = est.estimate(ml.layers, batch_size, unknown=unknown_ops, level=lvl)
     fb = flops_estimate(ml.layers, batch_size, getattr(est, "flops_baseline", None))  # per kind, every value >= 0
+    f_level = lvl["level"] if lvl else 1.0  # the baseline was fitted on the same profile: the same level applies
     for row, f in zip(result["layers"], fb["layers"]):
-        row["flops_baseline"] = f
+        row["flops_baseline"] = f * f_level
     for row, layer in zip(result["layers"], ml.layers):
         if layer.get("op"):
             row["op"] = layer["op"]
     result["model"] = ml.name
-    result["flops_baseline"] = {"total": fb["total"], "train_flops": fb["flops"]}
+    result["flops_baseline"] = {"total": fb["total"] * f_level, "train_flops": fb["flops"]}
     warnings = []
     noisy = (getattr(est, "provenance", None) or {}).get("noisy_samples") or {}
     used = {layer["kind"] for layer in ml.layers}
@@ -459,6 +473,54 @@ def estimate_layers(est, ml, batch_size, unknown_ops="error"):
                         "measures them")
     result["warnings"] = warnings
     return result
+
+
+#: reference readings ``measure_level`` takes unless told otherwise, and at most
+LEVEL_READINGS = 5
+MAX_LEVEL_READINGS = 100
+
+
+def reference_reading(dev, reference, metric="time", settings=None, runtime="torch"):
+    """One reading of an estimator's reference probe (``whole_model.reference``) on ``dev``: the median
+    cost per step of its timed part, in the metric's unit (what the profile stored as its level)."""
+    from thor_sdk.probes import Probe
+
+    p = Probe.from_dict(reference["probe"])
+    res = dev.measure_probe(p, metric=metric, settings=settings, runtime=runtime)
+    return statistics.median(res[reference.get("part") or p.role].values(metric))
+
+
+def measure_level(estimator, device="host", readings=LEVEL_READINGS, threads=None, settings=None):
+    """The device's level now: the estimator's reference probe measured ``readings`` times on ``device``
+    (with the estimator's metric and runtime), over its median during the profile.
+
+    Returns ``{"level", "log_std", "readings", "values", "probe", "device", "runtime", "metric",
+    "measured_utc", "beyond_drift"}`` (``runtime.estimator.device_level``; ``beyond_drift``: the level lies
+    outside the profile's own drift, as ``evaluate`` warns). Pass it as ``level=`` to ``estimate``.
+    Refused before any measurement: an estimator without a reference probe (NotFoundError), a
+    ``readings`` count outside 1-MAX_LEVEL_READINGS, a device of another kind than the profile's."""
+    import datetime
+    import math
+
+    from thor_sdk.bounds import number
+    from thor_sdk.runtime import load_estimator
+    from thor_sdk.runtime.estimator import level_band
+
+    n = number("readings", readings, low=1, high=MAX_LEVEL_READINGS, integer=True)
+    est = load_estimator(estimator) if not hasattr(estimator, "estimate") else estimator
+    if est.reference is None:
+        est.level([1.0])  # raises the NotFoundError that says why
+    dev = _device(device, threads=threads)
+    kind = (est.device or {}).get("kind")
+    if kind and dev.info().get("kind") and kind != dev.info().get("kind"):
+        raise UsageError(f"the estimator profiles a {kind} device, not a {dev.info().get('kind')} one: its "
+                         "reference probe's level there means nothing")
+    values = [reference_reading(dev, est.reference, metric=est.metric, settings=settings, runtime=est.runtime)
+              for _ in range(int(n))]
+    lvl = est.level(values)
+    return dict(lvl, values=values, probe=est.reference["probe"].get("id"), device=dev.name, runtime=est.runtime, metric=est.metric,
+                measured_utc=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+                beyond_drift=abs(math.log(lvl["level"])) > level_band(est.drift_log_std))
 
 
 def _measurement_quality(dev, r, metric, settings):

@@ -28,4 +28,4 @@ javac --release 17 -Xlint:all -d "$BUILD_DIR/test" -cp "$BUILD_DIR/main:$JUNIT_J
   "$HERE"/src/test/java/dev/thorsdk/runtime/*.java
 java -Dthor.vectors="$VECTORS" -cp "$BUILD_DIR/main:$BUILD_DIR/test:$JUNIT_JAR:$HAMCREST_JAR" \
   org.junit.runner.JUnitCore dev.thorsdk.runtime.EstimatorTest dev.thorsdk.runtime.PowerTableTest \
-  dev.thorsdk.runtime.LayerListTest dev.thorsdk.runtime.TrainingRunTest
+  dev.thorsdk.runtime.LayerListTest dev.thorsdk.runtime.TrainingRunTest dev.thorsdk.runtime.LevelTest

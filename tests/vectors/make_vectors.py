@@ -39,6 +39,13 @@ committed files are what :func:`training_files` makes now.
 
     python tests/vectors/make_vectors.py --training-only  # rewrite training_runs.json and layers_*.json only
     python tests/vectors/make_vectors.py --grouped-only   # rewrite the time_grouped case only
+
+And ``levels.json`` with ``estimator_level.json``: the device level (``thor_sdk.runtime.device_level``,
+``Estimator.level``) from reference readings, and estimates put at a level (``estimate(..., level=)``),
+with the inputs each refuses; made from the committed time case only (``tests/test_runtime_python.py``
+checks the committed files are what :func:`level_files` makes now).
+
+    python tests/vectors/make_vectors.py --levels-only    # rewrite levels.json and estimator_level.json only
 """
 
 import json
@@ -537,6 +544,102 @@ def write_training_vectors():
             f.write(text)
 
 
+# ----------------------------------------------------------------------------- device levels
+LEVEL_VECTORS = "levels.json"
+LEVEL_ESTIMATOR = "estimator_level.json"
+#: (what, readings, reference value, drift_log_std): device_level's inputs and, below, those it refuses
+LEVEL_CASES = (
+    ("one reading, the drift as its spread", [0.0011], 0.001, 0.02),
+    ("one reading, no drift recorded", [0.0011], 0.001, 0.0),
+    ("five readings, their own spread above the drift", [0.00121, 0.00118, 0.00125, 0.00131, 0.00119], 0.001, 0.01),
+    ("five readings, spread below the drift", [0.00100, 0.00101, 0.00099, 0.00100, 0.00102], 0.001, 0.05),
+    ("an even count: the median is the mean of the middle two", [0.9, 1.4, 1.1, 1.0], 1.2, 0.03),
+    ("a slower device", [3.1, 2.9, 3.0], 1.5, 0.02),
+    ("identical readings", [0.002, 0.002, 0.002], 0.002, 0.0),
+    ("a spread capped at 5", [1e-3, 1e3], 500.0, 0.0),
+)
+LEVEL_ERRORS = (
+    ("no readings", [], 0.001, 0.02),
+    ("a zero reading", [0.001, 0.0], 0.001, 0.02),
+    ("a negative reading", [-0.001], 0.001, 0.02),
+    ("a zero reference", [0.001], 0.0, 0.02),
+    ("a negative drift", [0.001], 0.001, -0.1),
+    ("a level below 0.02", [0.001], 1.0, 0.02),
+    ("a level above 50", [100.0], 1.0, 0.02),
+)
+#: (what, level, log_std) put on the first layer list of the time case at batch sizes 4 and 32
+AT_LEVEL_CASES = (("no change", 1.0, 0.0), ("faster, a level with its own std", 0.87, 0.021),
+                  ("slower", 1.49, 0.05), ("the lowest level", 0.02, 0.0), ("the highest level and std", 50.0, 5.0))
+AT_LEVEL_ERRORS = (("level 0", 0.0, 0.0), ("level below 0.02", 0.019, 0.0), ("level above 50", 50.5, 0.0),
+                   ("negative log_std", 1.0, -0.01), ("log_std above 5", 1.0, 5.01))
+
+
+def _level_answer(fn):
+    try:
+        return {"expected": fn()}
+    except (UsageError, NotFoundError, FormatError) as e:
+        return {"error": _error_class(e), "message": str(e)}
+
+
+def level_files():
+    """``{file name: exact UTF-8 text}`` of ``levels.json`` and ``estimator_level.json`` (the time case's
+    estimator with a reference probe and a drift): every answer what ``thor_sdk.runtime`` gives or raises."""
+    from thor_sdk.runtime import device_level
+
+    with open(os.path.join(HERE, "estimator_time_profile.json"), encoding="utf-8") as f:
+        doc = json.load(f)
+    doc["whole_model"] = dict(doc["whole_model"], drift_log_std=0.017, reference={
+        "probe": {"id": "conv2d-hidden-b16-synthetic", "kind": "conv2d", "role": "hidden", "batch_size": 16,
+                  "config": {"bias": 1, "groups": 1, "height": 16, "in_channels": 16, "kernel": 3,
+                             "out_channels": 16, "padding": 1, "stride": 1, "width": 16}},
+        "part": "hidden", "median_value": 0.00118, "n": 17})
+    est_ref = load_estimator(doc)
+    est = load_estimator(os.path.join(HERE, "estimator_time_profile.json"))
+    with open(os.path.join(HERE, "layers_time_profile_0.json"), encoding="utf-8") as f:
+        layers = json.load(f)["layers"]
+    vec = {"format": "thor-sdk/level-vectors", "version": 1, "generated_by": "tests/vectors/make_vectors.py",
+           "note": "SYNTHETIC readings (not measurements). device_level: thor_sdk.runtime.device_level(readings, "
+                   "reference_value, drift_log_std); estimator_level: Estimator.level(readings) of "
+                   f"{LEVEL_ESTIMATOR} (the time case's estimator with whole_model.reference and drift_log_std); "
+                   "at_level: Estimator.estimate(layers, batch_size, level={level, log_std}) of the time case, "
+                   "layers as [mean, std]. 'message' is English text the Java and Swift runtimes need not "
+                   "reproduce.",
+           "device_level": [], "estimator_level": [], "at_level": []}
+    for what, readings, ref, drift in LEVEL_CASES + LEVEL_ERRORS:
+        q = {"what": what, "readings": readings, "reference_value": ref, "drift_log_std": drift}
+        q.update(_level_answer(lambda: device_level(readings, ref, drift)))
+        vec["device_level"].append(q)
+    for what, readings in (("three readings", [0.00125, 0.00121, 0.00130]), ("one reading", [0.00100])):
+        q = {"what": what, "estimator": LEVEL_ESTIMATOR, "readings": readings}
+        q.update(_level_answer(lambda: est_ref.level(readings)))
+        vec["estimator_level"].append(q)
+    q = {"what": "an estimator without a reference probe", "estimator": "estimator_time_profile.json",
+         "readings": [0.001]}
+    q.update(_level_answer(lambda: est.level([0.001])))
+    vec["estimator_level"].append(q)
+
+    def at(b, level, log_std):
+        r = est.estimate(layers, b, level={"level": level, "log_std": log_std})
+        return {"total": r["total"], "layers_total": r["layers_total"], "level": r["level"],
+                "layers": [[x["mean"], x["std"]] for x in r["layers"]]}
+
+    for what, level, log_std in AT_LEVEL_CASES + AT_LEVEL_ERRORS:
+        for b in (4, 32):
+            q = {"what": what, "estimator": "estimator_time_profile.json", "layers": "layers_time_profile_0.json",
+                 "batch_size": b, "level": level, "log_std": log_std}
+            q.update(_level_answer(lambda: at(b, level, log_std)))
+            vec["at_level"].append(q)
+    n_err = sum("error" in q for k in ("device_level", "estimator_level", "at_level") for q in vec[k])
+    assert n_err == len(LEVEL_ERRORS) + 1 + 2 * len(AT_LEVEL_ERRORS), n_err
+    return {LEVEL_ESTIMATOR: _text(doc), LEVEL_VECTORS: _text(vec)}
+
+
+def write_level_vectors():
+    for name, text in level_files().items():
+        with open(os.path.join(HERE, name), "w", encoding="utf-8") as f:
+            f.write(text)
+
+
 def write_grouped_case():
     """``time_grouped``: dense and depthwise conv2d with their own entries (``conv2d`` and ``conv2d:grouped``,
     the depthwise law SYNTHETIC: 8x the dense one), relu and output; queries and models mix both, so a
@@ -574,6 +677,9 @@ def write_grouped_case():
 
 
 def main():
+    if "--levels-only" in sys.argv[1:]:
+        write_level_vectors()
+        return
     if "--training-only" in sys.argv[1:]:
         write_training_vectors()
         return
@@ -618,6 +724,7 @@ def main():
     models = [(model_layers(kinds, rng, 15, 5, 16), 16), (model_layers(kinds, rng, 3, 3, 1), 1)]
     write("energy_floored", doc, expected_for(doc, queries, models))
     write_training_vectors()  # from the estimators and models just written
+    write_level_vectors()
     write_grouped_case()
 
 

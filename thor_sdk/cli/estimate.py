@@ -20,13 +20,34 @@ def _fmt(v, unit):
 @click.option("--model", required=True, help="Name, file.py:Class, .onnx or layer-list .json.")
 @click.option("--input-shape", help="Per-sample input shape for file.py:Class models, e.g. 3,32,32.")
 @click.option("--batch-size", type=int, default=32, show_default=True)
+@click.option("--relevel", is_flag=True,
+              help="Measure the device's level now (the profile's reference probe on --device) and scale the "
+                   "estimates by it; without it, they are for the device as it was profiled.")
+@click.option("--device", default="host", show_default=True, help="With --relevel: where to measure the level.")
+@click.option("--level-readings", type=int, default=5, show_default=True,
+              help="With --relevel: measurements of the reference probe (1-100).")
+@click.option("--level", "given_level", type=float,
+              help="The device's level measured elsewhere (the reference probe now over its profile median, "
+                   "e.g. by an app): scale the estimates by it.")
 @unknown_ops_option
 @json_option
-def cmd(estimator, model, input_shape, batch_size, unknown_ops, as_json):
+def cmd(estimator, model, input_shape, batch_size, relevel, device, level_readings, given_level, unknown_ops, as_json):
     """Estimate MODEL's training-step cost per layer and in total, with the FLOPs baseline beside it."""
-    from thor_sdk.api import estimate
+    from thor_sdk.api import _level_arg, estimate, measure_level
+    from thor_sdk.errors import UsageError
+    from thor_sdk.runtime import load_estimator
 
-    r = estimate(estimator, model, batch_size=batch_size, input_shape=input_shape, unknown_ops=unknown_ops)
+    if relevel and given_level is not None:
+        raise UsageError("give --relevel or --level, not both")
+    est = load_estimator(estimator)
+    level = None
+    if given_level is not None:
+        level = _level_arg(given_level)
+    elif relevel:
+        level = measure_level(est, device=device, readings=level_readings)
+    r = estimate(est, model, batch_size=batch_size, input_shape=input_shape, unknown_ops=unknown_ops, level=level)
+    if relevel:
+        r["level"] = level  # with its readings, probe and time: what the scaling rests on
     warn_measurement(r)
     if as_json:
         emit_json(r)
@@ -41,3 +62,9 @@ def cmd(estimator, model, input_shape, batch_size, unknown_ops, as_json):
     click.echo(f"\n{r['model']} batch {r['batch_size']}: THOR {_fmt(t['mean'], u)} +- {_fmt(t['std'], u)} per "
                f"training step ({r['metric']}) on {r.get('device')} / {r.get('runtime')}; "
                f"FLOPs baseline {_fmt(r['flops_baseline']['total'], u)}")
+    lv = r.get("level")
+    if lv:
+        how = (f"measured now on {lv['device']} ({lv['readings']} readings of reference probe {lv['probe']})"
+               if "device" in lv else "given")
+        click.echo(f"at the device's level {lv['level']:.3f} (ln-std {lv['log_std']:.3f}) of its profile, {how}; "
+                   "THOR and FLOPs scaled by it" + (": beyond the profile's own drift" if lv.get("beyond_drift") else ""))

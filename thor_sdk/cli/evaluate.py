@@ -44,13 +44,17 @@ from .probe import protocol_options, settings_from
 @click.option("--passes", type=click.IntRange(1, 20), default=1, show_default=True,
               help="With --estimator: measure every model this many times (every other pass in reverse order) and "
                    "score the median: on a machine that drifts, one pass reads the machine as much as the model.")
+@click.option("--relevel", is_flag=True,
+              help="With --estimator: measure the device's level once first (the profile's reference probe) and "
+                   "score THOR and FLOPs at it, as an app that measures its device would; the estimates at the "
+                   "profile's level are reported beside them.")
 @click.option("--max-probes", type=int, help="Without --estimator: probes per model's campaign at most.")
 @click.option("--max-seconds", type=float, help="Without --estimator: seconds per model's campaign at most.")
 @protocol_options
 @quiet_option
 @json_option
 def cmd(estimator, device, model_list, models, input_shape, batch_sizes, out, campaign, tdp_w, tdp_device, pre_variants,
-        pre_runs, step_logs, unseen, metric, runtime, out_dir, passes, max_probes, max_seconds, min_rounds, max_rounds,
+        pre_runs, step_logs, unseen, metric, runtime, out_dir, passes, relevel, max_probes, max_seconds, min_rounds, max_rounds,
         window_s, cv_target, threads, quiet, as_json):
     """THOR and the baselines against measured training steps.
 
@@ -67,12 +71,14 @@ def cmd(estimator, device, model_list, models, input_shape, batch_sizes, out, ca
             raise UsageError("--unseen needs --estimator (from `thor-sdk profile` and `thor-sdk fit`)")
         baselines = {"tdp": {k: v for k, v in (("tdp_w", tdp_w), ("device", tdp_device)) if v is not None},
                      "pre_variants": tuple(pre_variants or ("linear", "ridge", "kernel_ridge", "svr")),
-                     "pre_runs": pre_runs, "step_logs": tuple(step_logs), "passes": passes}
+                     "pre_runs": pre_runs, "step_logs": tuple(step_logs), "passes": passes, "relevel": relevel}
         return _unseen(estimator, device, expand_models(specs or ["zoo:heldout"]), input_shape,
                        list(batch_sizes or (16,)), metric, runtime, threads, settings, out, campaign, baselines, quiet,
                        as_json)
     if passes != 1:
         raise UsageError("--passes goes with --estimator (the per-model benchmark measures in its own rounds)")
+    if relevel:
+        raise UsageError("--relevel goes with --estimator (a device profile's reference probe gives the level)")
     for name, v in (("--out", out), ("--campaign", campaign), ("--input-shape", input_shape), ("--tdp-w", tdp_w),
                     ("--tdp-device", tdp_device), ("--pre-variant", pre_variants), ("--pre-runs", pre_runs),
                     ("--step-log", step_logs)):
@@ -223,7 +229,25 @@ def unseen_table(r):
                  f"{r['thor_level_adjusted_mape']:.1f}%, coverage {100 * r['coverage95_level_adjusted']:.0f}%")
     if r.get("level_warning"):
         text += f"\nwarning: {r['level_warning']}"
+    text += relevel_lines(r)
     if ref["spread"] is not None:
         text += (f"\nreference {ref['model']} b{ref['batch_size']} re-measured {len(ref['runs'])} times: "
                  f"max/min - 1 = {100 * ref['spread']:.1f}% (machine drift during the run)")
+    return text
+
+
+def relevel_lines(r):
+    """With --relevel: the level the estimates were scaled by, and the figures at the profile's level."""
+    lv, un = r.get("relevel"), r.get("unleveled")
+    if not lv or not un:
+        return ""
+    text = (f"\nreleveled: THOR and FLOPs scaled by the device's level {lv['level']:.3f} (ln-std {lv['log_std']:.3f}; "
+            f"{lv['readings']} readings of reference probe {lv['probe']} before the run)")
+    for g, m in [("all", un)] + list((un.get("groups") or {}).items()):
+        if m.get("thor_mape") is None:
+            continue
+        text += (f"\n  at the profile's level, {g} ({m['n']}): THOR MAPE {m['thor_mape']:.1f}%"
+                 + (f", FLOPs {m['flops_mape']:.1f}%" if m["flops_mape"] is not None else "")
+                 + (f" ({m['flops_over_thor']:.1f}x)" if m["flops_over_thor"] is not None else "")
+                 + f", coverage {100 * m['coverage95']:.0f}%")
     return text

@@ -118,6 +118,15 @@ def _facts(result):
                      f"{result['thor_level_adjusted_mape']:.1f}%.")
     if result.get("level_warning"):
         lines.append(f"Warning: {result['level_warning']}.")
+    lv, un = result.get("relevel"), result.get("unleveled")
+    if lv and un:
+        lines.append(f"Releveled (--relevel): THOR and FLOPs scaled by the device's level {lv['level']:.3f} "
+                     f"(ln-std {lv['log_std']:.3f}), measured before the run from {lv['readings']} readings of the "
+                     f"profile's reference probe {lv['probe']}. At the profile's level: THOR MAPE "
+                     f"{_pct(un.get('thor_mape'))}%, FLOPs {_pct(un.get('flops_mape'))}%, coverage "
+                     f"{_pct(100 * un['coverage95'] if un.get('coverage95') is not None else None)}%"
+                     + "".join(f"; {g} {_pct(m.get('thor_mape'))}% vs {_pct(m.get('flops_mape'))}%"
+                               for g, m in (un.get("groups") or {}).items()) + ".")
     for s in result.get("skipped") or []:
         lines.append(f"Skipped {s['model']} b{s['batch_size']}: {s['reason']}")
     for w in result.get("warnings") or []:

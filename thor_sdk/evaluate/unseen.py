@@ -13,21 +13,19 @@ import statistics
 import time
 
 from thor_sdk.errors import NotFoundError, UsageError
+from thor_sdk.runtime.estimator import Z95, level_band
 
-Z95 = 1.959964
 MAX_PASSES = 20
-#: the least ln-std of the device's level a warning allows for (a quiet profile's drift can be 1-2%)
-MIN_LEVEL_LOG_STD = 0.025
 
 
 def level_warning(levels, drift_log_std):
     """A sentence when the device ran outside its profile's own drift while it was evaluated (the reference
-    probe's level beyond ``exp(+-Z95 x drift_log_std)``, at least +-MIN_LEVEL_LOG_STD), else None: the
-    estimates and their intervals are for the device as it was profiled."""
+    probe's level beyond ``exp(+-level_band(drift_log_std))``), else None: the estimates and their intervals
+    are for the device as it was profiled."""
     levels = [x for x in levels if x]
     if not levels:
         return None
-    band = Z95 * max(drift_log_std or 0.0, MIN_LEVEL_LOG_STD)
+    band = level_band(drift_log_std)
     off = [x for x in levels if abs(math.log(x)) > band]
     if not off:
         return None
@@ -88,7 +86,7 @@ def group_summaries(rows):
 
 def evaluate_unseen(estimator, models, device="host", batch_sizes=(16,), metric=None, runtime=None, settings=None,
                     threads=None, reference="lenet5", progress=None, input_shape=None, tdp=None, pre_variants=(),
-                    pre_runs=None, step_logs=(), passes=1):
+                    pre_runs=None, step_logs=(), passes=1, relevel=False):
     """Estimate models and measure them directly, side by side, for THOR and every baseline.
 
     ``estimator``: a path or a loaded estimator (``thor-sdk profile`` + ``fit``). ``models``: any form
@@ -98,14 +96,17 @@ def evaluate_unseen(estimator, models, device="host", batch_sizes=(16,), metric=
     ``pre_runs`` (more training runs: a runs CSV or campaign path), ``step_logs`` (per-epoch logs STEP is
     scored on); see ``thor_sdk.evaluate.methods``. ``passes``: every model is measured this many times,
     every other pass in reverse order, and scored on the median of its passes (on a machine that drifts,
-    one pass reads the machine as much as the model). ``progress``:
+    one pass reads the machine as much as the model). ``relevel``: measure the device's level once before
+    anything else (``thor_sdk.measure_level``: the profile's reference probe, LEVEL_READINGS times) and score
+    THOR and the FLOPs baseline at it, as an app that measures its device first would; every row keeps its
+    estimates at the profile's level in ``unleveled``, and the result their summary. ``progress``:
     called ``("start", total)`` then ``("step", label)`` after each measurement.
     Returns a plain dict (JSON-ready): one row per measured model and batch size with ``estimates`` per
     method (value, APE, and for THOR the std, z and whether the 95% interval covers the measurement),
     ``methods`` (MAPE, max APE, coverage per method), skipped models with the reason, the reference net's
     drift, and what each method assumed.
     """
-    from thor_sdk.api import _check_batch_sizes, _device, estimate_layers
+    from thor_sdk.api import _check_batch_sizes, _device, estimate_layers, measure_level, reference_reading
     from thor_sdk.baselines.pre import features_of, load_runs
     from thor_sdk.evaluate.methods import finish_methods, row_context, score_step_logs
     from thor_sdk.layers import layers_of
@@ -134,23 +135,25 @@ def evaluate_unseen(estimator, models, device="host", batch_sizes=(16,), metric=
     info = dev.info()
     rows, refs, skipped, layers = [], [], [], []
     t_start = time.monotonic()
-    probe_ref = (est.doc.get("whole_model") or {}).get("reference")
+    probe_ref = est.reference
+    if relevel and probe_ref is None:
+        est.level([1.0])  # the NotFoundError that says why, before any measurement
 
     def device_level():
         """The profile's reference probe measured now, over its level during the profile."""
-        from thor_sdk.probes import Probe
+        return reference_reading(dev, probe_ref, metric=metric, settings=settings,
+                                 runtime=runtime) / probe_ref["median_value"]
 
-        p = Probe.from_dict(probe_ref["probe"])
-        res = dev.measure_probe(p, metric=metric, settings=settings, runtime=runtime)
-        return statistics.median(res[probe_ref.get("part") or p.role].values(metric)) / probe_ref["median_value"]
-
-    items = []  # (source, layer list, batch size, estimate, label): estimated first, then measured in passes
+    relevel_info = measure_level(est, dev, settings=settings) if relevel else None
+    items = []  # (source, layer list, batch size, estimate, label, estimate at the profile's level)
     for model, source in zip(models, sources):
         ml = layers_of(model, input_shape=input_shape)  # traced once, estimated at every batch size
         for b in batch_sizes:
             label = f"{source.label} b{b}"
             try:
-                items.append((source, ml, b, estimate_layers(est, ml, b), label))
+                raw = estimate_layers(est, ml, b)
+                items.append((source, ml, b, estimate_layers(est, ml, b, level=relevel_info) if relevel else raw,
+                              label, raw))
             except NotFoundError as err:  # a kind the profile never reached: said, not averaged in
                 skipped.append({"model": source.label, "batch_size": b, "reason": str(err)})
     if progress:
@@ -159,7 +162,7 @@ def evaluate_unseen(estimator, models, device="host", batch_sizes=(16,), metric=
     for p in range(passes):  # every other pass in reverse order: a drift in time falls on both ends alike
         order = range(len(items)) if p % 2 == 0 else range(len(items) - 1, -1, -1)
         for i in order:
-            source, _, b, _, label = items[i]
+            source, _, b, _, label, _ = items[i]
             if reference:
                 r = dev.measure_model(reference, 16, metric=metric, settings=settings, runtime=runtime)
                 refs.append({"t_s": time.monotonic() - t_start, "value": statistics.median(r.values(metric))})
@@ -172,7 +175,7 @@ def evaluate_unseen(estimator, models, device="host", batch_sizes=(16,), metric=
             measured_by[i]["values"].extend(vals)
             if progress:
                 progress("step", label)
-    for i, (source, ml, b, e, label) in enumerate(items):
+    for i, (source, ml, b, e, label, raw) in enumerate(items):
         got = measured_by[i]
         measured = statistics.median(got["medians"])
         vals = got["values"]
@@ -190,11 +193,19 @@ def evaluate_unseen(estimator, models, device="host", batch_sizes=(16,), metric=
                "approximated": e.get("approximated") or [],
                # how much of the estimate extrapolates: layers outside the range the profile's samples cover
                "extrapolated_share": _extrapolated_share(e["layers"]),
-               "device_level": level,
-               "thor_level_adjusted": mean * level if level else None,
-               "thor_level_adjusted_ape": _ape(mean * level, measured) if level else None,
-               "covered95_level_adjusted": (abs(measured - mean * level) <= Z95 * std * level)
-               if level else None}
+               "device_level": level}
+        # diagnostic: the estimate at the profile's level times the level measured around this model
+        raw_mean, raw_std = raw["total"]["mean"], raw["total"]["std"]
+        row.update(thor_level_adjusted=raw_mean * level if level else None,
+                   thor_level_adjusted_ape=_ape(raw_mean * level, measured) if level else None,
+                   covered95_level_adjusted=(abs(measured - raw_mean * level) <= Z95 * raw_std * level)
+                   if level else None)
+        if relevel:
+            raw_z = (measured - raw_mean) / raw_std if raw_std > 0 else None
+            raw_flops = raw["flops_baseline"]["total"]
+            row["unleveled"] = {"thor": raw_mean, "thor_std": raw_std, "thor_ape": _ape(raw_mean, measured),
+                                "z": raw_z, "covered95": raw_z is not None and abs(raw_z) <= Z95,
+                                "flops": raw_flops, "flops_ape": _ape(raw_flops, measured)}
         row["estimates"] = {
             "THOR": {"value": mean, "std": std, "ape": row["thor_ape"], "z": z, "covered95": row["covered95"],
                      "low95": max(0.0, mean - Z95 * std), "high95": mean + Z95 * std},
@@ -211,6 +222,10 @@ def evaluate_unseen(estimator, models, device="host", batch_sizes=(16,), metric=
     methods = {n: dict(method_summary(rows, n), note=notes.get(n)) for n in method_names}
     ref_vals = [r["value"] for r in refs]
     overall = thor_summary(rows)
+    unleveled = None
+    if relevel:
+        shadow = [dict(r, **r["unleveled"]) for r in rows]
+        unleveled = dict(thor_summary(shadow), groups=group_summaries(shadow))
     adj = [r for r in rows if r["thor_level_adjusted_ape"] is not None]
     return {
         "device": dev.name, "runtime": runtime, "metric": metric, "unit": est.unit, "batch_sizes": list(batch_sizes),
@@ -219,8 +234,8 @@ def evaluate_unseen(estimator, models, device="host", batch_sizes=(16,), metric=
                                    "thor_level_adjusted_mape")},
         "thor_max_ape": max(r["thor_ape"] for r in rows) if rows else None,
         "coverage95_level_adjusted": (sum(r["covered95_level_adjusted"] for r in adj) / len(adj)) if adj else None,
-        "level_warning": level_warning([r["device_level"] for r in rows],
-                                       (est.doc.get("whole_model") or {}).get("drift_log_std")),
+        "level_warning": level_warning([r["device_level"] for r in rows], est.drift_log_std),
+        "relevel": relevel_info, "unleveled": unleveled,
         "median_abs_z": statistics.median(abs(r["z"]) for r in rows if r["z"] is not None)
         if any(r["z"] is not None for r in rows) else None,
         "reference": {"model": reference, "batch_size": 16, "runs": refs,

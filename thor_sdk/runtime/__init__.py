@@ -9,7 +9,8 @@ Only ``thor_sdk.errors`` and the Python standard library are imported (no numpy,
 torch), so this package can be copied into an app as it is. Format: ``docs/estimator-format.md``.
 """
 
-from .estimator import ESTIMATOR_FORMAT, ESTIMATOR_VERSION, Estimator, KindModel, load_estimator
+from .estimator import ESTIMATOR_FORMAT, ESTIMATOR_VERSION, Estimator, KindModel, at_level, device_level, load_estimator
 from .training import training_run
 
-__all__ = ["ESTIMATOR_FORMAT", "ESTIMATOR_VERSION", "Estimator", "KindModel", "load_estimator", "training_run"]
+__all__ = ["ESTIMATOR_FORMAT", "ESTIMATOR_VERSION", "Estimator", "KindModel", "at_level", "device_level", "load_estimator",
+           "training_run"]

@@ -18,6 +18,9 @@ Whole model: layers of different entries are independent; two distinct layers ``
 have ``Cov_ln(a, b) = constant * matern52(|u_a - u_b|) - v_a . v_b`` (identical layers: ``constant - v . v``,
 no white noise), converted with ``Cov(a, b) = mean_a mean_b (exp(Cov_ln) - 1)``; then the whole-model
 term ``(whole_model.rel_std * total)^2`` (composition and drift error measured on whole models) is added.
+Device level (optional): the profile's reference probe measured again, ``level = median(readings) /
+whole_model.reference.median_value`` (``device_level``); every mean and std times it, and the total's variance
+gains ``(total x level x log_std)^2`` (``at_level``).
 """
 
 import math
@@ -59,6 +62,16 @@ APPROX_MISSING_REL_STD = 1.0
 #: relative std added to a layer of the generic ``elementwise`` kind that stands in for an op without a
 #: kind of its own (marked ``approx`` by the layer extraction): its op may cost more or less than the probe's
 APPROX_OP_REL_STD = 0.5
+#: a device level (the reference probe now over its median during the profile) outside this range is not the
+#: profiled device in another state but another device, or readings in another unit: refused
+LEVEL_RANGE = (0.02, 50.0)
+#: the largest ln-std a level may carry, and the most reference readings one level is computed from
+MAX_LEVEL_LOG_STD = 5.0
+MAX_LEVEL_READINGS = 10_000
+#: the least ln-std of the device's level a profile's own drift is taken to allow for (a quiet profile's
+#: drift can be 1-2%), and the normal quantile of its two-sided 95% band
+MIN_DRIFT_LOG_STD = 0.025
+Z95 = 1.959964
 
 
 # ----------------------------------------------------------------------------- validation helpers
@@ -297,6 +310,18 @@ class Estimator:
         self.whole_model_rel_std = _num(wm.get("rel_std", 0.0), "whole_model.rel_std", nonneg=True)
         if self.whole_model_rel_std > 10:
             raise FormatError("estimator: whole_model.rel_std above 10 is not a calibration")
+        drift = wm.get("drift_log_std")
+        self.drift_log_std = 0.0 if drift is None else _num(drift, "whole_model.drift_log_std", nonneg=True)
+        if self.drift_log_std > MAX_LEVEL_LOG_STD:
+            raise FormatError(f"estimator: whole_model.drift_log_std above {MAX_LEVEL_LOG_STD} is not a drift")
+        ref = wm.get("reference")
+        if ref is not None:
+            if not isinstance(ref, dict):
+                raise FormatError("estimator: whole_model.reference must be an object")
+            _num(_field(ref, "median_value", "whole_model.reference"), "whole_model.reference.median_value",
+                 positive=True)
+            _field(ref, "probe", "whole_model.reference", dict)
+        self.reference = dict(ref) if ref is not None else None
         self.provenance = dict(doc.get("provenance") or {})
         self.created_utc = doc.get("created_utc")
         self.producer = doc.get("producer")
@@ -318,6 +343,17 @@ class Estimator:
     def kinds(self):
         """``{kind: [feature names]}`` of every kind this estimator has a model for."""
         return {k: list(m.features) for k, m in self._models.items()}
+
+    def level(self, readings):
+        """The device's level now (``device_level``) from ``readings`` of this estimator's reference probe
+        (``whole_model.reference``: its ``part``'s cost per step, in the estimator's unit) measured now.
+        NotFoundError for an estimator without one (fitted from ``--samples``, or a campaign that
+        never measured it)."""
+        if self.reference is None:
+            raise NotFoundError("this estimator has no reference probe (whole_model.reference): it was fitted "
+                                "from samples or a campaign that never measured one, so its level cannot be "
+                                "measured; profile the device with `thor-sdk profile`")
+        return device_level(readings, self.reference["median_value"], self.drift_log_std)
 
     def _model_for(self, kind, config):
         """(entry name, model) costing a layer: its structural variant's (``conv2d:grouped``) where the
@@ -396,7 +432,7 @@ class Estimator:
             raise UsageError("the approximate estimate is not finite for this layer")
         return m, APPROX_MISSING_REL_STD * m
 
-    def estimate(self, layers, batch_size, unknown="error"):
+    def estimate(self, layers, batch_size, unknown="error", level=None):
         """Per-layer and whole-model cost of one training step at ``batch_size``.
 
         ``layers``: ``[{"name", "kind", "role", "config"[, "cost", "op", "approx"]}]``
@@ -410,7 +446,12 @@ class Estimator:
         mean, and lists it in ``approximated``. A layer marked ``approx`` by the extraction (an op
         without a kind, as the generic ``elementwise`` kind) gets APPROX_OP_REL_STD more std and is
         listed too.
+
+        ``level``: the device's level now (``level(readings)``'s dict, or a bare number with no std of
+        its own), or None for the device as it was profiled. Every mean and std is multiplied by it and
+        the total's variance gains ``(total x level x log_std)^2``; the result carries ``level``.
         """
+        lvl = _check_level(level)
         if unknown not in UNKNOWN:
             raise UsageError(f"unknown must be one of {', '.join(UNKNOWN)}, got {unknown!r}")
         if not _is_num(batch_size) or not (1 <= batch_size <= 1e9) or batch_size != int(batch_size):
@@ -519,11 +560,14 @@ class Estimator:
         whole = (self.whole_model_rel_std * total_mean) ** 2
         if not math.isfinite(total_mean) or not math.isfinite(layers_var + whole):
             raise UsageError("the estimate is too large to represent (far outside what the estimator covers)")
-        return {"metric": self.metric, "unit": self.unit, "device": self.device.get("name"),
-                "runtime": self.runtime, "batch_size": batch_size,
-                "total": {"mean": total_mean, "std": sqrt(layers_var + whole)},
-                "layers_total": {"mean": total_mean, "std": sqrt(layers_var)},
-                "layers": out_layers, "approximated": approximated}
+        result = {"metric": self.metric, "unit": self.unit, "device": self.device.get("name"),
+                  "runtime": self.runtime, "batch_size": batch_size,
+                  "total": {"mean": total_mean, "std": sqrt(layers_var + whole)},
+                  "layers_total": {"mean": total_mean, "std": sqrt(layers_var)},
+                  "layers": out_layers, "approximated": approximated}
+        if lvl is not None:
+            at_level(result, lvl)
+        return result
 
     @staticmethod
     def _group_var(model, rows):
@@ -544,6 +588,94 @@ class Estimator:
                 cov = _matern52(c, dist(ua, ub)) - sum(map(mul, va, vb))
                 add(2.0 * ca * cb * ma * mb * expm1(cov))
         return fsum(parts)
+
+
+def _median(xs):
+    xs = sorted(xs)
+    n = len(xs)
+    return xs[n // 2] if n % 2 else 0.5 * (xs[n // 2 - 1] + xs[n // 2])
+
+
+def device_level(readings, reference_value, drift_log_std=0.0):
+    """The device's speed now against during its profile, from its reference probe measured now.
+
+    ``readings``: the reference probe's cost per step, one number per measurement (1 to
+    MAX_LEVEL_READINGS, each finite and > 0, in the unit of ``reference_value``, the probe's median
+    during the profile). ``level = median(readings) / reference_value``; its ln-std is
+    ``max(s, drift_log_std) / sqrt(n)``, with ``s`` the sample std of the readings' logs (0 for one
+    reading) and ``drift_log_std`` the profile's own spread of one reading, so one or two lucky readings
+    do not claim a precision the device never showed. A level outside LEVEL_RANGE is refused
+    (UsageError). Returns ``{"level", "log_std", "readings"}``.
+    """
+    if isinstance(readings, (str, bytes)) or not hasattr(readings, "__iter__"):
+        raise UsageError("readings must be a list of numbers")
+    readings = list(readings)
+    if not 1 <= len(readings) <= MAX_LEVEL_READINGS:
+        raise UsageError(f"readings: 1 to {MAX_LEVEL_READINGS} numbers, got {len(readings)}")
+    for i, v in enumerate(readings):
+        if not _is_num(v) or not (math.isfinite(v) and v > 0):
+            raise UsageError(f"readings[{i}] must be a finite number > 0, got {v!r}")
+    for what, v in (("reference_value", reference_value), ("drift_log_std", drift_log_std)):
+        if not _is_num(v) or not math.isfinite(v) or v < 0 or (what == "reference_value" and v == 0):
+            raise UsageError(f"{what} must be a finite number {'> 0' if what == 'reference_value' else '>= 0'}, "
+                             f"got {v!r}")
+    logs = [log(float(v)) for v in readings]
+    n = len(logs)
+    spread = 0.0
+    if n > 1:
+        mu = fsum(logs) / n
+        spread = sqrt(fsum((x - mu) ** 2 for x in logs) / (n - 1))
+    level = _median([float(v) for v in readings]) / float(reference_value)
+    out = {"level": level, "log_std": min(max(spread, float(drift_log_std)) / sqrt(n), MAX_LEVEL_LOG_STD),
+           "readings": n}
+    _check_level(out)
+    return out
+
+
+def _check_level(level):
+    """``{"level", "log_std"}`` from a level dict or a bare number (log_std 0); None stays None."""
+    if level is None:
+        return None
+    if isinstance(level, dict):
+        value, log_std = level.get("level"), level.get("log_std", 0.0)
+    else:
+        value, log_std = level, 0.0
+    if not _is_num(value) or not math.isfinite(value):
+        raise UsageError(f"level must be a finite number, got {value!r}")
+    lo, hi = LEVEL_RANGE
+    if not lo <= value <= hi:
+        raise UsageError(f"level {value:g} is outside {lo:g}-{hi:g} of the profile's: not the profiled device "
+                         "in another state (another device, or readings in another unit)")
+    if not _is_num(log_std) or not math.isfinite(log_std) or not 0 <= log_std <= MAX_LEVEL_LOG_STD:
+        raise UsageError(f"level log_std must be a finite number from 0 to {MAX_LEVEL_LOG_STD:g}, got {log_std!r}")
+    return {"level": float(value), "log_std": float(log_std)}
+
+
+def level_band(drift_log_std):
+    """The ln half-width of the levels a profile's own drift explains: ``Z95 x max(drift_log_std,
+    MIN_DRIFT_LOG_STD)``; a level beyond ``exp(+-band)`` is the device in another state."""
+    return Z95 * max(drift_log_std or 0.0, MIN_DRIFT_LOG_STD)
+
+
+def at_level(result, level):
+    """Put an ``estimate`` result at the device's level (in place, and returned): every mean and std times
+    ``level["level"]``; the total's variance gains ``(total x level x log_std)^2``, one term for the whole
+    model since every layer shares the level."""
+    lvl = _check_level(level)
+    if result.get("level") is not None:
+        raise UsageError("the estimate is already at a level")
+    f, s = lvl["level"], lvl["log_std"]
+    for row in result["layers"]:
+        row["mean"] *= f
+        row["std"] *= f
+    lt, t = result["layers_total"], result["total"]
+    lt["mean"] *= f
+    lt["std"] *= f
+    mean = t["mean"] * f
+    t["std"] = sqrt((t["std"] * f) ** 2 + (mean * s) ** 2)
+    t["mean"] = mean
+    result["level"] = lvl
+    return result
 
 
 def _model_numbers(kinds):

@@ -130,6 +130,35 @@ public struct Estimate {
     public let layersTotalMean: Double
     public let layersTotalStd: Double
     public let layers: [LayerEstimate]
+    /// The device level the estimate was put at (`Estimator.atLevel`), or nil: the device as profiled.
+    public var level: Level? = nil
+}
+
+/// Device levels outside [minLevel, maxLevel] are refused; as the Python runtime's LEVEL_RANGE.
+public let minLevel = 0.02
+public let maxLevel = 50.0
+public let maxLevelLogStd = 5.0
+public let maxLevelReadings = 10_000
+
+/// A device level: the reference probe now over its median during the profile (`Estimator.deviceLevel`).
+public struct Level {
+    public let level: Double
+    public let logStd: Double
+    public let readings: Int  // 0 for a level given as a number
+
+    public init(level: Double, logStd: Double, readings: Int = 0) throws {
+        guard level.isFinite else { throw ThorError.usage("level must be a finite number, got \(level)") }
+        guard level >= minLevel, level <= maxLevel else {
+            throw ThorError.usage("level \(level) is outside \(minLevel)-\(maxLevel) of the profile's: not the "
+                + "profiled device in another state (another device, or readings in another unit)")
+        }
+        guard logStd.isFinite, logStd >= 0, logStd <= maxLevelLogStd else {
+            throw ThorError.usage("level log_std must be a finite number from 0 to \(maxLevelLogStd), got \(logStd)")
+        }
+        self.level = level
+        self.logStd = logStd
+        self.readings = readings
+    }
 }
 
 private let sqrt5 = (5.0).squareRoot()
@@ -524,6 +553,9 @@ public final class Estimator {
     public let runtime: String
     /// whole_model.rel_std (0 when absent): relative error of whole models beyond the layers'.
     public let wholeModelRelStd: Double
+    /// whole_model.drift_log_std (0 when absent), and whole_model.reference.median_value (nil without one).
+    public let driftLogStd: Double
+    public let referenceValue: Double?
     let models: [String: KindModel]
 
     public static func load(json: String) throws -> Estimator {
@@ -578,6 +610,8 @@ public final class Estimator {
         let fb = try object(try field(doc, "flops_baseline", "top level"), "flops_baseline")
         _ = try num(try field(fb, "unit_per_flop", "flops_baseline"), "flops_baseline.unit_per_flop")
         var relStd = 0.0
+        var drift = 0.0
+        var refValue: Double? = nil
         if let wmo = doc["whole_model"], !(wmo is NSNull) {
             let wm = try object(wmo, "whole_model")
             if let r = wm["rel_std"] {
@@ -586,8 +620,22 @@ public final class Estimator {
             guard relStd <= 10 else {
                 throw ThorError.format("estimator: whole_model.rel_std above 10 is not a calibration")
             }
+            if let d = wm["drift_log_std"], !(d is NSNull) {
+                drift = try nonNegative(d, "whole_model.drift_log_std")
+                guard drift <= maxLevelLogStd else {
+                    throw ThorError.format("estimator: whole_model.drift_log_std above \(maxLevelLogStd) is not a drift")
+                }
+            }
+            if let r = wm["reference"], !(r is NSNull) {
+                let ref = try object(r, "whole_model.reference")
+                refValue = try positive(try field(ref, "median_value", "whole_model.reference"),
+                                        "whole_model.reference.median_value")
+                _ = try object(try field(ref, "probe", "whole_model.reference"), "whole_model.reference.probe")
+            }
         }
         wholeModelRelStd = relStd
+        driftLogStd = drift
+        referenceValue = refValue
         let kinds = try object(try field(doc, "kinds", "top level"), "kinds")
         guard !kinds.isEmpty else { throw ThorError.format("estimator: kinds is empty") }
         guard kinds.count <= maxKinds else {
@@ -749,6 +797,67 @@ public final class Estimator {
         return Estimate(metric: metric, unit: unit, device: deviceName, runtime: runtime, batchSize: batchSize,
                         totalMean: totalMean, totalStd: max(layersVar + whole, 0.0).squareRoot(),
                         layersTotalMean: totalMean, layersTotalStd: max(layersVar, 0.0).squareRoot(), layers: out)
+    }
+
+    /// The device's level from its reference probe measured now: median(readings) / referenceValue, with
+    /// ln-std max(s, driftLogStd) / sqrt(n) (s the sample std of the readings' logs, 0 for one), capped at
+    /// maxLevelLogStd; as `thor_sdk.runtime.device_level`.
+    public static func deviceLevel(readings: [Double], referenceValue: Double, driftLogStd: Double) throws -> Level {
+        guard readings.count >= 1, readings.count <= maxLevelReadings else {
+            throw ThorError.usage("readings: 1 to \(maxLevelReadings) numbers, got \(readings.count)")
+        }
+        for (i, v) in readings.enumerated() {
+            guard v.isFinite, v > 0 else { throw ThorError.usage("readings[\(i)] must be a finite number > 0, got \(v)") }
+        }
+        guard referenceValue.isFinite, referenceValue > 0 else {
+            throw ThorError.usage("reference_value must be a finite number > 0, got \(referenceValue)")
+        }
+        guard driftLogStd.isFinite, driftLogStd >= 0 else {
+            throw ThorError.usage("drift_log_std must be a finite number >= 0, got \(driftLogStd)")
+        }
+        let n = readings.count
+        let logs = readings.map { log($0) }
+        let mu = logs.reduce(0.0, +) / Double(n)
+        var spread = 0.0
+        if n > 1 {
+            spread = (logs.map { ($0 - mu) * ($0 - mu) }.reduce(0.0, +) / Double(n - 1)).squareRoot()
+        }
+        let sorted = readings.sorted()
+        let median = n % 2 == 1 ? sorted[n / 2] : 0.5 * (sorted[n / 2 - 1] + sorted[n / 2])
+        let logStd = min(max(spread, driftLogStd) / Double(n).squareRoot(), maxLevelLogStd)
+        return try Level(level: median / referenceValue, logStd: logStd, readings: n)
+    }
+
+    /// The device's level from readings of this estimator's reference probe (whole_model.reference);
+    /// ThorError.notFound for an estimator without one.
+    public func level(readings: [Double]) throws -> Level {
+        guard let ref = referenceValue else {
+            throw ThorError.notFound("this estimator has no reference probe (whole_model.reference): its level "
+                + "cannot be measured")
+        }
+        return try Estimator.deviceLevel(readings: readings, referenceValue: ref, driftLogStd: driftLogStd)
+    }
+
+    /// The estimate put at a device level: every mean and std times `level.level`; the total's variance gains
+    /// (totalMean * level * logStd)^2; as the Python runtime's `at_level`.
+    public static func atLevel(_ e: Estimate, _ level: Level) throws -> Estimate {
+        guard e.level == nil else { throw ThorError.usage("the estimate is already at a level") }
+        let f = level.level
+        let layers = e.layers.map { LayerEstimate(layer: $0.layer, mean: $0.mean * f, std: $0.std * f) }
+        let mean = e.totalMean * f
+        let a = e.totalStd * f
+        let b = mean * level.logStd
+        return Estimate(metric: e.metric, unit: e.unit, device: e.device, runtime: e.runtime, batchSize: e.batchSize,
+                        totalMean: mean, totalStd: (a * a + b * b).squareRoot(),
+                        layersTotalMean: e.layersTotalMean * f, layersTotalStd: e.layersTotalStd * f, layers: layers,
+                        level: level)
+    }
+
+    /// `estimate(layers:batchSize:)` at a device level (nil: as profiled).
+    public func estimate(layers: [Layer], batchSize: Int, level: Level?) throws -> Estimate {
+        let e = try estimate(layers: layers, batchSize: batchSize)
+        guard let level = level else { return e }
+        return try Estimator.atLevel(e, level)
     }
 
     /// Variance (the metric's unit squared) of the summed cost of all layers of one kind.

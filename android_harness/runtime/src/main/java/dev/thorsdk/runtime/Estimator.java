@@ -206,9 +206,18 @@ public final class Estimator {
         public final double layersTotalMean;
         public final double layersTotalStd;
         public final List<LayerEstimate> layers;
+        /** The device level the estimate was put at ({@link #atLevel}), or null: the device as profiled. */
+        public final Level level;
 
         Estimate(String metric, String unit, String device, String runtime, int batchSize, double totalMean,
                  double totalStd, double layersTotalStd, List<LayerEstimate> layers) {
+            this(metric, unit, device, runtime, batchSize, totalMean, totalStd, totalMean, layersTotalStd, layers,
+                    null);
+        }
+
+        Estimate(String metric, String unit, String device, String runtime, int batchSize, double totalMean,
+                 double totalStd, double layersTotalMean, double layersTotalStd, List<LayerEstimate> layers,
+                 Level level) {
             this.metric = metric;
             this.unit = unit;
             this.device = device;
@@ -216,10 +225,130 @@ public final class Estimator {
             this.batchSize = batchSize;
             this.totalMean = totalMean;
             this.totalStd = totalStd;
-            this.layersTotalMean = totalMean;
+            this.layersTotalMean = layersTotalMean;
             this.layersTotalStd = layersTotalStd;
             this.layers = layers;
+            this.level = level;
         }
+    }
+
+    /** A device level: the reference probe now over its median during the profile ({@link #deviceLevel}). */
+    public static final class Level {
+        public final double level;
+        public final double logStd;
+        public final int readings;  // 0 for a level given as a number
+
+        public Level(double level, double logStd) {
+            this(level, logStd, 0);
+        }
+
+        Level(double level, double logStd, int readings) {
+            if (Double.isNaN(level) || Double.isInfinite(level)) {
+                throw new UsageError("level must be a finite number, got " + level);
+            }
+            if (level < MIN_LEVEL || level > MAX_LEVEL) {
+                throw new UsageError("level " + level + " is outside " + MIN_LEVEL + "-" + MAX_LEVEL
+                        + " of the profile's: not the profiled device in another state (another device, or "
+                        + "readings in another unit)");
+            }
+            if (Double.isNaN(logStd) || logStd < 0 || logStd > MAX_LEVEL_LOG_STD) {
+                throw new UsageError("level log_std must be a finite number from 0 to " + MAX_LEVEL_LOG_STD
+                        + ", got " + logStd);
+            }
+            this.level = level;
+            this.logStd = logStd;
+            this.readings = readings;
+        }
+    }
+
+    /** Device levels outside [MIN_LEVEL, MAX_LEVEL] are refused; as the Python runtime's LEVEL_RANGE. */
+    public static final double MIN_LEVEL = 0.02;
+    public static final double MAX_LEVEL = 50.0;
+    public static final double MAX_LEVEL_LOG_STD = 5.0;
+    public static final int MAX_LEVEL_READINGS = 10_000;
+
+    /**
+     * The device's level from its reference probe measured now: {@code median(readings) / referenceValue},
+     * with ln-std {@code max(s, driftLogStd) / sqrt(n)} ({@code s} the sample std of the readings' logs, 0
+     * for one), capped at {@link #MAX_LEVEL_LOG_STD}; as {@code thor_sdk.runtime.device_level}.
+     */
+    public static Level deviceLevel(double[] readings, double referenceValue, double driftLogStd) {
+        if (readings == null || readings.length < 1 || readings.length > MAX_LEVEL_READINGS) {
+            throw new UsageError("readings: 1 to " + MAX_LEVEL_READINGS + " numbers, got "
+                    + (readings == null ? 0 : readings.length));
+        }
+        for (int i = 0; i < readings.length; i++) {
+            double v = readings[i];
+            if (!(v > 0) || Double.isInfinite(v)) {
+                throw new UsageError("readings[" + i + "] must be a finite number > 0, got " + v);
+            }
+        }
+        if (!(referenceValue > 0) || Double.isInfinite(referenceValue)) {
+            throw new UsageError("reference_value must be a finite number > 0, got " + referenceValue);
+        }
+        if (!(driftLogStd >= 0) || Double.isInfinite(driftLogStd)) {
+            throw new UsageError("drift_log_std must be a finite number >= 0, got " + driftLogStd);
+        }
+        int n = readings.length;
+        double[] logs = new double[n];
+        double mu = 0.0;
+        for (int i = 0; i < n; i++) {
+            logs[i] = Math.log(readings[i]);
+            mu += logs[i];
+        }
+        mu /= n;
+        double spread = 0.0;
+        if (n > 1) {
+            double ss = 0.0;
+            for (double x : logs) {
+                ss += (x - mu) * (x - mu);
+            }
+            spread = Math.sqrt(ss / (n - 1));
+        }
+        double[] sorted = readings.clone();
+        java.util.Arrays.sort(sorted);
+        double median = n % 2 == 1 ? sorted[n / 2] : 0.5 * (sorted[n / 2 - 1] + sorted[n / 2]);
+        double logStd = Math.min(Math.max(spread, driftLogStd) / Math.sqrt(n), MAX_LEVEL_LOG_STD);
+        return new Level(median / referenceValue, logStd, n);
+    }
+
+    /** The device's level from readings of this estimator's reference probe (whole_model.reference);
+     *  {@link NotFoundError} for an estimator without one. */
+    public Level level(double[] readings) {
+        if (Double.isNaN(referenceValue)) {
+            throw new NotFoundError("this estimator has no reference probe (whole_model.reference): its level "
+                    + "cannot be measured");
+        }
+        return deviceLevel(readings, referenceValue, driftLogStd);
+    }
+
+    /**
+     * The estimate put at a device level: every mean and std times {@code level.level}; the total's variance
+     * gains {@code (totalMean * level * logStd)^2}; as the Python runtime's {@code at_level}.
+     */
+    public static Estimate atLevel(Estimate e, Level level) {
+        if (level == null) {
+            throw new UsageError("level must be given");
+        }
+        if (e.level != null) {
+            throw new UsageError("the estimate is already at a level");
+        }
+        double f = level.level;
+        List<LayerEstimate> layers = new ArrayList<>();
+        for (LayerEstimate l : e.layers) {
+            layers.add(new LayerEstimate(l.layer, l.mean * f, l.std * f));
+        }
+        double mean = e.totalMean * f;
+        double a = e.totalStd * f;
+        double b = mean * level.logStd;
+        return new Estimate(e.metric, e.unit, e.device, e.runtime, e.batchSize, mean, Math.sqrt(a * a + b * b),
+                e.layersTotalMean * f, e.layersTotalStd * f, Collections.unmodifiableList(layers), level);
+    }
+
+    /** {@link #estimate(List, int)} at a device level (null: as profiled). */
+    public Estimate estimate(List<Layer> layers, int batchSize, Level level) {
+        Estimate e = estimate(layers, batchSize);
+        return level == null ? e : atLevel(e, level);
     }
 
     // ------------------------------------------------------------------ validation helpers
@@ -680,6 +809,9 @@ public final class Estimator {
     public final String runtime;
     /** whole_model.rel_std (0 when absent): relative error of whole models beyond the layers'. */
     public final double wholeModelRelStd;
+    /** whole_model.drift_log_std (0 when absent), and whole_model.reference.median_value (NaN without one). */
+    public final double driftLogStd;
+    public final double referenceValue;
     private final Map<String, KindModel> models = new LinkedHashMap<>();
 
     private Estimator(Object parsed) {
@@ -711,6 +843,8 @@ public final class Estimator {
         num(field(fb, "unit_per_flop", "flops_baseline"), "flops_baseline.unit_per_flop");
         Object wmo = doc.get("whole_model");
         double relStd = 0.0;
+        double drift = 0.0;
+        double refValue = Double.NaN;
         if (wmo != null) {
             Map<String, Object> wm = object(wmo, "whole_model");
             if (wm.containsKey("rel_std")) {
@@ -719,8 +853,23 @@ public final class Estimator {
             if (relStd > 10) {
                 throw new FormatError("estimator: whole_model.rel_std above 10 is not a calibration");
             }
+            if (wm.get("drift_log_std") != null) {
+                drift = nonNegative(wm.get("drift_log_std"), "whole_model.drift_log_std");
+                if (drift > MAX_LEVEL_LOG_STD) {
+                    throw new FormatError("estimator: whole_model.drift_log_std above " + MAX_LEVEL_LOG_STD
+                            + " is not a drift");
+                }
+            }
+            if (wm.get("reference") != null) {
+                Map<String, Object> ref = object(wm.get("reference"), "whole_model.reference");
+                refValue = positive(field(ref, "median_value", "whole_model.reference"),
+                        "whole_model.reference.median_value");
+                object(field(ref, "probe", "whole_model.reference"), "whole_model.reference.probe");
+            }
         }
         wholeModelRelStd = relStd;
+        driftLogStd = drift;
+        referenceValue = refValue;
         Map<String, Object> kinds = object(field(doc, "kinds", "top level"), "kinds");
         if (kinds.isEmpty()) {
             throw new FormatError("estimator: kinds is empty");
