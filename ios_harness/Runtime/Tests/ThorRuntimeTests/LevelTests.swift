@@ -8,13 +8,11 @@ import XCTest
 @testable import ThorRuntime
 
 final class LevelTests: XCTestCase {
-    let rtol = 1e-9
-    /// Identical readings: the Python runtime's exact sum leaves ~1e-16 of spread where plain sums leave 0.
-    let atol = 1e-12
+    /// Relative tolerance; identical readings: the Python runtime's exact sum leaves ~1e-16 of spread where
+    /// plain sums leave 0, hence an absolute one near zero.
+    let rtol = 1e-9, atol = 1e-12
 
-    func text(_ name: String) throws -> String {
-        return try String(contentsOf: TestVectors.url(name), encoding: .utf8)
-    }
+    func text(_ name: String) throws -> String { return try TestVectors.text(name) }
 
     func cases(_ key: String) throws -> [[String: Any]] {
         let data = try Data(contentsOf: TestVectors.url("levels.json"))
@@ -108,12 +106,12 @@ final class LevelTests: XCTestCase {
             XCTAssertEqual(q["error"] as? String, err, what)
             guard let e = got, err == nil else { continue }
             let exp = q["expected"] as! [String: Any]
-            let t = exp["total"] as! [String: Any]
-            let lt = exp["layers_total"] as! [String: Any]
-            close("\(what) total mean", num(t["mean"]), e.totalMean)
-            close("\(what) total std", num(t["std"]), e.totalStd)
-            close("\(what) layers total mean", num(lt["mean"]), e.layersTotalMean)
-            close("\(what) layers total std", num(lt["std"]), e.layersTotalStd)
+            for (part, mean, std) in [("total", e.totalMean, e.totalStd),
+                                      ("layers_total", e.layersTotalMean, e.layersTotalStd)] {
+                let want = exp[part] as! [String: Any]
+                close("\(what) \(part) mean", num(want["mean"]), mean)
+                close("\(what) \(part) std", num(want["std"]), std)
+            }
             let ls = exp["layers"] as! [[Any]]
             XCTAssertEqual(ls.count, e.layers.count, what)
             for (i, pair) in ls.enumerated() where i < e.layers.count {

@@ -18,4 +18,9 @@ enum TestVectors {
     static func url(_ name: String) -> URL {
         return folder.appendingPathComponent(name)
     }
+
+    /// A vectors file's text (UTF-8).
+    static func text(_ name: String) throws -> String {
+        return try String(contentsOf: url(name), encoding: .utf8)
+    }
 }
