@@ -257,3 +257,40 @@ def _assert_one_line_error(capsys, argv, code, text):
     assert len(captured.err.strip().splitlines()) == 1, captured.err
     assert "Traceback" not in captured.err
     assert text in captured.err
+
+
+def test_a_text_model_file_is_traced_with_token_ids_without_being_told(tmp_path):
+    """A user's file.py:Class whose input only feeds nn.Embedding: before, tracing it with float inputs failed
+    ("Expected tensor for argument #1 'indices' to have one of the following scalar types: Long, Int");
+    a model that also uses its input otherwise stays float32, and an explicit dtype wins."""
+    f = tmp_path / "text.py"
+    f.write_text(textwrap.dedent("""
+        from torch import nn
+
+        class TextGRU(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.emb = nn.Embedding(500, 32)
+                self.gru = nn.GRU(32, 64, batch_first=True)
+                self.fc = nn.Linear(64, 3)
+
+            def forward(self, x):
+                h, _ = self.gru(self.emb(x))
+                return self.fc(h[:, -1])
+
+        class Mixed(nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.fc = nn.Linear(20, 3)
+                self.act = nn.ReLU()
+
+            def forward(self, x):
+                return self.fc(self.act(x))
+    """))
+    ml = layers_of(f"{f}:TextGRU", input_shape="20")
+    assert ml.input_dtype == "int64"
+    assert [l["kind"] for l in ml.layers] == ["embedding", "gru", "output"]
+    assert ml.layers[0]["config"]["num_embeddings"] == 500 and ml.layers[1]["config"]["seq_len"] == 20
+    assert layers_of(f"{f}:Mixed", input_shape="20").input_dtype == "float32"
+    with pytest.raises(ModelError, match="does not run on inputs"):
+        layers_of(f"{f}:TextGRU", input_shape="20", input_dtype="float32")

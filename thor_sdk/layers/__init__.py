@@ -109,11 +109,11 @@ def layers_of(model, input_shape=None, input_dtype=None, vocab=None, unknown_ops
             # checked before the file's code runs or torch is imported
             shape = parse_input_shape(input_shape) if isinstance(input_shape, str) else check_input_shape(input_shape)
             module = load_module_from_file(model)
-            from .extract import layers_from_module
+            from .extract import input_dtype_of, layers_from_module
             from .user_code import running_user_code
 
-            dtype = input_dtype or "float32"
             with running_user_code(f"could not trace {model}"):  # its forward is the user's code too
+                dtype = input_dtype or input_dtype_of(module)  # a text model's token ids without being told
                 layers = layers_from_module(module, shape, dtype, vocab, source=model, unknown_ops=unknown_ops)
             return ModelLayers(model, shape, dtype, layers)
         raise NotFoundError(
@@ -123,10 +123,10 @@ def layers_of(model, input_shape=None, input_dtype=None, vocab=None, unknown_ops
     # a torch.nn.Module instance
     if input_shape is None:
         raise UsageError("give input_shape (per sample) with a torch.nn.Module")
-    from .extract import layers_from_module
+    from .extract import input_dtype_of, layers_from_module
 
     shape = list(input_shape)
-    dtype = input_dtype or "float32"
+    dtype = input_dtype or input_dtype_of(model)
     return ModelLayers(type(model).__name__, shape, dtype,
                        layers_from_module(model, shape, dtype, vocab, unknown_ops=unknown_ops))
 

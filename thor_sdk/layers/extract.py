@@ -334,9 +334,40 @@ def _approximable(node, gm):
         and name not in _COMPUTE_BOUND
 
 
+def _reads_token_ids(gm):
+    """Whether every use of the traced module's input is an embedding lookup (token ids, not values)."""
+    from torch import nn
+
+    from thor_sdk.models.blocks import TokenPositionalEmbedding
+
+    uses = [u for n in gm.graph.nodes if n.op == "placeholder" for u in n.users]
+    return bool(uses) and all(u.op == "call_module" and isinstance(gm.get_submodule(u.target),
+                                                                   (nn.Embedding, TokenPositionalEmbedding))
+                              for u in uses)
+
+
+def input_dtype_of(module):
+    """``"int64"`` when ``module``'s input only feeds embedding lookups (a text model's token ids), else
+    ``"float32"``: what ``layers_from_module`` assumes when no dtype is given."""
+    from torch import fx
+
+    leaves = _leaf_types()
+
+    class _Tracer(fx.Tracer):
+        def is_leaf_module(self, m, qualname):
+            return isinstance(m, leaves) or super().is_leaf_module(m, qualname)
+
+    try:
+        gm = fx.GraphModule(module, _Tracer().trace(module))
+    except Exception:  # untraceable: layers_from_module says so with the reason
+        return "float32"
+    return "int64" if _reads_token_ids(gm) else "float32"
+
+
 def layers_from_module(module, input_shape, input_dtype="float32", vocab=None, source="model", unknown_ops="error"):
     """The ordered layer list of ``module`` for inputs of per-sample ``input_shape``.
 
+    ``input_dtype`` None: token ids (int64) when the input only feeds embedding lookups, else float32.
     Returns a list of ``{"name", "kind", "role", "config", "op"}`` (``op``: the operator it came from);
     a final Linear becomes the ``output`` head. Raises ``UnsupportedOperatorError`` naming every
     operator without a layer kind, unless ``unknown_ops="approx"``: then each such operator that is
@@ -365,6 +396,8 @@ def layers_from_module(module, input_shape, input_dtype="float32", vocab=None, s
             "describe it as a layer-list JSON instead (see docs/layer-list.md)"
         ) from e
     gm = fx.GraphModule(module, graph)
+    if input_dtype is None:
+        input_dtype = "int64" if _reads_token_ids(gm) else "float32"
     if input_dtype == "int64":
         example = torch.randint(0, max(int(vocab or 2), 2), (2, *input_shape))
     else:
