@@ -148,3 +148,28 @@ def test_cli_estimate_names_missing_kinds_by_module_and_approx_estimates_them(tm
     assert {a["op"] for a in r["approximated"]} >= {"LeakyReLU", "x * y", "torch.cat", "torch.sigmoid"}
     assert r["total"]["mean"] > 0 and all(l["mean"] > 0 and l["std"] >= 0 for l in r["layers"])
     assert any("approximated" in w for w in r["warnings"]) and "approximated" in ok.stderr
+
+
+class _Encoder(nn.Module):
+    def __init__(self, batch_first=True):
+        super().__init__()
+        self.proj = nn.Linear(16, 64)
+        self.enc = nn.TransformerEncoderLayer(64, 4, 128, batch_first=batch_first)
+        self.fc = nn.Linear(64, 3)
+
+    def forward(self, x):
+        return self.fc(self.enc(self.proj(x)).mean(dim=1))
+
+
+def test_a_standard_transformer_encoder_layer_stands_in_as_a_transformer_block_under_approx():
+    """nn.TransformerEncoderLayer has no kind: refused by default, costed as the transformer_block of the same
+    sizes under approx (marked, so the runtime widens its std); a sequence-first one stays refused."""
+    with pytest.raises(UnsupportedOperatorError, match="TransformerEncoderLayer"):
+        layers_of(_Encoder(), input_shape=[24, 16])
+    ml = layers_of(_Encoder(), input_shape=[24, 16], unknown_ops="approx")
+    enc = next(l for l in ml.layers if l["name"] == "enc")
+    assert enc["kind"] == "transformer_block" and enc["role"] == "hidden"
+    assert enc["config"] == {"d_model": 64, "n_heads": 4, "head_dim": 16, "d_ff": 128, "seq_len": 24}
+    assert "TransformerEncoderLayer" in enc["approx"] and "transformer_block" in enc["approx"]
+    with pytest.raises(UnsupportedOperatorError, match="TransformerEncoderLayer"):
+        layers_of(_Encoder(batch_first=False), input_shape=[24, 16], unknown_ops="approx")

@@ -130,6 +130,28 @@ def _module_layer(mod, in_shape, out_shape, unsupported):
     return None
 
 
+def _stand_in(mod, in_shape):
+    """((kind, config), reason) of a kind that stands in for a module without one of its own, under
+    ``unknown_ops="approx"`` (the runtime widens its std by APPROX_OP_REL_STD), or None.
+
+    ``nn.TransformerEncoderLayer`` (batch first): the ``transformer_block`` kind of the same sizes, a pre-norm
+    GELU block with causal attention; a training step of the PyTorch layer (post-norm ReLU, or pre-norm GELU)
+    took 1.02-1.36x of the block's on this project's host (d_model 64-256, 2-8 heads, 24-128 tokens;
+    ``bench/bench_stand_ins.py``, ``bench/results/stand-ins-host-20261127-0114.md``)."""
+    from torch import nn
+
+    if isinstance(mod, nn.TransformerEncoderLayer) and in_shape is not None and len(in_shape) == 2:
+        att = mod.self_attn
+        if not att.batch_first or att.embed_dim % att.num_heads:
+            return None
+        return (("transformer_block", {"d_model": att.embed_dim, "n_heads": att.num_heads,
+                                       "head_dim": att.embed_dim // att.num_heads,
+                                       "d_ff": mod.linear1.out_features, "seq_len": in_shape[0]}),
+                "TransformerEncoderLayer has no kind: estimated as the transformer_block kind of the same sizes "
+                "(a pre-norm GELU block with causal attention)")
+    return None
+
+
 def _leaf_types():
     from torch import nn
 
@@ -452,6 +474,11 @@ def layers_from_module(module, input_shape, input_dtype="float32", vocab=None, s
             has_params = False
         needs_grad[node] = upstream or has_params
         approx = None
+        if got is None and len(unsupported) > n_unsupported and unknown_ops == "approx" and node.op == "call_module":
+            stand_in = _stand_in(gm.get_submodule(node.target), in_shape)
+            if stand_in is not None:
+                got, approx = stand_in
+                del unsupported[n_unsupported:]
         if got is None and len(unsupported) > n_unsupported and unknown_ops == "approx" and _approximable(node, gm):
             shape = out_shape if out_shape is not None else in_shape
             if shape is not None:
