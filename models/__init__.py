@@ -110,8 +110,6 @@ _ZOO = (
     _zoo("eegnet1d", "EEGNet-style compact CNN (conv1d, ELU) on 22x256 EEG windows, 4 classes", (22, 256), 4),
     _zoo("gru_kws", "keyword-spotting GRU (2x128) with attention pooling on 98x40 log-mel frames, 12 classes",
          (98, 40), 12),
-    _zoo("kwt_tiny", "Keyword Transformer, tiny: Linear embedding 40->64 + learned position, 4 blocks (4 heads of 16, "
-         "ff 128), mean-pooled, on 98x40 log-mel frames, 12 classes", (98, 40), 12),
     _zoo("gru_har", "human-activity GRU (1x96, last step, dropout) on 128x9 UCI HAR windows (128 steps of 9 channels), "
          "6 classes", (128, 9), 6),
     _zoo("mlp_tabular", "tabular MLP (256/256/128, batchnorm1d, dropout) on 54 features, 7 classes", (54,), 7),

@@ -465,30 +465,6 @@ def gru_kws(spec):
     return _AttnRNN(GRUSequence(spec.input_shape[1], 128, num_layers=2), 128, spec.num_classes)
 
 
-class _KWT(nn.Module):
-    """Keyword Transformer: each frame embedded by a Linear, a learned position added, pre-norm blocks,
-    mean-pooled over frames."""
-
-    def __init__(self, frames, features, d, heads, head_dim, ff, depth, num_classes):
-        super().__init__()
-        self.embed = nn.Linear(features, d)
-        self.pos = nn.Parameter(torch.zeros(1, frames, d))
-        self.blocks = nn.Sequential(*[TransformerBlock(d, heads, head_dim, ff) for _ in range(depth)])
-        self.ln = nn.LayerNorm(d)
-        self.fc = nn.Linear(d, num_classes)
-
-    def forward(self, x):
-        return self.fc(self.ln(self.blocks(self.embed(x) + self.pos)).mean(dim=1))
-
-
-def kwt_tiny(spec):
-    """Keyword Transformer (KWT-style, tiny): 98 frames of 40 log-mel features, Linear embedding to 64, a learned
-    position, 4 blocks of 4 heads of 16 with ff 128, mean-pooled, 12 classes (Speech Commands). The zoo's
-    other transformers have d >= 128 and heads of 32-64; on-device transformers are often this small."""
-    t, f = spec.input_shape
-    return _KWT(t, f, 64, 4, 16, 128, 4, spec.num_classes)
-
-
 class _LastStepHead(nn.Module):
     """A recurrent layer's last step, dropout, then a linear classifier."""
 
