@@ -495,8 +495,12 @@ def measure_level(estimator, device="host", readings=LEVEL_READINGS, threads=Non
     (with the estimator's metric and runtime), over its median during the profile.
 
     Returns ``{"level", "log_std", "readings", "values", "probe", "device", "runtime", "metric",
-    "measured_utc", "beyond_drift"}`` (``runtime.estimator.device_level``; ``beyond_drift``: the level lies
-    outside the profile's own drift, as ``evaluate`` warns). Pass it as ``level=`` to ``estimate``.
+    "measured_utc", "beyond_drift", "applied"}`` (``runtime.estimator.device_level``; ``beyond_drift``: the
+    level lies outside the profile's own drift, ``exp(+-level_band(drift_log_std))``, as ``evaluate`` warns).
+    ``applied`` is ``beyond_drift``: within the band the estimate's std already covers the device's drift, and
+    a few readings on a bursty machine move more than the device does (on this project's VM, levels read
+    before a run were 0.85-1.26 where the levels around the models were 0.79-1.10, and scaling by them
+    doubled the error), so callers scale by the level (``level=`` to ``estimate``) only where it is applied.
     Refused before any measurement: an estimator without a reference probe (NotFoundError), a
     ``readings`` count outside 1-MAX_LEVEL_READINGS, a device of another kind than the profile's."""
     import datetime
@@ -518,9 +522,10 @@ def measure_level(estimator, device="host", readings=LEVEL_READINGS, threads=Non
     values = [reference_reading(dev, est.reference, metric=est.metric, settings=settings, runtime=est.runtime)
               for _ in range(int(n))]
     lvl = est.level(values)
+    beyond = abs(math.log(lvl["level"])) > level_band(est.drift_log_std)
     return dict(lvl, values=values, probe=est.reference["probe"].get("id"), device=dev.name, runtime=est.runtime, metric=est.metric,
                 measured_utc=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-                beyond_drift=abs(math.log(lvl["level"])) > level_band(est.drift_log_std))
+                beyond_drift=beyond, applied=beyond)
 
 
 def _measurement_quality(dev, r, metric, settings):

@@ -44,10 +44,11 @@ def cmd(estimator, model, input_shape, batch_size, relevel, device, level_readin
     if given_level is not None:
         level = _level_arg(given_level)
     elif relevel:
-        level = measure_level(est, device=device, readings=level_readings)
+        measured = measure_level(est, device=device, readings=level_readings)
+        level = measured if measured["applied"] else None  # within the profile's drift: the std covers it
     r = estimate(est, model, batch_size=batch_size, input_shape=input_shape, unknown_ops=unknown_ops, level=level)
     if relevel:
-        r["level"] = level  # with its readings, probe and time: what the scaling rests on
+        r["level"] = measured  # with its readings, probe, time and whether it was applied
     warn_measurement(r)
     if as_json:
         emit_json(r)
@@ -66,5 +67,6 @@ def cmd(estimator, model, input_shape, batch_size, relevel, device, level_readin
     if lv:
         how = (f"measured now on {lv['device']} ({lv['readings']} readings of reference probe {lv['probe']})"
                if "device" in lv else "given")
-        click.echo(f"at the device's level {lv['level']:.3f} (ln-std {lv['log_std']:.3f}) of its profile, {how}; "
-                   "THOR and FLOPs scaled by it" + (": beyond the profile's own drift" if lv.get("beyond_drift") else ""))
+        what = ("THOR and FLOPs scaled by it" if lv.get("applied", True) else
+                "within the profile's own drift, which the std already covers: estimates not scaled")
+        click.echo(f"the device's level {lv['level']:.3f} (ln-std {lv['log_std']:.3f}) of its profile, {how}; {what}")

@@ -242,7 +242,9 @@ def relevel_lines(r):
     if not lv or not un:
         return ""
     text = (f"\nreleveled: THOR and FLOPs scaled by the device's level {lv['level']:.3f} (ln-std {lv['log_std']:.3f}; "
-            f"{lv['readings']} readings of reference probe {lv['probe']} before the run)")
+            f"{lv['readings']} readings of reference probe {lv['probe']} before the run)" if lv.get("applied") else
+            f"\nnot releveled: the device's level {lv['level']:.3f} before the run lies within the profile's own "
+            "drift (the estimates' std covers it)")
     for g, m in [("all", un)] + list((un.get("groups") or {}).items()):
         if m.get("thor_mape") is None:
             continue

@@ -97,9 +97,10 @@ def evaluate_unseen(estimator, models, device="host", batch_sizes=(16,), metric=
     scored on); see ``thor_sdk.evaluate.methods``. ``passes``: every model is measured this many times,
     every other pass in reverse order, and scored on the median of its passes (on a machine that drifts,
     one pass reads the machine as much as the model). ``relevel``: measure the device's level once before
-    anything else (``thor_sdk.measure_level``: the profile's reference probe, LEVEL_READINGS times) and score
-    THOR and the FLOPs baseline at it, as an app that measures its device first would; every row keeps its
-    estimates at the profile's level in ``unleveled``, and the result their summary. ``progress``:
+    anything else (``thor_sdk.measure_level``: the profile's reference probe, LEVEL_READINGS times) and, where
+    it lies beyond the profile's own drift (``applied``), score THOR and the FLOPs baseline at it, as an app
+    that measures its device first would; every row keeps its estimates at the profile's level in
+    ``unleveled``, and the result their summary. ``progress``:
     called ``("start", total)`` then ``("step", label)`` after each measurement.
     Returns a plain dict (JSON-ready): one row per measured model and batch size with ``estimates`` per
     method (value, APE, and for THOR the std, z and whether the 95% interval covers the measurement),
@@ -145,6 +146,7 @@ def evaluate_unseen(estimator, models, device="host", batch_sizes=(16,), metric=
                                  runtime=runtime) / probe_ref["median_value"]
 
     relevel_info = measure_level(est, dev, settings=settings) if relevel else None
+    applied = relevel_info if relevel_info and relevel_info["applied"] else None
     items = []  # (source, layer list, batch size, estimate, label, estimate at the profile's level)
     for model, source in zip(models, sources):
         ml = layers_of(model, input_shape=input_shape)  # traced once, estimated at every batch size
@@ -152,7 +154,7 @@ def evaluate_unseen(estimator, models, device="host", batch_sizes=(16,), metric=
             label = f"{source.label} b{b}"
             try:
                 raw = estimate_layers(est, ml, b)
-                items.append((source, ml, b, estimate_layers(est, ml, b, level=relevel_info) if relevel else raw,
+                items.append((source, ml, b, estimate_layers(est, ml, b, level=applied) if applied else raw,
                               label, raw))
             except NotFoundError as err:  # a kind the profile never reached: said, not averaged in
                 skipped.append({"model": source.label, "batch_size": b, "reason": str(err)})
