@@ -512,18 +512,18 @@ def measure_level(estimator, device="host", readings=LEVEL_READINGS, threads=Non
 
     n = number("readings", readings, low=1, high=MAX_LEVEL_READINGS, integer=True)
     est = load_estimator(estimator) if not hasattr(estimator, "estimate") else estimator
-    if est.reference is None:
-        est.level([1.0])  # raises the NotFoundError that says why
+    reference = est.require_reference()
     dev = _device(device, threads=threads)
-    kind = (est.device or {}).get("kind")
-    if kind and dev.info().get("kind") and kind != dev.info().get("kind"):
-        raise UsageError(f"the estimator profiles a {kind} device, not a {dev.info().get('kind')} one: its "
+    kind, dev_kind = (est.device or {}).get("kind"), dev.info().get("kind")
+    if kind and dev_kind and kind != dev_kind:
+        raise UsageError(f"the estimator profiles a {kind} device, not a {dev_kind} one: its "
                          "reference probe's level there means nothing")
-    values = [reference_reading(dev, est.reference, metric=est.metric, settings=settings, runtime=est.runtime)
+    values = [reference_reading(dev, reference, metric=est.metric, settings=settings, runtime=est.runtime)
               for _ in range(int(n))]
     lvl = est.level(values)
     beyond = abs(math.log(lvl["level"])) > level_band(est.drift_log_std)
-    return dict(lvl, values=values, probe=est.reference["probe"].get("id"), device=dev.name, runtime=est.runtime, metric=est.metric,
+    return dict(lvl, values=values, probe=reference["probe"].get("id"), device=dev.name, runtime=est.runtime,
+                metric=est.metric,
                 measured_utc=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
                 beyond_drift=beyond, applied=beyond)
 

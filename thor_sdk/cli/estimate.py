@@ -33,17 +33,15 @@ def _fmt(v, unit):
 @json_option
 def cmd(estimator, model, input_shape, batch_size, relevel, device, level_readings, given_level, unknown_ops, as_json):
     """Estimate MODEL's training-step cost per layer and in total, with the FLOPs baseline beside it."""
-    from thor_sdk.api import _level_arg, estimate, measure_level
+    from thor_sdk.api import estimate, measure_level
     from thor_sdk.errors import UsageError
     from thor_sdk.runtime import load_estimator
 
     if relevel and given_level is not None:
         raise UsageError("give --relevel or --level, not both")
     est = load_estimator(estimator)
-    level = None
-    if given_level is not None:
-        level = _level_arg(given_level)
-    elif relevel:
+    level = given_level  # checked by estimate before the model is traced
+    if relevel:
         measured = measure_level(est, device=device, readings=level_readings)
         level = measured if measured["applied"] else None  # within the profile's drift: the std covers it
     r = estimate(est, model, batch_size=batch_size, input_shape=input_shape, unknown_ops=unknown_ops, level=level)

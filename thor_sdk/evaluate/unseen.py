@@ -43,6 +43,12 @@ def _extrapolated_share(layers):
     return min(1.0, math.fsum(l["mean"] for l in layers if l.get("outside")) / total)
 
 
+def _z(measured, mean, std):
+    """How many stds the measurement lies from the estimate; None without a std (no interval: JSON has no
+    infinity)."""
+    return (measured - mean) / std if std > 0 else None
+
+
 def _ape(est, true):
     return abs(est - true) / abs(true) * 100.0 if est is not None and true else None
 
@@ -136,9 +142,7 @@ def evaluate_unseen(estimator, models, device="host", batch_sizes=(16,), metric=
     info = dev.info()
     rows, refs, skipped, layers = [], [], [], []
     t_start = time.monotonic()
-    probe_ref = est.reference
-    if relevel and probe_ref is None:
-        est.level([1.0])  # the NotFoundError that says why, before any measurement
+    probe_ref = est.require_reference() if relevel else est.reference  # no reference: refused before measuring
 
     def device_level():
         """The profile's reference probe measured now, over its level during the profile."""
@@ -185,7 +189,7 @@ def evaluate_unseen(estimator, models, device="host", batch_sizes=(16,), metric=
         level = math.exp(statistics.fmean(math.log(x) for x in levels)) if levels else None
         mean, std = e["total"]["mean"], e["total"]["std"]
         flops = e["flops_baseline"]["total"]
-        z = (measured - mean) / std if std > 0 else None  # no std: no interval (JSON has no infinity)
+        z = _z(measured, mean, std)
         row = {"model": source.label, "group": group_of(source.name) if source.name else None, "batch_size": b,
                "measured": measured, "measured_passes": list(got["medians"]),
                "measured_cv": (statistics.stdev(vals) / statistics.fmean(vals)) if len(vals) > 1 else None,
@@ -203,7 +207,7 @@ def evaluate_unseen(estimator, models, device="host", batch_sizes=(16,), metric=
                    covered95_level_adjusted=(abs(measured - raw_mean * level) <= Z95 * raw_std * level)
                    if level else None)
         if relevel:
-            raw_z = (measured - raw_mean) / raw_std if raw_std > 0 else None
+            raw_z = _z(measured, raw_mean, raw_std)
             raw_flops = raw["flops_baseline"]["total"]
             row["unleveled"] = {"thor": raw_mean, "thor_std": raw_std, "thor_ape": _ape(raw_mean, measured),
                                 "z": raw_z, "covered95": raw_z is not None and abs(raw_z) <= Z95,

@@ -368,9 +368,9 @@ def _reads_token_ids(gm):
                               for u in uses)
 
 
-def input_dtype_of(module):
-    """``"int64"`` when ``module``'s input only feeds embedding lookups (a text model's token ids), else
-    ``"float32"``: what ``layers_from_module`` assumes when no dtype is given."""
+def _trace(module):
+    """``module`` as a torch.fx GraphModule, this project's layer modules (``_leaf_types``) kept whole; fx's own
+    exception for untraceable Python control flow."""
     from torch import fx
 
     leaves = _leaf_types()
@@ -379,8 +379,14 @@ def input_dtype_of(module):
         def is_leaf_module(self, m, qualname):
             return isinstance(m, leaves) or super().is_leaf_module(m, qualname)
 
+    return fx.GraphModule(module, _Tracer().trace(module))
+
+
+def input_dtype_of(module):
+    """``"int64"`` when ``module``'s input only feeds embedding lookups (a text model's token ids), else
+    ``"float32"``: the dtype ``layers_of`` traces a module with when none is given."""
     try:
-        gm = fx.GraphModule(module, _Tracer().trace(module))
+        gm = _trace(module)
     except Exception:  # untraceable: layers_from_module says so with the reason
         return "float32"
     return "int64" if _reads_token_ids(gm) else "float32"
@@ -389,7 +395,6 @@ def input_dtype_of(module):
 def layers_from_module(module, input_shape, input_dtype="float32", vocab=None, source="model", unknown_ops="error"):
     """The ordered layer list of ``module`` for inputs of per-sample ``input_shape``.
 
-    ``input_dtype`` None: token ids (int64) when the input only feeds embedding lookups, else float32.
     Returns a list of ``{"name", "kind", "role", "config", "op"}`` (``op``: the operator it came from);
     a final Linear becomes the ``output`` head. Raises ``UnsupportedOperatorError`` naming every
     operator without a layer kind, unless ``unknown_ops="approx"``: then each such operator that is
@@ -404,22 +409,13 @@ def layers_from_module(module, input_shape, input_dtype="float32", vocab=None, s
     from torch import fx
     from torch.fx.passes.shape_prop import ShapeProp
 
-    leaves = _leaf_types()
-
-    class _Tracer(fx.Tracer):
-        def is_leaf_module(self, m, qualname):
-            return isinstance(m, leaves) or super().is_leaf_module(m, qualname)
-
     try:
-        graph = _Tracer().trace(module)
+        gm = _trace(module)
     except Exception as e:  # fx raises many types for untraceable Python control flow
         raise ModelError(
             f"could not trace {source} with torch.fx ({type(e).__name__}: {e}); "
             "describe it as a layer-list JSON instead (see docs/layer-list.md)"
         ) from e
-    gm = fx.GraphModule(module, graph)
-    if input_dtype is None:
-        input_dtype = "int64" if _reads_token_ids(gm) else "float32"
     if input_dtype == "int64":
         example = torch.randint(0, max(int(vocab or 2), 2), (2, *input_shape))
     else:

@@ -344,16 +344,20 @@ class Estimator:
         """``{kind: [feature names]}`` of every kind this estimator has a model for."""
         return {k: list(m.features) for k, m in self._models.items()}
 
-    def level(self, readings):
-        """The device's level now (``device_level``) from ``readings`` of this estimator's reference probe
-        (``whole_model.reference``: its ``part``'s cost per step, in the estimator's unit) measured now.
-        NotFoundError for an estimator without one (fitted from ``--samples``, or a campaign that
-        never measured it)."""
+    def require_reference(self):
+        """``whole_model.reference`` (the profile's reference probe and its median); NotFoundError for an
+        estimator without one (fitted from ``--samples``, or a campaign that never measured it)."""
         if self.reference is None:
             raise NotFoundError("this estimator has no reference probe (whole_model.reference): it was fitted "
                                 "from samples or a campaign that never measured one, so its level cannot be "
                                 "measured; profile the device with `thor-sdk profile`")
-        return device_level(readings, self.reference["median_value"], self.drift_log_std)
+        return self.reference
+
+    def level(self, readings):
+        """The device's level now (``device_level``) from ``readings`` of this estimator's reference probe
+        (``whole_model.reference``: its ``part``'s cost per step, in the estimator's unit) measured now;
+        NotFoundError without one (``require_reference``)."""
+        return device_level(readings, self.require_reference()["median_value"], self.drift_log_std)
 
     def _model_for(self, kind, config):
         """(entry name, model) costing a layer: its structural variant's (``conv2d:grouped``) where the
