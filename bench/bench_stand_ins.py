@@ -1,12 +1,21 @@
-"""Stand-in kinds: a module without a kind of its own against the kind ``--unknown-ops approx`` costs it as.
+"""Stand-in kinds: an operator without a kind of its own against the kinds ``--unknown-ops approx`` costs it as.
 
     python bench/bench_stand_ins.py            # writes bench/results/stand-ins-host-<stamp>.md
 
-``nn.TransformerEncoderLayer`` (batch first) is estimated as the ``transformer_block`` kind of the same sizes
-(``thor_sdk.layers.extract._stand_in``). This measures one training step (forward, backward, SGD) of each,
-side by side in one process, one intra-op thread, median of 30 steps after 5 warm-up steps, at a few sizes:
-the ratio is how far the stand-in's own cost is from the module's on this machine (the estimate adds the
-GP's error on top, and the runtime widens the std of a stand-in layer by APPROX_OP_REL_STD).
+Under ``--unknown-ops approx`` some operators without a kind are estimated as kinds that stand in for them
+(``thor_sdk.layers.extract._stand_in``): nn.TransformerEncoderLayer as a ``transformer_block``; a bidirectional
+LSTM/GRU as one layer per direction and a ``cat``; a dilated conv as the undilated conv of the same output
+size; a transposed conv as the stride-1 conv of the same FLOPs; nn.MultiheadAttention, ``x @ y`` and
+F.scaled_dot_product_attention as ``linear`` layers of the same FLOPs and a ``softmax``.
+
+Each case is a small module holding the operator (and a cheap ReLU after it, so no linear stand-in becomes the
+loss head). Its layer list comes from the product's own ``layers_of(..., unknown_ops="approx")``; every layer
+is then built alone (``build_layer``) and timed as one training step (forward, mean-square loss, backward,
+SGD) on an input that needs a gradient, less the loss alone on its output (THOR's probes remove the loss by
+subtraction too), and the sum of the layers (what THOR adds up) is set against the module timed the same way. Side by side in one process, one intra-op thread, median of 30 steps after 5
+warm-up steps, the module and its layers alternating in three rounds (the median of the rounds is kept). The
+ratio is how far the stand-in's own cost is from the operator's on this machine; the estimate adds the GP's
+error on top, and the runtime widens the std of a stand-in layer by APPROX_OP_REL_STD.
 """
 
 import argparse
@@ -19,20 +28,23 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-#: (d_model, heads, d_ff, tokens, batch)
-SIZES = ((64, 4, 128, 24, 16), (128, 4, 256, 64, 16), (256, 8, 512, 32, 8), (64, 2, 256, 128, 4))
-
 
 def step_s(module, x, steps=30, warmup=5):
     """Median seconds of one training step (forward, mean-square loss, backward, SGD)."""
     import torch
 
-    opt = torch.optim.SGD(module.parameters(), lr=1e-3)
+    params = [p for p in module.parameters() if p.requires_grad]
+    opt = torch.optim.SGD(params, lr=1e-3) if params else None
 
     def one():
-        opt.zero_grad()
-        module(x).pow(2).mean().backward()
-        opt.step()
+        if opt is not None:
+            opt.zero_grad()
+        if x.grad is not None:
+            x.grad = None
+        out = module(x)
+        (out[0] if isinstance(out, tuple) else out).float().pow(2).mean().backward()
+        if opt is not None:
+            opt.step()
 
     for _ in range(warmup):
         one()
@@ -44,42 +56,132 @@ def step_s(module, x, steps=30, warmup=5):
     return statistics.median(times)
 
 
-def main(argv=None):
+def _loss_s(out_shape, batch):
+    """Median seconds of the loss alone (mean square, its backward) on an output of ``out_shape``."""
     import torch
     from torch import nn
 
-    from thor_sdk.models.blocks import TransformerBlock
+    return step_s(nn.Identity(), torch.randn(batch, *out_shape, requires_grad=True))
+
+
+def _cases():
+    """``[(label, module, per-sample input shape, batch)]``."""
+    import torch
+    from torch import nn
+    from torch.nn import functional as F
+
+    class Op(nn.Module):
+        def __init__(self, inner, tuple_out=False, self_attention=False):
+            super().__init__()
+            self.inner, self.tuple_out, self.self_attention = inner, tuple_out, self_attention
+
+        def forward(self, x):
+            y = self.inner(x, x, x) if self.self_attention else self.inner(x)
+            return torch.relu(y[0] if self.tuple_out else y)
+
+    class Scores(nn.Module):
+        def forward(self, x):  # (B, heads, T, hd): q @ k^T, then the weighted sum
+            return torch.relu(torch.softmax(x @ x.transpose(-1, -2), dim=-1) @ x)
+
+    class Sdpa(nn.Module):
+        def forward(self, x):
+            return torch.relu(F.scaled_dot_product_attention(x, x, x))
+
+    cases = []
+    for d, h, ff, t, b in ((64, 4, 128, 24, 16), (128, 4, 256, 64, 16), (256, 8, 512, 32, 8)):
+        cases.append((f"TransformerEncoderLayer d{d} h{h} ff{ff} T{t}",
+                      Op(nn.TransformerEncoderLayer(d, h, ff, batch_first=True)), (t, d), b))
+    cases += [
+        ("LSTM bidirectional 64->96 T32", Op(nn.LSTM(64, 96, batch_first=True, bidirectional=True), True), (32, 64), 16),
+        ("GRU bidirectional x2 12->64 T50", Op(nn.GRU(12, 64, 2, batch_first=True, bidirectional=True), True),
+         (50, 12), 16),
+        ("LSTM bidirectional 40->128 T100", Op(nn.LSTM(40, 128, batch_first=True, bidirectional=True), True),
+         (100, 40), 8),
+        ("Conv1d 3->32 k3 dilation 2 L128", Op(nn.Conv1d(3, 32, 3, padding=2, dilation=2)), (3, 128), 16),
+        ("Conv1d 32->32 k3 dilation 4 L128", Op(nn.Conv1d(32, 32, 3, padding=4, dilation=4)), (32, 128), 16),
+        ("Conv1d 64->64 k5 dilation 8 L256", Op(nn.Conv1d(64, 64, 5, padding=16, dilation=8)), (64, 256), 16),
+        ("Conv2d 32->32 k3 dilation 2 32x32", Op(nn.Conv2d(32, 32, 3, padding=2, dilation=2)), (32, 32, 32), 16),
+        ("ConvTranspose2d 8->4 k2 s2 16x16", Op(nn.ConvTranspose2d(8, 4, 2, stride=2)), (8, 16, 16), 16),
+        ("ConvTranspose2d 64->32 k4 s2 p1 16x16", Op(nn.ConvTranspose2d(64, 32, 4, 2, 1)), (64, 16, 16), 16),
+        ("ConvTranspose2d 32->16 k3 s2 p1 op1 32x32", Op(nn.ConvTranspose2d(32, 16, 3, 2, 1, output_padding=1)),
+         (32, 32, 32), 16),
+        ("ConvTranspose1d 32->16 k4 s2 p1 L64", Op(nn.ConvTranspose1d(32, 16, 4, 2, 1)), (32, 64), 16),
+        ("MultiheadAttention d64 h4 T24", Op(nn.MultiheadAttention(64, 4, batch_first=True), True, True), (24, 64), 16),
+        ("MultiheadAttention d128 h8 T64", Op(nn.MultiheadAttention(128, 8, batch_first=True), True, True),
+         (64, 128), 16),
+        ("x @ x^T, softmax, @ x: 4 heads T32 hd16", Scores(), (4, 32, 16), 16),
+        ("x @ x^T, softmax, @ x: 8 heads T64 hd32", Scores(), (8, 64, 32), 8),
+        ("scaled_dot_product_attention 4 heads T32 hd16", Sdpa(), (4, 32, 16), 16),
+    ]
+    return cases
+
+
+def measure(label, module, shape, batch, rounds=3):
+    """(layers, module s, sum of the layers' s, [(layer name, kind, s, approx)]) for one case."""
+    import torch
+
+    from thor_sdk.layers import layers_of
+    from thor_sdk.layers.build import build_layer
+    from thor_sdk.layers.kinds import get_kind
+
+    layers = layers_of(module, input_shape=list(shape), unknown_ops="approx").layers
+    built = []
+    for layer in layers:
+        kind = get_kind(layer["kind"])
+        m = build_layer(layer["kind"], layer["config"]).train()
+        x = torch.randn(batch, *[int(s) for s in kind.in_shape(layer["config"])], requires_grad=True)
+        built.append((layer, m, x, tuple(int(s) for s in kind.out_shape(layer["config"]))))
+    x = torch.randn(batch, *shape, requires_grad=True)
+    module.train()
+    with torch.no_grad():
+        out = module(x)
+    out_shape = tuple((out[0] if isinstance(out, tuple) else out).shape[1:])
+    whole, parts = [], []
+    for _ in range(rounds):
+        whole.append(step_s(module, x) - _loss_s(out_shape, batch))
+        parts.append([step_s(m, lx) - _loss_s(o, batch) for _, m, lx, o in built])
+    per_layer = [statistics.median(p[i] for p in parts) for i in range(len(built))]
+    return (statistics.median(whole), statistics.median(sum(p) for p in parts),
+            [(layer["name"], layer["kind"], s, "approx" in layer) for (layer, _, _, _), s in zip(built, per_layer)])
+
+
+def main(argv=None):
+    import torch
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--report", default=None)
+    ap.add_argument("--only", default=None, help="only the cases whose label contains this text")
     args = ap.parse_args(argv)
+    argv = sys.argv[1:] if argv is None else argv
     torch.set_num_threads(1)
     torch.manual_seed(0)
     load = os.getloadavg()[0]
     rows = []
-    for d, h, ff, t, b in SIZES:
-        x = torch.randn(b, t, d)
-        block = step_s(TransformerBlock(d, h, d // h, ff).train(), x)
-        tel = step_s(nn.TransformerEncoderLayer(d, h, ff, batch_first=True).train(), x)
-        pre = step_s(nn.TransformerEncoderLayer(d, h, ff, batch_first=True, activation="gelu",
-                                                norm_first=True).train(), x)
-        rows.append((d, h, ff, t, b, block, tel, pre))
+    for label, module, shape, batch in _cases():
+        if args.only and args.only not in label:
+            continue
+        whole, parts, per_layer = measure(label, module, shape, batch)
+        rows.append((label, batch, whole, parts, per_layer))
+        print(f"{label}: module {whole * 1e3:.3f} ms, layers {parts * 1e3:.3f} ms, ratio {whole / parts:.2f}",
+              flush=True)
     stamp = dt.datetime.now(dt.timezone.utc).strftime("%Y%m%d-%H%M")
     lines = [f"# Stand-in kinds on the host ({stamp} UTC)", "",
              "Command: `python bench/bench_stand_ins.py" + (" " + " ".join(argv) if argv else "") + "`", "",
              f"Machine: {platform.platform()}, {os.cpu_count()} cores, 1 torch thread, torch {torch.__version__}; "
              f"load average {load:.2f} at start, {os.getloadavg()[0]:.2f} at end.", "",
-             "One training step, median of 30. `block`: the zoo's TransformerBlock (what `transformer_block` "
-             "probes), head_dim = d_model / heads; `TEL`: nn.TransformerEncoderLayer (post-norm, ReLU); `TEL pre`: "
-             "norm_first, GELU.", "",
-             "| d_model | heads | d_ff | tokens | batch | block ms | TEL ms | TEL / block | TEL pre ms | TEL pre / block |",
-             "|---|---|---|---|---|---|---|---|---|---|"]
-    for d, h, ff, t, b, block, tel, pre in rows:
-        lines.append(f"| {d} | {h} | {ff} | {t} | {b} | {block * 1e3:.3f} | {tel * 1e3:.3f} | {tel / block:.2f} | "
-                     f"{pre * 1e3:.3f} | {pre / block:.2f} |")
-    ratios = [r[6] / r[5] for r in rows] + [r[7] / r[5] for r in rows]
-    lines += ["", f"TEL / block over all sizes and both variants: {min(ratios):.2f}-{max(ratios):.2f} "
-                  f"(median {statistics.median(ratios):.2f})."]
+             "One training step less the loss alone on its output, median of 30, median of 3 alternating rounds. `module`: the operator (and a ReLU "
+             "after it) timed whole; `layers`: the sum of its layer list's layers, each built alone as THOR "
+             "probes it (the stand-in layers are marked approx in the list); `module / layers`: above 1, the "
+             "stand-in under-reads the operator.", "",
+             "| case | batch | module ms | layers ms | module / layers | layers (stand-ins in bold) |",
+             "|---|---|---|---|---|---|"]
+    for label, batch, whole, parts, per_layer in rows:
+        desc = ", ".join(f"**{k} {s * 1e3:.2f}**" if a else f"{k} {s * 1e3:.2f}" for _, k, s, a in per_layer)
+        lines.append(f"| {label} | {batch} | {whole * 1e3:.3f} | {parts * 1e3:.3f} | {whole / parts:.2f} | {desc} |")
+    ratios = [r[2] / r[3] for r in rows]
+    if ratios:
+        lines += ["", f"module / layers over all cases: {min(ratios):.2f}-{max(ratios):.2f} "
+                      f"(median {statistics.median(ratios):.2f})."]
     report = args.report or os.path.join(os.path.dirname(os.path.abspath(__file__)), "results",
                                          f"stand-ins-host-{stamp}.md")
     with open(report, "w", encoding="utf-8") as f:

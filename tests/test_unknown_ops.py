@@ -8,6 +8,7 @@ from torch import nn
 
 from thor_sdk.errors import NotFoundError, UnsupportedOperatorError
 from thor_sdk.layers import layers_of
+from thor_sdk.layers.kinds import get_kind
 from thor_sdk.runtime import load_estimator
 
 VECTORS = "tests/vectors/estimator_time_profile.json"  # kinds: conv2d, maxpool2d, output, relu
@@ -60,10 +61,30 @@ def test_approx_turns_elementwise_ops_without_a_kind_into_the_generic_kind_and_s
     assert ml.layers[-1]["kind"] == "output"
 
 
-def test_dense_linear_algebra_is_never_approximated():
+class Einsum(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(5, 4)
+
+    def forward(self, x):
+        return self.fc(torch.einsum("bij,bkj->bik", x, x).sum(-1))
+
+
+def test_dense_linear_algebra_is_never_approximated_as_an_elementwise_op():
+    """A matmul has no kind: refused by default; under approx it stands in as a linear layer of its FLOPs (never
+    the memory-bound generic kind); an einsum has no stand-in and stays refused."""
     with pytest.raises(UnsupportedOperatorError) as e:
-        layers_of(Attention(), input_shape=[5, 8], unknown_ops="approx")
+        layers_of(Attention(), input_shape=[5, 8])
     assert "torch.matmul" in e.value.ops
+    ml = layers_of(Attention(), input_shape=[5, 8], unknown_ops="approx")
+    mm = next(l for l in ml.layers if l["op"] == "torch.matmul")
+    assert mm["kind"] == "linear" and mm["role"] == "input" and "torch.matmul" in mm["approx"]
+    assert mm["config"] == {"in_features": 8, "out_features": 5, "tokens": 5, "bias": 0}
+    assert get_kind("linear").forward_flops(mm["config"]) == 2 * 5 * 5 * 8  # (5 x 8) @ (8 x 5)
+    assert [l["op"] for l in ml.layers if l["kind"] == "elementwise"] == ["Tensor.sum"]  # the reduction after it
+    with pytest.raises(UnsupportedOperatorError) as e:
+        layers_of(Einsum(), input_shape=[5, 8], unknown_ops="approx")
+    assert e.value.ops == ["torch.einsum"]
 
 
 def test_an_estimator_lacking_kinds_names_the_layers_and_approx_estimates_them_wider():
@@ -173,3 +194,137 @@ def test_a_standard_transformer_encoder_layer_stands_in_as_a_transformer_block_u
     assert "TransformerEncoderLayer" in enc["approx"] and "transformer_block" in enc["approx"]
     with pytest.raises(UnsupportedOperatorError, match="TransformerEncoderLayer"):
         layers_of(_Encoder(batch_first=False), input_shape=[24, 16], unknown_ops="approx")
+
+
+def _flops(layers):
+    return sum(get_kind(l["kind"]).forward_flops(l["config"]) for l in layers)
+
+
+class _Rnn(nn.Module):
+    def __init__(self, rnn):
+        super().__init__()
+        self.rnn = rnn
+        self.fc = nn.Linear(2 * rnn.hidden_size, 3)
+
+    def forward(self, x):
+        h, _ = self.rnn(x)
+        return self.fc(h[:, -1])
+
+
+@pytest.mark.parametrize("cls, kind", [(nn.LSTM, "lstm"), (nn.GRU, "gru")])
+def test_a_bidirectional_rnn_stands_in_as_one_layer_per_direction_and_a_cat(cls, kind):
+    rnn = cls(12, 20, num_layers=2, batch_first=True, bidirectional=True)
+    with pytest.raises(UnsupportedOperatorError):
+        layers_of(_Rnn(rnn), input_shape=[30, 12])
+    ml = layers_of(_Rnn(rnn), input_shape=[30, 12], unknown_ops="approx")
+    got = [(l["name"], l["kind"], l["role"], l["config"].get("input_size")) for l in ml.layers[:-1]]
+    assert got == [("rnn.fwd0", kind, "input", 12), ("rnn.rev0", kind, "input", 12), ("rnn.cat0", "cat", "hidden", None),
+                   ("rnn.fwd1", kind, "hidden", 40), ("rnn.rev1", kind, "hidden", 40), ("rnn.cat1", "cat", "hidden", None)]
+    for l in ml.layers[:-1]:
+        assert "bidirectional" in l["approx"] and l["op"] == cls.__name__
+        if l["kind"] == kind:
+            assert l["config"] == dict(l["config"], hidden_size=20, seq_len=30, num_layers=1)
+        else:
+            assert l["config"] == {"numel": 30 * 40, "parts": 2}
+    seq_first = cls(12, 20, batch_first=False, bidirectional=True)
+    with pytest.raises(UnsupportedOperatorError):
+        layers_of(_Rnn(seq_first), input_shape=[30, 12], unknown_ops="approx")
+
+
+@pytest.mark.parametrize("conv, shape", [
+    (nn.Conv1d(3, 16, 3, padding=4, dilation=4), [3, 64]),
+    (nn.Conv1d(8, 8, 5, stride=2, padding=3, dilation=3, groups=2), [8, 50]),
+    (nn.Conv2d(4, 6, 3, padding=2, dilation=2), [4, 12, 12]),
+])
+def test_a_dilated_conv_stands_in_as_the_undilated_conv_of_the_same_output_and_flops(conv, shape):
+    net = nn.Sequential(conv, nn.Flatten())
+    with pytest.raises(UnsupportedOperatorError, match="dilation"):
+        layers_of(net, input_shape=shape)
+    layer = layers_of(net, input_shape=shape, unknown_ops="approx").layers[0]
+    k = get_kind(layer["kind"])
+    out = conv(torch.zeros(1, *shape))
+    assert list(k.out_shape(layer["config"])) == list(out.shape[1:])
+    kernel = conv.weight[0].numel()  # in_channels / groups x kernel area
+    assert k.forward_flops(layer["config"]) == pytest.approx(2 * out.numel() * kernel, rel=0.01)
+    assert layer["config"]["kernel"] == conv.kernel_size[0] and "dilation" in layer["approx"]
+
+
+@pytest.mark.parametrize("conv, shape", [
+    (nn.ConvTranspose2d(8, 4, 2, stride=2), [8, 10, 10]),
+    (nn.ConvTranspose2d(16, 8, 4, stride=2, padding=1, groups=2), [16, 7, 7]),
+    (nn.ConvTranspose1d(6, 3, 3, stride=2, padding=1, output_padding=1), [6, 20]),
+])
+def test_a_transposed_conv_stands_in_as_a_stride_1_conv_of_the_same_flops(conv, shape):
+    net = nn.Sequential(conv, nn.Flatten())
+    with pytest.raises(UnsupportedOperatorError, match="ConvTranspose"):
+        layers_of(net, input_shape=shape)
+    layer = layers_of(net, input_shape=shape, unknown_ops="approx").layers[0]
+    k = get_kind(layer["kind"])
+    # every input element meets the whole kernel: in x out / groups x kernel area multiply-adds per input pixel
+    pixels = 1
+    for s in shape[1:]:
+        pixels *= s
+    want = 2 * conv.in_channels * conv.out_channels // conv.groups * conv.weight[0, 0].numel() * pixels
+    assert k.forward_flops(layer["config"]) == want
+    assert list(k.out_shape(layer["config"]))[1:] == shape[1:] and layer["config"]["stride"] == 1
+
+
+class _Mha(nn.Module):
+    def __init__(self, cross=False):
+        super().__init__()
+        self.cross = cross
+        self.att = nn.MultiheadAttention(32, 4, batch_first=True)
+        self.fc = nn.Linear(32, 3)
+
+    def forward(self, x):
+        a, _ = self.att(x, x.flip(1) if self.cross else x, x)
+        return self.fc(a.mean(dim=1))
+
+
+def test_multi_head_self_attention_stands_in_as_its_projections_scores_and_softmax():
+    with pytest.raises(UnsupportedOperatorError, match="MultiheadAttention"):
+        layers_of(_Mha(), input_shape=[10, 32])
+    ml = layers_of(_Mha(), input_shape=[10, 32], unknown_ops="approx")
+    att = [l for l in ml.layers if l["op"] == "MultiheadAttention"]
+    assert [(l["name"], l["kind"], l["role"]) for l in att] == [
+        ("att.in_proj", "linear", "input"), ("att.scores", "linear", "hidden"), ("att.softmax", "softmax", "hidden"),
+        ("att.weighted", "linear", "hidden"), ("att.out_proj", "linear", "hidden")]
+    t, d, h = 10, 32, 4
+    macs = t * d * 3 * d + 2 * h * t * t * (d // h) + t * d * d  # projections in and out, scores, weighted sum
+    assert _flops([l for l in att if l["kind"] == "linear"]) == 2 * macs
+    assert att[2]["config"] == {"numel": h * t * t, "last_dim": t}
+    with pytest.raises(UnsupportedOperatorError, match="MultiheadAttention"):  # cross-attention: no stand-in
+        layers_of(_Mha(cross=True), input_shape=[10, 32], unknown_ops="approx")
+
+
+class _Sdpa(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(8, 3)
+
+    def forward(self, x):  # (heads 2, tokens 6, head dim 8) per sample
+        from torch.nn import functional as F
+
+        return self.fc(F.scaled_dot_product_attention(x, x, x).mean(dim=(1, 2)))
+
+
+def test_scaled_dot_product_attention_stands_in_as_scores_softmax_and_weighted_sum():
+    with pytest.raises(UnsupportedOperatorError, match="scaled_dot_product_attention"):
+        layers_of(_Sdpa(), input_shape=[2, 6, 8])
+    ml = layers_of(_Sdpa(), input_shape=[2, 6, 8], unknown_ops="approx")
+    sd = [l for l in ml.layers if l["op"] == "F.scaled_dot_product_attention"]
+    assert [l["kind"] for l in sd] == ["linear", "softmax", "linear"]
+    assert _flops([sd[0], sd[2]]) == 2 * 2 * (2 * 6 * 6 * 8)
+
+
+def test_stand_in_layers_are_estimated_with_the_wider_std_of_approximated_layers():
+    from thor_sdk.runtime.estimator import APPROX_OP_REL_STD
+
+    est = load_estimator(VECTORS)  # conv2d, maxpool2d, output, relu
+    net = nn.Sequential(nn.Conv2d(3, 4, 3, padding=1), nn.ReLU(), nn.ConvTranspose2d(4, 4, 2, stride=2), nn.ReLU())
+    ml = layers_of(net, input_shape=[3, 8, 8], unknown_ops="approx")
+    r = est.estimate(ml.layers, 8)
+    stand_in = r["layers"][2]
+    assert stand_in["kind"] == "conv2d" and "ConvTranspose2d" in stand_in["approx"]
+    assert stand_in["std"] >= APPROX_OP_REL_STD * stand_in["mean"] > 0
+    assert [a["index"] for a in r["approximated"]] == [2]

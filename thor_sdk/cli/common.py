@@ -12,8 +12,10 @@ quiet_option = click.option("--quiet", "-q", is_flag=True, help="No progress bar
 unknown_ops_option = click.option(
     "--unknown-ops", type=click.Choice(["error", "approx"]), default="error", show_default=True,
     help="Operators without a layer kind, and kinds the estimator lacks: a clear error naming them, or "
-         "'approx': estimate them generically (elementwise ops as the generic elementwise kind; missing kinds "
-         "from their FLOPs and bytes), list them, and widen the std.")
+         "'approx': estimate them generically (a transformer encoder layer, bidirectional RNN, dilated or "
+         "transposed conv, multi-head attention or matmul through kinds of the same sizes and FLOPs; other "
+         "elementwise ops as the generic elementwise kind; missing kinds from their FLOPs and bytes), list them, "
+         "and widen the std.")
 
 
 def emit_json(obj):

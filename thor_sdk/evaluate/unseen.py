@@ -92,7 +92,7 @@ def group_summaries(rows):
 
 def evaluate_unseen(estimator, models, device="host", batch_sizes=(16,), metric=None, runtime=None, settings=None,
                     threads=None, reference="lenet5", progress=None, input_shape=None, tdp=None, pre_variants=(),
-                    pre_runs=None, step_logs=(), passes=1, relevel=False):
+                    pre_runs=None, step_logs=(), passes=1, relevel=False, unknown_ops="error"):
     """Estimate models and measure them directly, side by side, for THOR and every baseline.
 
     ``estimator``: a path or a loaded estimator (``thor-sdk profile`` + ``fit``). ``models``: any form
@@ -106,7 +106,9 @@ def evaluate_unseen(estimator, models, device="host", batch_sizes=(16,), metric=
     anything else (``thor_sdk.measure_level``: the profile's reference probe, LEVEL_READINGS times) and, where
     it lies beyond the profile's own drift (``applied``), score THOR and the FLOPs baseline at it, as an app
     that measures its device first would; every row keeps its estimates at the profile's level in
-    ``unleveled``, and the result their summary. ``progress``:
+    ``unleveled``, and the result their summary. ``unknown_ops``: as ``estimate`` (``"approx"``: operators
+    without a kind are estimated through stand-in kinds or as generic ops, and each row lists them in
+    ``approximated``). ``progress``:
     called ``("start", total)`` then ``("step", label)`` after each measurement.
     Returns a plain dict (JSON-ready): one row per measured model and batch size with ``estimates`` per
     method (value, APE, and for THOR the std, z and whether the 95% interval covers the measurement),
@@ -153,12 +155,13 @@ def evaluate_unseen(estimator, models, device="host", batch_sizes=(16,), metric=
     applied = relevel_info if relevel_info and relevel_info["applied"] else None
     items = []  # (source, layer list, batch size, estimate, label, estimate at the profile's level)
     for model, source in zip(models, sources):
-        ml = layers_of(model, input_shape=input_shape)  # traced once, estimated at every batch size
+        ml = layers_of(model, input_shape=input_shape, unknown_ops=unknown_ops)  # traced once, for every batch size
         for b in batch_sizes:
             label = f"{source.label} b{b}"
             try:
-                raw = estimate_layers(est, ml, b)
-                items.append((source, ml, b, estimate_layers(est, ml, b, level=applied) if applied else raw,
+                raw = estimate_layers(est, ml, b, unknown_ops=unknown_ops)
+                items.append((source, ml, b, estimate_layers(est, ml, b, unknown_ops=unknown_ops, level=applied)
+                              if applied else raw,
                               label, raw))
             except NotFoundError as err:  # a kind the profile never reached: said, not averaged in
                 skipped.append({"model": source.label, "batch_size": b, "reason": str(err)})

@@ -21,6 +21,7 @@ import math
 import operator
 import os
 import sys
+import dataclasses
 from dataclasses import dataclass
 
 from thor_sdk.errors import ModelError, NotFoundError, UsageError
@@ -36,7 +37,9 @@ class ModelSource:
     ``layers`` (``ref`` is the ``ModelLayers`` of a layer-list JSON or an ONNX file) or ``module``
     (``ref`` is the ``torch.nn.Module``). ``label`` is the model as the user gave it (a module: its
     class name); ``reshapes[i]`` is the per-sample shape layer ``i`` of a layer list is reshaped to
-    before it runs (``None``: it takes the previous layer's output as is).
+    before it runs (``None``: it takes the previous layer's output as is). ``input_dtype`` ``None`` (a file or
+    module given no dtype): read from the module when it is built, as ``layers_of`` reads it (token ids when
+    its input only feeds embedding lookups, else float32).
     """
 
     label: str
@@ -193,8 +196,8 @@ def resolve_model(model, input_shape=None, input_dtype=None, vocab=None):
                 raise UsageError(f"{model}: give the class as path/file.py:ClassName")
             if input_shape is None:
                 raise UsageError(f"{model}: give the per-sample input shape (--input-shape, e.g. 3,32,32)")
-            dtype = _dtype(input_dtype)
-            return ModelSource(model, "file", model, _shape(input_shape), dtype, _vocab(vocab, dtype))
+            dtype = _dtype(input_dtype) if input_dtype is not None else None  # None: read from the module
+            return ModelSource(model, "file", model, _shape(input_shape), dtype, _vocab(vocab, dtype or "int64"))
         raise NotFoundError(
             f"unknown model {model!r}: not a reference network ({', '.join(models.SPECS)}), "
             "a .json layer list, a .onnx file or a file.py:Class"
@@ -203,8 +206,9 @@ def resolve_model(model, input_shape=None, input_dtype=None, vocab=None):
     if torch is not None and isinstance(model, torch.nn.Module):
         if input_shape is None:
             raise UsageError("give input_shape (per sample) with a torch.nn.Module")
-        dtype = _dtype(input_dtype)
-        return ModelSource(type(model).__name__, "module", model, _shape(input_shape), dtype, _vocab(vocab, dtype))
+        dtype = _dtype(input_dtype) if input_dtype is not None else None  # None: read from the module
+        return ModelSource(type(model).__name__, "module", model, _shape(input_shape), dtype,
+                           _vocab(vocab, dtype or "int64"))
     raise UsageError(f"cannot measure an object of type {type(model).__name__}: give a model name, file.py:Class, "
                      "a .json layer list, a .onnx file or a torch.nn.Module")
 
@@ -306,6 +310,10 @@ def build_training(source, batch_size, seed=0):
     else:
         module = copy.deepcopy(source.ref)  # training it must not change the caller's module
     shape = (b, *source.input_shape)
+    if source.input_dtype is None:
+        from thor_sdk.layers.extract import input_dtype_of
+
+        source = dataclasses.replace(source, input_dtype=input_dtype_of(module))
     if source.input_dtype == "int64":
         x = torch.randint(0, _vocab_of(module, source), shape, generator=g)
     else:

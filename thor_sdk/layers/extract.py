@@ -130,26 +130,165 @@ def _module_layer(mod, in_shape, out_shape, unsupported):
     return None
 
 
-def _stand_in(mod, in_shape):
-    """((kind, config), reason) of a kind that stands in for a module without one of its own, under
-    ``unknown_ops="approx"`` (the runtime widens its std by APPROX_OP_REL_STD), or None.
+def _stand_in(node, gm, in_shape, full_shape):
+    """``([(suffix, (kind, config), reads_input)], reason)``: the kinds that stand in for an operator without one
+    of its own under ``unknown_ops="approx"`` (each marked, so the runtime widens its std by
+    APPROX_OP_REL_STD), or None. ``reads_input``: the layer reads the operator's input (its role follows the
+    operator's); the others read another stand-in layer's output (hidden). Each is costed at the module's
+    exact FLOPs where the kinds allow; how far each stand-in's own cost is from the operator's on this
+    project's host is measured by ``bench/bench_stand_ins.py`` (``bench/results/stand-ins-host-*.md``):
 
-    ``nn.TransformerEncoderLayer`` (batch first): the ``transformer_block`` kind of the same sizes, a pre-norm
-    GELU block with causal attention; a training step of the PyTorch layer (post-norm ReLU, or pre-norm GELU)
-    took 1.02-1.36x of the block's on this project's host (d_model 64-256, 2-8 heads, 24-128 tokens;
-    ``bench/bench_stand_ins.py``, ``bench/results/stand-ins-host-20261127-0114.md``)."""
+    - ``nn.TransformerEncoderLayer`` (batch first): the ``transformer_block`` of the same sizes (a pre-norm
+      GELU block with causal attention).
+    - bidirectional ``nn.LSTM`` / ``nn.GRU`` (batch first): per layer, one ``lstm``/``gru`` layer per direction
+      (the second and later layers read both directions, 2 x hidden) and the ``cat`` of the two.
+    - dilated ``nn.Conv1d`` / ``nn.Conv2d``: the undilated conv of the same kernel on an input shortened by
+      (dilation - 1) x (kernel - 1): the same output size and FLOPs.
+    - ``nn.ConvTranspose1d`` / ``nn.ConvTranspose2d``: the stride-1 conv of the same kernel whose output has the
+      transposed conv's *input* size: the same FLOPs (every input element meets the whole kernel).
+    - ``nn.MultiheadAttention`` (batch first, self-attention): the input projection (``linear`` d -> 3d), the
+      scores and the weighted sum as ``linear`` layers of the same FLOPs, their ``softmax``, the output
+      projection.
+    - ``x @ y``, ``torch.matmul``, ``torch.bmm`` (both operands at least 2-D): a ``linear`` of the same FLOPs
+      (in = the contracted size, out = the result's last size, tokens = the rest of the result).
+    - ``F.scaled_dot_product_attention``: scores, ``softmax``, weighted sum, as above.
+    """
+    import torch
     from torch import nn
+    from torch.nn import functional as F
 
-    if isinstance(mod, nn.TransformerEncoderLayer) and in_shape is not None and len(in_shape) == 2:
-        att = mod.self_attn
-        if not att.batch_first or att.embed_dim % att.num_heads:
+    if node.op == "call_module":
+        mod = gm.get_submodule(node.target)
+        if isinstance(mod, nn.TransformerEncoderLayer) and in_shape is not None and len(in_shape) == 2:
+            att = mod.self_attn
+            if not att.batch_first or att.embed_dim % att.num_heads:
+                return None
+            return ([("", ("transformer_block", {"d_model": att.embed_dim, "n_heads": att.num_heads,
+                                                  "head_dim": att.embed_dim // att.num_heads,
+                                                  "d_ff": mod.linear1.out_features, "seq_len": in_shape[0]}),
+                      True)],
+                    "TransformerEncoderLayer has no kind: estimated as the transformer_block kind of the same "
+                    "sizes (a pre-norm GELU block with causal attention)")
+        if isinstance(mod, (nn.LSTM, nn.GRU)) and mod.bidirectional:
+            return _bidirectional_stand_in(mod, in_shape)
+        if type(mod) in (nn.Conv1d, nn.Conv2d):
+            return _dilated_stand_in(mod, in_shape)
+        if type(mod) in (nn.ConvTranspose1d, nn.ConvTranspose2d):
+            return _transposed_stand_in(mod, in_shape)
+        if isinstance(mod, nn.MultiheadAttention):
+            return _attention_stand_in(node, mod, full_shape)
+        return None
+    if node.op == "call_method" and node.target in ("matmul", "bmm", "__matmul__") \
+            or node.op == "call_function" and node.target in (operator.matmul, torch.matmul, torch.bmm):
+        return _matmul_stand_in(node, full_shape)
+    if node.op == "call_function" and node.target is F.scaled_dot_product_attention:
+        q, k, v = (full_shape(_arg(node, i, name)) for i, name in enumerate(("query", "key", "value")))
+        if any(s is None or len(s) < 3 for s in (q, k, v)) or q[-1] != k[-1] or k[-2] != v[-2]:
             return None
-        return (("transformer_block", {"d_model": att.embed_dim, "n_heads": att.num_heads,
-                                       "head_dim": att.embed_dim // att.num_heads,
-                                       "d_ff": mod.linear1.out_features, "seq_len": in_shape[0]}),
-                "TransformerEncoderLayer has no kind: estimated as the transformer_block kind of the same sizes "
-                "(a pre-norm GELU block with causal attention)")
+        rows, tk = _prod(q[1:-1]), k[-2]
+        return (_score_layers(rows, q[-1], tk, v[-1], reads_input=True),
+                "F.scaled_dot_product_attention has no kind: estimated as its scores and weighted sum "
+                "(linear layers of the same FLOPs) and their softmax")
     return None
+
+
+def _bidirectional_stand_in(rnn, in_shape):
+    kind = "lstm" if type(rnn).__name__ == "LSTM" else "gru"
+    if not rnn.batch_first or getattr(rnn, "proj_size", 0) or in_shape is None or len(in_shape) != 2:
+        return None
+    h, t = rnn.hidden_size, in_shape[0]
+    layers = []
+    for i in range(rnn.num_layers):
+        size = rnn.input_size if i == 0 else 2 * h
+        for d in ("fwd", "rev"):
+            layers.append((f".{d}{i}", (kind, {"input_size": size, "hidden_size": h, "seq_len": t, "num_layers": 1}),
+                           i == 0))
+        layers.append((f".cat{i}", ("cat", {"numel": t * 2 * h, "parts": 2}), False))
+    name = type(rnn).__name__
+    return layers, (f"{name}(bidirectional) has no kind: estimated as one {kind} layer per direction and layer, "
+                    "and the cat of the two directions")
+
+
+def _dilated_stand_in(conv, in_shape):
+    kind = "conv1d" if type(conv).__name__ == "Conv1d" else "conv2d"
+    name = type(conv).__name__
+    sides = {"length": in_shape[-1]} if kind == "conv1d" else {"height": in_shape[-2], "width": in_shape[-1]}
+    unsupported = []
+    got = _conv_layer(conv, kind, sides, unsupported, name)
+    if got is None or unsupported != [f"{name}(dilation>1)"]:
+        return None
+    c = dict(got[1])
+    shrink = (int(conv.dilation[0]) - 1) * (c["kernel"] - 1)
+    for side in sides:
+        c[side] -= shrink
+    if not _valid(kind, c):
+        return None
+    return ([("", (kind, c), True)],
+            f"{name}(dilation={int(conv.dilation[0])}) has no kind: estimated as the undilated {kind} of the same "
+            "output size and FLOPs")
+
+
+def _transposed_stand_in(conv, in_shape):
+    kind = "conv1d" if type(conv).__name__ == "ConvTranspose1d" else "conv2d"
+    name = type(conv).__name__
+    unsupported = []
+    k = _pair(conv.kernel_size, "kernel", unsupported, name)
+    if unsupported or isinstance(conv.padding, str) or _pair(conv.dilation, "dilation", unsupported, name) != 1 \
+            or unsupported or in_shape is None:
+        return None
+    sides = ("length",) if kind == "conv1d" else ("height", "width")
+    c = {"in_channels": conv.in_channels, "out_channels": conv.out_channels, "kernel": k, "stride": 1,
+         "padding": 0, "groups": conv.groups, "bias": int(conv.bias is not None),
+         **{side: int(n) + k - 1 for side, n in zip(sides, in_shape[1:])}}
+    if not _valid(kind, c):
+        return None
+    return ([("", (kind, c), True)],
+            f"{name} has no kind: estimated as the stride-1 {kind} of the same kernel and FLOPs (its output the "
+            "size of the transposed conv's input)")
+
+
+def _score_layers(rows, head_dim, keys, value_dim, reads_input):
+    """Attention's scores (rows x head_dim @ head_dim x keys), softmax and weighted sum (rows x keys @ keys x
+    value_dim) as linear / softmax / linear layers of the same FLOPs; ``rows``: heads x queries per sample."""
+    return [(".scores", ("linear", {"in_features": head_dim, "out_features": keys, "tokens": rows, "bias": 0}),
+             reads_input),
+            (".softmax", ("softmax", {"numel": rows * keys, "last_dim": keys}), False),
+            (".weighted", ("linear", {"in_features": keys, "out_features": value_dim, "tokens": rows, "bias": 0}),
+             False)]
+
+
+def _attention_stand_in(node, att, full_shape):
+    args = [_arg(node, i, name) for i, name in enumerate(("query", "key", "value"))]
+    q = full_shape(args[0])
+    if not att.batch_first or not att._qkv_same_embed_dim or att.embed_dim % att.num_heads \
+            or not (args[0] is args[1] is args[2]) or q is None or len(q) != 3:
+        return None
+    d, h, t = att.embed_dim, att.num_heads, q[1]
+    bias = int(att.in_proj_bias is not None)
+    layers = [(".in_proj", ("linear", {"in_features": d, "out_features": 3 * d, "tokens": t, "bias": bias}), True),
+              *_score_layers(h * t, d // h, t, d // h, reads_input=False),
+              (".out_proj", ("linear", {"in_features": d, "out_features": d, "tokens": t,
+                                        "bias": int(att.out_proj.bias is not None)}), False)]
+    return layers, ("MultiheadAttention has no kind: estimated as its input projection, scores and weighted sum "
+                    "(linear layers of the same FLOPs), their softmax and its output projection")
+
+
+def _matmul_stand_in(node, full_shape):
+    a, b, out = full_shape(node.args[0]) if node.args else None, \
+        full_shape(node.args[1]) if len(node.args) > 1 else None, full_shape(node)
+    if any(s is None or len(s) < 2 for s in (a, b, out)):
+        return None
+    return ([("", ("linear", {"in_features": a[-1], "out_features": out[-1], "tokens": _prod(out[1:-1]),
+                              "bias": 0}), True)],
+            f"{op_label(node)} has no kind: estimated as a linear layer of the same FLOPs")
+
+
+def _valid(kind, config):
+    try:
+        get_kind(kind).check_config(config)
+    except (UsageError, ValueError):
+        return False
+    return True
 
 
 def _leaf_types():
@@ -470,11 +609,16 @@ def layers_from_module(module, input_shape, input_dtype="float32", vocab=None, s
             has_params = False
         needs_grad[node] = upstream or has_params
         approx = None
-        if got is None and len(unsupported) > n_unsupported and unknown_ops == "approx" and node.op == "call_module":
-            stand_in = _stand_in(gm.get_submodule(node.target), in_shape)
+        name = str(node.target) if node.op == "call_module" else node.name
+        if len(unsupported) > n_unsupported and unknown_ops == "approx":
+            stand_in = _stand_in(node, gm, in_shape, full_shape)
             if stand_in is not None:
-                got, approx = stand_in
                 del unsupported[n_unsupported:]
+                parts, reason = stand_in
+                for suffix, part, reads_input in parts:
+                    add_layer(layers, name + suffix, part, upstream if reads_input else True, op_label(node, gm),
+                              reason)
+                continue
         if got is None and len(unsupported) > n_unsupported and unknown_ops == "approx" and _approximable(node, gm):
             shape = out_shape if out_shape is not None else in_shape
             if shape is not None:
@@ -483,8 +627,7 @@ def layers_from_module(module, input_shape, input_dtype="float32", vocab=None, s
                 got = ("elementwise", {"numel": _prod(shape)})
         if got is None:
             continue
-        add_layer(layers, str(node.target) if node.op == "call_module" else node.name, got, upstream,
-                  op_label(node, gm), approx)
+        add_layer(layers, name, got, upstream, op_label(node, gm), approx)
     refuse_unsupported(unsupported, source, unknown_ops)
     return finish_layers(layers, source)
 

@@ -1,0 +1,107 @@
+"""Nets written the way a user would, estimated from a device profile and measured directly, side by side.
+
+    python bench/bench_user_nets.py --estimator host-torch.json [--passes 3] [--batch-size 16]
+
+The held-out list is ``bench/user_nets.py`` (``NETS``): a U-Net, a bidirectional LSTM, a 2-layer GRU,
+nn.MultiheadAttention, a dilated TCN, a MobileNet-style block, a transposed conv, a text GRU, hand-written
+attention (``@``), nn.TransformerEncoderLayer and F.scaled_dot_product_attention. None is in the prior's zoo;
+several use operators with no kind of their own, which ``--unknown-ops approx`` estimates through stand-in
+kinds (``thor_sdk.layers.extract._stand_in``, their own error in ``bench/bench_stand_ins.py``) with a wider std.
+
+Each net goes through ``thor_sdk.evaluate.evaluate_unseen`` (what ``thor-sdk evaluate --estimator ...
+--unknown-ops approx`` runs) with its own input shape: a reference net measured before every pass (drift),
+the net measured ``--passes`` times and scored on the median, THOR's estimate with its std and the FLOPs
+baseline fitted on the same profile. One intra-op thread. Time only (no energy meter on the host).
+
+Writes ``bench/results/user-nets-host-<stamp>.md`` and ``.json``.
+"""
+
+import argparse
+import datetime as dt
+import json
+import os
+import platform
+import statistics
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.dirname(HERE))
+sys.path.insert(0, HERE)
+
+
+def main(argv=None):
+    from thor_sdk.evaluate import evaluate_unseen
+    from thor_sdk.runtime import load_estimator
+    from user_nets import NETS
+
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--estimator", required=True)
+    ap.add_argument("--passes", type=int, default=3)
+    ap.add_argument("--batch-size", type=int, default=16)
+    ap.add_argument("--only", default=None, help="comma-separated net names")
+    ap.add_argument("--out-dir", default=os.path.join(HERE, "results"))
+    args = ap.parse_args(argv)
+    argv = sys.argv[1:] if argv is None else argv
+    est = load_estimator(args.estimator)
+    only = set(args.only.split(",")) if args.only else None
+    load_start = os.getloadavg()[0]
+    rows, skipped = [], []
+    for name, shape in NETS:
+        if only and name not in only:
+            continue
+        r = evaluate_unseen(est, [os.path.join(HERE, "user_nets.py") + ":" + name], device="host",
+                            batch_sizes=(args.batch_size,), threads=1, input_shape=list(shape), passes=args.passes,
+                            unknown_ops="approx")
+        skipped += r["skipped"]
+        for row in r["rows"]:
+            row["net"], row["shape"] = name, list(shape)
+            rows.append(row)
+            print(f"{name}: measured {row['measured'] * 1e3:.2f} ms, THOR {row['thor'] * 1e3:.2f} +- "
+                  f"{row['thor_std'] * 1e3:.2f} ms (APE {row['thor_ape']:.1f}%, z {row['z']:+.2f}), FLOPs "
+                  f"{row['flops'] * 1e3:.2f} ms (APE {row['flops_ape']:.1f}%)", flush=True)
+    stamp = dt.datetime.now(dt.timezone.utc).strftime("%Y%m%d-%H%M")
+
+    def group(sel):
+        sel = list(sel)
+        if not sel:
+            return None
+        return {"n": len(sel), "thor_mape": statistics.fmean(r["thor_ape"] for r in sel),
+                "flops_mape": statistics.fmean(r["flops_ape"] for r in sel),
+                "covered": sum(bool(r["covered95"]) for r in sel)}
+
+    groups = {"all": group(rows), "with stand-ins": group(r for r in rows if r["approximated"]),
+              "without": group(r for r in rows if not r["approximated"])}
+    torch_version = __import__("torch").__version__
+    lines = [f"# User-style nets on the host ({stamp} UTC)", "",
+             f"Command: `python bench/bench_user_nets.py {' '.join(argv)}`", "",
+             f"Estimator: `{args.estimator}` ({est.device} / {est.runtime}, {est.metric}). Machine: "
+             f"{platform.platform()}, {os.cpu_count()} cores, 1 torch thread, torch {torch_version}; load average "
+             f"{load_start:.2f} at start, {os.getloadavg()[0]:.2f} at end. Batch {args.batch_size}, "
+             f"{args.passes} passes per net (median). Time only.", "",
+             "| net | measured ms | THOR ms | THOR std | THOR / measured | z | covered | FLOPs ms | FLOPs / measured "
+             "| stand-in layers |", "|---|---|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        ops = sorted({a.get("op") or a["kind"] for a in r["approximated"]})
+        stand_ins = f"{len(r['approximated'])} ({', '.join(ops)})" if ops else "-"
+        lines.append(f"| {r['net']} | {r['measured'] * 1e3:.2f} | {r['thor'] * 1e3:.2f} | {r['thor_std'] * 1e3:.2f} | "
+                     f"{r['thor'] / r['measured']:.2f} | {r['z']:+.2f} | {'yes' if r['covered95'] else 'no'} | "
+                     f"{r['flops'] * 1e3:.2f} | {r['flops'] / r['measured']:.2f} | {stand_ins} |")
+    lines.append("")
+    for gname, g in groups.items():
+        if g:
+            lines.append(f"- {gname} ({g['n']} nets): THOR MAPE {g['thor_mape']:.1f}%, FLOPs MAPE {g['flops_mape']:.1f}%"
+                         f", 95% intervals covering {g['covered']} of {g['n']}.")
+    if skipped:
+        lines += ["", "Skipped: " + "; ".join(f"{s['model']}: {s['reason']}" for s in skipped)]
+    os.makedirs(args.out_dir, exist_ok=True)
+    base = os.path.join(args.out_dir, f"user-nets-host-{stamp}")
+    with open(base + ".md", "w", encoding="utf-8") as f:
+        f.write("\n".join(lines) + "\n")
+    with open(base + ".json", "w", encoding="utf-8") as f:
+        json.dump({"command": "python bench/bench_user_nets.py " + " ".join(argv), "estimator": args.estimator,
+                   "rows": rows, "groups": groups, "skipped": skipped}, f, indent=1, default=str)
+    print("\n".join(lines))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,159 @@
+"""Small nets written the way a user would, none of them in the prior's zoo: the held-out list of
+``bench/bench_user_nets.py`` (some use operators without a kind of their own, estimated through stand-ins)."""
+
+import torch
+from torch import nn
+from torch.nn import functional as F
+
+
+class UNetTiny(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.d1 = nn.Sequential(nn.Conv2d(3, 16, 3, padding=1), nn.BatchNorm2d(16), nn.ReLU())
+        self.d2 = nn.Sequential(nn.Conv2d(16, 32, 3, stride=2, padding=1), nn.BatchNorm2d(32), nn.ReLU())
+        self.up = nn.Upsample(scale_factor=2, mode="nearest")
+        self.u1 = nn.Sequential(nn.Conv2d(48, 16, 3, padding=1), nn.ReLU())
+        self.head = nn.Conv2d(16, 2, 1)
+
+    def forward(self, x):
+        a = self.d1(x)
+        b = self.d2(a)
+        c = torch.cat([self.up(b), a], dim=1)
+        return self.head(self.u1(c)).mean(dim=(2, 3))
+
+
+class BiLSTM(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.emb = nn.Embedding(1000, 64)
+        self.lstm = nn.LSTM(64, 96, batch_first=True, bidirectional=True)
+        self.fc = nn.Linear(192, 4)
+
+    def forward(self, x):
+        h, _ = self.lstm(self.emb(x))
+        return self.fc(h[:, -1])
+
+
+class GRU2(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.gru = nn.GRU(12, 64, num_layers=2, batch_first=True)
+        self.fc = nn.Linear(64, 6)
+
+    def forward(self, x):
+        h, _ = self.gru(x)
+        return self.fc(h[:, -1])
+
+
+class MHA(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.proj = nn.Linear(32, 64)
+        self.att = nn.MultiheadAttention(64, 4, batch_first=True)
+        self.norm = nn.LayerNorm(64)
+        self.ff = nn.Sequential(nn.Linear(64, 128), nn.GELU(), nn.Linear(128, 64))
+        self.fc = nn.Linear(64, 3)
+
+    def forward(self, x):
+        h = self.proj(x)
+        a, _ = self.att(h, h, h)
+        h = self.norm(h + a)
+        h = h + self.ff(h)
+        return self.fc(h.mean(dim=1))
+
+
+class DilatedTCN(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.net = nn.Sequential(nn.Conv1d(3, 32, 3, padding=2, dilation=2), nn.ReLU(),
+                                 nn.Conv1d(32, 32, 3, padding=4, dilation=4), nn.ReLU(),
+                                 nn.AdaptiveAvgPool1d(1), nn.Flatten(), nn.Linear(32, 5))
+
+    def forward(self, x):
+        return self.net(x)
+
+
+class MobileBlock(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.net = nn.Sequential(
+            nn.Conv2d(3, 16, 3, stride=2, padding=1), nn.BatchNorm2d(16), nn.Hardswish(),
+            nn.Conv2d(16, 16, 3, padding=1, groups=16), nn.BatchNorm2d(16), nn.SiLU(),
+            nn.Conv2d(16, 24, 1), nn.BatchNorm2d(24), nn.ReLU6(),
+            nn.AvgPool2d(2), nn.Flatten(), nn.Dropout(0.2), nn.Linear(24 * 16 * 16, 10))
+
+    def forward(self, x):
+        return self.net(x)
+
+
+class Deconv(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.c = nn.Conv2d(3, 8, 3, stride=2, padding=1)
+        self.t = nn.ConvTranspose2d(8, 4, 2, stride=2)
+        self.fc = nn.Linear(4, 2)
+
+    def forward(self, x):
+        return self.fc(self.t(torch.relu(self.c(x))).mean(dim=(2, 3)))
+
+
+class TextGRU(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.emb = nn.Embedding(500, 32)
+        self.gru = nn.GRU(32, 64, batch_first=True)
+        self.fc = nn.Linear(64, 3)
+
+    def forward(self, x):
+        h, _ = self.gru(self.emb(x))
+        return self.fc(h[:, -1])
+
+
+class ManualAttn(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.q = nn.Linear(32, 32)
+        self.k = nn.Linear(32, 32)
+        self.v = nn.Linear(32, 32)
+        self.fc = nn.Linear(32, 3)
+
+    def forward(self, x):
+        q, k, v = self.q(x), self.k(x), self.v(x)
+        a = torch.softmax(q @ k.transpose(1, 2) / 5.66, dim=-1)
+        return self.fc((a @ v).mean(dim=1))
+
+
+class Encoder(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.proj = nn.Linear(16, 64)
+        self.enc = nn.TransformerEncoderLayer(64, 4, 128, batch_first=True)
+        self.fc = nn.Linear(64, 3)
+
+    def forward(self, x):
+        return self.fc(self.enc(self.proj(x)).mean(dim=1))
+
+
+class SdpaBlock(nn.Module):
+    """Attention written with F.scaled_dot_product_attention, heads split by hand."""
+
+    def __init__(self, d=64, heads=4):
+        super().__init__()
+        self.heads = heads
+        self.proj = nn.Linear(20, d)
+        self.qkv = nn.Linear(d, 3 * d)
+        self.out = nn.Linear(d, d)
+        self.fc = nn.Linear(d, 4)
+
+    def forward(self, x):
+        h = self.proj(x)
+        b, t, d = h.shape
+        q, k, v = self.qkv(h).reshape(b, t, 3, self.heads, d // self.heads).permute(2, 0, 3, 1, 4)
+        a = F.scaled_dot_product_attention(q, k, v).transpose(1, 2).reshape(b, t, d)
+        return self.fc((h + self.out(a)).mean(dim=1))
+
+
+#: (class name, per-sample input shape): the held-out user nets, in the order they are measured
+NETS = (("UNetTiny", (3, 32, 32)), ("BiLSTM", (32,)), ("GRU2", (50, 12)), ("MHA", (24, 32)),
+        ("DilatedTCN", (3, 128)), ("MobileBlock", (3, 64, 64)), ("Deconv", (3, 32, 32)), ("TextGRU", (40,)),
+        ("ManualAttn", (16, 32)), ("Encoder", (32, 16)), ("SdpaBlock", (24, 20)))
