@@ -35,13 +35,27 @@ def main(argv=None):
     from user_nets import NETS
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--estimator", required=True)
+    ap.add_argument("--estimator")
+    ap.add_argument("--render", metavar="JSON", help="write the Markdown of an earlier run's JSON again, measure nothing")
     ap.add_argument("--passes", type=int, default=3)
     ap.add_argument("--batch-size", type=int, default=16)
     ap.add_argument("--only", default=None, help="comma-separated net names")
+    ap.add_argument("--relevel", action="store_true",
+                    help="measure the device's level before each net and score at it where it lies beyond the "
+                         "profile's drift (evaluate --relevel)")
     ap.add_argument("--out-dir", default=os.path.join(HERE, "results"))
     args = ap.parse_args(argv)
     argv = sys.argv[1:] if argv is None else argv
+    if args.render:
+        with open(args.render, encoding="utf-8") as f:
+            doc = json.load(f)
+        lines = render(doc)
+        with open(args.render[:-len(".json")] + ".md", "w", encoding="utf-8") as f:
+            f.write("\n".join(lines) + "\n")
+        print("\n".join(lines))
+        return
+    if not args.estimator:
+        ap.error("--estimator is required (or --render JSON)")
     est = load_estimator(args.estimator)
     only = set(args.only.split(",")) if args.only else None
     load_start = os.getloadavg()[0]
@@ -51,16 +65,40 @@ def main(argv=None):
             continue
         r = evaluate_unseen(est, [os.path.join(HERE, "user_nets.py") + ":" + name], device="host",
                             batch_sizes=(args.batch_size,), threads=1, input_shape=list(shape), passes=args.passes,
-                            unknown_ops="approx")
+                            unknown_ops="approx", relevel=args.relevel)
         skipped += r["skipped"]
+        applied = (r.get("relevel") or {}).get("applied")
         for row in r["rows"]:
             row["net"], row["shape"] = name, list(shape)
+            row["relevel_applied"] = (r.get("relevel") or {}).get("level") if applied else None
             rows.append(row)
             print(f"{name}: measured {row['measured'] * 1e3:.2f} ms, THOR {row['thor'] * 1e3:.2f} +- "
                   f"{row['thor_std'] * 1e3:.2f} ms (APE {row['thor_ape']:.1f}%, z {row['z']:+.2f}), FLOPs "
                   f"{row['flops'] * 1e3:.2f} ms (APE {row['flops_ape']:.1f}%)", flush=True)
     stamp = dt.datetime.now(dt.timezone.utc).strftime("%Y%m%d-%H%M")
+    torch_version = __import__("torch").__version__
+    doc = {"command": "python bench/bench_user_nets.py " + " ".join(argv), "estimator": args.estimator,
+           "stamp": stamp, "rows": rows, "skipped": skipped, "passes": args.passes, "batch_size": args.batch_size,
+           "relevel": args.relevel,
+           "machine": f"{platform.platform()}, {os.cpu_count()} cores, 1 torch thread, torch {torch_version}; "
+                      f"load average {load_start:.2f} at start, {os.getloadavg()[0]:.2f} at end",
+           "estimator_key": f"{est.device.get('name') if isinstance(est.device, dict) else est.device} / "
+                            f"{est.runtime}, {est.metric}"}
+    doc["groups"] = groups_of(rows)
+    if args.relevel:
+        doc["groups_unleveled"] = groups_of([dict(r, **r["unleveled"]) for r in rows])
+    lines = render(doc)
+    os.makedirs(args.out_dir, exist_ok=True)
+    base = os.path.join(args.out_dir, f"user-nets-host-{stamp}")
+    with open(base + ".md", "w", encoding="utf-8") as f:
+        f.write("\n".join(lines) + "\n")
+    with open(base + ".json", "w", encoding="utf-8") as f:
+        json.dump(doc, f, indent=1, default=str)
+    print("\n".join(lines))
 
+
+def groups_of(rows):
+    """MAPE of THOR and FLOPs and THOR's 95% coverage over all nets, those with stand-ins and those without."""
     def group(sel):
         sel = list(sel)
         if not sel:
@@ -69,38 +107,45 @@ def main(argv=None):
                 "flops_mape": statistics.fmean(r["flops_ape"] for r in sel),
                 "covered": sum(bool(r["covered95"]) for r in sel)}
 
-    groups = {"all": group(rows), "with stand-ins": group(r for r in rows if r["approximated"]),
-              "without": group(r for r in rows if not r["approximated"])}
-    torch_version = __import__("torch").__version__
-    lines = [f"# User-style nets on the host ({stamp} UTC)", "",
-             f"Command: `python bench/bench_user_nets.py {' '.join(argv)}`", "",
-             f"Estimator: `{args.estimator}` ({est.device} / {est.runtime}, {est.metric}). Machine: "
-             f"{platform.platform()}, {os.cpu_count()} cores, 1 torch thread, torch {torch_version}; load average "
-             f"{load_start:.2f} at start, {os.getloadavg()[0]:.2f} at end. Batch {args.batch_size}, "
-             f"{args.passes} passes per net (median). Time only.", "",
+    return {"all": group(rows), "with stand-ins": group(r for r in rows if r["approximated"]),
+            "without": group(r for r in rows if not r["approximated"])}
+
+
+def render(doc):
+    """The Markdown report's lines."""
+    rows = doc["rows"]
+    lines = [f"# User-style nets on the host ({doc['stamp']} UTC)", "",
+             f"Command: `{doc['command']}`", "",
+             f"Estimator: `{doc['estimator']}` ({doc['estimator_key']}). Machine: {doc['machine']}. Batch "
+             f"{doc['batch_size']}, {doc['passes']} passes per net (median). Time only. `level`: the profile's "
+             "reference probe measured around the net, over its level during the profile (1.30: the host runs "
+             "30% slower than when profiled); with --relevel, whether the level read before the net was applied "
+             "(THOR and FLOPs are then scaled by it).", "",
              "| net | measured ms | THOR ms | THOR std | THOR / measured | z | covered | FLOPs ms | FLOPs / measured "
-             "| stand-in layers |", "|---|---|---|---|---|---|---|---|---|---|"]
+             "| level | stand-in layers |", "|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         ops = sorted({a.get("op") or a["kind"] for a in r["approximated"]})
         stand_ins = f"{len(r['approximated'])} ({', '.join(ops)})" if ops else "-"
+        level = "-" if r.get("device_level") is None else f"{r['device_level']:.2f}"
+        if r.get("unleveled"):
+            level += f" (applied {r['relevel_applied']:.2f})" if r.get("relevel_applied") else " (not applied)"
         lines.append(f"| {r['net']} | {r['measured'] * 1e3:.2f} | {r['thor'] * 1e3:.2f} | {r['thor_std'] * 1e3:.2f} | "
                      f"{r['thor'] / r['measured']:.2f} | {r['z']:+.2f} | {'yes' if r['covered95'] else 'no'} | "
-                     f"{r['flops'] * 1e3:.2f} | {r['flops'] / r['measured']:.2f} | {stand_ins} |")
+                     f"{r['flops'] * 1e3:.2f} | {r['flops'] / r['measured']:.2f} | {level} | {stand_ins} |")
     lines.append("")
-    for gname, g in groups.items():
-        if g:
-            lines.append(f"- {gname} ({g['n']} nets): THOR MAPE {g['thor_mape']:.1f}%, FLOPs MAPE {g['flops_mape']:.1f}%"
-                         f", 95% intervals covering {g['covered']} of {g['n']}.")
-    if skipped:
-        lines += ["", "Skipped: " + "; ".join(f"{s['model']}: {s['reason']}" for s in skipped)]
-    os.makedirs(args.out_dir, exist_ok=True)
-    base = os.path.join(args.out_dir, f"user-nets-host-{stamp}")
-    with open(base + ".md", "w", encoding="utf-8") as f:
-        f.write("\n".join(lines) + "\n")
-    with open(base + ".json", "w", encoding="utf-8") as f:
-        json.dump({"command": "python bench/bench_user_nets.py " + " ".join(argv), "estimator": args.estimator,
-                   "rows": rows, "groups": groups, "skipped": skipped}, f, indent=1, default=str)
-    print("\n".join(lines))
+    for title, key in (("As scored", "groups"), ("At the profile's level (no relevel)", "groups_unleveled")):
+        if not doc.get(key):
+            continue
+        lines.append(f"{title}:")
+        for gname, g in doc[key].items():
+            if g:
+                lines.append(f"- {gname} ({g['n']} nets): THOR MAPE {g['thor_mape']:.1f}%, FLOPs MAPE "
+                             f"{g['flops_mape']:.1f}% ({g['flops_mape'] / g['thor_mape']:.1f}x), 95% intervals "
+                             f"covering {g['covered']} of {g['n']}.")
+        lines.append("")
+    if doc.get("skipped"):
+        lines += ["Skipped: " + "; ".join(f"{s['model']}: {s['reason']}" for s in doc["skipped"])]
+    return lines
 
 
 if __name__ == "__main__":
