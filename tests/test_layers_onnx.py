@@ -237,14 +237,14 @@ def test_shape_only_subgraph_is_free_and_reshape_is_flatten(tmp_path):
 def test_every_unsupported_operator_in_one_error(tmp_path):
     nodes = [
         helper.make_node("Einsum", ["x", "x"], ["e"], equation="bi,bi->bi"),
-        helper.make_node("Softmax", ["e"], ["s"]),  # mid-graph: not the head's loss
+        helper.make_node("Softmax", ["e"], ["s"], axis=0),  # mid-graph, over the batch axis
         helper.make_node("Mul", ["s", "s"], ["m"]),
         helper.make_node("Gemm", ["m", "wf"], ["y"]),
     ]
     path = _save(tmp_path / "bad.onnx", nodes, ["N", 4], [_init("wf", (4, 2))])
     with pytest.raises(UnsupportedOperatorError) as err:
         layers_from_onnx(path)
-    assert err.value.ops == ["Einsum", "Mul", "Softmax"]
+    assert err.value.ops == ["Einsum", "Mul", "Softmax(not over the last axis)"]
     assert str(err.value).startswith("bad.onnx uses operators with no thor-sdk layer kind: Einsum, Mul, Softmax")
 
 
@@ -311,7 +311,7 @@ def test_model_errors(tmp_path):
 
 
 def _write_bad(tmp_path):
-    nodes = [helper.make_node("Softmax", ["x"], ["s"]),
+    nodes = [helper.make_node("Softmax", ["x"], ["s"], axis=0),  # over the batch
              helper.make_node("Einsum", ["s", "s"], ["e"], equation="bi,bi->bi"),
              helper.make_node("MatMul", ["e", "w"], ["y"])]
     return _save(tmp_path / "bad.onnx", nodes, ["N", 4], [_init("w", (4, 2))])
@@ -322,7 +322,8 @@ def test_cli_unsupported_onnx_is_one_error_line_without_traceback(tmp_path):
     proc = subprocess.run([sys.executable, "-m", "thor_sdk.cli.main", "layers", path],
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode != 0
-    assert proc.stderr.startswith("Error: bad.onnx uses operators with no thor-sdk layer kind: Einsum, Softmax")
+    assert proc.stderr.startswith("Error: bad.onnx uses operators with no thor-sdk layer kind: Einsum, "
+                                  "Softmax(not over the last axis)")
     assert "Traceback" not in proc.stderr and len(proc.stderr.strip().splitlines()) == 1
     assert proc.stdout == ""
 
@@ -422,8 +423,44 @@ def test_exported_transformer_names_its_unsupported_ops(tmp_path):
                    tmp_path / "transformer.onnx")
     with pytest.raises(UnsupportedOperatorError) as err:
         layers_from_onnx(path)
-    # attention has no single-node kind in ONNX: the product of two activations and the softmax
-    assert {"MatMul(of two activations)", "Softmax"} <= set(err.value.ops)
+    # attention has no single-node kind in ONNX: the product of two activations (its softmax is the softmax kind)
+    assert "MatMul(of two activations)" in err.value.ops and not any("Softmax" in op for op in err.value.ops)
+    # under approx each such MatMul stands in as a linear of the same FLOPs, the scores' softmax is a softmax
+    ml = layers_from_onnx(path, unknown_ops="approx")
+    mm = [l for l in ml.layers if l["op"] == "MatMul" and "approx" in l]
+    softmaxes = [l for l in ml.layers if l["kind"] == "softmax"]
+    assert softmaxes and len(mm) == 2 * len(softmaxes)  # scores and weighted sum of every block
+    assert all(l["kind"] == "linear" and l["role"] == "hidden" for l in mm)
+    assert all(l["config"]["bias"] == 0 and "same FLOPs" in l["approx"] for l in mm)
+    assert not any(l["kind"] == "elementwise" and l["op"] == "MatMul" for l in ml.layers)
+
+
+def test_mid_graph_softmax_over_the_last_axis_and_a_matmul_of_two_activations(tmp_path):
+    """Hand-written attention: scores = x @ x^T (two activations), softmax over the last axis, weighted sum."""
+    nodes = [helper.make_node("MatMul", ["x", "wq"], ["q"]),
+             helper.make_node("Transpose", ["q"], ["qt"], perm=[0, 2, 1]),
+             helper.make_node("MatMul", ["q", "qt"], ["s"]),
+             helper.make_node("Softmax", ["s"], ["p"]),
+             helper.make_node("MatMul", ["p", "q"], ["y"])]
+    path = _save(tmp_path / "att.onnx", nodes, [1, 6, 4], [_init("wq", (4, 8))])
+    with pytest.raises(UnsupportedOperatorError) as err:
+        layers_from_onnx(path)
+    assert err.value.ops == ["MatMul(of two activations)"]
+    ml = layers_from_onnx(path, unknown_ops="approx")
+    assert _summary(ml.layers) == [
+        ("linear", "input", {"in_features": 4, "out_features": 8, "tokens": 6, "bias": 0}),
+        ("permute", "hidden", {"numel": 48}),
+        ("linear", "hidden", {"in_features": 8, "out_features": 6, "tokens": 6, "bias": 0}),
+        ("softmax", "hidden", {"numel": 36, "last_dim": 6}),
+        ("linear", "hidden", {"in_features": 6, "out_features": 8, "tokens": 6, "bias": 0})]
+    assert [("approx" in l) for l in ml.layers] == [False, False, True, False, True]
+    assert ml.layers[-1]["kind"] == "linear"  # a stand-in never becomes the loss head
+    # opset 11: Softmax's default axis is 1, not the last axis of [B, 6, 6]
+    old = _save(tmp_path / "att11.onnx", nodes, [1, 6, 4], [_init("wq", (4, 8))], opset=11)
+    with pytest.raises(UnsupportedOperatorError) as err:
+        layers_from_onnx(old)
+    assert err.value.ops == ["MatMul(of two activations)", "Softmax(not over the last axis)"]
+    assert layers_from_onnx(old, unknown_ops="approx").layers[3]["kind"] == "elementwise"
 
 
 def test_cli_layers_json_of_exported_onnx(exported):

@@ -652,7 +652,7 @@ def refuse_unsupported(unsupported, source, unknown_ops):
 
 def finish_layers(layers, source="model"):
     """Drop trailing reshapes and turn a final Linear into the ``output`` head (the layer the loss is
-    computed on). A list ending in another kind (a segmentation head's conv, a final softmax, one
+    computed on), unless it stands in for another operator (``approx``). A list ending in another kind (a segmentation head's conv, a final softmax, one
     layer alone) keeps that layer as it is: its loss's own cost is then not in the estimate."""
     while len(layers) > 1 and layers[-1]["kind"] == "flatten":
         layers.pop()
@@ -661,7 +661,7 @@ def finish_layers(layers, source="model"):
     for layer in layers:
         get_kind(layer["kind"]).check_config(layer["config"])
     last = layers[-1]
-    if last["kind"] == "linear":
+    if last["kind"] == "linear" and "approx" not in last:  # a stand-in (a matmul of two activations) has no weights
         c = last["config"]
         last = dict(last, kind="output", role="output",
                     config={"in_features": c["in_features"], "out_features": c["out_features"], "tokens": c["tokens"]})

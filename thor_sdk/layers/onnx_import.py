@@ -152,6 +152,8 @@ class _Graph:
             raise FormatError(f"{source}: ONNX shape inference failed ({_first_line(e)})") from e
         graph = model.graph
         self.graph = graph
+        #: the default domain's opset (Softmax's default axis changed at 13)
+        self.opset = max((int(o.version) for o in model.opset_import if o.domain in ("", "ai.onnx")), default=1)
         self._numpy_helper = numpy_helper
         self.initializers = {t.name: t for t in graph.initializer}
         self.shapes = {name: list(t.dims) for name, t in self.initializers.items()}
@@ -508,6 +510,19 @@ def _linear(g, node, a, extra, unsupported):
                       "bias": int(bias or extra.get("bias", 0))}
 
 
+def _matmul_stand_in(g, node, out):
+    """A MatMul of two activations (attention's scores and weighted sum) as a ``linear`` of the same FLOPs: in =
+    the contracted size, out = the result's last size, tokens = the rest of the result (as the torch.fx reader's
+    stand-in), or None where an operand is a vector or a constant."""
+    a, b = node.input[0], node.input[1]
+    if g.is_const(a) or g.is_const(b):
+        return None
+    xs, ys = g.per_sample(a), g.per_sample(out)
+    if not xs or not ys or len(g.shape(b)) < 2:
+        return None
+    return "linear", {"in_features": xs[-1], "out_features": ys[-1], "tokens": _prod(ys[:-1]), "bias": 0}
+
+
 def _clip(g, node, a):
     if len(node.input) > 1:  # opset >= 11: bounds are inputs
         lo = g.scalar(node.input[1]) if node.input[1] else float("-inf")
@@ -585,6 +600,14 @@ def _node_layer(g, node, extra, unsupported):
         return "dropout", {"numel": _prod(g.per_sample(first)), "p": p}
     if op in _RESHAPES:
         return "flatten", {"numel": _prod(g.per_sample(first))}
+    if op == "Transpose":  # as torch's transpose / permute (layout plumbing around an LSTM was absorbed above)
+        perm = a.get("perm")
+        if perm is not None and int(perm[0]) != 0:
+            unsupported.append("Transpose(moving the batch axis)")
+            return None
+        return "permute", {"numel": _prod(g.per_sample(first))}
+    if op == "Split":  # as torch's chunk / split: views, free
+        return None
     if op in ("Add", "Sum") and len(node.input) == 2:
         return "add", {"numel": _prod(g.per_sample(node.output[0]))}
     if op == "Gather":
@@ -602,6 +625,13 @@ def _node_layer(g, node, extra, unsupported):
         return None
     if op == "Slice" and all(g.is_const(i) for i in node.input[1:] if i):
         return None
+    if op == "Softmax":  # mid-graph (a trailing one is the head's loss): over the last axis only
+        xs = g.per_sample(first)
+        rank = len(xs) + 1
+        if not xs or int(a.get("axis", -1 if g.opset >= 13 else 1)) % rank != rank - 1:
+            unsupported.append("Softmax(not over the last axis)")
+            return None
+        return "softmax", {"numel": _prod(xs), "last_dim": xs[-1]}
     if op == "LSTM":
         direction = _decode(a.get("direction", "forward"))
         if direction != "forward":
@@ -655,6 +685,13 @@ def layers_from_onnx(path, input_shape=None, unknown_ops="error"):
         try:
             got = _node_layer(g, node, extra, unsupported)
             if (got is None and len(unsupported) > n_unsupported and unknown_ops == "approx"
+                    and node.op_type == "MatMul" and outs):
+                got = _matmul_stand_in(g, node, outs[0])
+                if got is not None:
+                    approx = ("MatMul(of two activations) has no kind: estimated as a linear layer of the same "
+                              "FLOPs")
+                    del unsupported[n_unsupported:]
+            if (got is None and len(unsupported) > n_unsupported and unknown_ops == "approx"
                     and node.op_type not in _COMPUTE_BOUND_OPS and outs):
                 got = ("elementwise", {"numel": _prod(g.per_sample(outs[0]))})
                 approx = f"{unsupported[-1]} has no kind: estimated as a generic elementwise op"
@@ -662,7 +699,8 @@ def layers_from_onnx(path, input_shape=None, unknown_ops="error"):
         except _UnknownShape as e:
             unknown.append(f"{e.tensor} (input of {node.op_type} {node.name or k})")
             got = None
-        has_params = got is not None and got[0] in _PARAM_KINDS
+        # a MatMul stand-in is a product of two activations: no parameters of its own
+        has_params = got is not None and got[0] in _PARAM_KINDS and not (node.op_type == "MatMul" and approx)
         for o in outs:
             needs_grad[o] = upstream or has_params
         if got is None:
