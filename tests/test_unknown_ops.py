@@ -328,3 +328,18 @@ def test_stand_in_layers_are_estimated_with_the_wider_std_of_approximated_layers
     assert stand_in["kind"] == "conv2d" and "ConvTranspose2d" in stand_in["approx"]
     assert stand_in["std"] >= APPROX_OP_REL_STD * stand_in["mean"] > 0
     assert [a["index"] for a in r["approximated"]] == [2]
+
+
+def test_stand_ins_and_generic_approximations_are_warned_apart(tmp_path):
+    """A stand-in's kind is one the estimator has (nothing to probe); a generic elementwise op or a kind the
+    estimator lacks is worth probing: `estimate` says which is which."""
+    from thor_sdk.api import estimate_layers
+
+    est = load_estimator(VECTORS)  # conv2d, maxpool2d, output, relu
+    net = nn.Sequential(nn.Conv2d(3, 4, 3, padding=1), nn.Mish(), nn.ConvTranspose2d(4, 4, 2, stride=2), nn.ReLU())
+    ml = layers_of(net, input_shape=[3, 8, 8], unknown_ops="approx")
+    warnings = estimate_layers(est, ml, 8, unknown_ops="approx")["warnings"]
+    stand_in = [w for w in warnings if "stand in" in w]
+    generic = [w for w in warnings if "probe their kinds" in w]
+    assert len(stand_in) == 1 and "1 layer(s)" in stand_in[0] and "ConvTranspose2d" in stand_in[0]
+    assert len(generic) == 1 and "Mish" in generic[0] and "ConvTranspose2d" not in generic[0]

@@ -460,9 +460,9 @@ def estimate_layers(est, ml, batch_size, unknown_ops="error", level=None):
         warnings.append(f"kind {kind} rests on {d.get('noisy')} noisy sample(s) of {d.get('samples')} "
                         "(spread above the target, or a busy machine): its estimate is less reliable")
     if result.get("approximated"):
-        ops = sorted({a.get("op") or a["kind"] for a in result["approximated"]})
-        warnings.append(f"{len(result['approximated'])} layer(s) approximated ({', '.join(ops)}): "
-                        "their std is wide; probe their kinds for a real estimate")
+        from thor_sdk.layers import approximation_warnings
+
+        warnings += approximation_warnings(result["approximated"])
     outside = [(i, row) for i, row in enumerate(result["layers"]) if row.get("outside")]
     if outside:  # where the samples never were, the GP falls back to its mean function with a wider std
         eg = "; ".join(f"layer {i} ({row.get('name') or row['kind']}): " + ", ".join(

@@ -138,9 +138,9 @@ def _warnings(est, layers, step, label):
         out.append(f"{label}: kind {kind} rests on {d.get('noisy')} noisy sample(s) of {d.get('samples')} in the "
                    f"{est.metric} estimator: its estimate is less reliable")
     if step.get("approximated"):
-        ops = sorted({a.get("op") or a["kind"] for a in step["approximated"]})
-        out.append(f"{label}: {len(step['approximated'])} layer(s) approximated in the {est.metric} estimate "
-                   f"({', '.join(ops)}): their std is wide; probe their kinds for a real estimate")
+        from thor_sdk.layers import approximation_warnings
+
+        out += [f"{label}: {w}" for w in approximation_warnings(step["approximated"], f" in the {est.metric} estimate")]
     return out
 
 

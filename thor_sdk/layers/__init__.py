@@ -201,3 +201,25 @@ def read_layer_list(path):
             raise FormatError(f"{path}: {e}") from None
     return ModelLayers(doc.get("name", os.path.basename(path)), doc.get("input_shape", []),
                        doc.get("input_dtype", "float32"), finish_layers(layers, path))
+
+
+def approximation_warnings(approximated, where=""):
+    """One warning line each for an estimate's approximated layers (``approximated``: the runtime's list):
+    stand-ins (a kind the estimator has, standing in for an operator without one of its own: nothing to probe)
+    and the rest (the generic elementwise kind, or a kind the estimator lacks: probing it would help).
+    ``where``: what the layers are approximated in (" in the time estimate")."""
+    stand_ins = [a for a in approximated if a["kind"] != "elementwise"
+                 and not str(a.get("reason", "")).startswith("the estimator has no model")]
+    generic = [a for a in approximated if a not in stand_ins]
+    out = []
+    if stand_ins:
+        ops = ", ".join(sorted({a.get("op") or a["kind"] for a in stand_ins}))
+        out.append(f"{len(stand_ins)} layer(s){where} stand in for operators without a kind of their own ({ops}): "
+                   "estimated through kinds of the same sizes and FLOPs, their std widened "
+                   "(docs/layer-list.md, stand-ins)")
+    if generic:
+        ops = ", ".join(sorted({a.get("op") or a["kind"] for a in generic}))
+        out.append(f"{len(generic)} layer(s) approximated{where} ({ops}): their std is wide; probe their kinds "
+                   "for a real estimate")
+    return out
+
