@@ -1,6 +1,7 @@
 """torch.fx path of the layer list, user model files, the layer-list JSON and their one-line errors."""
 
 import json
+import os
 import textwrap
 from collections import Counter
 
@@ -263,20 +264,10 @@ def test_a_text_model_file_is_traced_with_token_ids_without_being_told(tmp_path)
     """A user's file.py:Class whose input only feeds nn.Embedding: before, tracing it with float inputs failed
     ("Expected tensor for argument #1 'indices' to have one of the following scalar types: Long, Int");
     a model that also uses its input otherwise stays float32, and an explicit dtype wins."""
-    f = tmp_path / "text.py"
+    text = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "bench", "user_nets.py") + ":TextGRU"
+    f = tmp_path / "mixed.py"
     f.write_text(textwrap.dedent("""
         from torch import nn
-
-        class TextGRU(nn.Module):
-            def __init__(self):
-                super().__init__()
-                self.emb = nn.Embedding(500, 32)
-                self.gru = nn.GRU(32, 64, batch_first=True)
-                self.fc = nn.Linear(64, 3)
-
-            def forward(self, x):
-                h, _ = self.gru(self.emb(x))
-                return self.fc(h[:, -1])
 
         class Mixed(nn.Module):
             def __init__(self):
@@ -287,10 +278,10 @@ def test_a_text_model_file_is_traced_with_token_ids_without_being_told(tmp_path)
             def forward(self, x):
                 return self.fc(self.act(x))
     """))
-    ml = layers_of(f"{f}:TextGRU", input_shape="20")
+    ml = layers_of(text, input_shape="20")  # nn.Embedding(500, 32), a GRU, a Linear
     assert ml.input_dtype == "int64"
     assert [l["kind"] for l in ml.layers] == ["embedding", "gru", "output"]
     assert ml.layers[0]["config"]["num_embeddings"] == 500 and ml.layers[1]["config"]["seq_len"] == 20
     assert layers_of(f"{f}:Mixed", input_shape="20").input_dtype == "float32"
     with pytest.raises(ModelError, match="does not run on inputs"):
-        layers_of(f"{f}:TextGRU", input_shape="20", input_dtype="float32")
+        layers_of(text, input_shape="20", input_dtype="float32")

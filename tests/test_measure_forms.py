@@ -2,6 +2,7 @@
 
 import json
 import math
+import os
 
 import pytest
 from click.testing import CliRunner
@@ -137,33 +138,19 @@ def test_input_shape_must_be_positive_integers(tmp_path):
     assert isinstance(result.exception, UsageError)
 
 
-TEXT_GRU = """
-from torch import nn
 
-
-class Net(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.emb = nn.Embedding(50, 8)
-        self.gru = nn.GRU(8, 12, batch_first=True)
-        self.fc = nn.Linear(12, 3)
-
-    def forward(self, x):
-        h, _ = self.gru(self.emb(x))
-        return self.fc(h[:, -1])
-"""
+USER_NETS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "bench", "user_nets.py")
 
 
 def test_a_text_model_file_is_measured_on_token_ids_without_being_told(tmp_path):
     """A file.py:Class whose input only feeds nn.Embedding is measured on token ids, as `estimate` reads it
     (a float batch fails in the embedding lookup); an explicit dtype still wins."""
-    (tmp_path / "text.py").write_text(TEXT_GRU)
-    ref = f"{tmp_path / 'text.py'}:Net"
+    ref = f"{USER_NETS}:TextGRU"  # nn.Embedding(500, 32), a GRU, a Linear
     assert_measured(measure_cli("--model", ref, "--input-shape", "7"), ref)
     from thor_sdk.harness.whole_model import build_training, resolve_model
 
     t = build_training(resolve_model(ref, "7"), 4)
-    assert t.x.dtype.is_floating_point is False and t.x.shape == (4, 7) and int(t.x.max()) < 50
+    assert t.x.dtype.is_floating_point is False and t.x.shape == (4, 7) and int(t.x.max()) < 500
     tiny = tmp_path / "tiny.py"
     tiny.write_text(TINY_CNN)
     assert build_training(resolve_model(f"{tiny}:Net", "3,8,8"), 2).x.is_floating_point()

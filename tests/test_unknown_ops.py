@@ -231,18 +231,23 @@ def test_a_bidirectional_rnn_stands_in_as_one_layer_per_direction_and_a_cat(cls,
         layers_of(_Rnn(seq_first), input_shape=[30, 12], unknown_ops="approx")
 
 
+def _conv_stand_in(conv, shape, refused):
+    """The one layer a conv without a kind stands in as (refused by default, naming ``refused``), its kind and the
+    conv's output on a batch of one."""
+    net = nn.Sequential(conv, nn.Flatten())
+    with pytest.raises(UnsupportedOperatorError, match=refused):
+        layers_of(net, input_shape=shape)
+    layer = layers_of(net, input_shape=shape, unknown_ops="approx").layers[0]
+    return layer, get_kind(layer["kind"]), conv(torch.zeros(1, *shape))
+
+
 @pytest.mark.parametrize("conv, shape", [
     (nn.Conv1d(3, 16, 3, padding=4, dilation=4), [3, 64]),
     (nn.Conv1d(8, 8, 5, stride=2, padding=3, dilation=3, groups=2), [8, 50]),
     (nn.Conv2d(4, 6, 3, padding=2, dilation=2), [4, 12, 12]),
 ])
 def test_a_dilated_conv_stands_in_as_the_undilated_conv_of_the_same_output_and_flops(conv, shape):
-    net = nn.Sequential(conv, nn.Flatten())
-    with pytest.raises(UnsupportedOperatorError, match="dilation"):
-        layers_of(net, input_shape=shape)
-    layer = layers_of(net, input_shape=shape, unknown_ops="approx").layers[0]
-    k = get_kind(layer["kind"])
-    out = conv(torch.zeros(1, *shape))
+    layer, k, out = _conv_stand_in(conv, shape, "dilation")
     assert list(k.out_shape(layer["config"])) == list(out.shape[1:])
     kernel = conv.weight[0].numel()  # in_channels / groups x kernel area
     assert k.forward_flops(layer["config"]) == pytest.approx(2 * out.numel() * kernel, rel=0.01)
@@ -255,11 +260,7 @@ def test_a_dilated_conv_stands_in_as_the_undilated_conv_of_the_same_output_and_f
     (nn.ConvTranspose1d(6, 3, 3, stride=2, padding=1, output_padding=1), [6, 20]),
 ])
 def test_a_transposed_conv_stands_in_as_a_stride_1_conv_of_the_same_flops(conv, shape):
-    net = nn.Sequential(conv, nn.Flatten())
-    with pytest.raises(UnsupportedOperatorError, match="ConvTranspose"):
-        layers_of(net, input_shape=shape)
-    layer = layers_of(net, input_shape=shape, unknown_ops="approx").layers[0]
-    k = get_kind(layer["kind"])
+    layer, k, _ = _conv_stand_in(conv, shape, "ConvTranspose")
     # every input element meets the whole kernel: in x out / groups x kernel area multiply-adds per input pixel
     pixels = 1
     for s in shape[1:]:
