@@ -344,3 +344,13 @@ def test_stand_ins_and_generic_approximations_are_warned_apart(tmp_path):
     generic = [w for w in warnings if "probe their kinds" in w]
     assert len(stand_in) == 1 and "1 layer(s)" in stand_in[0] and "ConvTranspose2d" in stand_in[0]
     assert len(generic) == 1 and "Mish" in generic[0] and "ConvTranspose2d" not in generic[0]
+
+
+def test_a_bidirectional_stand_in_follows_a_subclass_of_the_torch_rnn():
+    class MyLSTM(nn.LSTM):  # kept whole by the tracer, as nn.LSTM is
+        pass
+
+    rnn = layers_of(_Rnn(MyLSTM(6, 8, batch_first=True, bidirectional=True)), input_shape=[5, 6],
+                    unknown_ops="approx").layers
+    assert [l["kind"] for l in rnn] == ["lstm", "lstm", "cat", "output"]
+    assert "LSTM(bidirectional)" in rnn[0]["approx"]

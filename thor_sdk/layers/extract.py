@@ -171,9 +171,9 @@ def _stand_in(node, gm, in_shape, full_shape):
                     "sizes (a pre-norm GELU block with causal attention)")
         if isinstance(mod, (nn.LSTM, nn.GRU)) and mod.bidirectional:
             return _bidirectional_stand_in(mod, in_shape)
-        if type(mod) in (nn.Conv1d, nn.Conv2d):
+        if isinstance(mod, (nn.Conv1d, nn.Conv2d)):
             return _dilated_stand_in(mod, in_shape)
-        if type(mod) in (nn.ConvTranspose1d, nn.ConvTranspose2d):
+        if isinstance(mod, (nn.ConvTranspose1d, nn.ConvTranspose2d)):
             return _transposed_stand_in(mod, in_shape)
         if isinstance(mod, nn.MultiheadAttention):
             return _attention_stand_in(node, mod, full_shape)
@@ -193,7 +193,9 @@ def _stand_in(node, gm, in_shape, full_shape):
 
 
 def _bidirectional_stand_in(rnn, in_shape):
-    kind = "lstm" if type(rnn).__name__ == "LSTM" else "gru"
+    from torch import nn
+
+    kind = "lstm" if isinstance(rnn, nn.LSTM) else "gru"
     if not rnn.batch_first or getattr(rnn, "proj_size", 0) or in_shape is None or len(in_shape) != 2:
         return None
     h, t = rnn.hidden_size, in_shape[0]
@@ -204,18 +206,20 @@ def _bidirectional_stand_in(rnn, in_shape):
             layers.append((f".{d}{i}", (kind, {"input_size": size, "hidden_size": h, "seq_len": t, "num_layers": 1}),
                            i == 0))
         layers.append((f".cat{i}", ("cat", {"numel": t * 2 * h, "parts": 2}), False))
-    name = type(rnn).__name__
+    name = "LSTM" if kind == "lstm" else "GRU"
     return layers, (f"{name}(bidirectional) has no kind: estimated as one {kind} layer per direction and layer, "
                     "and the cat of the two directions")
 
 
 def _dilated_stand_in(conv, in_shape):
-    kind = "conv1d" if type(conv).__name__ == "Conv1d" else "conv2d"
+    from torch import nn
+
+    kind = "conv1d" if isinstance(conv, nn.Conv1d) else "conv2d"
     name = type(conv).__name__
     sides = {"length": in_shape[-1]} if kind == "conv1d" else {"height": in_shape[-2], "width": in_shape[-1]}
     unsupported = []
     got = _conv_layer(conv, kind, sides, unsupported, name)
-    if got is None or unsupported != [f"{name}(dilation>1)"]:
+    if got is None or unsupported != [f"{'Conv1d' if kind == 'conv1d' else 'Conv2d'}(dilation>1)"]:
         return None
     c = dict(got[1])
     shrink = (int(conv.dilation[0]) - 1) * (c["kernel"] - 1)
@@ -229,12 +233,13 @@ def _dilated_stand_in(conv, in_shape):
 
 
 def _transposed_stand_in(conv, in_shape):
-    kind = "conv1d" if type(conv).__name__ == "ConvTranspose1d" else "conv2d"
+    from torch import nn
+
+    kind = "conv1d" if isinstance(conv, nn.ConvTranspose1d) else "conv2d"
     name = type(conv).__name__
     unsupported = []
     k = _pair(conv.kernel_size, "kernel", unsupported, name)
-    if unsupported or isinstance(conv.padding, str) or _pair(conv.dilation, "dilation", unsupported, name) != 1 \
-            or unsupported or in_shape is None:
+    if _pair(conv.dilation, "dilation", unsupported, name) != 1 or unsupported or in_shape is None:
         return None
     sides = ("length",) if kind == "conv1d" else ("height", "width")
     c = {"in_channels": conv.in_channels, "out_channels": conv.out_channels, "kernel": k, "stride": 1,
