@@ -474,3 +474,24 @@ def test_cli_layers_json_of_exported_onnx(exported):
     assert doc["format"] == "thor-sdk/layers" and doc["name"] == "lenet5"
     assert _summary(doc["layers"]) == _summary(layers_of("lenet5").layers)
 
+
+
+@pytest.mark.parametrize("module", ["dilated", "transposed"])
+def test_dilated_and_transposed_convs_stand_in_as_the_torch_path_does(tmp_path, module):
+    """Exported from PyTorch: refused by default; under approx the same stand-in conv2d (config, role, approx mark)
+    as the torch.fx reader gives for the module itself."""
+    import torch
+    from torch import nn
+
+    conv = (nn.Conv2d(4, 6, 3, padding=2, dilation=2) if module == "dilated"
+            else nn.ConvTranspose2d(4, 6, 2, stride=2, groups=2))
+    net = nn.Sequential(nn.Conv2d(3, 4, 3, padding=1), nn.ReLU(), conv, nn.Flatten(),
+                        nn.Linear(6 * (10 if module == "dilated" else 20) ** 2, 5))
+    path = _export(net, torch.randn(2, 3, 10, 10), tmp_path / f"{module}.onnx")
+    with pytest.raises(UnsupportedOperatorError):
+        layers_from_onnx(path)
+    from_onnx = layers_from_onnx(path, unknown_ops="approx").layers
+    from_fx = layers_of(net, input_shape=[3, 10, 10], unknown_ops="approx").layers
+    assert _summary(from_onnx) == _summary(from_fx)
+    assert [("approx" in l) for l in from_onnx] == [("approx" in l) for l in from_fx] == [False, False, True, False,
+                                                                                        False]

@@ -225,7 +225,7 @@ def _dilated_stand_in(conv, in_shape):
     shrink = (int(conv.dilation[0]) - 1) * (c["kernel"] - 1)
     for side in sides:
         c[side] -= shrink
-    if not _valid(kind, c):
+    if not valid_config(kind, c):
         return None
     return ([("", (kind, c), True)],
             f"{name}(dilation={int(conv.dilation[0])}) has no kind: estimated as the undilated {kind} of the same "
@@ -245,7 +245,7 @@ def _transposed_stand_in(conv, in_shape):
     c = {"in_channels": conv.in_channels, "out_channels": conv.out_channels, "kernel": k, "stride": 1,
          "padding": 0, "groups": conv.groups, "bias": int(conv.bias is not None),
          **{side: int(n) + k - 1 for side, n in zip(sides, in_shape[1:])}}
-    if not _valid(kind, c):
+    if not valid_config(kind, c):
         return None
     return ([("", (kind, c), True)],
             f"{name} has no kind: estimated as the stride-1 {kind} of the same kernel and FLOPs (its output the "
@@ -288,7 +288,8 @@ def _matmul_stand_in(node, full_shape):
             f"{op_label(node)} has no kind: estimated as a linear layer of the same FLOPs")
 
 
-def _valid(kind, config):
+def valid_config(kind, config):
+    """Whether ``config`` passes its kind's bounds (``Kind.check_config``)."""
     try:
         get_kind(kind).check_config(config)
     except (UsageError, ValueError):
