@@ -441,6 +441,31 @@ def test_device_levels_follow_one_reference_probe_when_campaigns_used_two():
     assert got["probe"] == {"id": "a"} and got["n"] == 5 and got["median_value"] == 1.0
 
 
+def test_samples_are_put_at_the_campaigns_level_one_burst_of_the_reference_moves_none():
+    """A sample measured while the reference ran 1.5x slower for several re-measurements is divided by that level
+    (value and std); one burst of the reference alone (a single slow re-measurement) moves no sample: the series is
+    a running median of three; a sample without a stamp, or hours from the references, is taken as measured."""
+    from thor_sdk.fitting.pipeline import SAMPLE_LEVEL_SMOOTHING, at_campaign_level
+
+    def stamp(minute):
+        return f"2026-11-23T14:{minute:02d}:00+00:00"
+
+    values = {0: 1.0, 2: 1.0, 4: 1.0, 6: 3.0, 8: 1.0, 10: 1.0, 12: 1.5, 14: 1.5, 16: 1.5, 18: 1.5}
+    refs = [{"model": "reference:conv2d-x", "metric": "time", "mean": v, "batch_size": 16, "created_utc": stamp(m)}
+            for m, v in values.items()]
+    samples = [{"value": 2.0, "std": 0.2, "measured_utc": stamp(m)} for m in (6, 15)] + [
+        {"value": 2.0, "std": 0.2}, {"value": 2.0, "std": 0.2, "measured_utc": "2026-11-23T19:00:00+00:00"}]
+    got, summary = at_campaign_level(samples, refs, "time")
+    median = 1.0  # the smoothed series: 1 1 1 1 1 1 1.5 1.5 1.5 1.5
+    assert got[0]["value"] == pytest.approx(2.0 / median)  # the burst at minute 6 read as 1.0
+    assert got[1]["value"] == pytest.approx(2.0 / 1.5) and got[1]["std"] == pytest.approx(0.2 / 1.5)
+    assert got[2] == samples[2] and got[3] == samples[3]
+    assert summary["references"] == 10 and summary["smoothing"] == SAMPLE_LEVEL_SMOOTHING
+    assert summary["min"] == 1.0 and summary["max"] == 1.5 and summary["samples_scaled"] == 1
+    assert at_campaign_level(samples, refs[:2], "time") == (samples, None)  # too few references: as measured
+    assert samples[1]["value"] == 2.0  # the caller's samples are not changed
+
+
 def test_calibration_passes_of_one_model_and_batch_count_once():
     """A profile measures each calibration (model, batch size) in several passes. They share one composition
     error, so they are one piece of evidence: 2 models x 7 passes saying -15% do not make a bias clear of its
