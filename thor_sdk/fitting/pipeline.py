@@ -191,9 +191,10 @@ def at_campaign_level(samples, model_runs, metric):
     (``device_levels`` of the campaign's reference probe, smoothed over SAMPLE_LEVEL_SMOOTHING re-measurements;
     1 where no reference is near its ``measured_utc``), so that the layer models describe the device at its
     median speed through the campaign rather than each sample's moment; ``summary`` (None without references)
-    says how far the levels went. On profiles 9-12 of this project's 2-core host (eight evaluations,
-    ``bench/bench_rescore.py``) held-out MAPE moved by -5.5 to +2.0 points, -1.1 on average, better in 5 of 8;
-    unsmoothed, one noisy reference moved every sample near it (better in 4 of 8, and profile 7 worse)."""
+    says how far the levels went. Profiles 4-12 of this project's 2-core host refitted with and without it and
+    rescored on their 18 evaluations (``bench/results/sample-levels-rescore-host-20261127-0413.md``): held-out MAPE
+    better in 12, -5.5 to +2.9 points, -0.65 on average; unsmoothed, one noisy reference moved every sample near
+    it (profiles 9-12: better in 4 of 8)."""
     levels = device_levels(model_runs, metric, SAMPLE_LEVEL_SMOOTHING)
     if levels is None:
         return samples, None
