@@ -476,3 +476,82 @@ def test_meter_log_reader(data):
     event("accepted")
     assert all(math.isfinite(t) and math.isfinite(p) for t, p in rows)
     assert rows == sorted(rows)
+
+
+# -- ONNX graphs: random chains of the operators the importer reads, stands in for or refuses ---------------------
+_ONNX_OPS = ("Relu", "Softmax", "Transpose", "MatMulW", "MatMulSelf", "Conv", "ConvTranspose", "Flatten", "Split",
+             "Einsum")
+
+
+@st.composite
+def onnx_graphs(draw):
+    """``(model bytes, unknown_ops)``: an input of rank 3 or 4 (batch symbolic or fixed, small sides) and a chain of
+    up to five operators with random attributes and weights of random shapes (often not fitting: shape inference
+    and the importer must then refuse with a ThorError)."""
+    import numpy as np
+    from onnx import TensorProto, helper, numpy_helper
+
+    rank = draw(st.sampled_from([3, 4]))
+    dims = [draw(st.sampled_from(["N", 1, 2]))] + [draw(st.integers(1, 6)) for _ in range(rank - 1)]
+    nodes, inits, cur = [], [], "x"
+    for i in range(draw(st.integers(1, 5))):
+        op, out = draw(st.sampled_from(_ONNX_OPS)), f"t{i}"
+        small = st.integers(1, 4)
+        if op == "Softmax":
+            nodes.append(helper.make_node("Softmax", [cur], [out], axis=draw(st.integers(-4, 3))))
+        elif op == "Transpose":
+            nodes.append(helper.make_node("Transpose", [cur], [out], perm=draw(st.permutations(range(rank)))))
+        elif op == "MatMulW":
+            w = f"w{i}"
+            inits.append(numpy_helper.from_array(np.zeros((draw(small), draw(small)), np.float32), w))
+            nodes.append(helper.make_node("MatMul", [cur, w], [out]))
+        elif op == "MatMulSelf":
+            nodes.append(helper.make_node("Transpose", [cur], [f"{out}T"],
+                                          perm=list(range(rank - 2)) + [rank - 1, rank - 2]))
+            nodes.append(helper.make_node("MatMul", [cur, f"{out}T"], [out]))
+        elif op in ("Conv", "ConvTranspose"):
+            w, k = f"w{i}", draw(st.integers(1, 3))
+            shape = (draw(small), draw(small), k, k) if draw(st.booleans()) else (draw(small), draw(small), k)
+            inits.append(numpy_helper.from_array(np.zeros(shape, np.float32), w))
+            attrs = {"dilations": [draw(st.integers(1, 3))] * (len(shape) - 2)} if draw(st.booleans()) else {}
+            if op == "ConvTranspose" and draw(st.booleans()):
+                attrs["strides"] = [draw(st.integers(1, 2))] * (len(shape) - 2)
+            nodes.append(helper.make_node(op, [cur, w], [out], **attrs))
+        elif op == "Split":
+            nodes.append(helper.make_node("Split", [cur], [out, f"{out}b"], axis=draw(st.integers(1, rank - 1)),
+                                          num_outputs=2))
+        elif op == "Einsum":
+            nodes.append(helper.make_node("Einsum", [cur, cur], [out], equation="...i,...i->...i"))
+        else:
+            nodes.append(helper.make_node(op, [cur], [out]))
+        cur = out
+    graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, dims)],
+                              [helper.make_tensor_value_info(cur, TensorProto.FLOAT, None)], initializer=inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", draw(st.sampled_from([11, 13, 18])))])
+    return model.SerializeToString(), draw(st.sampled_from(["error", "approx"]))
+
+
+@FUZZ
+@given(onnx_graphs())
+def test_onnx_reader(graph):
+    """Any chain of these operators: a layer list whose every layer passes its kind's bounds (stand-ins marked, a
+    linear stand-in never the loss head), or a ThorError."""
+    from thor_sdk.layers.kinds import get_kind
+    from thor_sdk.layers.onnx_import import layers_from_onnx
+
+    data, unknown_ops = graph
+    with tempfile.TemporaryDirectory() as d:
+        path = os.path.join(d, "g.onnx")
+        with open(path, "wb") as f:
+            f.write(data)
+        try:
+            ml = layers_from_onnx(path, unknown_ops=unknown_ops)
+        except ThorError as e:
+            event(type(e).__name__)
+            return
+    event("read")
+    assert ml.layers
+    for layer in ml.layers:
+        get_kind(layer["kind"]).check_config(layer["config"])
+        assert "approx" not in layer or unknown_ops == "approx"
+    assert ml.layers[-1]["kind"] != "output" or "approx" not in ml.layers[-1]

@@ -456,9 +456,12 @@ def _conv(g, node, a, unsupported):
     if len(ws) != 4:
         unsupported.append(f"Conv({len(ws) - 2}-D)")
         return None
+    xs = g.per_sample(x)
+    if len(xs) != 3:  # a 2-D weight on an input that is not [C, H, W]: not a model ONNX would run
+        unsupported.append(f"Conv(input of {len(xs)} axes per sample, weight of 4)")
+        return None
     if any(int(d) != 1 for d in a.get("dilations", [1, 1])):
         unsupported.append("Conv(dilation>1)")
-    xs = g.per_sample(x)
     kernel = _square(a.get("kernel_shape", ws[2:]), "kernel", "Conv", unsupported)
     stride = _square(a.get("strides", [1, 1]), "stride", "Conv", unsupported)
     padding = _padding(a, xs[1:], kernel, stride, "Conv", unsupported)
