@@ -3,6 +3,8 @@
 import json
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 import torch
 from torch import nn
 
@@ -354,3 +356,38 @@ def test_a_bidirectional_stand_in_follows_a_subclass_of_the_torch_rnn():
                     unknown_ops="approx").layers
     assert [l["kind"] for l in rnn] == ["lstm", "lstm", "cat", "output"]
     assert "LSTM(bidirectional)" in rnn[0]["approx"]
+
+
+@settings(derandomize=True, max_examples=40, deadline=None)
+@given(st.sampled_from(["dilated1d", "dilated2d", "transposed1d", "transposed2d"]), st.integers(1, 3),
+       st.integers(1, 3), st.integers(1, 4), st.integers(2, 4), st.integers(1, 3), st.integers(0, 2),
+       st.integers(4, 12), st.sampled_from([1, 2]))
+def test_conv_stand_ins_keep_the_flops_of_any_conv_they_accept(what, cin, cout, kernel, dilation, stride, padding,
+                                                              side, groups):
+    """Any dilated or transposed conv: refused, or a conv stand-in of exactly the module's multiply-adds (counted
+    from its weight and the sizes it really produces) and of an output no larger than the module's."""
+    cin, cout = cin * groups, cout * groups
+    try:
+        if what.startswith("dilated"):
+            cls = nn.Conv1d if what.endswith("1d") else nn.Conv2d
+            conv = cls(cin, cout, kernel, stride=stride, padding=padding, dilation=dilation, groups=groups)
+        else:
+            cls = nn.ConvTranspose1d if what.endswith("1d") else nn.ConvTranspose2d
+            conv = cls(cin, cout, kernel, stride=stride, padding=min(padding, kernel - 1), groups=groups)
+        shape = [cin] + [side] * (1 if what.endswith("1d") else 2)
+        out = conv(torch.zeros(1, *shape))
+    except RuntimeError:  # a kernel larger than its padded input: not a module that runs
+        return
+    try:
+        layers = layers_of(nn.Sequential(conv, nn.Flatten()), input_shape=shape, unknown_ops="approx").layers
+    except UnsupportedOperatorError:
+        return
+    layer = layers[0]
+    k = get_kind(layer["kind"])
+    per_output = conv.weight[0].numel() if what.startswith("dilated") else None
+    if what.startswith("dilated"):  # every output element meets (in / groups) x kernel area inputs
+        want = 2 * out.numel() * per_output
+        assert list(k.out_shape(layer["config"])) == list(out.shape[1:])
+    else:  # every input element meets the whole kernel of its group
+        want = 2 * torch.zeros(shape).numel() * conv.weight[0].numel()
+    assert k.forward_flops(layer["config"]) == want and "approx" in layer
