@@ -112,6 +112,13 @@ def _vocab(vocab, dtype):
     return vocab
 
 
+def _module_dtype(input_dtype, vocab):
+    """``(dtype, vocab)`` of a file or module source, checked: ``dtype`` None when not given (read from the module
+    when it is built); a vocabulary goes with token ids, given or not yet read."""
+    dtype = _dtype(input_dtype) if input_dtype is not None else None
+    return dtype, _vocab(vocab, dtype or "int64")
+
+
 def _refuse_extras(model, what, input_shape=None, input_dtype=None, vocab=None):
     given = [opt for opt, v in (("input shape", input_shape), ("input dtype", input_dtype), ("vocab", vocab))
              if v is not None]
@@ -196,8 +203,7 @@ def resolve_model(model, input_shape=None, input_dtype=None, vocab=None):
                 raise UsageError(f"{model}: give the class as path/file.py:ClassName")
             if input_shape is None:
                 raise UsageError(f"{model}: give the per-sample input shape (--input-shape, e.g. 3,32,32)")
-            dtype = _dtype(input_dtype) if input_dtype is not None else None  # None: read from the module
-            return ModelSource(model, "file", model, _shape(input_shape), dtype, _vocab(vocab, dtype or "int64"))
+            return ModelSource(model, "file", model, _shape(input_shape), *_module_dtype(input_dtype, vocab))
         raise NotFoundError(
             f"unknown model {model!r}: not a reference network ({', '.join(models.SPECS)}), "
             "a .json layer list, a .onnx file or a file.py:Class"
@@ -206,9 +212,8 @@ def resolve_model(model, input_shape=None, input_dtype=None, vocab=None):
     if torch is not None and isinstance(model, torch.nn.Module):
         if input_shape is None:
             raise UsageError("give input_shape (per sample) with a torch.nn.Module")
-        dtype = _dtype(input_dtype) if input_dtype is not None else None  # None: read from the module
-        return ModelSource(type(model).__name__, "module", model, _shape(input_shape), dtype,
-                           _vocab(vocab, dtype or "int64"))
+        return ModelSource(type(model).__name__, "module", model, _shape(input_shape),
+                           *_module_dtype(input_dtype, vocab))
     raise UsageError(f"cannot measure an object of type {type(model).__name__}: give a model name, file.py:Class, "
                      "a .json layer list, a .onnx file or a torch.nn.Module")
 

@@ -130,10 +130,11 @@ def _module_layer(mod, in_shape, out_shape, unsupported):
     return None
 
 
-def _stand_in(node, gm, in_shape, full_shape):
+def _stand_in(node, gm, in_shape, full_shape, got, refused):
     """``([(suffix, (kind, config), reads_input)], reason)``: the kinds that stand in for an operator without one
     of its own under ``unknown_ops="approx"`` (each marked, so the runtime widens its std by
-    APPROX_OP_REL_STD), or None. ``reads_input``: the layer reads the operator's input (its role follows the
+    APPROX_OP_REL_STD), or None. ``got``/``refused``: what ``_module_layer`` returned and recorded for it
+    (a dilated conv's config, refused for its dilation alone). ``reads_input``: the layer reads the operator's input (its role follows the
     operator's); the others read another stand-in layer's output (hidden). Each is costed at the module's
     exact FLOPs where the kinds allow; how far each stand-in's own cost is from the operator's on this
     project's host is measured by ``bench/bench_stand_ins.py`` (``bench/results/stand-ins-host-*.md``):
@@ -171,8 +172,9 @@ def _stand_in(node, gm, in_shape, full_shape):
                     "sizes (a pre-norm GELU block with causal attention)")
         if isinstance(mod, (nn.LSTM, nn.GRU)) and mod.bidirectional:
             return _bidirectional_stand_in(mod, in_shape)
-        if isinstance(mod, (nn.Conv1d, nn.Conv2d)):
-            return _dilated_stand_in(mod, in_shape)
+        if isinstance(mod, (nn.Conv1d, nn.Conv2d)) and got is not None \
+                and refused == [f"{'Conv1d' if got[0] == 'conv1d' else 'Conv2d'}(dilation>1)"]:
+            return _one(dilated_conv_stand_in(got, int(mod.dilation[0]), type(mod).__name__))
         if isinstance(mod, (nn.ConvTranspose1d, nn.ConvTranspose2d)):
             return _transposed_stand_in(mod, in_shape)
         if isinstance(mod, nn.MultiheadAttention):
@@ -180,7 +182,12 @@ def _stand_in(node, gm, in_shape, full_shape):
         return None
     if node.op == "call_method" and node.target in ("matmul", "bmm", "__matmul__") \
             or node.op == "call_function" and node.target in (operator.matmul, torch.matmul, torch.bmm):
-        return _matmul_stand_in(node, full_shape)
+        if len(node.args) < 2:
+            return None
+        a, b, out = full_shape(node.args[0]), full_shape(node.args[1]), full_shape(node)
+        if any(s is None or len(s) < 2 for s in (a, b, out)):
+            return None
+        return _one(matmul_stand_in(a[-1], out[1:], op_label(node)))
     if node.op == "call_function" and node.target is F.scaled_dot_product_attention:
         q, k, v = (full_shape(_arg(node, i, name)) for i, name in enumerate(("query", "key", "value")))
         if any(s is None or len(s) < 3 for s in (q, k, v)) or q[-1] != k[-1] or k[-2] != v[-2]:
@@ -211,45 +218,60 @@ def _bidirectional_stand_in(rnn, in_shape):
                     "and the cat of the two directions")
 
 
-def _dilated_stand_in(conv, in_shape):
-    from torch import nn
+def _one(stand_in):
+    """A one-layer stand-in ``((kind, config), reason)`` (or None) as ``_stand_in`` returns it: reading the
+    operator's input."""
+    return None if stand_in is None else ([("", stand_in[0], True)], stand_in[1])
 
-    kind = "conv1d" if isinstance(conv, nn.Conv1d) else "conv2d"
-    name = type(conv).__name__
-    sides = {"length": in_shape[-1]} if kind == "conv1d" else {"height": in_shape[-2], "width": in_shape[-1]}
-    unsupported = []
-    got = _conv_layer(conv, kind, sides, unsupported, name)
-    if got is None or unsupported != [f"{'Conv1d' if kind == 'conv1d' else 'Conv2d'}(dilation>1)"]:
-        return None
-    c = dict(got[1])
-    shrink = (int(conv.dilation[0]) - 1) * (c["kernel"] - 1)
-    for side in sides:
+
+def dilated_conv_stand_in(got, dilation, label):
+    """``((kind, config), reason)``: the undilated conv standing in for a dilated one (``got``: its ``(kind,
+    config)``, square ``dilation``), on an input shortened by (dilation - 1) x (kernel - 1): the same output size
+    and FLOPs; None where that input would be too short. Both readers (torch.fx and ONNX) use it."""
+    kind, c = got[0], dict(got[1])
+    shrink = (dilation - 1) * (c["kernel"] - 1)
+    for side in ("length",) if kind == "conv1d" else ("height", "width"):
         c[side] -= shrink
     if not valid_config(kind, c):
         return None
-    return ([("", (kind, c), True)],
-            f"{name}(dilation={int(conv.dilation[0])}) has no kind: estimated as the undilated {kind} of the same "
-            "output size and FLOPs")
+    return (kind, c), (f"{label}(dilation={dilation}) has no kind: estimated as the undilated {kind} of the same "
+                       "output size and FLOPs")
+
+
+def transposed_conv_stand_in(kind, in_channels, out_channels, kernel, groups, bias, sides, label):
+    """``((kind, config), reason)``: the stride-1 conv of the same square ``kernel`` standing in for a transposed
+    one whose per-sample input has spatial ``sides``: its output has the input's size, so every input element meets
+    the whole kernel, as in the transposed conv (the same FLOPs); None where that config is out of bounds. Both
+    readers use it."""
+    names = ("length",) if kind == "conv1d" else ("height", "width")
+    c = {"in_channels": in_channels, "out_channels": out_channels, "kernel": kernel, "stride": 1, "padding": 0,
+         "groups": groups, "bias": int(bias), **{side: int(n) + kernel - 1 for side, n in zip(names, sides)}}
+    if len(sides) != len(names) or not valid_config(kind, c):
+        return None
+    return (kind, c), (f"{label} has no kind: estimated as the stride-1 {kind} of the same kernel and FLOPs (its "
+                       "output the size of the transposed conv's input)")
+
+
+def matmul_stand_in(contracted, out_shape, label):
+    """``(("linear", config), reason)``: a product of two activations (``out_shape``: the result per sample) as a
+    linear layer of the same FLOPs: in = the ``contracted`` size, out = the result's last size, tokens = the rest.
+    Both readers use it."""
+    return (("linear", {"in_features": contracted, "out_features": out_shape[-1], "tokens": _prod(out_shape[:-1]),
+                        "bias": 0}),
+            f"{label} has no kind: estimated as a linear layer of the same FLOPs")
 
 
 def _transposed_stand_in(conv, in_shape):
     from torch import nn
 
-    kind = "conv1d" if isinstance(conv, nn.ConvTranspose1d) else "conv2d"
-    name = type(conv).__name__
     unsupported = []
+    name = type(conv).__name__
     k = _pair(conv.kernel_size, "kernel", unsupported, name)
     if _pair(conv.dilation, "dilation", unsupported, name) != 1 or unsupported or in_shape is None:
         return None
-    sides = ("length",) if kind == "conv1d" else ("height", "width")
-    c = {"in_channels": conv.in_channels, "out_channels": conv.out_channels, "kernel": k, "stride": 1,
-         "padding": 0, "groups": conv.groups, "bias": int(conv.bias is not None),
-         **{side: int(n) + k - 1 for side, n in zip(sides, in_shape[1:])}}
-    if not valid_config(kind, c):
-        return None
-    return ([("", (kind, c), True)],
-            f"{name} has no kind: estimated as the stride-1 {kind} of the same kernel and FLOPs (its output the "
-            "size of the transposed conv's input)")
+    return _one(transposed_conv_stand_in("conv1d" if isinstance(conv, nn.ConvTranspose1d) else "conv2d",
+                                         conv.in_channels, conv.out_channels, k, conv.groups, conv.bias is not None,
+                                         in_shape[1:], name))
 
 
 def _score_layers(rows, head_dim, keys, value_dim, reads_input):
@@ -276,16 +298,6 @@ def _attention_stand_in(node, att, full_shape):
                                         "bias": int(att.out_proj.bias is not None)}), False)]
     return layers, ("MultiheadAttention has no kind: estimated as its input projection, scores and weighted sum "
                     "(linear layers of the same FLOPs), their softmax and its output projection")
-
-
-def _matmul_stand_in(node, full_shape):
-    a, b, out = full_shape(node.args[0]) if node.args else None, \
-        full_shape(node.args[1]) if len(node.args) > 1 else None, full_shape(node)
-    if any(s is None or len(s) < 2 for s in (a, b, out)):
-        return None
-    return ([("", ("linear", {"in_features": a[-1], "out_features": out[-1], "tokens": _prod(out[1:-1]),
-                              "bias": 0}), True)],
-            f"{op_label(node)} has no kind: estimated as a linear layer of the same FLOPs")
 
 
 def valid_config(kind, config):
@@ -617,7 +629,7 @@ def layers_from_module(module, input_shape, input_dtype="float32", vocab=None, s
         approx = None
         name = str(node.target) if node.op == "call_module" else node.name
         if len(unsupported) > n_unsupported and unknown_ops == "approx":
-            stand_in = _stand_in(node, gm, in_shape, full_shape)
+            stand_in = _stand_in(node, gm, in_shape, full_shape, got, unsupported[n_unsupported:])
             if stand_in is not None:
                 del unsupported[n_unsupported:]
                 parts, reason = stand_in
@@ -658,8 +670,9 @@ def refuse_unsupported(unsupported, source, unknown_ops):
 
 def finish_layers(layers, source="model"):
     """Drop trailing reshapes and turn a final Linear into the ``output`` head (the layer the loss is
-    computed on), unless it stands in for another operator (``approx``). A list ending in another kind (a segmentation head's conv, a final softmax, one
-    layer alone) keeps that layer as it is: its loss's own cost is then not in the estimate."""
+    computed on), unless it stands in for another operator (``approx``). A list ending in another kind (a
+    segmentation head's conv, a final softmax, one layer alone) keeps that layer as it is: its loss's own cost
+    is then not in the estimate."""
     while len(layers) > 1 and layers[-1]["kind"] == "flatten":
         layers.pop()
     if not layers:

@@ -17,7 +17,8 @@ import os
 
 from thor_sdk.errors import FormatError, ModelError, NotFoundError, UsageError
 
-from .extract import add_layer, finish_layers, refuse_unsupported, valid_config
+from .extract import (add_layer, dilated_conv_stand_in, finish_layers, matmul_stand_in, refuse_unsupported,
+                      transposed_conv_stand_in)
 
 _BATCH = 2  # batch size substituted for a symbolic batch dimension before shape inference
 
@@ -514,52 +515,31 @@ def _linear(g, node, a, extra, unsupported):
 
 
 def _stand_in(g, node, got, refused):
-    """``((kind, config), reason)`` of a kind standing in for a node without one under ``unknown_ops="approx"``
-    (as the torch.fx reader's ``extract._stand_in``, same FLOPs), or None. ``got``/``refused``: what
-    ``_node_layer`` returned and recorded for it. A MatMul of two activations: a ``linear``; a dilated Conv: the
-    undilated conv on an input shortened by (dilation - 1) x (kernel - 1); a 2-D ConvTranspose: the stride-1 conv
-    of the same kernel whose output is the transposed conv's input size."""
+    """``((kind, config), reason)`` of a kind standing in for a node without one under ``unknown_ops="approx"``,
+    through the torch.fx reader's own stand-ins (``extract``: same kinds, same FLOPs), or None.
+    ``got``/``refused``: what ``_node_layer`` returned and recorded for it. A MatMul of two activations: a
+    ``linear``; a dilated Conv: the undilated conv; a 2-D ConvTranspose: the stride-1 conv of the same kernel."""
     op, a = node.op_type, _attrs(node)
     if op == "MatMul":
-        got = _matmul_stand_in(g, node, node.output[0])
-        return None if got is None else (got, "MatMul(of two activations) has no kind: estimated as a linear "
-                                               "layer of the same FLOPs")
-    if op == "Conv" and got is not None and refused == ["Conv(dilation>1)"]:
-        d = [int(v) for v in a.get("dilations", [1, 1])]
-        if len(set(d)) != 1:
+        x, w = node.input[0], node.input[1]
+        if g.is_const(x) or g.is_const(w):
             return None
-        c = dict(got[1])
-        shrink = (d[0] - 1) * (c["kernel"] - 1)
-        c["height"] -= shrink
-        c["width"] -= shrink
-        return (("conv2d", c), f"Conv(dilation={d[0]}) has no kind: estimated as the undilated conv2d of the same "
-                               "output size and FLOPs") if valid_config("conv2d", c) else None
+        xs, ys = g.per_sample(x), g.per_sample(node.output[0])
+        if not xs or not ys or len(g.shape(w)) < 2:
+            return None
+        return matmul_stand_in(xs[-1], ys, "MatMul(of two activations)")
+    if op == "Conv" and got is not None and refused == ["Conv(dilation>1)"]:
+        d = {int(v) for v in a.get("dilations", [1, 1])}
+        return dilated_conv_stand_in(got, d.pop(), "Conv") if len(d) == 1 else None
     if op == "ConvTranspose" and g.is_const(node.input[1]):
         ws, xs = g.shape(node.input[1]), g.per_sample(node.input[0])  # W: [C_in, C_out / group, kH, kW]
         k = ws[2:] if len(ws) == 4 else []
         if len(xs) != 3 or len(set(k)) != 1 or any(int(v) != 1 for v in a.get("dilations", [1, 1])):
             return None
         group = int(a.get("group", 1))
-        c = {"in_channels": xs[0], "out_channels": ws[1] * group, "kernel": k[0], "stride": 1, "padding": 0,
-             "groups": group, "height": xs[1] + k[0] - 1, "width": xs[2] + k[0] - 1,
-             "bias": int(len(node.input) > 2 and bool(node.input[2]))}
-        return (("conv2d", c), "ConvTranspose has no kind: estimated as the stride-1 conv2d of the same kernel and "
-                               "FLOPs (its output the size of the transposed conv's input)") if valid_config("conv2d", c) \
-            else None
+        return transposed_conv_stand_in("conv2d", xs[0], ws[1] * group, k[0], group,
+                                        len(node.input) > 2 and bool(node.input[2]), xs[1:], "ConvTranspose")
     return None
-
-
-def _matmul_stand_in(g, node, out):
-    """A MatMul of two activations (attention's scores and weighted sum) as a ``linear`` of the same FLOPs: in =
-    the contracted size, out = the result's last size, tokens = the rest of the result (as the torch.fx reader's
-    stand-in), or None where an operand is a vector or a constant."""
-    a, b = node.input[0], node.input[1]
-    if g.is_const(a) or g.is_const(b):
-        return None
-    xs, ys = g.per_sample(a), g.per_sample(out)
-    if not xs or not ys or len(g.shape(b)) < 2:
-        return None
-    return "linear", {"in_features": xs[-1], "out_features": ys[-1], "tokens": _prod(ys[:-1]), "bias": 0}
 
 
 def _clip(g, node, a):
