@@ -314,6 +314,29 @@ def test_no_kind_takes_more_than_its_capped_share_of_the_probes(tmp_path, small_
         assert count <= max(MIN_CAP, SHARE_CAP * doc["kinds"][kind]["rel_share"] * n) + 1, (kind, count)
 
 
+def test_every_kind_gets_at_least_its_floor_share_of_the_probes(tmp_path, small_prior):
+    """A kind whose GP looks sure of itself still gets FLOOR_SHARE of its relative share of the probes:
+    without the floor, the planted costs leave ``linear`` (over half of lenet5 + har's relative cost)
+    below it, as every host profile left ``linear`` at 6-13 of 800-1,300 probes."""
+    from thor_sdk.campaign.profile import FLOOR_SHARE, ProfilePlan
+
+    path, doc = small_prior
+    share = ProfilePlan(doc).share
+    counts = {}
+    for floor in (None, 0):
+        s = profile(device=FakeDevice(), out=str(tmp_path / f"p{floor}.db"), max_probes=110, prior_path=str(path),
+                    reference_every_s=None, calibration_models=[], floor_share=floor)
+        counts[floor] = (s["kinds"], s["probes_done"])
+    kinds, n = counts[None]
+    for kind, c in kinds.items():
+        assert c >= FLOOR_SHARE * share[kind] * n - 1, (kind, c)
+    kinds0, n0 = counts[0]
+    assert kinds0["linear"] < FLOOR_SHARE * share["linear"] * n0 - 1 < kinds["linear"]
+    with pytest.raises(UsageError, match="floor_share"):
+        profile(device=FakeDevice(), out=str(tmp_path / "bad.db"), max_probes=5, prior_path=str(path),
+                floor_share=1.5)
+
+
 def test_candidates_take_structural_neighbours_of_the_zoo_layers():
     """A quarter of a conv's candidates take the next odd kernel size (padding kept "same"), and a recurrent
     kind whose zoo layers all have one role gets the other: an unseen 7-tap conv1d and a CRNN's GRU (which
@@ -336,6 +359,15 @@ def test_candidates_take_structural_neighbours_of_the_zoo_layers():
     assert 0.15 <= roles.count("hidden") / len(roles) <= 0.35
     # kinds whose zoo layers have both roles, or that are not recurrent, keep the zoo's roles
     assert {r for _, _, r in candidates(prior, "relu", 80, seed=0)} == {"hidden"}
+    # every zoo linear has a bias: a share of the candidates has none (attention projections, x @ y)
+    assert {e["config"]["bias"] for e in prior["kinds"]["linear"]["configs"]} == {1}
+    biases = [c["bias"] for c, _, _ in candidates(prior, "linear", 160, seed=0)]
+    assert 0.15 <= biases.count(0) / len(biases) <= 0.35
+    # conv2d's zoo layers have both: its candidates keep the zoo's own mix
+    zoo_bias = [e["config"]["bias"] for e in prior["kinds"]["conv2d"]["configs"]]
+    assert set(zoo_bias) == {0, 1}
+    got = [c["bias"] for c, _, _ in candidates(prior, "conv2d", 160, seed=0)]
+    assert got.count(1) / len(got) < 0.25
 
     assert _kernel_neighbour({"kernel": 1, "stride": 1, "padding": 0}, down=True) == {"kernel": 3, "stride": 1,
                                                                                       "padding": 1}

@@ -265,13 +265,15 @@ def _layer_keys(ml):
 def profile(device="host", metric="time", out="profile.db", resume=False, runtime="torch", max_probes=None,
             max_seconds=None, target_rel_std=None, settings=None, meter=None, threads=None, models=(),
             input_shape=None, kinds=None, seed=0, reference_every_s=120.0, calibration_models=None,
-            progress=None, prior_path=None, unknown_ops="error", coverage_every=None):
+            progress=None, prior_path=None, unknown_ops="error", coverage_every=None, floor_share=None):
     """Profile ``device`` once over the model zoo's prior (``thor-sdk profile``); see
     ``thor_sdk.campaign.profile``. ``models``: optional app models whose layers weigh more in the prior.
     On the host, one intra-op thread unless ``threads`` says otherwise (recorded). ``coverage_every``: every
-    how many probes after the start is a coverage probe (None: ``COVERAGE_EVERY``; 0: none)."""
+    how many probes after the start is a coverage probe (None: ``COVERAGE_EVERY``; 0: none).
+    ``floor_share``: the fraction of its relative share of the probes below which a kind takes the next
+    pick (None: ``FLOOR_SHARE``; 0: no floor)."""
     from thor_sdk.campaign.prior import load_prior, proxy_cost_s
-    from thor_sdk.campaign.profile import COVERAGE_EVERY, DEFAULT_CALIBRATION, ProfilePlan, run_profile
+    from thor_sdk.campaign.profile import COVERAGE_EVERY, DEFAULT_CALIBRATION, FLOOR_SHARE, ProfilePlan, run_profile
     from thor_sdk.harness.protocol import ProtocolSettings
     from thor_sdk.layers import ModelLayers, layers_of
     from thor_sdk.store import Campaign
@@ -284,6 +286,7 @@ def profile(device="host", metric="time", out="profile.db", resume=False, runtim
     number("reference_every_s (0: never)", reference_every_s, low=0, high=MAX_SECONDS, optional=True)
     number("seed", seed, low=0, high=2 ** 32 - 1, integer=True)
     number("coverage_every (0: never)", coverage_every, low=0, high=10 ** 6, integer=True, optional=True)
+    number("floor_share (0: no floor)", floor_share, low=0, high=1, optional=True)
     if resume:
         campaign = Campaign.open(out, writer=True)
         meta = campaign.meta
@@ -339,7 +342,8 @@ def profile(device="host", metric="time", out="profile.db", resume=False, runtim
                               max_probes=max_probes, max_seconds=max_seconds, target_rel_std=target_rel_std,
                               reference_every_s=reference_every_s, calibration_models=calibration_models,
                               progress=progress,
-                              coverage_every=COVERAGE_EVERY if coverage_every is None else int(coverage_every))
+                              coverage_every=COVERAGE_EVERY if coverage_every is None else int(coverage_every),
+                              floor_share=FLOOR_SHARE if floor_share is None else float(floor_share))
     summary.update({"campaign": out, "device": dev.name, "runtime": runtime, "metric": metric})
     return summary
 

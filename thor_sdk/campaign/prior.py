@@ -19,7 +19,8 @@ takes the configs of the zoo's pointwise activations at a tenth of their weight.
 length, a log-uniform batch size in [1, 128], and whether to take a structural neighbour), snapped to
 valid integer configs. Structural features (kernel, stride, padding, groups pattern, heads, layers) stay
 those of a real zoo layer, but for a quarter of the candidates: the next odd kernel size of a conv, or
-the other role of a recurrent layer whose zoo layers all have one (``NEIGHBOUR_SHARE``).
+the other role of a recurrent layer whose zoo layers all have one, or the other ``bias`` of a kind whose
+zoo layers all have one (``NEIGHBOUR_SHARE``).
 The alignment of widths is kept (a channel count divisible by 8 scales to multiples of 8:
 ``ALIGNED_FEATURES``), so every candidate is a layer someone builds.
 """
@@ -64,6 +65,7 @@ SEQUENCE_FACTOR = 4.0
 NEIGHBOUR_SHARE = 0.25
 KERNEL_NEIGHBOUR_KINDS = ("conv1d", "conv2d")
 ROLE_NEIGHBOUR_KINDS = ("gru", "lstm")
+
 
 
 def proxy_cost_s(kind, config, role, batch_size=PROXY_BATCH):
@@ -231,6 +233,16 @@ def _kernel_neighbour(config, down):
     return c
 
 
+def _other_bias(configs):
+    """The ``bias`` value none of a kind's zoo ``configs`` has, when they all have one (else None).
+
+    A neighbour share of such a kind's candidates takes it: every zoo linear has a bias, but attention
+    projections are often built without one (and the linear stand-ins of ``x @ y`` have none); profiles
+    without bias-free samples left those layers outside what the samples covered."""
+    seen = {c["config"].get("bias") for c in configs}
+    return 1 - seen.pop() if len(seen) == 1 and seen <= {0, 1} else None
+
+
 def _other_role(kind, configs):
     """The role ``kind`` can take that none of its zoo ``configs`` has, for ROLE_NEIGHBOUR_KINDS (else None)."""
     from thor_sdk.layers.kinds import get_kind
@@ -260,6 +272,7 @@ def candidates(prior, kind, n, seed=0):
     share = float(prior.get("neighbour_share", 0.0))
     other_role = _other_role(kind, configs) if share > 0 else None
     kernels = share > 0 and kind in KERNEL_NEIGHBOUR_KINDS
+    other_bias = _other_bias(configs) if share > 0 else None
     dims = 4 + len(size_feats)
     sob = qmc.Sobol(d=dims, scramble=True, seed=seed)
     pts = sob.random(1 << max(1, math.ceil(math.log2(max(2 * n, 2)))))
@@ -278,6 +291,8 @@ def candidates(prior, kind, n, seed=0):
         if kernels and p[3] < share:
             near = _kernel_neighbour(config, down=p[3] < share / 2)
             config = near if near is not None and _valid(kind, near) else config
+        if other_bias is not None and p[2] < share:  # (p[2] also picks a role: recurrent kinds have no bias)
+            config = dict(config, bias=other_bias)
         role = other_role if other_role and p[2] < share else base["role"]
         key = json.dumps([config, batch, role], sort_keys=True)
         if key in seen:
