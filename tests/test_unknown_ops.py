@@ -333,6 +333,32 @@ def test_stand_in_layers_are_estimated_with_the_wider_std_of_approximated_layers
     assert [a["index"] for a in r["approximated"]] == [2]
 
 
+def test_the_added_std_of_one_operator_type_adds_up_linearly():
+    """Two ConvTranspose2d stand-ins share one error (the operator against its stand-in, on this device):
+    the total's variance gains (0.5 (m1 + m2))^2, not 0.25 (m1^2 + m2^2). Layers of another op, or that
+    name none, stay independent; each layer's own std is the same either way."""
+    from math import fsum
+
+    from thor_sdk.runtime.estimator import APPROX_OP_REL_STD
+
+    est = load_estimator(VECTORS)  # conv2d, maxpool2d, output, relu
+    net = nn.Sequential(nn.Conv2d(3, 4, 3, padding=1), nn.ReLU(), nn.ConvTranspose2d(4, 4, 2, stride=2), nn.ReLU(),
+                        nn.ConvTranspose2d(4, 4, 2, stride=2), nn.ReLU())
+    layers = layers_of(net, input_shape=[3, 8, 8], unknown_ops="approx").layers
+    idx = [i for i, l in enumerate(layers) if "approx" in l]
+    assert len(idx) == 2 and len({layers[i]["op"] for i in idx}) == 1
+    apart = [dict(l, op=f"op{i}") if i in idx else l for i, l in enumerate(layers)]
+    no_op = [{k: v for k, v in l.items() if k != "op"} if i in idx else l for i, l in enumerate(layers)]
+    shared, indep, unnamed = (est.estimate(x, 8) for x in (layers, apart, no_op))
+    m1, m2 = (shared["layers"][i]["mean"] for i in idx)
+    e1, e2 = APPROX_OP_REL_STD * m1, APPROX_OP_REL_STD * m2
+    assert [r["std"] for r in shared["layers"]] == [r["std"] for r in indep["layers"]]
+    var = shared["layers_total"]["std"] ** 2
+    assert var - indep["layers_total"]["std"] ** 2 == pytest.approx(2 * e1 * e2, rel=1e-9)
+    assert unnamed["layers_total"]["std"] == pytest.approx(indep["layers_total"]["std"], rel=1e-12)
+    assert var == pytest.approx(fsum([indep["layers_total"]["std"] ** 2, 2 * e1 * e2]), rel=1e-9)
+
+
 def test_stand_ins_and_generic_approximations_are_warned_apart(tmp_path):
     """A stand-in's kind is one the estimator has (nothing to probe); a generic elementwise op or a kind the
     estimator lacks is worth probing: `estimate` says which is which."""

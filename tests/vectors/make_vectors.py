@@ -18,6 +18,9 @@ runtimes read):
 - ``time_grouped``: a structural variant: dense conv2d and depthwise conv2d in their own entries
   (``conv2d``, ``conv2d:grouped``); each runtime must cost a layer with ``groups > 1`` by the variant
   entry and sum each entry's layers as its own group.
+- ``time_stand_in``: layers marked ``approx`` (stand-ins, as ``--unknown-ops approx`` writes them): each
+  runtime adds half the layer's mean to its std, and over the layers of one ``op`` adds those stds up
+  linearly in the total (a layer naming no op is its own); plain layers of the same kinds beside them.
 
 It also writes ``table_select.json``: power tables (format ``thor-sdk/power-table``, made-up numbers,
 not measurements) with, per power cap, what ``thor_sdk.runtime.table.select`` answers -- the
@@ -39,6 +42,7 @@ committed files are what :func:`training_files` makes now.
 
     python tests/vectors/make_vectors.py --training-only  # rewrite training_runs.json and layers_*.json only
     python tests/vectors/make_vectors.py --grouped-only   # rewrite the time_grouped case only
+    python tests/vectors/make_vectors.py --stand-in-only  # rewrite the time_stand_in case only
 
 And ``levels.json`` with ``estimator_level.json``: the device level (``thor_sdk.runtime.device_level``,
 ``Estimator.level``) from reference readings, and estimates put at a level (``estimate(..., level=)``),
@@ -70,6 +74,9 @@ from thor_sdk.runtime.training import MAX_EPOCHS, MAX_SAMPLES, training_run  # n
 from thor_sdk.runtime.terms import at_batch, cost_terms  # noqa: E402
 
 ROLE_NAME = {1.0: "input", 0.0: "hidden"}
+#: the std every runtime adds to a layer marked approx, relative to its mean (written here, not imported:
+#: the vectors pin the runtimes' rule)
+APPROX_REL_STD = 0.5
 
 
 def _random_config(kind, rng):
@@ -205,6 +212,15 @@ def expected_for(doc, layer_queries, models):
                 means[i], stds[i] = float(m[j]), float(s[j])
             total_mean += float(np.sum(mc))
             total_var += float(np.sum(cov))
+        # a layer marked approx gets APPROX_REL_STD of its mean more std; over the layers of one op the
+        # added stds add up linearly in the total (a layer naming no op is its own)
+        by_op = {}
+        for i, layer in enumerate(layers):
+            if "approx" in layer:
+                extra = APPROX_REL_STD * means[i]
+                stds[i] = float(np.sqrt(stds[i] ** 2 + extra ** 2))
+                by_op.setdefault(layer.get("op", i), []).append(extra)
+        total_var += sum(sum(e) ** 2 for e in by_op.values())
         layers_std = float(np.sqrt(max(total_var, 0.0)))
         out["estimate"].append({"batch_size": bs, "layers": layers, "layer_means": means, "layer_stds": stds,
                                 "layers_total": {"mean": total_mean, "std": layers_std},
@@ -399,7 +415,7 @@ def write_table_vectors():
 
 # ----------------------------------------------------------------------------- training runs
 TRAINING_VECTORS = "training_runs.json"
-TRAINING_CASES = ("time_profile", "energy_floored")
+TRAINING_CASES = ("time_profile", "energy_floored", "time_stand_in")
 TRAINING_BATCHES = (1, 7, 32, 256)
 TRAINING_EPOCHS = (1, 3, MAX_EPOCHS)
 TRAINING_CONFIDENCES = (0.5, 0.9, 0.95, 0.9999)
@@ -676,6 +692,47 @@ def write_grouped_case():
     write("time_grouped", doc, expected_for(doc, queries, models))
 
 
+def write_stand_in_case():
+    """``time_stand_in``: layers marked ``approx`` (stand-ins for operators without a kind, as
+    ``--unknown-ops approx`` writes them), two operators of one ``op`` type (MultiheadAttention, four linear
+    layers with a repeated twin), two of another (ConvTranspose2d as conv2d), one approx layer naming no op,
+    and plain layers of the same kinds: a runtime that ignores ``approx``, or adds the added stds of one op
+    as independent, fails. Its own random stream: the other cases are not rewritten."""
+    rng = np.random.default_rng(20261127)
+    prov = {"note": "SYNTHETIC test vector, not a measurement", "generator": "tests/vectors/make_vectors.py"}
+    gps = fit_kinds([("conv2d", 14, False), ("linear", 10, False), ("relu", 6, False), ("output", 5, False)], rng)
+    doc = build_estimator(gps, device={"name": "synthetic"}, runtime="torch", metric="time", unit="s",
+                          flops_baseline={"unit_per_flop": 2e-11}, provenance=prov,
+                          whole_model={"rel_std": 0.05, "source": "synthetic"})
+    doc["created_utc"] = "2025-01-01T00:00:00Z"
+    queries = [("linear", {"in_features": 64, "out_features": 256, "tokens": 1, "bias": 1, "batch_size": 16,
+                           "role": "hidden"})]
+    mha = "MultiheadAttention has no kind: SYNTHETIC stand-in"
+    models = []
+    for bs in (16, 3):
+        layers = [with_cost({"name": "stem", "kind": "conv2d", "role": "input", "op": "Conv2d",
+                             "config": _fix("conv2d", _random_config("conv2d", rng))}),
+                  with_cost({"name": "act", "kind": "relu", "role": "hidden", "op": "ReLU", "config": {"numel": 4704}})]
+        for a in ("att0", "att1"):
+            for part in ("in_proj", "scores", "out_proj"):
+                c = _random_config("linear", rng)
+                layers.append(with_cost({"name": f"{a}.{part}", "kind": "linear", "role": "hidden",
+                                         "op": "MultiheadAttention", "approx": mha, "config": c}))
+        layers.append(dict(layers[-1], name="att1.out_proj_twin"))  # identical: shares its latent cost
+        for t in ("up0", "up1"):
+            layers.append(with_cost({"name": t, "kind": "conv2d", "role": "hidden", "op": "ConvTranspose2d",
+                                     "approx": "ConvTranspose2d has no kind: SYNTHETIC stand-in",
+                                     "config": _fix("conv2d", _random_config("conv2d", rng))}))
+        layers.append(with_cost({"name": "odd", "kind": "relu", "role": "hidden",
+                                 "approx": "no op named: SYNTHETIC", "config": {"numel": 1600}}))
+        layers.append(with_cost({"name": "fc", "kind": "linear", "role": "hidden", "op": "Linear",
+                                 "config": _random_config("linear", rng)}))
+        layers.append(with_cost({"name": "head", "kind": "output", "role": "output", "op": "Linear",
+                                 "config": {"in_features": 84, "out_features": 10, "tokens": 1}}))
+        models.append((layers, bs))
+    write("time_stand_in", doc, expected_for(doc, queries, models))
+
+
 def main():
     if "--levels-only" in sys.argv[1:]:
         write_level_vectors()
@@ -685,6 +742,9 @@ def main():
         return
     if "--grouped-only" in sys.argv[1:]:
         write_grouped_case()
+        return
+    if "--stand-in-only" in sys.argv[1:]:
+        write_stand_in_case()
         return
     write_table_vectors()
     if "--table-only" in sys.argv[1:]:
@@ -726,6 +786,7 @@ def main():
     write_training_vectors()  # from the estimators and models just written
     write_level_vectors()
     write_grouped_case()
+    write_stand_in_case()
 
 
 if __name__ == "__main__":

@@ -190,7 +190,9 @@ def read_layer_list(path):
         if "cost" in layer:  # recomputed from the config here, but read as given by the Java and Swift runtimes
             _check_cost(layer["cost"], f"{path}: layer {i}")
         for key in ("op", "approx"):  # what the layer came from, and why it is approximated (strings)
-            if isinstance(layer.get(key), str):
+            if key in layer:
+                if not isinstance(layer[key], str) or not layer[key]:
+                    raise FormatError(f"{path}: layer {i}: {key} must be a non-empty string")
                 entry[key] = layer[key]
         layers.append(entry)
     shape = doc.get("input_shape")

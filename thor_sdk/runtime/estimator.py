@@ -59,8 +59,11 @@ RANGE_TOLERANCE = 1e-6  # relative slack when a layer's input is compared with t
 UNKNOWN = ("error", "approx")
 #: relative std of a layer the estimator has no model for, estimated from its FLOPs and bytes (approx)
 APPROX_MISSING_REL_STD = 1.0
-#: relative std added to a layer of the generic ``elementwise`` kind that stands in for an op without a
-#: kind of its own (marked ``approx`` by the layer extraction): its op may cost more or less than the probe's
+#: relative std added to a layer marked ``approx`` by the layer extraction (a stand-in for an operator
+#: without a kind of its own, or the generic ``elementwise`` kind): its operator may cost more or less than
+#: the probes of its kind. The added std of the layers of one operator type (one ``op``) adds up linearly:
+#: the operator's implementation differs from its stand-in the same way wherever the net uses it (the parts
+#: of one nn.MultiheadAttention, or every ``x / y``), so their errors are one error, not independent ones
 APPROX_OP_REL_STD = 0.5
 #: a device level (the reference probe now over its median during the profile) outside this range is not the
 #: profiled device in another state but another device, or readings in another unit: refused
@@ -447,9 +450,9 @@ class Estimator:
         ``unknown``: ``"error"`` raises NotFoundError naming every layer whose kind the estimator
         lacks; ``"approx"`` estimates such a layer from its FLOPs and bytes (the generic elementwise
         kind's overhead and cost per byte, the FLOPs baseline's cost per FLOP) with a std equal to its
-        mean, and lists it in ``approximated``. A layer marked ``approx`` by the extraction (an op
-        without a kind, as the generic ``elementwise`` kind) gets APPROX_OP_REL_STD more std and is
-        listed too.
+        mean, and lists it in ``approximated``. A layer marked ``approx`` by the extraction (a stand-in
+        for an operator without a kind, or the generic ``elementwise`` kind) gets APPROX_OP_REL_STD of its
+        mean more std, added up linearly over the layers of one ``op`` in the total, and is listed too.
 
         ``level``: the device's level now (``level(readings)``'s dict, or a bare number with no std of
         its own), or None for the device as it was profiled. Every mean and std is multiplied by it and
@@ -531,6 +534,7 @@ class Estimator:
                 total_mean += cnt * m
             total_var.append(self._group_var(model, rows))
         out_layers, approximated = [], []
+        op_extra = {}  # operator type (or a layer's own index when it names none) -> [added std of its layers]
         for i, (layer, key) in enumerate(zip(layers, keys)):
             row = {"name": layer.get("name"), "kind": layer["kind"], "role": layer.get("role"),
                    "config": layer["config"]}
@@ -543,10 +547,11 @@ class Estimator:
             else:
                 m, s, outside = results[key]
                 why = layer.get("approx") if isinstance(layer.get("approx"), str) else None
-                if why:  # an op without a kind, as the generic elementwise kind: its own cost may differ
+                if why:  # a stand-in, or the generic elementwise kind: the operator's own cost may differ
                     extra = APPROX_OP_REL_STD * m
                     s = sqrt(s * s + extra * extra)
-                    total_var.append(extra * extra)
+                    op = layer.get("op")
+                    op_extra.setdefault(op if isinstance(op, str) else i, []).append(extra)
             row.update(mean=m, std=s)
             if key is not None and outside:  # the layer lies where the samples did not: it extrapolates
                 row["outside"] = [{"feature": f, "value": x, "probed": [lo, hi]} for f, x, lo, hi in outside]
@@ -555,6 +560,7 @@ class Estimator:
                 approximated.append({"index": i, "name": layer.get("name"), "op": layer.get("op"),
                                      "kind": layer["kind"], "reason": why})
             out_layers.append(row)
+        total_var += [fsum(extras) ** 2 for extras in op_extra.values()]
         layers_var = fsum(total_var)
         if layers_var < 0.0:  # covariances of one kind summed below zero: rounding, or a W the kernel cannot give
             if layers_var < -1e-6 * total_mean * total_mean:

@@ -94,20 +94,28 @@ public struct Cost {
     }
 }
 
-/// One layer of a model, as `thor-sdk layers --json` lists it (name, kind, role, config, cost).
+/// One layer of a model, as `thor-sdk layers --json` lists it (name, kind, role, config, cost, and
+/// optionally the operator it came from and why it is approximated).
 public struct Layer {
     public let name: String
     public let kind: String
     public let role: String  // "input", "hidden" or "output"
     public let config: [String: Double]
     public let cost: Cost?  // required by this runtime
+    /// The operator the layer came from (`MultiheadAttention`, `x @ y`), or nil.
+    public let op: String?
+    /// Why the layer is approximated (a stand-in for an operator without a kind), or nil.
+    public let approx: String?
 
-    public init(name: String, kind: String, role: String, config: [String: Double], cost: Cost?) {
+    public init(name: String, kind: String, role: String, config: [String: Double], cost: Cost?,
+                op: String? = nil, approx: String? = nil) {
         self.name = name
         self.kind = kind
         self.role = role
         self.config = config
         self.cost = cost
+        self.op = op
+        self.approx = approx
     }
 }
 
@@ -176,6 +184,9 @@ let maxModelNumbers = 1_000_000
 let maxLayers = 4096
 let maxFileBytes = 8 * 1024 * 1024
 let varFloor = 1e-12
+/// Std added to a layer marked approx, relative to its mean; over the layers of one `op` these add up
+/// linearly in the total (one operator type, one error), as in the Python and Java runtimes.
+public let approxOpRelStd = 0.5
 
 func matern52(_ r: Double) -> Double {
     let t = r * sqrt5
@@ -784,11 +795,28 @@ public final class Estimator {
             kindVars.append(Estimator.groupVar(m, rs, cs, means))
         }
         var out: [LayerEstimate] = []
+        // operator type (or the layer's own index when it names none) -> the added stds of its approx layers
+        var opOrder: [String] = []
+        var opExtra: [String: [Double]] = [:]
         for (i, layer) in layers.enumerated() {
             let ms = results[entries[i]]![keys[i]]!
-            out.append(LayerEstimate(layer: layer, mean: ms.mean, std: ms.std))
+            var std = ms.std
+            if layer.approx != nil {
+                let extra = approxOpRelStd * ms.mean
+                std = (std * std + extra * extra).squareRoot()
+                let key = layer.op.map { "op:" + $0 } ?? "layer:\(i)"
+                if opExtra[key] == nil {
+                    opOrder.append(key)
+                    opExtra[key] = []
+                }
+                opExtra[key]!.append(extra)
+            }
+            out.append(LayerEstimate(layer: layer, mean: ms.mean, std: std))
         }
-        let layersVar = fsum(kindVars)
+        let layersVar = fsum(kindVars + opOrder.map { key -> Double in
+            let sum = fsum(opExtra[key]!)
+            return sum * sum
+        })
         let rel = wholeModelRelStd * totalMean
         let whole = rel * rel
         guard totalMean.isFinite, (layersVar + whole).isFinite else {

@@ -147,6 +147,12 @@ public struct LayerList {
         } catch ThorError.usage(let m) {
             throw bad(m)
         }
-        return Layer(name: name ?? String(i), kind: kind, role: theRole, config: config, cost: cost)
+        let op = try optionalString(l, "op", "\(w): ")
+        let approx = try optionalString(l, "approx", "\(w): ")
+        if op?.isEmpty == true || approx?.isEmpty == true {
+            throw bad("\(w): op and approx must be non-empty strings")
+        }
+        return Layer(name: name ?? String(i), kind: kind, role: theRole, config: config, cost: cost, op: op,
+                     approx: approx)
     }
 }

@@ -10,7 +10,8 @@ import XCTest
 final class EstimatorTests: XCTestCase {
     let rtol = 1e-9
     /// The expected_*.json cases every runtime reproduces.
-    let cases = ["expected_time_profile.json", "expected_energy_floored.json", "expected_time_grouped.json"]
+    let cases = ["expected_time_profile.json", "expected_energy_floored.json", "expected_time_grouped.json",
+                 "expected_time_stand_in.json"]
     /// Cost terms of a relu over 4704 numbers (any finite non-negative terms would do here).
     let reluCost = Cost(flopsPerSample: 9408, flopsFixed: 0, bytesPerSample: 75264, bytesFixed: 0)
 
@@ -38,7 +39,8 @@ final class EstimatorTests: XCTestCase {
         return try (list as! [[String: Any]]).map { l in
             Layer(name: l["name"] as! String, kind: l["kind"] as! String, role: l["role"] as! String,
                   config: (l["config"] as! [String: Any]).mapValues { ($0 as! NSNumber).doubleValue },
-                  cost: try Cost(json: l["cost"] as! [String: Any]))
+                  cost: try Cost(json: l["cost"] as! [String: Any]), op: l["op"] as? String,
+                  approx: l["approx"] as? String)
         }
     }
 

@@ -27,7 +27,9 @@ final class LayerListTests: XCTestCase {
         let files = [("layers_time_profile_0.json", "expected_time_profile.json", 0),
                      ("layers_time_profile_1.json", "expected_time_profile.json", 1),
                      ("layers_energy_floored_0.json", "expected_energy_floored.json", 0),
-                     ("layers_energy_floored_1.json", "expected_energy_floored.json", 1)]
+                     ("layers_energy_floored_1.json", "expected_energy_floored.json", 1),
+                     ("layers_time_stand_in_0.json", "expected_time_stand_in.json", 0),
+                     ("layers_time_stand_in_1.json", "expected_time_stand_in.json", 1)]
         for (name, expected, index) in files {
             let list = try LayerList.parse(json: try text(name))
             let exp = try JSONSerialization.jsonObject(with: Data(try text(expected).utf8)) as! [String: Any]
@@ -39,6 +41,8 @@ final class LayerListTests: XCTestCase {
                 XCTAssertEqual(w["kind"] as? String, got.kind)
                 XCTAssertEqual(w["role"] as? String, got.role)
                 XCTAssertEqual((w["config"] as! [String: Any]).mapValues { num($0) }, got.config)
+                XCTAssertEqual(w["op"] as? String, got.op)
+                XCTAssertEqual(w["approx"] as? String, got.approx)
                 let c = w["cost"] as! [String: Any]
                 XCTAssertEqual(num(c["flops_per_sample"]), got.cost!.flopsPerSample)
                 XCTAssertEqual(num(c["bytes_fixed"]), got.cost!.bytesFixed)
@@ -48,8 +52,10 @@ final class LayerListTests: XCTestCase {
             XCTAssertTrue(list.name!.hasPrefix("synthetic_"))
             let est = try Estimator.load(json: try text(exp["estimator"] as! String))
             let mean = num((e["total"] as! [String: Any])["mean"])
-            let got = try est.estimate(layers: list.layers, batchSize: Int(num(e["batch_size"]))).totalMean
-            XCTAssertLessThanOrEqual(abs(got - mean), 1e-9 * abs(mean), name)
+            let r = try est.estimate(layers: list.layers, batchSize: Int(num(e["batch_size"])))
+            XCTAssertLessThanOrEqual(abs(r.totalMean - mean), 1e-9 * abs(mean), name)
+            let std = num((e["total"] as! [String: Any])["std"])
+            XCTAssertLessThanOrEqual(abs(r.totalStd - std), 1e-9 * std, name)
         }
     }
 

@@ -48,6 +48,11 @@ public final class Estimator {
     static final long MAX_MODEL_NUMBERS = 1_000_000L;
     static final int MAX_LAYERS = 4096;
     static final double VAR_FLOOR = 1e-12;
+    /**
+     * Std added to a layer marked approx, relative to its mean; over the layers of one {@code op} these add
+     * up linearly in the total (one operator type, one error), as in the Python runtime.
+     */
+    public static final double APPROX_OP_REL_STD = 0.5;
     static final String[] TERM_KEYS = {"flops_per_sample", "flops_fixed", "bytes_per_sample", "bytes_fixed"};
     /** Features the runtime derives from a layer's cost terms (F and B at the batch size), never from its config. */
     public static final List<String> DERIVED = List.of("train_flops", "train_bytes");
@@ -161,20 +166,34 @@ public final class Estimator {
         }
     }
 
-    /** One layer of a model: what {@code thor-sdk layers --json} lists (name, kind, role, config, cost). */
+    /**
+     * One layer of a model: what {@code thor-sdk layers --json} lists (name, kind, role, config, cost, and
+     * optionally the operator it came from and why it is approximated).
+     */
     public static final class Layer {
         public final String name;
         public final String kind;
         public final String role; // "input", "hidden" or "output"
         public final Map<String, Double> config;
         public final Cost cost;   // required by this runtime
+        /** The operator the layer came from ({@code MultiheadAttention}, {@code x @ y}), or null. */
+        public final String op;
+        /** Why the layer is approximated (a stand-in for an operator without a kind), or null. */
+        public final String approx;
 
         public Layer(String name, String kind, String role, Map<String, Double> config, Cost cost) {
+            this(name, kind, role, config, cost, null, null);
+        }
+
+        public Layer(String name, String kind, String role, Map<String, Double> config, Cost cost, String op,
+                     String approx) {
             this.name = name;
             this.kind = kind;
             this.role = role;
             this.config = config;
             this.cost = cost;
+            this.op = op;
+            this.approx = approx;
         }
     }
 
@@ -1098,11 +1117,30 @@ public final class Estimator {
             kindVars[g++] = groupVar(m, rows, counts, means);
         }
         List<LayerEstimate> out = new ArrayList<>();
+        // operator type (or the layer's own index when it names none) -> the added stds of its approx layers
+        Map<Object, List<Double>> opExtra = new LinkedHashMap<>();
         for (int i = 0; i < layers.size(); i++) {
             double[] ms = results.get(entries.get(i)).get(keys.get(i));
-            out.add(new LayerEstimate(layers.get(i), ms[0], ms[1]));
+            Layer layer = layers.get(i);
+            double std = ms[1];
+            if (layer.approx != null) {
+                double extra = APPROX_OP_REL_STD * ms[0];
+                std = Math.sqrt(std * std + extra * extra);
+                opExtra.computeIfAbsent(layer.op != null ? layer.op : (Object) i, k -> new ArrayList<>()).add(extra);
+            }
+            out.add(new LayerEstimate(layer, ms[0], std));
         }
-        double layersVar = fsum(kindVars);
+        double[] parts = Arrays.copyOf(kindVars, kindVars.length + opExtra.size());
+        int q = kindVars.length;
+        for (List<Double> extras : opExtra.values()) {
+            double[] xs = new double[extras.size()];
+            for (int j = 0; j < xs.length; j++) {
+                xs[j] = extras.get(j);
+            }
+            double sum = fsum(xs);
+            parts[q++] = sum * sum;
+        }
+        double layersVar = fsum(parts);
         double rel = wholeModelRelStd * totalMean;
         double whole = rel * rel;
         if (Double.isInfinite(totalMean) || Double.isNaN(totalMean) || Double.isInfinite(layersVar + whole)

@@ -13,8 +13,8 @@ import java.util.Map;
  * {@code thor-sdk layers MODEL --out layers.json} writes it, for Java 17 / Android, JDK only.
  *
  * <p>Checks what the schema says (format, version, a non-empty {@code layers} array, each layer's
- * {@code kind} string, {@code config} of numbers >= 0, optional {@code name}, {@code role} and
- * {@code cost}), plus what this runtime needs and {@code --out} always writes: every layer's {@code role}
+ * {@code kind} string, {@code config} of numbers >= 0, optional {@code name}, {@code role},
+ * {@code cost}, {@code op} and {@code approx}: a layer marked approx gets a wider std), plus what this runtime needs and {@code --out} always writes: every layer's {@code role}
  * (a layer of kind {@code output} may leave it out) and its {@code cost} terms. It does not know the
  * kinds: a kind the estimator lacks is reported by {@link Estimator#estimate}. Any problem is an
  * {@link Estimator.FormatError} naming the layer.
@@ -165,7 +165,12 @@ public final class LayerList {
         } catch (Estimator.UsageError e) {
             throw bad(e.getMessage());
         }
+        String op = optionalString(l, "op", where + ": ");
+        String approx = optionalString(l, "approx", where + ": ");
+        if ((op != null && op.isEmpty()) || (approx != null && approx.isEmpty())) {
+            throw bad(where + ": op and approx must be non-empty strings");
+        }
         return new Estimator.Layer(name != null ? name : String.valueOf(i), (String) kind, role,
-                Collections.unmodifiableMap(config), cost);
+                Collections.unmodifiableMap(config), cost, op, approx);
     }
 }

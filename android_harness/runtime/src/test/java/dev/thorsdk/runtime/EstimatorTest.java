@@ -24,7 +24,7 @@ public class EstimatorTest {
     private static final double RTOL = 1e-9;
     /** The expected_*.json cases every runtime reproduces. */
     private static final String[] CASES = {"expected_time_profile.json", "expected_energy_floored.json",
-        "expected_time_grouped.json"};
+        "expected_time_grouped.json", "expected_time_stand_in.json"};
     /** Cost terms of a relu over 4704 numbers (any finite non-negative terms would do here). */
     private static final Estimator.Cost RELU_COST = new Estimator.Cost(9408.0, 0.0, 75264.0, 0.0);
 
@@ -48,7 +48,7 @@ public class EstimatorTest {
                 config.put(e.getKey(), (Double) e.getValue());
             }
             out.add(new Estimator.Layer((String) l.get("name"), (String) l.get("kind"), (String) l.get("role"), config,
-                    cost(l.get("cost"))));
+                    cost(l.get("cost")), (String) l.get("op"), (String) l.get("approx")));
         }
         return out;
     }

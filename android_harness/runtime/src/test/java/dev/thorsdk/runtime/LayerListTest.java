@@ -33,7 +33,9 @@ public class LayerListTest {
         String[][] files = {{"layers_time_profile_0.json", "expected_time_profile.json", "0"},
             {"layers_time_profile_1.json", "expected_time_profile.json", "1"},
             {"layers_energy_floored_0.json", "expected_energy_floored.json", "0"},
-            {"layers_energy_floored_1.json", "expected_energy_floored.json", "1"}};
+            {"layers_energy_floored_1.json", "expected_energy_floored.json", "1"},
+            {"layers_time_stand_in_0.json", "expected_time_stand_in.json", "0"},
+            {"layers_time_stand_in_1.json", "expected_time_stand_in.json", "1"}};
         for (String[] f : files) {
             LayerList list = LayerList.parse(TestVectors.read(f[0]));
             Map<String, Object> exp = (Map<String, Object>) Json.parse(TestVectors.read(f[1]));
@@ -48,6 +50,8 @@ public class LayerListTest {
                 assertEquals(w.get("kind"), got.kind);
                 assertEquals(w.get("role"), got.role);
                 assertEquals(w.get("config"), got.config);
+                assertEquals(w.get("op"), got.op);
+                assertEquals(w.get("approx"), got.approx);
                 Map<String, Object> c = (Map<String, Object>) w.get("cost");
                 assertEquals((Double) c.get("flops_per_sample"), got.cost.flopsPerSample, 0.0);
                 assertEquals((Double) c.get("bytes_fixed"), got.cost.bytesFixed, 0.0);
@@ -58,8 +62,11 @@ public class LayerListTest {
             Estimator est = Estimator.load(TestVectors.read((String) exp.get("estimator")));
             int bs = ((Double) e.get("batch_size")).intValue();
             double mean = (Double) ((Map<String, Object>) e.get("total")).get("mean");
-            double got = est.estimate(list.layers, bs).totalMean;
+            Estimator.Estimate r = est.estimate(list.layers, bs);
+            double got = r.totalMean;
             assertTrue(f[0] + ": " + got + " vs " + mean, Math.abs(got - mean) <= 1e-9 * Math.abs(mean));
+            double std = (Double) ((Map<String, Object>) e.get("total")).get("std");
+            assertTrue(f[0] + ": std " + r.totalStd + " vs " + std, Math.abs(r.totalStd - std) <= 1e-9 * std);
         }
     }
 
