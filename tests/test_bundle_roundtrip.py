@@ -284,6 +284,21 @@ def test_torchscript_bundle_runs_in_the_harness(tmp_path):
     assert doc["parts"]["head"]["steps_per_window"] >= 1 and len(doc["parts"]["head"]["time_s"]) == 3
 
 
+def test_a_bundle_is_measured_with_denormals_flushed_and_the_thread_given_back(tmp_path):
+    """The reference harness measures as the host device does (a probe's fixed batch drifting into denormals is
+    an artefact, 30-100x slower on x86), for ONNX and TorchScript bundles alike, and leaves the thread as it
+    found it (onnxruntime's first session would have flushed it for the rest of the process)."""
+    from thor_sdk.harness.denormals import denormals_flushed
+
+    for fmt in ("onnx", "torchscript"):
+        B.write_bundle([PROBES[2]], str(tmp_path / fmt), fmt=fmt, settings=FAST)
+        seen = []
+        assert not denormals_flushed()
+        R.run_bundle(str(tmp_path / fmt), state_fn=lambda: seen.append(denormals_flushed()) or {})
+        assert seen and all(seen), fmt
+        assert not denormals_flushed(), fmt
+
+
 def test_model_bundle_runs_in_the_harness(tmp_path, cache):
     out = B.write_model_bundle("har", 2, str(tmp_path / "b"), settings=FAST, cache=cache)
     doc = R.run_bundle(out)

@@ -203,6 +203,26 @@ def test_hidden_probe_input_gradient_matches_torch(kind_exports):
     x = pm.x.clone().requires_grad_(True)
     cross_entropy(copy.deepcopy(pm.module).train()(x), pm.y).backward()
     assert np.abs(tr.output("x_grad") - x.grad.numpy()).max() <= 1e-6
+    tr.close()
+
+
+def test_the_trainer_leaves_the_calling_thread_as_it_found_it(kind_exports):
+    """onnxruntime's set_denormal_as_zero flushes denormals on the thread that makes the process's first session
+    and leaves it so (a caller's own float math, and hypothesis's subnormal floats, broke after it); the trainer
+    gives the thread back, flushed or not, and the measuring context decides (thor_sdk.harness.denormals)."""
+    from thor_sdk.harness.denormals import denormals_flushed, flushed_denormals
+
+    _, path = kind_exports[("conv2d-hidden-strided", "sgd")]
+    assert not denormals_flushed()
+    tr = OrtTrainer(path)
+    tr.step()
+    assert not denormals_flushed()
+    tr.close()
+    with flushed_denormals():
+        tr = OrtTrainer(path)
+        assert denormals_flushed()
+        tr.close()
+    assert not denormals_flushed()
 
 
 # -- the silent defects ----------------------------------------------------------------------------
@@ -219,6 +239,7 @@ def test_cross_entropy_gradient_is_not_scaled_by_batch_size(exporter, tmp_path):
     m = copy.deepcopy(pm.module)
     cross_entropy(m(pm.x), pm.y).backward()
     ratio = np.abs(onnx_grad).sum() / m.fc.weight.grad.abs().sum().item()
+    tr.close()
     assert ratio == pytest.approx(1.0, abs=1e-5)
 
 
@@ -291,6 +312,7 @@ def test_dropout_draws_a_fresh_mask_every_step(exporter, tmp_path):
     g1 = tr.output("x_grad")
     tr.step()
     g2 = tr.output("x_grad")
+    tr.close()
     zero1 = float((g1 == 0).mean())
     assert 0.4 < zero1 < 0.6  # about p of the inputs dropped
     assert ((g1 == 0) != (g2 == 0)).any()  # a new mask

@@ -161,6 +161,29 @@ def test_host_measures_with_denormals_flushed_and_restores_after():
     assert (tiny * 1.0).item() != 0.0
 
 
+def test_flushed_denormals_nests_and_gives_the_thread_back():
+    pytest.importorskip("torch")
+    from thor_sdk.harness.denormals import denormals_flushed, flushed_denormals, set_denormals_flushed
+
+    assert not denormals_flushed()
+    with flushed_denormals() as on:
+        if not on:
+            pytest.skip("this CPU cannot flush denormals")
+        assert denormals_flushed()
+        with flushed_denormals():
+            assert denormals_flushed()
+        assert denormals_flushed()  # the inner block found it flushed and left it so
+    assert not denormals_flushed()
+    set_denormals_flushed(True)  # a caller that flushes on its own keeps it
+    try:
+        with flushed_denormals():
+            pass
+        assert denormals_flushed()
+    finally:
+        set_denormals_flushed(False)
+    assert not denormals_flushed()
+
+
 def test_host_measures_the_idle_baseline_once_per_campaign_not_per_probe(tmp_path):
     """docs/protocol.md: one idle baseline per campaign, re-measured only when the device state changes;
     two probes measured by one host device share it (a per-probe idle would cost minutes on a 1 Hz gauge)."""

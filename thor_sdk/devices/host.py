@@ -5,6 +5,7 @@ import os
 import platform
 
 from thor_sdk.errors import UsageError
+from thor_sdk.harness.denormals import flushed_denormals
 
 from .allocator import describe as allocator_policy
 from .base import Device
@@ -50,13 +51,11 @@ class HostDevice(Device):
         before = torch.get_num_threads()
         if self.threads:
             torch.set_num_threads(int(self.threads))
-        flushed = torch.set_flush_denormal(True)  # False where the CPU cannot (no SSE3): said in info()
         try:
-            yield
+            with flushed_denormals():  # not where the CPU cannot (no SSE3): said in info()
+                yield
         finally:
             torch.set_num_threads(before)
-            if flushed:
-                torch.set_flush_denormal(False)
 
     def info(self):
         import torch
@@ -154,9 +153,5 @@ class HostDevice(Device):
 
 def _can_flush_denormal():
     """Whether measurements here flush denormal floats to zero (``HostDevice.measuring``)."""
-    import torch
-
-    ok = torch.set_flush_denormal(True)
-    if ok:
-        torch.set_flush_denormal(False)
-    return bool(ok)
+    with flushed_denormals() as on:
+        return on

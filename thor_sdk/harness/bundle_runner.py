@@ -32,10 +32,12 @@ def run_bundle(path, *, meter=None, state_fn=None, settings=None, device=None, t
     (ingest stores it failed) and the others go on; a meter or device failure stops the run.
     """
     from thor_sdk.exporters.bundle import manifest_units, open_bundle
+    from thor_sdk.harness.denormals import flushed_denormals
     from thor_sdk.harness.protocol import IdleBaseline, ProtocolSettings, measure_parts
     from thor_sdk.harness.results import results_doc
 
-    with open_bundle(path) as (bundle_dir, manifest):
+    # measured with denormals flushed, as the host device measures (thor_sdk.harness.denormals)
+    with open_bundle(path) as (bundle_dir, manifest), flushed_denormals():
         # one idle baseline for the whole bundle, seeded with what the campaign's earlier bundles measured
         # (the manifest's idle_baseline) and re-measured only when the device state changes
         idle = IdleBaseline.carried(manifest.get("idle_baseline"))

@@ -14,6 +14,8 @@ from thor_sdk.errors import ExportError, MeasurementError
 
 from thor_sdk.exporters.onnx_train import cached_export, describe, example_batch
 
+from .denormals import denormals_flushed, set_denormals_flushed
+
 
 def _session_options(threads=None):
     import onnxruntime as ort
@@ -22,14 +24,16 @@ def _session_options(threads=None):
     if threads:
         so.intra_op_num_threads = int(threads)
     so.log_severity_level = 3  # errors only: inputs with initializers are intended (they are defaults)
-    # denormal floats flushed to zero, as the torch trainer measures (thor_sdk.devices.host: a probe's
-    # fixed batch can drift into denormals, 30-100x slower on x86: an artefact, not the layer's cost)
+    # denormal floats flushed to zero on the session's own threads, as on the measuring thread
+    # (thor_sdk.harness.denormals: a probe's fixed batch can drift into denormals, 30-100x slower on x86)
     so.add_session_config_entry("session.set_denormal_as_zero", "1")
     return so
 
 
 class OrtTrainer:
-    """Chained training steps of one exported ONNX step file."""
+    """Chained training steps of one exported ONNX step file. Its session's own threads flush denormals;
+    the calling thread's float state is the caller's (``thor_sdk.harness.denormals``): onnxruntime sets
+    flushing on the thread that makes the process's first session and leaves it so, which is undone here."""
 
     def __init__(self, path, threads=None):
         import onnx
@@ -52,10 +56,14 @@ class OrtTrainer:
         missing = [n for n in names if n not in inits]
         if missing:
             raise ExportError(f"{path}: inputs without a starting value: {', '.join(missing[:5])}")
+        flushed = denormals_flushed()
         try:
             self.session = ort.InferenceSession(data, _session_options(threads), providers=["CPUExecutionProvider"])
         except Exception as e:  # onnxruntime raises its own exception types (Fail, InvalidGraph, ...)
             raise ExportError(f"onnxruntime cannot load {path}: {str(e).splitlines()[0] if str(e) else e}") from e
+        finally:  # onnxruntime's first session of the process flushes this thread for good: give it back
+            if denormals_flushed() != flushed:
+                set_denormals_flushed(flushed)
         self.feeds = {n: ort.OrtValue.ortvalue_from_numpy(numpy_helper.to_array(inits[n]).copy()) for n in names}
         self.output_names = [s["name"] for s in self.description["outputs"]]
         index = {n: i for i, n in enumerate(self.output_names)}
