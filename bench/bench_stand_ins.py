@@ -5,8 +5,9 @@
 Under ``--unknown-ops approx`` some operators without a kind are estimated as kinds that stand in for them
 (``thor_sdk.layers.extract._stand_in``): nn.TransformerEncoderLayer as a ``transformer_block``; a bidirectional
 LSTM/GRU as one layer per direction and a ``cat``; a dilated conv as the undilated conv of the same output
-size; a transposed conv as the stride-1 conv of the same FLOPs; nn.MultiheadAttention, ``x @ y`` and
-F.scaled_dot_product_attention as ``linear`` layers of the same FLOPs and a ``softmax``.
+size; a transposed conv as the stride-1 conv of the same FLOPs; nn.MultiheadAttention (self and cross),
+``x @ y``, ``torch.einsum`` and F.scaled_dot_product_attention as ``linear`` layers of the same FLOPs and a
+``softmax``.
 
 Each case is a small module holding the operator (and a cheap ReLU after it, so no linear stand-in becomes the
 loss head). Its layer list comes from the product's own ``layers_of(..., unknown_ops="approx")``; every layer
@@ -87,6 +88,20 @@ def _cases():
         def forward(self, x):
             return torch.relu(F.scaled_dot_product_attention(x, x, x))
 
+    class EinsumScores(nn.Module):
+        def forward(self, x):  # (B, heads, T, hd), as Scores with torch.einsum
+            a = torch.softmax(torch.einsum("bhqd,bhkd->bhqk", x, x), dim=-1)
+            return torch.relu(torch.einsum("bhqk,bhkd->bhqd", a, x))
+
+    class Cross(nn.Module):
+        def __init__(self, d, h, tk):
+            super().__init__()
+            self.tk, self.att = tk, nn.MultiheadAttention(d, h, batch_first=True)
+
+        def forward(self, x):  # the first tk steps as the memory the queries read
+            m = x[:, :self.tk]
+            return torch.relu(self.att(x, m, m)[0])
+
     cases = []
     for d, h, ff, t, b in ((64, 4, 128, 24, 16), (128, 4, 256, 64, 16), (256, 8, 512, 32, 8)):
         cases.append((f"TransformerEncoderLayer d{d} h{h} ff{ff} T{t}",
@@ -112,6 +127,10 @@ def _cases():
         ("x @ x^T, softmax, @ x: 4 heads T32 hd16", Scores(), (4, 32, 16), 16),
         ("x @ x^T, softmax, @ x: 8 heads T64 hd32", Scores(), (8, 64, 32), 8),
         ("scaled_dot_product_attention 4 heads T32 hd16", Sdpa(), (4, 32, 16), 16),
+        ("einsum q k^T, softmax, einsum with v: 4 heads T32 hd16", EinsumScores(), (4, 32, 16), 16),
+        ("einsum q k^T, softmax, einsum with v: 8 heads T64 hd32", EinsumScores(), (8, 64, 32), 8),
+        ("MultiheadAttention cross d64 h4 Tq24 Tk8", Cross(64, 4, 8), (24, 64), 16),
+        ("MultiheadAttention cross d128 h8 Tq64 Tk16", Cross(128, 8, 16), (64, 128), 16),
     ]
     return cases
 

@@ -153,7 +153,59 @@ class SdpaBlock(nn.Module):
         return self.fc((h + self.out(a)).mean(dim=1))
 
 
+class EinsumAttn(nn.Module):
+    """Attention written with torch.einsum, heads split by hand, bias-free projections."""
+
+    def __init__(self, d=48, heads=4):
+        super().__init__()
+        self.heads = heads
+        self.proj = nn.Linear(16, d)
+        self.qkv = nn.Linear(d, 3 * d, bias=False)
+        self.out = nn.Linear(d, d, bias=False)
+        self.fc = nn.Linear(d, 5)
+
+    def forward(self, x):
+        h = self.proj(x)
+        b, t, d = h.shape
+        q, k, v = self.qkv(h).reshape(b, t, 3, self.heads, d // self.heads).permute(2, 0, 3, 1, 4)
+        a = torch.softmax(torch.einsum("bhqd,bhkd->bhqk", q, k) * (d // self.heads) ** -0.5, dim=-1)
+        o = torch.einsum("bhqk,bhkd->bhqd", a, v).transpose(1, 2).reshape(b, t, d)
+        return self.fc((h + self.out(o)).mean(dim=1))
+
+
+class CrossAttn(nn.Module):
+    """A decoder step: the sequence attends to a short memory summarised from its own first frames."""
+
+    def __init__(self, d=48):
+        super().__init__()
+        self.proj = nn.Linear(24, d)
+        self.mem = nn.Linear(d, d)
+        self.att = nn.MultiheadAttention(d, 4, batch_first=True)
+        self.norm = nn.LayerNorm(d)
+        self.fc = nn.Linear(d, 4)
+
+    def forward(self, x):
+        h = self.proj(x)
+        m = torch.tanh(self.mem(h[:, :6]))
+        a, _ = self.att(h, m, m)
+        return self.fc(self.norm(h + a).mean(dim=1))
+
+
+class SeqLSTM(nn.Module):
+    """A sequence-first LSTM (PyTorch's default batch_first=False) on inertial windows, the last step classified."""
+
+    def __init__(self):
+        super().__init__()
+        self.lstm = nn.LSTM(9, 48)
+        self.fc = nn.Linear(48, 6)
+
+    def forward(self, x):
+        h, _ = self.lstm(x.transpose(0, 1))
+        return self.fc(h[-1])
+
+
 #: (class name, per-sample input shape): the held-out user nets, in the order they are measured
 NETS = (("UNetTiny", (3, 32, 32)), ("BiLSTM", (32,)), ("GRU2", (50, 12)), ("MHA", (24, 32)),
         ("DilatedTCN", (3, 128)), ("MobileBlock", (3, 64, 64)), ("Deconv", (3, 32, 32)), ("TextGRU", (40,)),
-        ("ManualAttn", (16, 32)), ("Encoder", (32, 16)), ("SdpaBlock", (24, 20)))
+        ("ManualAttn", (16, 32)), ("Encoder", (32, 16)), ("SdpaBlock", (24, 20)), ("EinsumAttn", (20, 16)),
+        ("CrossAttn", (30, 24)), ("SeqLSTM", (64, 9)))

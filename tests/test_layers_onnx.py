@@ -463,6 +463,31 @@ def test_mid_graph_softmax_over_the_last_axis_and_a_matmul_of_two_activations(tm
     assert layers_from_onnx(old, unknown_ops="approx").layers[3]["kind"] == "elementwise"
 
 
+def test_an_einsum_of_two_activations_stands_in_as_from_torch(tmp_path):
+    """Einsum (opset 12+): the torch.fx reader's stand-in, a linear of the same FLOPs; an Einsum with a weight
+    (a constant operand) or an ellipsis stays refused."""
+    nodes = [helper.make_node("MatMul", ["x", "wq"], ["q"]),
+             helper.make_node("Einsum", ["q", "q"], ["s"], equation="bqd,bkd->bqk"),
+             helper.make_node("Softmax", ["s"], ["p"]),
+             helper.make_node("Einsum", ["p", "q"], ["y"], equation="bqk,bkd->bqd")]
+    path = _save(tmp_path / "ein.onnx", nodes, [1, 6, 4], [_init("wq", (4, 8))])
+    with pytest.raises(UnsupportedOperatorError):
+        layers_from_onnx(path)
+    ml = layers_from_onnx(path, unknown_ops="approx")
+    assert _summary(ml.layers) == [
+        ("linear", "input", {"in_features": 4, "out_features": 8, "tokens": 6, "bias": 0}),
+        ("linear", "hidden", {"in_features": 8, "out_features": 6, "tokens": 6, "bias": 0}),
+        ("softmax", "hidden", {"numel": 36, "last_dim": 6}),
+        ("linear", "hidden", {"in_features": 6, "out_features": 8, "tokens": 6, "bias": 0})]
+    assert [("approx" in l) for l in ml.layers] == [False, True, False, True]
+    for eq, inputs, inits in (("bqd,kd->bqk", ["q", "w2"], [_init("w2", (5, 8))]),
+                              ("b...d,b...d->b...", ["q", "q"], [])):
+        bad = [nodes[0], helper.make_node("Einsum", inputs, ["y"], equation=eq)]
+        p = _save(tmp_path / "bad.onnx", bad, [1, 6, 4], [_init("wq", (4, 8)), *inits])
+        with pytest.raises(UnsupportedOperatorError):
+            layers_from_onnx(p, unknown_ops="approx")
+
+
 def test_cli_layers_json_of_exported_onnx(exported):
     from click.testing import CliRunner
 

@@ -64,17 +64,18 @@ def test_approx_turns_elementwise_ops_without_a_kind_into_the_generic_kind_and_s
 
 
 class Einsum(nn.Module):
-    def __init__(self):
+    def __init__(self, equation="bij,bkj->bik"):
         super().__init__()
+        self.equation = equation
         self.fc = nn.Linear(5, 4)
 
     def forward(self, x):
-        return self.fc(torch.einsum("bij,bkj->bik", x, x).sum(-1))
+        return self.fc(torch.einsum(self.equation, x, x).sum(-1))
 
 
 def test_dense_linear_algebra_is_never_approximated_as_an_elementwise_op():
     """A matmul has no kind: refused by default; under approx it stands in as a linear layer of its FLOPs (never
-    the memory-bound generic kind); an einsum has no stand-in and stays refused."""
+    the memory-bound generic kind); so does a two-operand einsum, and an einsum it cannot read stays refused."""
     with pytest.raises(UnsupportedOperatorError) as e:
         layers_of(Attention(), input_shape=[5, 8])
     assert "torch.matmul" in e.value.ops
@@ -84,8 +85,11 @@ def test_dense_linear_algebra_is_never_approximated_as_an_elementwise_op():
     assert mm["config"] == {"in_features": 8, "out_features": 5, "tokens": 5, "bias": 0}
     assert get_kind("linear").forward_flops(mm["config"]) == 2 * 5 * 5 * 8  # (5 x 8) @ (8 x 5)
     assert [l["op"] for l in ml.layers if l["kind"] == "elementwise"] == ["Tensor.sum"]  # the reduction after it
+    ein = next(l for l in layers_of(Einsum(), input_shape=[5, 8], unknown_ops="approx").layers
+               if l["op"] == "torch.einsum")
+    assert ein["kind"] == "linear" and ein["config"] == mm["config"]  # (5 x 8) @ (8 x 5), as the matmul
     with pytest.raises(UnsupportedOperatorError) as e:
-        layers_of(Einsum(), input_shape=[5, 8], unknown_ops="approx")
+        layers_of(Einsum("bi...,bk...->bik"), input_shape=[5, 8], unknown_ops="approx")
     assert e.value.ops == ["torch.einsum"]
 
 
@@ -233,6 +237,69 @@ def test_a_bidirectional_rnn_stands_in_as_one_layer_per_direction_and_a_cat(cls,
         layers_of(_Rnn(seq_first), input_shape=[30, 12], unknown_ops="approx")
 
 
+class _SeqFirst(nn.Module):
+    """A sequence-first model as users write it: nn.LSTM/GRU/MultiheadAttention with batch_first=False, fed its
+    batch-first input transposed, the last time step (or the mean over time) to the classifier."""
+
+    def __init__(self, inner, pool="last"):
+        super().__init__()
+        self.inner, self.pool = inner, pool
+        self.fc = nn.Linear(20, 3)
+
+    def forward(self, x):
+        t = x.transpose(0, 1)  # (T, B, F)
+        h = self.inner(t, t, t)[0] if isinstance(self.inner, nn.MultiheadAttention) else self.inner(t)[0]
+        return self.fc(h[-1] if self.pool == "last" else h.mean(dim=0))
+
+
+class _BatchFirst(nn.Module):
+    def __init__(self, inner):
+        super().__init__()
+        self.inner, self.fc = inner, nn.Linear(20, 3)
+
+    def forward(self, x):
+        return self.fc(self.inner(x)[0][:, -1])
+
+
+@pytest.mark.parametrize("cls, kind", [(nn.LSTM, "lstm"), (nn.GRU, "gru")])
+def test_a_sequence_first_rnn_fed_its_input_transposed_is_its_kind(cls, kind):
+    """The batch axis of every value is found by tracing at two batch sizes: a seq-first RNN reads its batch at
+    axis 1, so it is the same layer as the batch-first one (plus the transpose); fed a batch-first tensor it
+    would treat the batch as time, and stays refused."""
+    torch.manual_seed(0)
+    seq = layers_of(_SeqFirst(cls(12, 20, num_layers=2)), input_shape=[30, 12]).layers
+    ref = layers_of(_BatchFirst(cls(12, 20, num_layers=2, batch_first=True)), input_shape=[30, 12]).layers
+    assert [(l["kind"], l["config"]) for l in seq] == [("permute", {"numel": 30 * 12})] + \
+        [(l["kind"], l["config"]) for l in ref]
+    assert seq[1]["config"] == {"input_size": 12, "hidden_size": 20, "seq_len": 30, "num_layers": 2}
+    assert not any("approx" in l for l in seq)
+    with pytest.raises(UnsupportedOperatorError, match="batch_first=False"):
+        layers_of(_BatchFirst(cls(12, 20)), input_shape=[30, 12])  # fed (B, T, F): it would read B as time
+    with pytest.raises(UnsupportedOperatorError, match="batch_first=True"):  # a batch-first one fed (T, B, F)
+        layers_of(_SeqFirst(cls(12, 20, batch_first=True)), input_shape=[30, 12])
+    bi = layers_of(_SeqFirst(cls(12, 10, bidirectional=True)), input_shape=[30, 12], unknown_ops="approx").layers
+    assert [l["name"] for l in bi if "approx" in l] == ["inner.fwd0", "inner.rev0", "inner.cat0"]
+
+
+def test_sequence_first_attention_and_dims_counted_around_the_batch_axis():
+    """MultiheadAttention(batch_first=False) on (T, B, E) stands in as the batch-first one does; the mean over
+    time (dim 0, the batch at 1) is the same pooling layer as mean(dim=1) on a batch-first tensor."""
+    att = layers_of(_SeqFirst(nn.MultiheadAttention(20, 4), pool="mean"), input_shape=[10, 20],
+                    unknown_ops="approx").layers
+    ref = layers_of(_Mha20(), input_shape=[10, 20], unknown_ops="approx").layers
+    assert [(l["kind"], l["config"]) for l in att] == [("permute", {"numel": 200})] + \
+        [(l["kind"], l["config"]) for l in ref]
+
+
+class _Mha20(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.inner, self.fc = nn.MultiheadAttention(20, 4, batch_first=True), nn.Linear(20, 3)
+
+    def forward(self, x):
+        return self.fc(self.inner(x, x, x)[0].mean(dim=1))
+
+
 def _conv_stand_in(conv, shape, refused):
     """The one layer a conv without a kind stands in as (refused by default, naming ``refused``), its kind and the
     conv's output on a batch of one."""
@@ -296,8 +363,73 @@ def test_multi_head_self_attention_stands_in_as_its_projections_scores_and_softm
     macs = t * d * 3 * d + 2 * h * t * t * (d // h) + t * d * d  # projections in and out, scores, weighted sum
     assert _flops([l for l in att if l["kind"] == "linear"]) == 2 * macs
     assert att[2]["config"] == {"numel": h * t * t, "last_dim": t}
-    with pytest.raises(UnsupportedOperatorError, match="MultiheadAttention"):  # cross-attention: no stand-in
-        layers_of(_Mha(cross=True), input_shape=[10, 32], unknown_ops="approx")
+
+
+class _Cross(nn.Module):
+    """Queries from the sequence, keys and values from a shorter memory made of it (a decoder reading an
+    encoder's output); ``apart``: keys and values are two tensors."""
+
+    def __init__(self, apart=False):
+        super().__init__()
+        self.apart = apart
+        self.mem = nn.Linear(32, 32)
+        self.att = nn.MultiheadAttention(32, 4, batch_first=True, bias=False)
+        self.fc = nn.Linear(32, 3)
+
+    def forward(self, x):
+        m = self.mem(x[:, :4])
+        a, _ = self.att(x, m, m.flip(1) if self.apart else m)
+        return self.fc(a.mean(dim=1))
+
+
+@pytest.mark.parametrize("apart", [False, True])
+def test_cross_attention_stands_in_with_projections_over_queries_and_keys(apart):
+    """Queries (10) attend to keys (4): the query projection runs over 10 tokens, the key and value
+    projections over 4, the scores are 10 x 4 per head; the same multiply-adds as the module."""
+    with pytest.raises(UnsupportedOperatorError, match="MultiheadAttention"):
+        layers_of(_Cross(apart), input_shape=[10, 32])
+    att = [l for l in layers_of(_Cross(apart), input_shape=[10, 32], unknown_ops="approx").layers
+           if l["op"] == "MultiheadAttention"]
+    tq, tk, d, h = 10, 4, 32, 4
+    projections = ["att.q_proj", "att.k_proj", "att.v_proj"] if apart else ["att.q_proj", "att.kv_proj"]
+    assert [l["name"] for l in att] == projections + ["att.scores", "att.softmax", "att.weighted", "att.out_proj"]
+    assert {l["config"]["tokens"] for l in att if l["name"] in projections[1:]} == {tk}
+    assert all(l["config"]["bias"] == 0 for l in att if l["kind"] == "linear")
+    assert att[len(projections) + 1]["config"] == {"numel": h * tq * tk, "last_dim": tk}
+    macs = tq * d * d + tk * d * 2 * d + 2 * h * tq * tk * (d // h) + tq * d * d
+    assert _flops([l for l in att if l["kind"] == "linear"]) == 2 * macs
+    assert "query" in att[0]["approx"]
+
+
+class _Einsum(nn.Module):
+    def __init__(self, equation="bhqd,bhkd->bhqk"):
+        super().__init__()
+        self.equation = equation
+        self.fc = nn.Linear(8, 3)
+
+    def forward(self, x):  # (heads 2, tokens 6, head dim 8) per sample
+        a = torch.softmax(torch.einsum(self.equation, x, x), dim=-1)
+        return self.fc(torch.einsum("bhqk,bhkd->bhqd", a, x).mean(dim=(1, 2)))
+
+
+def test_a_two_operand_einsum_stands_in_as_a_linear_of_its_multiply_adds():
+    from torch.utils.flop_counter import FlopCounterMode
+
+    with pytest.raises(UnsupportedOperatorError, match="einsum"):
+        layers_of(_Einsum(), input_shape=[2, 6, 8])
+    layers = layers_of(_Einsum(), input_shape=[2, 6, 8], unknown_ops="approx").layers
+    ein = [l for l in layers if l["op"] == "torch.einsum"]
+    assert [l["kind"] for l in ein] == ["linear", "linear"] and all("approx" in l for l in ein)
+    assert ein[0]["config"] == {"in_features": 8, "out_features": 6, "tokens": 12, "bias": 0}
+    x = torch.randn(1, 2, 6, 8)
+    with FlopCounterMode(display=False) as fc:
+        torch.einsum("bhqd,bhkd->bhqk", x, x)
+    assert _flops(ein[:1]) == fc.get_total_flops()  # per sample (batch 1): the einsum's own FLOPs
+    assert _flops(ein) == 2 * 2 * (2 * 6 * 6 * 8)
+    # what it cannot say stays refused: an ellipsis, a batch axis that is not every subscript's first letter
+    for eq in ("b...qd,b...kd->b...qk", "bhqd,bhkd->hbqk"):
+        with pytest.raises(UnsupportedOperatorError, match="einsum"):
+            layers_of(_Einsum(eq), input_shape=[2, 6, 8], unknown_ops="approx")
 
 
 class _Sdpa(nn.Module):

@@ -42,8 +42,16 @@ def _conv_layer(mod, kind, sides, unsupported, label):
     }
 
 
-def _module_layer(mod, in_shape, out_shape, unsupported):
-    """(kind, config) for a leaf module, None for a free one (Identity), or records it unsupported."""
+def _batch_first_ok(rnn_batch_first, in_axis):
+    """Whether a recurrent or attention module reads its input's batch where the tensor has it: axis 0 when
+    ``batch_first``, else axis 1 (a sequence-first model that transposed its batch-first input)."""
+    return in_axis == (0 if rnn_batch_first else 1)
+
+
+def _module_layer(mod, in_shape, out_shape, unsupported, in_axis=0):
+    """(kind, config) for a leaf module, None for a free one (Identity), or records it unsupported.
+    ``in_axis``: the batch axis of the module's input (recurrent modules with ``batch_first=False`` read it at
+    axis 1)."""
     from torch import nn
 
     from thor_sdk.models.blocks import GRUSequence, LSTMSequence, TokenPositionalEmbedding, TransformerBlock
@@ -66,12 +74,15 @@ def _module_layer(mod, in_shape, out_shape, unsupported):
                                       "out_size": _pair(mod.output_size, "output size", unsupported, label)}
     if isinstance(mod, (GRUSequence, nn.GRU)):
         gru = mod.gru if isinstance(mod, GRUSequence) else mod
-        if not gru.batch_first or gru.bidirectional:
-            unsupported.append("GRU(batch_first=False or bidirectional)")
+        if gru.bidirectional:
+            unsupported.append("GRU(bidirectional)")
+        elif not _batch_first_ok(gru.batch_first, in_axis):
+            unsupported.append(f"GRU(batch_first={gru.batch_first} on an input whose batch is axis {in_axis})")
         return "gru", {"input_size": gru.input_size, "hidden_size": gru.hidden_size,
                        "seq_len": in_shape[0], "num_layers": gru.num_layers}
     if isinstance(mod, nn.Softmax):
-        return _softmax_layer(mod.dim, in_shape, unsupported, "Softmax")
+        return _softmax_layer(_batch_first_dims(mod.dim, in_axis, len(in_shape) + 1), in_shape, unsupported,
+                              "Softmax")
     if isinstance(mod, nn.Upsample):
         return _upsample_layer(mod.mode, in_shape, out_shape, unsupported, "Upsample")
     if isinstance(mod, nn.ChannelShuffle):
@@ -107,8 +118,10 @@ def _module_layer(mod, in_shape, out_shape, unsupported):
                              "seq_len": _prod(in_shape), "positional": 0}
     if isinstance(mod, (LSTMSequence, nn.LSTM)):
         lstm = mod.lstm if isinstance(mod, LSTMSequence) else mod
-        if not lstm.batch_first or lstm.bidirectional or lstm.proj_size:
-            unsupported.append("LSTM(batch_first=False, bidirectional or projected)")
+        if lstm.bidirectional or lstm.proj_size:
+            unsupported.append("LSTM(bidirectional or projected)")
+        elif not _batch_first_ok(lstm.batch_first, in_axis):
+            unsupported.append(f"LSTM(batch_first={lstm.batch_first} on an input whose batch is axis {in_axis})")
         return "lstm", {"input_size": lstm.input_size, "hidden_size": lstm.hidden_size,
                         "seq_len": in_shape[0], "num_layers": lstm.num_layers}
     if isinstance(mod, TransformerBlock):
@@ -130,11 +143,13 @@ def _module_layer(mod, in_shape, out_shape, unsupported):
     return None
 
 
-def _stand_in(node, gm, in_shape, full_shape, got, refused):
+def _stand_in(node, gm, in_shape, full_shape, got, refused, in_axis, shape_of, batch_axis):
     """``([(suffix, (kind, config), reads_input)], reason)``: the kinds that stand in for an operator without one
     of its own under ``unknown_ops="approx"`` (each marked, so the runtime widens its std by
     APPROX_OP_REL_STD), or None. ``got``/``refused``: what ``_module_layer`` returned and recorded for it
-    (a dilated conv's config, refused for its dilation alone). ``reads_input``: the layer reads the operator's input (its role follows the
+    (a dilated conv's config, refused for its dilation alone); ``in_axis``, ``shape_of``, ``batch_axis``: the batch
+    axis of the operator's input, a node's per-sample shape and batch axis (recurrent and attention modules
+    with ``batch_first=False`` read their batch at axis 1). ``reads_input``: the layer reads the operator's input (its role follows the
     operator's); the others read another stand-in layer's output (hidden). Each is costed at the module's
     exact FLOPs where the kinds allow; how far each stand-in's own cost is from the operator's on this
     project's host is measured by ``bench/bench_stand_ins.py`` (``bench/results/stand-ins-host-*.md``):
@@ -147,9 +162,10 @@ def _stand_in(node, gm, in_shape, full_shape, got, refused):
       (dilation - 1) x (kernel - 1): the same output size and FLOPs.
     - ``nn.ConvTranspose1d`` / ``nn.ConvTranspose2d``: the stride-1 conv of the same kernel whose output has the
       transposed conv's *input* size: the same FLOPs (every input element meets the whole kernel).
-    - ``nn.MultiheadAttention`` (batch first, self-attention): the input projection (``linear`` d -> 3d), the
-      scores and the weighted sum as ``linear`` layers of the same FLOPs, their ``softmax``, the output
-      projection.
+    - ``nn.MultiheadAttention`` (batch first): the input projection (``linear`` d -> 3d; for cross-attention
+      the query projection over the queries and the key and value projections over the keys), the scores and
+      the weighted sum as ``linear`` layers of the same FLOPs, their ``softmax``, the output projection.
+    - ``torch.einsum`` of two operands, batch first (``"bhqd,bhkd->bhqk"``): a ``linear`` of the same FLOPs.
     - ``x @ y``, ``torch.matmul``, ``torch.bmm`` (both operands at least 2-D): a ``linear`` of the same FLOPs
       (in = the contracted size, out = the result's last size, tokens = the rest of the result).
     - ``F.scaled_dot_product_attention``: scores, ``softmax``, weighted sum, as above.
@@ -162,7 +178,7 @@ def _stand_in(node, gm, in_shape, full_shape, got, refused):
         mod = gm.get_submodule(node.target)
         if isinstance(mod, nn.TransformerEncoderLayer) and in_shape is not None and len(in_shape) == 2:
             att = mod.self_attn
-            if not att.batch_first or att.embed_dim % att.num_heads:
+            if not _batch_first_ok(att.batch_first, in_axis) or att.embed_dim % att.num_heads:
                 return None
             return ([("", ("transformer_block", {"d_model": att.embed_dim, "n_heads": att.num_heads,
                                                   "head_dim": att.embed_dim // att.num_heads,
@@ -171,14 +187,14 @@ def _stand_in(node, gm, in_shape, full_shape, got, refused):
                     "TransformerEncoderLayer has no kind: estimated as the transformer_block kind of the same "
                     "sizes (a pre-norm GELU block with causal attention)")
         if isinstance(mod, (nn.LSTM, nn.GRU)) and mod.bidirectional:
-            return _bidirectional_stand_in(mod, in_shape)
+            return _bidirectional_stand_in(mod, in_shape, in_axis)
         if isinstance(mod, (nn.Conv1d, nn.Conv2d)) and got is not None \
                 and refused == [f"{'Conv1d' if got[0] == 'conv1d' else 'Conv2d'}(dilation>1)"]:
             return _one(dilated_conv_stand_in(got, int(mod.dilation[0]), type(mod).__name__))
         if isinstance(mod, (nn.ConvTranspose1d, nn.ConvTranspose2d)):
             return _transposed_stand_in(mod, in_shape)
         if isinstance(mod, nn.MultiheadAttention):
-            return _attention_stand_in(node, mod, full_shape)
+            return _attention_stand_in(node, mod, shape_of, batch_axis)
         return None
     if node.op == "call_method" and node.target in ("matmul", "bmm", "__matmul__") \
             or node.op == "call_function" and node.target in (operator.matmul, torch.matmul, torch.bmm):
@@ -188,6 +204,11 @@ def _stand_in(node, gm, in_shape, full_shape, got, refused):
         if any(s is None or len(s) < 2 for s in (a, b, out)):
             return None
         return _one(matmul_stand_in(a[-1], out[1:], op_label(node)))
+    if node.op == "call_function" and node.target is torch.einsum and node.args:
+        operands = node.args[1:]
+        if len(operands) == 1 and isinstance(operands[0], (list, tuple)):
+            operands = operands[0]
+        return _one(einsum_stand_in(node.args[0], [full_shape(a) for a in operands], full_shape(node)))
     if node.op == "call_function" and node.target is F.scaled_dot_product_attention:
         q, k, v = (full_shape(_arg(node, i, name)) for i, name in enumerate(("query", "key", "value")))
         if any(s is None or len(s) < 3 for s in (q, k, v)) or q[-1] != k[-1] or k[-2] != v[-2]:
@@ -199,11 +220,12 @@ def _stand_in(node, gm, in_shape, full_shape, got, refused):
     return None
 
 
-def _bidirectional_stand_in(rnn, in_shape):
+def _bidirectional_stand_in(rnn, in_shape, in_axis=0):
     from torch import nn
 
     kind = "lstm" if isinstance(rnn, nn.LSTM) else "gru"
-    if not rnn.batch_first or getattr(rnn, "proj_size", 0) or in_shape is None or len(in_shape) != 2:
+    if not _batch_first_ok(rnn.batch_first, in_axis) or getattr(rnn, "proj_size", 0) or in_shape is None \
+            or len(in_shape) != 2:
         return None
     h, t = rnn.hidden_size, in_shape[0]
     layers = []
@@ -284,20 +306,63 @@ def _score_layers(rows, head_dim, keys, value_dim, reads_input):
              False)]
 
 
-def _attention_stand_in(node, att, full_shape):
+def _attention_stand_in(node, att, shape_of, batch_axis):
+    """Self-attention (query, key and value one tensor): one input projection d -> 3d. Cross-attention (the
+    queries from one tensor, keys and values from another, or all three apart): the query projection over the
+    queries, the key and value projections over the keys (one d -> 2d layer when key is value), and scores
+    of every query against every key. ``shape_of``/``batch_axis``: a node's per-sample shape and batch axis
+    (0 for ``batch_first``, else 1)."""
     args = [_arg(node, i, name) for i, name in enumerate(("query", "key", "value"))]
-    q = full_shape(args[0])
-    if not att.batch_first or not att._qkv_same_embed_dim or att.embed_dim % att.num_heads \
-            or not (args[0] is args[1] is args[2]) or q is None or len(q) != 3:
+    q, k, v = (shape_of(a) for a in args)
+    if not att._qkv_same_embed_dim or att.embed_dim % att.num_heads \
+            or any(s is None or len(s) != 2 for s in (q, k, v)) or k[0] != v[0] \
+            or not all(_batch_first_ok(att.batch_first, batch_axis(a)) for a in args):
         return None
-    d, h, t = att.embed_dim, att.num_heads, q[1]
+    d, h, tq, tk = att.embed_dim, att.num_heads, q[0], k[0]
     bias = int(att.in_proj_bias is not None)
-    layers = [(".in_proj", ("linear", {"in_features": d, "out_features": 3 * d, "tokens": t, "bias": bias}), True),
-              *_score_layers(h * t, d // h, t, d // h, reads_input=False),
-              (".out_proj", ("linear", {"in_features": d, "out_features": d, "tokens": t,
+
+    def proj(suffix, out, tokens):
+        return suffix, ("linear", {"in_features": d, "out_features": out, "tokens": tokens, "bias": bias}), True
+
+    if args[0] is args[1] is args[2]:
+        projections, what = [proj(".in_proj", 3 * d, tq)], "its input projection"
+    elif args[1] is args[2]:
+        projections, what = [proj(".q_proj", d, tq), proj(".kv_proj", 2 * d, tk)], "its query and key-value projections"
+    else:
+        projections, what = [proj(".q_proj", d, tq), proj(".k_proj", d, tk), proj(".v_proj", d, tk)], \
+            "its query, key and value projections"
+    layers = [*projections, *_score_layers(h * tq, d // h, tk, d // h, reads_input=False),
+              (".out_proj", ("linear", {"in_features": d, "out_features": d, "tokens": tq,
                                         "bias": int(att.out_proj.bias is not None)}), False)]
-    return layers, ("MultiheadAttention has no kind: estimated as its input projection, scores and weighted sum "
+    return layers, (f"MultiheadAttention has no kind: estimated as {what}, scores and weighted sum "
                     "(linear layers of the same FLOPs), their softmax and its output projection")
+
+
+def einsum_stand_in(equation, shapes, out_shape):
+    """``(("linear", config), reason)`` for ``torch.einsum`` of two operands (full shapes, batch first) as a
+    linear layer of the same multiply-adds: every output element sums over the letters it lacks (in = their
+    sizes' product, out and tokens from the result per sample); None for what it cannot say (an ellipsis, an
+    implicit output, one or three operands, a batch axis that is not every subscript's first letter, no
+    letter summed over)."""
+    if not isinstance(equation, str) or "..." in equation or "->" not in equation or len(shapes) != 2:
+        return None
+    lhs, out = equation.replace(" ", "").split("->")
+    ins = lhs.split(",")
+    if len(ins) != 2 or any(s is None or len(s) != len(sub) for s, sub in zip(shapes, ins)) \
+            or out_shape is None or len(out) != len(out_shape) or len(out) < 2:
+        return None
+    size = {}
+    for sub, shape in zip(ins, shapes):
+        for letter, n in zip(sub, shape):
+            if size.setdefault(letter, n) != n and 1 not in (n, size[letter]):
+                return None
+            size[letter] = max(size[letter], n)
+    if not (ins[0][:1] == ins[1][:1] == out[:1]) or any(letter not in size for letter in out):
+        return None
+    contracted = _prod([n for letter, n in size.items() if letter not in out])
+    if contracted < 2:
+        return None
+    return matmul_stand_in(int(contracted), [int(n) for n in out_shape[1:]], f"torch.einsum({equation!r})")
 
 
 def valid_config(kind, config):
@@ -315,6 +380,20 @@ def _leaf_types():
     from thor_sdk.models.blocks import GRUSequence, LSTMSequence, TokenPositionalEmbedding, TransformerBlock
 
     return (LSTMSequence, GRUSequence, TokenPositionalEmbedding, TransformerBlock, nn.LSTM, nn.GRU)
+
+
+def _batch_first_dims(dims, axis, ndim):
+    """``dims`` of a tensor whose batch is at ``axis`` (of ``ndim``) numbered as if its batch came first (the
+    batch itself as 0), so that the helpers below, which count the batch as axis 0, read any tensor."""
+    def one(d):
+        if not isinstance(d, int) or not axis:
+            return d
+        d %= ndim
+        return 0 if d == axis else (d + 1 if d < axis else d)
+
+    if isinstance(dims, (list, tuple)):
+        return type(dims)(one(d) for d in dims)
+    return one(dims)
 
 
 def _softmax_layer(dim, in_shape, unsupported, label):
@@ -381,11 +460,11 @@ def _mul_layer(node, out_shape, full_shape, unsupported, label):
     return "mul", {"numel": _prod(out_shape), "broadcast": int(any(_prod(s) < full for s in shapes))}
 
 
-def _cat_layer(node, out_shape, unsupported, label):
-    """``torch.cat`` of a list of tensors along any axis but the batch: numel of the output, parts."""
+def _cat_layer(node, out_shape, unsupported, label, axis=0):
+    """``torch.cat`` of a list of tensors along any axis but the batch (at ``axis``): numel of the output, parts."""
     tensors = _arg(node, 0, "tensors")
-    dim = _arg(node, 1, "dim", 0)
     ndim = len(out_shape) + 1
+    dim = _batch_first_dims(_arg(node, 1, "dim", 0), axis, ndim)
     if not isinstance(dim, int) or dim % ndim == 0:
         unsupported.append(f"{label}(along the batch)")
         return None
@@ -398,11 +477,18 @@ def _cat_layer(node, out_shape, unsupported, label):
     return "cat", {"numel": _prod(out_shape), "parts": len(tensors)}
 
 
-def _function_layer(node, in_shape, out_shape, unsupported, full_shape=lambda n: None):
+def _function_layer(node, in_shape, out_shape, unsupported, full_shape=lambda n: None, axis=0):
+    """(kind, config) of a function or method node, None when free or unsupported (recorded). ``axis``: the
+    batch axis of its input; a ``dim`` argument is read relative to it."""
     import torch
     from torch.nn import functional as F
 
     t = node.target
+    ndim = len(in_shape) + 1
+
+    def dim_arg(i, name):
+        return _batch_first_dims(_arg(node, i, name), axis, ndim)
+
     if node.op == "call_method":
         if t in _FREE_METHODS:
             return None
@@ -417,9 +503,9 @@ def _function_layer(node, in_shape, out_shape, unsupported, full_shape=lambda n:
         if t in _PERMUTE_METHODS:
             return "permute", {"numel": _prod(in_shape)}
         if t == "softmax":
-            return _softmax_layer(_arg(node, 1, "dim"), in_shape, unsupported, "Tensor.softmax")
+            return _softmax_layer(dim_arg(1, "dim"), in_shape, unsupported, "Tensor.softmax")
         if t == "mean":
-            return _mean_layer(_arg(node, 1, "dim"), in_shape, unsupported, "Tensor.mean")
+            return _mean_layer(dim_arg(1, "dim"), in_shape, unsupported, "Tensor.mean")
         unsupported.append(f"Tensor.{t}")
         return None
     if t in _FREE_FUNCS or t in (torch.chunk, torch.split, torch.tensor_split):
@@ -429,13 +515,13 @@ def _function_layer(node, in_shape, out_shape, unsupported, full_shape=lambda n:
     if t in (operator.mul, operator.imul, torch.mul):
         return _mul_layer(node, out_shape, full_shape, unsupported, op_label(node))
     if t in (torch.cat, torch.concat, torch.concatenate):
-        return _cat_layer(node, out_shape, unsupported, "torch.cat")
+        return _cat_layer(node, out_shape, unsupported, "torch.cat", axis)
     if t in (torch.transpose, torch.permute):
         return "permute", {"numel": _prod(in_shape)}
     if t in (torch.softmax, F.softmax):
-        return _softmax_layer(_arg(node, 1, "dim"), in_shape, unsupported, "softmax")
+        return _softmax_layer(dim_arg(1, "dim"), in_shape, unsupported, "softmax")
     if t is torch.mean:
-        return _mean_layer(_arg(node, 1, "dim"), in_shape, unsupported, "torch.mean")
+        return _mean_layer(dim_arg(1, "dim"), in_shape, unsupported, "torch.mean")
     if t is F.interpolate:
         return _upsample_layer(_arg(node, 3, "mode", "nearest"), in_shape, out_shape, unsupported, "interpolate")
     if t in (torch.flatten, torch.reshape):
@@ -573,16 +659,29 @@ def layers_from_module(module, input_shape, input_dtype="float32", vocab=None, s
             f"could not trace {source} with torch.fx ({type(e).__name__}: {e}); "
             "describe it as a layer-list JSON instead (see docs/layer-list.md)"
         ) from e
-    if input_dtype == "int64":
-        example = torch.randint(0, max(int(vocab or 2), 2), (2, *input_shape))
-    else:
-        example = torch.randn(2, *input_shape)
+    def example(batch):
+        if input_dtype == "int64":
+            return torch.randint(0, max(int(vocab or 2), 2), (batch, *input_shape))
+        return torch.randn(batch, *input_shape)
+
+    def full_shape(n):
+        meta = n.meta.get("tensor_meta") if isinstance(n, fx.Node) else None
+        if meta is None or not hasattr(meta, "shape"):
+            return None
+        return tuple(int(s) for s in meta.shape)
+
     was_training = module.training
     gm.eval()
+    at_3 = {}  # node -> its shape at batch 3: the axis that differs from batch 2 is the batch axis
     try:
         # ShapeProp prints the traceback of a failing node itself; keep it off the user's terminal
         with torch.no_grad(), contextlib.redirect_stderr(io.StringIO()):
-            ShapeProp(gm).propagate(example)
+            try:
+                ShapeProp(gm).propagate(example(3))
+                at_3 = {n: full_shape(n) for n in gm.graph.nodes}
+            except Exception:  # batch 2 says why below, or the batch axis is taken as axis 0
+                at_3 = {}
+            ShapeProp(gm).propagate(example(2))
     except Exception as e:
         cause = e.__cause__ or e  # ShapeProp wraps the model's own error in a RuntimeError naming the node
         lines = str(cause).strip().splitlines() or [""]
@@ -591,15 +690,22 @@ def layers_from_module(module, input_shape, input_dtype="float32", vocab=None, s
     finally:
         module.train(was_training)
 
-    def full_shape(n):
-        meta = n.meta.get("tensor_meta") if isinstance(n, fx.Node) else None
-        if meta is None or not hasattr(meta, "shape"):
-            return None
-        return tuple(int(s) for s in meta.shape)
+    def batch_axis(n):
+        """The axis of ``n``'s value that is the batch: the one axis whose size went from 3 to 2 with the
+        input's batch (a sequence-first RNN's input has it at 1); 0 where that cannot be told."""
+        a, b = full_shape(n), at_3.get(n)
+        if a is None or b is None or len(a) != len(b):
+            return 0
+        diff = [i for i, (x, y) in enumerate(zip(a, b)) if x != y]
+        return diff[0] if len(diff) == 1 and 3 * a[diff[0]] == 2 * b[diff[0]] else 0
 
     def shape_of(n):
+        """Per-sample shape: the full shape without its batch axis."""
         full = full_shape(n)
-        return None if full is None else full[1:]
+        if full is None:
+            return None
+        i = batch_axis(n) if full else 0
+        return full[:i] + full[i + 1:]
 
     layers, unsupported = [], []
     needs_grad = {}  # node -> whether its value requires grad in training
@@ -614,22 +720,24 @@ def layers_from_module(module, input_shape, input_dtype="float32", vocab=None, s
             continue
         tensor_args = [a for a in arg_nodes if shape_of(a) is not None]
         in_shape = shape_of(tensor_args[0]) if tensor_args else None
+        in_axis = batch_axis(tensor_args[0]) if tensor_args else 0
         out_shape = shape_of(node)
         n_unsupported = len(unsupported)
         if node.op == "call_module":
             mod = gm.get_submodule(node.target)
-            got = _module_layer(mod, in_shape, out_shape, unsupported)
+            got = _module_layer(mod, in_shape, out_shape, unsupported, in_axis)
             has_params = any(p.requires_grad for p in mod.parameters())
         elif out_shape is None and getattr(node.target, "__module__", None) == "_operator":
             got, has_params = None, False  # arithmetic on sizes (c // 2), not on tensors: free
         else:
-            got = _function_layer(node, in_shape or (), out_shape or (), unsupported, full_shape)
+            got = _function_layer(node, in_shape or (), out_shape or (), unsupported, full_shape, in_axis)
             has_params = False
         needs_grad[node] = upstream or has_params
         approx = None
         name = str(node.target) if node.op == "call_module" else node.name
         if len(unsupported) > n_unsupported and unknown_ops == "approx":
-            stand_in = _stand_in(node, gm, in_shape, full_shape, got, unsupported[n_unsupported:])
+            stand_in = _stand_in(node, gm, in_shape, full_shape, got, unsupported[n_unsupported:], in_axis,
+                                 shape_of, batch_axis)
             if stand_in is not None:
                 del unsupported[n_unsupported:]
                 parts, reason = stand_in

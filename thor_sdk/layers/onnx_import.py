@@ -17,8 +17,8 @@ import os
 
 from thor_sdk.errors import FormatError, ModelError, NotFoundError, UsageError
 
-from .extract import (add_layer, dilated_conv_stand_in, finish_layers, matmul_stand_in, refuse_unsupported,
-                      transposed_conv_stand_in)
+from .extract import (add_layer, dilated_conv_stand_in, einsum_stand_in, finish_layers, matmul_stand_in,
+                      refuse_unsupported, transposed_conv_stand_in)
 
 _BATCH = 2  # batch size substituted for a symbolic batch dimension before shape inference
 
@@ -518,7 +518,8 @@ def _stand_in(g, node, got, refused):
     """``((kind, config), reason)`` of a kind standing in for a node without one under ``unknown_ops="approx"``,
     through the torch.fx reader's own stand-ins (``extract``: same kinds, same FLOPs), or None.
     ``got``/``refused``: what ``_node_layer`` returned and recorded for it. A MatMul of two activations: a
-    ``linear``; a dilated Conv: the undilated conv; a 2-D ConvTranspose: the stride-1 conv of the same kernel."""
+    ``linear``; an Einsum of two activations (batch first): a ``linear`` of the same FLOPs; a dilated Conv: the
+    undilated conv; a 2-D ConvTranspose: the stride-1 conv of the same kernel."""
     op, a = node.op_type, _attrs(node)
     if op == "MatMul":
         x, w = node.input[0], node.input[1]
@@ -528,6 +529,13 @@ def _stand_in(g, node, got, refused):
         if not xs or not ys or len(g.shape(w)) < 2:
             return None
         return matmul_stand_in(xs[-1], ys, "MatMul(of two activations)")
+    if op == "Einsum" and len(node.input) == 2 and not any(g.is_const(i) for i in node.input):
+        # batch first: every operand and the result as (1, *per sample); the batch letter is never summed over
+        shapes = [g.per_sample(i) for i in node.input]
+        out = g.per_sample(node.output[0])
+        if any(s is None for s in shapes) or out is None:
+            return None
+        return einsum_stand_in(_decode(a.get("equation", "")), [[1, *s] for s in shapes], [1, *out])
     if op == "Conv" and got is not None and refused == ["Conv(dilation>1)"]:
         d = {int(v) for v in a.get("dilations", [1, 1])}
         return dilated_conv_stand_in(got, d.pop(), "Conv") if len(d) == 1 else None
@@ -716,8 +724,9 @@ def layers_from_onnx(path, input_shape=None, unknown_ops="error"):
         except _UnknownShape as e:
             unknown.append(f"{e.tensor} (input of {node.op_type} {node.name or k})")
             got = None
-        # a MatMul stand-in is a product of two activations: no parameters of its own
-        has_params = got is not None and got[0] in _PARAM_KINDS and not (node.op_type == "MatMul" and approx)
+        # a MatMul or Einsum stand-in is a product of two activations: no parameters of its own
+        has_params = got is not None and got[0] in _PARAM_KINDS \
+            and not (node.op_type in ("MatMul", "Einsum") and approx)
         for o in outs:
             needs_grad[o] = upstream or has_params
         if got is None:
