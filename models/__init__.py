@@ -112,6 +112,8 @@ _ZOO = (
          (98, 40), 12),
     _zoo("gru_har", "human-activity GRU (1x96, last step, dropout) on 128x9 UCI HAR windows (128 steps of 9 channels), "
          "6 classes", (128, 9), 6),
+    _zoo("lstm_har", "human-activity LSTM (1x64, last step, dropout) on 128x9 UCI HAR windows, 6 classes",
+         (128, 9), 6),
     _zoo("mlp_tabular", "tabular MLP (256/256/128, batchnorm1d, dropout) on 54 features, 7 classes", (54,), 7),
     _lm("lstm2_lm", f"char-level LSTM language model: embedding 128, 2-layer LSTM 384, seq 100, vocab {VOCAB}",
         100, VOCAB, "zoo"),

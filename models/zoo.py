@@ -482,6 +482,13 @@ def gru_har(spec):
     return _LastStepHead(GRUSequence(spec.input_shape[1], 96), 96, spec.num_classes)
 
 
+def lstm_har(spec):
+    """Human-activity LSTM: one layer of 64 units over UCI HAR windows (128 steps of 9 inertial channels),
+    classified from the last step after dropout, 6 classes (the single-layer recurrent HAR baseline, as an
+    LSTM: the zoo's other LSTMs read 64-128 features into 128-384 units)."""
+    return _LastStepHead(LSTMSequence(spec.input_shape[1], 64), 64, spec.num_classes)
+
+
 class _DeepConvLSTM(nn.Module):
     def __init__(self, channels, num_classes, filters=64, hidden=128):
         super().__init__()
