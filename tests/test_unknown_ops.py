@@ -291,6 +291,24 @@ def test_sequence_first_attention_and_dims_counted_around_the_batch_axis():
         [(l["kind"], l["config"]) for l in ref]
 
 
+class _SeqMatmul(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.w = nn.Parameter(torch.randn(8, 5))
+        self.fc = nn.Linear(5, 3)
+
+    def forward(self, x):  # (T, B, 8) @ (8, 5): the batch at axis 1 of the product
+        return self.fc((x.transpose(0, 1) @ self.w).mean(dim=0))
+
+
+def test_a_product_with_the_batch_at_axis_1_stands_in_per_sample():
+    layers = layers_of(_SeqMatmul(), input_shape=[6, 8], unknown_ops="approx").layers
+    mm = next(l for l in layers if l["op"] == "x @ y")
+    assert mm["config"] == {"in_features": 8, "out_features": 5, "tokens": 6, "bias": 0}  # 6 steps, not the batch
+    assert next(l for l in layers if l["kind"] == "adaptive_avgpool1d")["config"] == {"channels": 5, "length": 6,
+                                                                                    "out_size": 1}
+
+
 class _Mha20(nn.Module):
     def __init__(self):
         super().__init__()

@@ -203,17 +203,21 @@ def _stand_in(node, gm, in_shape, full_shape, got, refused, in_axis, shape_of, b
         a, b, out = full_shape(node.args[0]), full_shape(node.args[1]), full_shape(node)
         if any(s is None or len(s) < 2 for s in (a, b, out)):
             return None
-        return _one(matmul_stand_in(a[-1], out[1:], op_label(node)))
+        return _one(matmul_stand_in(a[-1], shape_of(node), op_label(node)))  # per sample, the batch where it is
     if node.op == "call_function" and node.target is torch.einsum and node.args:
         operands = node.args[1:]
         if len(operands) == 1 and isinstance(operands[0], (list, tuple)):
             operands = operands[0]
+        if any(batch_axis(n) for n in (node, *operands)):  # its subscripts are read with the batch first
+            return None
         return _one(einsum_stand_in(node.args[0], [full_shape(a) for a in operands], full_shape(node)))
     if node.op == "call_function" and node.target is F.scaled_dot_product_attention:
-        q, k, v = (full_shape(_arg(node, i, name)) for i, name in enumerate(("query", "key", "value")))
-        if any(s is None or len(s) < 3 for s in (q, k, v)) or q[-1] != k[-1] or k[-2] != v[-2]:
-            return None
-        rows, tk = _prod(q[1:-1]), k[-2]
+        args = [_arg(node, i, name) for i, name in enumerate(("query", "key", "value"))]
+        q, k, v = (full_shape(a) for a in args)
+        if any(s is None or len(s) < 3 for s in (q, k, v)) or q[-1] != k[-1] or k[-2] != v[-2] \
+                or any(batch_axis(a) >= len(s) - 2 for a, s in zip(args, (q, k, v))):
+            return None  # the batch among the tokens or features: not attention per sample
+        rows, tk = _prod(shape_of(args[0])[:-1]), k[-2]
         return (_score_layers(rows, q[-1], tk, v[-1], reads_input=True),
                 "F.scaled_dot_product_attention has no kind: estimated as its scores and weighted sum "
                 "(linear layers of the same FLOPs) and their softmax")
