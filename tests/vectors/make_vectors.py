@@ -154,6 +154,17 @@ def fit_kinds(spec, rng, linear=False):
     return gps
 
 
+def synthetic_estimator(gps, whole_rel_std=None, runtime="torch", metric="time", unit="s", unit_per_flop=2e-11):
+    """The estimator document of fitted ``gps`` on a SYNTHETIC device, with a fixed creation time (the
+    vectors stay byte-identical when regenerated) and, where given, a whole-model relative std."""
+    prov = {"note": "SYNTHETIC test vector, not a measurement", "generator": "tests/vectors/make_vectors.py"}
+    whole = {} if whole_rel_std is None else {"whole_model": {"rel_std": whole_rel_std, "source": "synthetic"}}
+    doc = build_estimator(gps, device={"name": "synthetic"}, runtime=runtime, metric=metric, unit=unit,
+                          flops_baseline={"unit_per_flop": unit_per_flop}, provenance=prov, **whole)
+    doc["created_utc"] = "2025-01-01T00:00:00Z"
+    return doc
+
+
 def with_cost(layer):
     return dict(layer, cost=cost_terms(layer["kind"], layer["config"], layer["role"]))
 
@@ -662,15 +673,11 @@ def write_grouped_case():
     runtime that costs a depthwise layer with the dense entry, or sums both entries' layers as one group,
     fails. Its own random stream: the other cases are not rewritten."""
     rng = np.random.default_rng(20261123)
-    prov = {"note": "SYNTHETIC test vector, not a measurement", "generator": "tests/vectors/make_vectors.py"}
     gps = fit_kinds([("conv2d", 14, False), ("relu", 6, False), ("output", 5, False)], rng)
     feats, X, y, T = sample("conv2d", 12, rng, config=_grouped_config, slowdown=8.0)
     gps["conv2d:grouped"] = KindGP(features=feats, random_state=0).fit(
         X, y, noise_std=[0.05 * v for v in y], terms=T)
-    doc = build_estimator(gps, device={"name": "synthetic"}, runtime="torch", metric="time", unit="s",
-                          flops_baseline={"unit_per_flop": 2e-11}, provenance=prov,
-                          whole_model={"rel_std": 0.05, "source": "synthetic"})
-    doc["created_utc"] = "2025-01-01T00:00:00Z"
+    doc = synthetic_estimator(gps, whole_rel_std=0.05)
     dw = _fix("conv2d", _grouped_config(rng))
     queries = [("conv2d", {**dw, "batch_size": 16, "role": "hidden"}),
                ("conv2d", {**dw, "groups": 1, "batch_size": 16, "role": "hidden"}),  # same sizes, dense
@@ -699,12 +706,8 @@ def write_stand_in_case():
     and plain layers of the same kinds: a runtime that ignores ``approx``, or adds the added stds of one op
     as independent, fails. Its own random stream: the other cases are not rewritten."""
     rng = np.random.default_rng(20261127)
-    prov = {"note": "SYNTHETIC test vector, not a measurement", "generator": "tests/vectors/make_vectors.py"}
     gps = fit_kinds([("conv2d", 14, False), ("linear", 10, False), ("relu", 6, False), ("output", 5, False)], rng)
-    doc = build_estimator(gps, device={"name": "synthetic"}, runtime="torch", metric="time", unit="s",
-                          flops_baseline={"unit_per_flop": 2e-11}, provenance=prov,
-                          whole_model={"rel_std": 0.05, "source": "synthetic"})
-    doc["created_utc"] = "2025-01-01T00:00:00Z"
+    doc = synthetic_estimator(gps, whole_rel_std=0.05)
     queries = [("linear", {"in_features": 64, "out_features": 256, "tokens": 1, "bias": 1, "batch_size": 16,
                            "role": "hidden"})]
     mha = "MultiheadAttention has no kind: SYNTHETIC stand-in"
@@ -750,14 +753,10 @@ def main():
     if "--table-only" in sys.argv[1:]:
         return
     rng = np.random.default_rng(20250101)
-    prov = {"note": "SYNTHETIC test vector, not a measurement", "generator": "tests/vectors/make_vectors.py"}
 
     # --- time: positive costs, repeated layers, a whole-model term
     gps = fit_kinds([("conv2d", 14, False), ("relu", 8, False), ("maxpool2d", 6, False), ("output", 5, False)], rng)
-    doc = build_estimator(gps, device={"name": "synthetic"}, runtime="torch", metric="time", unit="s",
-                          flops_baseline={"unit_per_flop": 2e-11}, provenance=prov,
-                          whole_model={"rel_std": 0.08, "source": "synthetic"})
-    doc["created_utc"] = "2025-01-01T00:00:00Z"
+    doc = synthetic_estimator(gps, whole_rel_std=0.08)
     queries = [("conv2d", {**_fix("conv2d", _random_config("conv2d", rng)), "batch_size": 32, "role": "input"}),
                ("conv2d", {**_fix("conv2d", _random_config("conv2d", rng)), "batch_size": 8, "role": 0}),
                ("relu", {"numel": 4704, "batch_size": 16, "role": "hidden"}),
@@ -771,9 +770,7 @@ def main():
     gps = fit_kinds([("linear", 10, False), ("dropout", 1, False), ("relu", 6, True), ("lstm", 6, False)], rng,
                     linear=True)
     assert sum(g.n_floored_ for g in gps.values()) > 0, "regenerate with more noise: no sample was floored"
-    doc = build_estimator(gps, device={"name": "synthetic"}, runtime="onnxruntime", metric="energy", unit="J",
-                          flops_baseline={"unit_per_flop": 5e-11}, provenance=prov)
-    doc["created_utc"] = "2025-01-01T00:00:00Z"
+    doc = synthetic_estimator(gps, runtime="onnxruntime", metric="energy", unit="J", unit_per_flop=5e-11)
     queries = [("linear", {"in_features": 400, "out_features": 120, "tokens": 1, "bias": 1, "batch_size": 32,
                            "role": "hidden"}),
                ("linear", {"in_features": 8192, "out_features": 4096, "tokens": 1, "bias": 0, "batch_size": 1024,
