@@ -57,7 +57,8 @@ MAX_LAYERS = 4096
 VAR_FLOOR = 1e-12
 RANGE_TOLERANCE = 1e-6  # relative slack when a layer's input is compared with the samples' stored range
 UNKNOWN = ("error", "approx")
-#: relative std of a layer the estimator has no model for, estimated from its FLOPs and bytes (approx)
+#: relative std of a layer the estimator has no model for, estimated from its FLOPs and bytes (approx); over
+#: the layers of one such kind these stds add up linearly in the total (one kind, one error)
 APPROX_MISSING_REL_STD = 1.0
 #: relative std added to a layer marked ``approx`` by the layer extraction (a stand-in for an operator
 #: without a kind of its own, or the generic ``elementwise`` kind): its operator may cost more or less than
@@ -450,7 +451,8 @@ class Estimator:
         ``unknown``: ``"error"`` raises NotFoundError naming every layer whose kind the estimator
         lacks; ``"approx"`` estimates such a layer from its FLOPs and bytes (the generic elementwise
         kind's overhead and cost per byte, the FLOPs baseline's cost per FLOP) with a std equal to its
-        mean, and lists it in ``approximated``. A layer marked ``approx`` by the extraction (a stand-in
+        mean (added up linearly over the layers of one such kind in the total), and lists it in
+        ``approximated``. A layer marked ``approx`` by the extraction (a stand-in
         for an operator without a kind, or the generic ``elementwise`` kind) gets APPROX_OP_REL_STD of its
         mean more std, added up linearly over the layers of one ``op`` in the total, and is listed too.
 
@@ -534,7 +536,7 @@ class Estimator:
                 total_mean += cnt * m
             total_var.append(self._group_var(model, rows))
         out_layers, approximated = [], []
-        op_extra = {}  # operator type (or a layer's own index when it names none) -> [added std of its layers]
+        op_extra = {}  # operator type, missing kind, or a layer's own index -> [the added std of each of its layers]
         for i, (layer, key) in enumerate(zip(layers, keys)):
             row = {"name": layer.get("name"), "kind": layer["kind"], "role": layer.get("role"),
                    "config": layer["config"]}
@@ -543,7 +545,9 @@ class Estimator:
                 why = (f"the estimator has no model for kind {layer['kind']!r}: estimated from its FLOPs and "
                        f"bytes, std {APPROX_MISSING_REL_STD:.0%} of the mean")
                 total_mean += m
-                total_var.append(s * s)
+                # the layers of one missing kind share one error (the generic coefficients miss that kind's
+                # cost the same way in each): their stds add up linearly, as a stand-in operator's
+                op_extra.setdefault(("missing kind", layer["kind"]), []).append(s)
             else:
                 m, s, outside = results[key]
                 why = layer.get("approx") if isinstance(layer.get("approx"), str) else None
