@@ -425,6 +425,31 @@ def test_cross_attention_stands_in_with_projections_over_queries_and_keys(apart)
     assert "query" in att[0]["approx"]
 
 
+class _CrossWidths(nn.Module):
+    """Cross-attention whose keys and values have their own widths (kdim 16, vdim 24): a decoder reading another
+    encoder's features."""
+
+    def __init__(self):
+        super().__init__()
+        self.k, self.v = nn.Linear(32, 16), nn.Linear(32, 24)
+        self.att = nn.MultiheadAttention(32, 4, kdim=16, vdim=24, batch_first=True)
+        self.fc = nn.Linear(32, 3)
+
+    def forward(self, x):
+        m = x[:, :4]
+        return self.fc(self.att(x, self.k(m), self.v(m))[0].mean(dim=1))
+
+
+def test_cross_attention_with_key_and_value_widths_projects_each_from_its_own():
+    layers = layers_of(_CrossWidths(), input_shape=[10, 32], unknown_ops="approx").layers
+    att = [l for l in layers if l["op"] == "MultiheadAttention"]
+    assert [(l["name"], l["config"].get("in_features"), l["config"].get("tokens")) for l in att[:3]] == [
+        ("att.q_proj", 32, 10), ("att.k_proj", 16, 4), ("att.v_proj", 24, 4)]
+    tq, tk, d, h = 10, 4, 32, 4
+    macs = tq * d * d + tk * 16 * d + tk * 24 * d + 2 * h * tq * tk * (d // h) + tq * d * d
+    assert _flops([l for l in att if l["kind"] == "linear"]) == 2 * macs
+
+
 class _Einsum(nn.Module):
     def __init__(self, equation="bhqd,bhkd->bhqk"):
         super().__init__()

@@ -162,8 +162,9 @@ def _stand_in(node, gm, in_shape, full_shape, got, refused, in_axis, shape_of, b
       (dilation - 1) x (kernel - 1): the same output size and FLOPs.
     - ``nn.ConvTranspose1d`` / ``nn.ConvTranspose2d``: the stride-1 conv of the same kernel whose output has the
       transposed conv's *input* size: the same FLOPs (every input element meets the whole kernel).
-    - ``nn.MultiheadAttention`` (batch first): the input projection (``linear`` d -> 3d; for cross-attention
-      the query projection over the queries and the key and value projections over the keys), the scores and
+    - ``nn.MultiheadAttention``: the input projection (``linear`` d -> 3d; for cross-attention the query
+      projection over the queries and the key and value projections over the keys, from their own widths
+      ``kdim``/``vdim`` where the module has them), the scores and
       the weighted sum as ``linear`` layers of the same FLOPs, their ``softmax``, the output projection.
     - ``torch.einsum`` of two operands, batch first (``"bhqd,bhkd->bhqk"``): a ``linear`` of the same FLOPs.
     - ``x @ y``, ``torch.matmul``, ``torch.bmm`` (both operands at least 2-D): a ``linear`` of the same FLOPs
@@ -318,22 +319,25 @@ def _attention_stand_in(node, att, shape_of, batch_axis):
     (0 for ``batch_first``, else 1)."""
     args = [_arg(node, i, name) for i, name in enumerate(("query", "key", "value"))]
     q, k, v = (shape_of(a) for a in args)
-    if not att._qkv_same_embed_dim or att.embed_dim % att.num_heads \
-            or any(s is None or len(s) != 2 for s in (q, k, v)) or k[0] != v[0] \
+    if att.embed_dim % att.num_heads or any(s is None or len(s) != 2 for s in (q, k, v)) or k[0] != v[0] \
             or not all(_batch_first_ok(att.batch_first, batch_axis(a)) for a in args):
         return None
     d, h, tq, tk = att.embed_dim, att.num_heads, q[0], k[0]
     bias = int(att.in_proj_bias is not None)
 
-    def proj(suffix, out, tokens):
-        return suffix, ("linear", {"in_features": d, "out_features": out, "tokens": tokens, "bias": bias}), True
+    def proj(suffix, width, out, tokens):
+        return suffix, ("linear", {"in_features": width, "out_features": out, "tokens": tokens, "bias": bias}), True
 
-    if args[0] is args[1] is args[2]:
-        projections, what = [proj(".in_proj", 3 * d, tq)], "its input projection"
+    if not att._qkv_same_embed_dim:  # keys and values of their own widths (kdim, vdim): three projections
+        projections, what = [proj(".q_proj", d, d, tq), proj(".k_proj", att.kdim, d, tk),
+                             proj(".v_proj", att.vdim, d, tk)], "its query, key and value projections"
+    elif args[0] is args[1] is args[2]:
+        projections, what = [proj(".in_proj", d, 3 * d, tq)], "its input projection"
     elif args[1] is args[2]:
-        projections, what = [proj(".q_proj", d, tq), proj(".kv_proj", 2 * d, tk)], "its query and key-value projections"
+        projections, what = [proj(".q_proj", d, d, tq), proj(".kv_proj", d, 2 * d, tk)], \
+            "its query and key-value projections"
     else:
-        projections, what = [proj(".q_proj", d, tq), proj(".k_proj", d, tk), proj(".v_proj", d, tk)], \
+        projections, what = [proj(".q_proj", d, d, tq), proj(".k_proj", d, d, tk), proj(".v_proj", d, d, tk)], \
             "its query, key and value projections"
     layers = [*projections, *_score_layers(h * tq, d // h, tk, d // h, reads_input=False),
               (".out_proj", ("linear", {"in_features": d, "out_features": d, "tokens": tq,
