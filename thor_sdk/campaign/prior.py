@@ -67,7 +67,6 @@ KERNEL_NEIGHBOUR_KINDS = ("conv1d", "conv2d")
 ROLE_NEIGHBOUR_KINDS = ("gru", "lstm")
 
 
-
 def proxy_cost_s(kind, config, role, batch_size=PROXY_BATCH):
     """A device-free roofline proxy of one layer's step cost, only used to weight the prior."""
     from thor_sdk.runtime.terms import at_batch, cost_terms

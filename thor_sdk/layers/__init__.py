@@ -189,10 +189,8 @@ def read_layer_list(path):
                  "config": dict(layer["config"])}
         if "cost" in layer:  # recomputed from the config here, but read as given by the Java and Swift runtimes
             _check_cost(layer["cost"], f"{path}: layer {i}")
-        for key in ("op", "approx"):  # what the layer came from, and why it is approximated (strings)
+        for key in ("op", "approx"):  # what the layer came from, why it is approximated (non-empty strings: schema)
             if key in layer:
-                if not isinstance(layer[key], str) or not layer[key]:
-                    raise FormatError(f"{path}: layer {i}: {key} must be a non-empty string")
                 entry[key] = layer[key]
         layers.append(entry)
     shape = doc.get("input_shape")
@@ -210,8 +208,7 @@ def approximation_warnings(approximated, where=""):
     stand-ins (a kind the estimator has, standing in for an operator without one of its own: nothing to probe)
     and the rest (the generic elementwise kind, or a kind the estimator lacks: probing it would help).
     ``where``: what the layers are approximated in (" in the time estimate")."""
-    stand_ins = [a for a in approximated if a["kind"] != "elementwise"
-                 and not str(a.get("reason", "")).startswith("the estimator has no model")]
+    stand_ins = [a for a in approximated if a["kind"] != "elementwise" and not a.get("missing_kind")]
     generic = [a for a in approximated if a not in stand_ins]
     out = []
     if stand_ins:

@@ -680,11 +680,10 @@ def layers_from_module(module, input_shape, input_dtype="float32", vocab=None, s
 
     was_training = module.training
     gm.eval()
-    at_3 = {}  # node -> its shape at batch 3: the axis that differs from batch 2 is the batch axis
     try:
         # ShapeProp prints the traceback of a failing node itself; keep it off the user's terminal
         with torch.no_grad(), contextlib.redirect_stderr(io.StringIO()):
-            try:
+            try:  # node -> its shape at batch 3: the axis that differs from batch 2 is the batch axis
                 ShapeProp(gm).propagate(example(3))
                 at_3 = {n: full_shape(n) for n in gm.graph.nodes}
             except Exception:  # batch 2 says why below, or the batch axis is taken as axis 0
@@ -712,7 +711,7 @@ def layers_from_module(module, input_shape, input_dtype="float32", vocab=None, s
         full = full_shape(n)
         if full is None:
             return None
-        i = batch_axis(n) if full else 0
+        i = batch_axis(n)
         return full[:i] + full[i + 1:]
 
     layers, unsupported = [], []

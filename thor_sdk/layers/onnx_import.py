@@ -531,11 +531,8 @@ def _stand_in(g, node, got, refused):
         return matmul_stand_in(xs[-1], ys, "MatMul(of two activations)")
     if op == "Einsum" and len(node.input) == 2 and not any(g.is_const(i) for i in node.input):
         # batch first: every operand and the result as (1, *per sample); the batch letter is never summed over
-        shapes = [g.per_sample(i) for i in node.input]
-        out = g.per_sample(node.output[0])
-        if any(s is None for s in shapes) or out is None:
-            return None
-        return einsum_stand_in(_decode(a.get("equation", "")), [[1, *s] for s in shapes], [1, *out])
+        return einsum_stand_in(_decode(a.get("equation", "")), [[1, *g.per_sample(i)] for i in node.input],
+                               [1, *g.per_sample(node.output[0])])
     if op == "Conv" and got is not None and refused == ["Conv(dilation>1)"]:
         d = {int(v) for v in a.get("dilations", [1, 1])}
         return dilated_conv_stand_in(got, d.pop(), "Conv") if len(d) == 1 else None

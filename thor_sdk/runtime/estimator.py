@@ -446,7 +446,8 @@ class Estimator:
         ``layers``: ``[{"name", "kind", "role", "config"[, "cost", "op", "approx"]}]``
         (``thor_sdk.layers_of(...).layers``). Returns ``{"metric", "unit", "device", "runtime",
         "batch_size", "total": {"mean", "std"}, "layers_total": {...}, "layers": [...],
-        "approximated": [...]}`` (``layers_total`` without the whole-model term).
+        "approximated": [{"index", "name", "op", "kind", "missing_kind", "reason"}]}`` (``layers_total`` without the
+        whole-model term; ``missing_kind``: the estimator lacks the layer's kind).
 
         ``unknown``: ``"error"`` raises NotFoundError naming every layer whose kind the estimator
         lacks; ``"approx"`` estimates such a layer from its FLOPs and bytes (the generic elementwise
@@ -562,7 +563,7 @@ class Estimator:
             if why:
                 row["approx"] = why
                 approximated.append({"index": i, "name": layer.get("name"), "op": layer.get("op"),
-                                     "kind": layer["kind"], "reason": why})
+                                     "kind": layer["kind"], "missing_kind": key is None, "reason": why})
             out_layers.append(row)
         total_var += [fsum(extras) ** 2 for extras in op_extra.values()]
         layers_var = fsum(total_var)
