@@ -115,7 +115,9 @@ def test_cli_devices_on_this_machine(tmp_path):
         host = entries["host"]
         assert host["status"] == "available"
         names = {m["name"] for m in host["meters"]}
-        assert "rapl" in names and any(n.startswith("nvml") for n in names)
+        assert "rapl" in names and not any(n.startswith("nvml") for n in names)  # NVML measures the GPU's steps
+        gpu = entries["host:cuda"]
+        assert gpu["status"] == "available" or gpu["why"]
         for m in host["meters"]:
             if not m["available"]:
                 assert m["why_unavailable"]

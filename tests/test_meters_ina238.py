@@ -65,13 +65,16 @@ def test_absent_unreadable_and_garbled(tmp_path):
 
 
 def test_host_registry_on_a_thor_board(tmp_path):
-    """On the board itself: the INA238 first, NVML listed but unavailable because this is a Tegra."""
+    """On the board itself: the INA238 first, for CPU and GPU steps alike; for GPU steps NVML is listed but
+    unavailable because this is a Tegra, for CPU steps RAPL follows."""
     from thor_sdk.meters.registry import host_meters
 
     plant(tmp_path, "thor")
-    meters = host_meters(str(tmp_path))
+    assert [m.name for m in host_meters(str(tmp_path))] == ["ina238", "rapl"]
+    meters = host_meters(str(tmp_path), "cuda")
     names = [m.name for m in meters]
     assert names[0] == "ina238" and meters[0].is_available(), meters[0].why_unavailable()
+    assert "rapl" not in names
     nv = [m for m in meters if m.name.startswith("nvml")]
     assert len(nv) == 1 and not nv[0].is_available() and "Tegra" in nv[0].why_unavailable()
     # an ordinary host lists no board sensor

@@ -25,7 +25,7 @@ def test_one_device_grammar_and_one_error_for_an_unknown_name(tmp_path, capsys):
         code, _, err = cli(argv, capsys)
         assert code == 2 and len(err.strip().splitlines()) == 1, err
         errors.add(err.strip())
-    assert len(errors) == 1 and errors.pop().startswith("Error: unknown device 'nosuch'; known: host, jetson,")
+    assert len(errors) == 1 and errors.pop().startswith("Error: unknown device 'nosuch'; known: host, host:cuda[:N], jetson,")
     assert os.listdir(tmp_path) == []
     with pytest.raises(NotFoundError):
         thor_sdk.get_device("nosuch")

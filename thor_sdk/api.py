@@ -34,15 +34,21 @@ def _device(device, meter=None, threads=None):
 
     if hasattr(device, "measure_probe"):
         return device
+    host = _is_host(device)
     if threads is not None:
-        if device != "host":
+        if not host:
             raise UsageError("--threads applies to the host device only")
         if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
             raise UsageError(f"--threads must be an integer >= 1, got {threads!r}")
         return get_device(device, meter=meter, threads=threads)
-    if device == "host":
+    if host:
         return get_device(device, meter=meter, threads=HOST_THREADS)
     return get_device(device, meter=meter)
+
+
+def _is_host(spec):
+    """``host`` or ``host:cuda[:N]``: this machine, its CPU or one of its GPUs."""
+    return isinstance(spec, str) and (spec == "host" or spec.startswith("host:"))
 
 
 def _check_batch_sizes(batch_sizes, high=None):
@@ -219,7 +225,7 @@ def _fleet(devices, out_dir, resume, meter, progress, prepare, run_one):
     if not out_dir:
         raise UsageError("give --out-dir DIR: one campaign per device is written there")
     names = [d if isinstance(d, str) else d.name for d in devices]
-    local = [n for n in names if n in _LOCAL_SPECS]
+    local = [n for n in names if n in _LOCAL_SPECS or _is_host(n)]
     if len(local) > 1:
         raise UsageError(f"{', '.join(local)} all run on this machine: they would disturb each other's timings; "
                          "profile one of them at a time")
@@ -518,8 +524,10 @@ def measure_level(estimator, device="host", readings=LEVEL_READINGS, threads=Non
     est = load_estimator(estimator) if not hasattr(estimator, "estimate") else estimator
     reference = est.require_reference()
     dev = _device(device, threads=threads)
-    kind, dev_kind = (est.device or {}).get("kind"), dev.info().get("kind")
-    if kind and dev_kind and kind != dev_kind:
+    info = dev.info()
+    kind = "/".join(filter(None, ((est.device or {}).get("kind"), (est.device or {}).get("accelerator"))))
+    dev_kind = "/".join(filter(None, (info.get("kind"), info.get("accelerator"))))
+    if (est.device or {}).get("kind") and info.get("kind") and kind != dev_kind:
         raise UsageError(f"the estimator profiles a {kind} device, not a {dev_kind} one: its "
                          "reference probe's level there means nothing")
     values = [reference_reading(dev, reference, metric=est.metric, settings=settings, runtime=est.runtime)
@@ -538,7 +546,7 @@ def _measurement_quality(dev, r, metric, settings):
     from thor_sdk.harness.protocol import robust_summary
 
     threads = dev.own_threads()
-    load = load_summary(r.states, os.cpu_count() if dev.name == "host" else None, threads or 1)
+    load = load_summary(r.states, os.cpu_count() if getattr(dev, "kind", None) == "host" else None, threads or 1)
     cv = robust_summary(r.values(metric))["cv"]
     outliers = r.outliers(metric, settings.outlier_k)
     warnings = [load["warning"]] if load["warning"] else []
@@ -574,7 +582,7 @@ def measure(model, device="host", batch_size=32, metric="time", runtime="torch",
 
     (batch_size,) = _check_batch_sizes([batch_size], MAX_RUN_BATCH_SIZE)
     source = resolve_model(model, input_shape, input_dtype, vocab)  # unknown names, missing files, bad shapes fail here
-    if source.name is None and isinstance(device, str) and device != "host":
+    if source.name is None and isinstance(device, str) and not _is_host(device):
         raise UsageError(f"{device} measures whole models by reference-network name only (its bundle exports the "
                          f"network by name); measure {source.label} on the host (--device host)")
     dev = _device(device, meter, threads)

@@ -1,6 +1,7 @@
 """Devices: ``get_device(spec)``, the one device-name grammar of every command.
 
-probe, measure, profile, table and train all parse ``--device`` here: ``host``, ``jetson`` (this machine
+probe, measure, profile, table and train all parse ``--device`` here: ``host`` (its CPU), ``host:cuda[:N]``
+(eager torch on this machine's NVIDIA GPU N, default 0, energy from NVML), ``jetson`` (this machine
 is a Jetson), ``jetson://user@host[:port]`` (a board over ssh), ``sim`` / ``simjetson`` (a SIMULATED
 Jetson under a sysfs root), ``android[:SERIAL]`` (a ``HOST:PORT`` serial is reached with ``adb connect``),
 ``stf://HOST:PORT`` (a DeviceFarmer STF device's remote-debug address, through ``adb connect``), ``ios[:UDID]``.
@@ -12,7 +13,7 @@ in tests; the SIMULATED Jetson's folder), or of the board for ``jetson://``.
 
 from thor_sdk.errors import NotFoundError, UsageError
 
-SPECS = ("host, jetson, jetson://user@host[:port], sim (SIMULATED Jetson), android, android:SERIAL, android:HOST:PORT, "
+SPECS = ("host, host:cuda[:N], jetson, jetson://user@host[:port], sim (SIMULATED Jetson), android, android:SERIAL, android:HOST:PORT, "
          "stf://HOST:PORT, ios:UDID")
 REMOTE_SCHEMES = ("jetson://", "ssh://")
 
@@ -43,6 +44,13 @@ def get_device(spec="host", meter=None, root=None, sim_flavor="nano", **kwargs):
         from .host import HostDevice
 
         return HostDevice(meter=meter, root=root or "/", **kwargs)
+    if spec == "host:cuda" or spec.startswith("host:cuda:"):
+        from .host import HostDevice
+
+        index = spec[len("host:cuda:"):] if spec.startswith("host:cuda:") else "0"
+        if not (index.isascii() and index.isdigit()) or len(index) > 2:
+            raise UsageError(f"{spec!r}: give the GPU's index as host:cuda:N (N an integer, 0 for the first GPU)")
+        return HostDevice(meter=meter, root=root or "/", accelerator="cuda", gpu_index=int(index), **kwargs)
     if spec in ("jetson", "sim", "simjetson"):
         from .simjetson import SimJetsonDevice, SimulatedJetson
 

@@ -1,7 +1,7 @@
-"""What is connected (``thor-sdk devices``): the host, phones, boards and iOS devices, their meters, or why absent.
+"""What is connected (``thor-sdk devices``): the host, its GPUs, phones, boards and iOS devices, their meters, or why absent.
 
-The host, Android phones (adb), Jetson boards (given ssh targets), iOS devices (devicectl on macOS);
-for each, its meters, or why the kind is absent."""
+The host's CPU, its NVIDIA GPUs (``host:cuda:N``, seen through NVML), Android phones (adb), Jetson boards
+(given ssh targets), iOS devices (devicectl on macOS); for each, its meters, or why the kind is absent."""
 
 from thor_sdk.errors import ThorError
 
@@ -18,6 +18,19 @@ def host_entry(root="/"):
 
     return {"kind": "host", "spec": "host", "status": "available", "why": "",
             "meters": [m.describe() for m in host_meters(root)]}
+
+
+def cuda_entries(root="/", nvml=None):
+    """One entry per NVIDIA GPU NVML sees (``host:cuda:N`` with its NVML meter), or one saying why none."""
+    from thor_sdk.meters.nvml import nvml_gpu_count
+    from thor_sdk.meters.registry import host_meters
+
+    n, why = nvml_gpu_count(nvml, root)
+    if not n:
+        return [{"kind": "host:cuda", "spec": None, "status": "absent", "why": why or "NVML sees no GPU",
+                 "meters": []}]
+    return [{"kind": "host:cuda", "spec": f"host:cuda:{i}", "status": "available", "why": "",
+             "meters": [m.describe() for m in host_meters(root, "cuda", i, nvml)]} for i in range(n)]
 
 
 def _listed(transport, none_why):
@@ -93,10 +106,11 @@ def ios_entries(transport=None):
              "meters": [m.describe() for m in IosDevice(d["udid"], transport=t).device_meters()]} for d in devs]
 
 
-def discover(jetson_targets=(), root="/", adb=None, xcode=None, ssh_factory=None):
+def discover(jetson_targets=(), root="/", adb=None, xcode=None, ssh_factory=None, nvml=None):
     """Every device kind with its devices (or why none): a list of plain dicts."""
     return (
         [host_entry(root)]
+        + cuda_entries(root, nvml)
         + android_entries(adb)
         + jetson_entries(jetson_targets, ssh_factory)
         + ios_entries(xcode)

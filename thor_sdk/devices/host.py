@@ -1,10 +1,10 @@
-"""The host: this machine, running training steps in-process (eager PyTorch or onnxruntime)."""
+"""The host: this machine, running training steps in-process (eager PyTorch or onnxruntime), on its CPU or a CUDA GPU."""
 
 import contextlib
 import os
 import platform
 
-from thor_sdk.errors import UsageError
+from thor_sdk.errors import DeviceUnavailableError, UsageError
 from thor_sdk.harness.denormals import flushed_denormals
 
 from .allocator import describe as allocator_policy
@@ -14,22 +14,62 @@ RUNTIMES = ("torch", "onnxruntime")
 
 
 class HostDevice(Device):
-    name = "host"
+    """``accelerator``: ``"cpu"`` (spec ``host``) or ``"cuda"`` (spec ``host:cuda[:N]``: eager torch on GPU
+    ``gpu_index``, each step ending in a CUDA synchronize so its time is the GPU's, energy from NVML). The
+    two are different devices: their campaigns never merge into one estimator. ``nvml``: the pynvml module
+    or a fake (tests)."""
+
     kind = "host"
 
-    def __init__(self, meter=None, root="/", threads=None):
+    def __init__(self, meter=None, root="/", threads=None, accelerator="cpu", gpu_index=0, nvml=None):
+        from thor_sdk.meters.registry import ACCELERATORS
+
+        if accelerator not in ACCELERATORS:
+            raise UsageError(f"unknown accelerator {accelerator!r} (known: {', '.join(ACCELERATORS)})")
+        if isinstance(gpu_index, bool) or not isinstance(gpu_index, int) or not 0 <= gpu_index < 64:
+            raise UsageError(f"GPU index must be an integer in [0, 63], got {gpu_index!r}")
         self.root = root
         self._meter = meter  # an explicit meter (e.g. external:log.csv) overrides discovery
         self.threads = threads
+        self.accelerator = accelerator
+        self.gpu_index = gpu_index
+        self._nvml = nvml
+        self._gpu = None  # the NVML handle that reads the GPU's identity and state (cuda only)
         self._allocator = None  # the allocator policy measurements run under, once set (devices.allocator)
         self._idle = {}  # meter name -> IdleBaseline: measured once per campaign, again when the state changes
+
+    @property
+    def name(self):
+        return "host" if self.accelerator == "cpu" else f"host:cuda:{self.gpu_index}"
 
     def meters(self):
         if self._meter is not None:
             return [self._meter]
         from thor_sdk.meters.registry import host_meters
 
-        return host_meters(self.root)
+        return host_meters(self.root, self.accelerator, self.gpu_index, self._nvml)
+
+    def _nv(self):
+        if self._gpu is None:
+            from thor_sdk.meters.nvml import _Nvml
+
+            self._gpu = _Nvml(self.gpu_index, self._nvml, self.root)
+        return self._gpu
+
+    def torch_device(self):
+        """The torch device steps run on: ``"cpu"``, or ``"cuda:N"`` once torch is seen to have that GPU
+        (DeviceUnavailableError otherwise: a CPU build of torch, no driver, too few GPUs)."""
+        if self.accelerator == "cpu":
+            return "cpu"
+        import torch
+
+        if not torch.cuda.is_available():
+            raise DeviceUnavailableError(f"{self.name}: torch sees no CUDA GPU (torch.cuda.is_available() is False: "
+                                         f"a CPU build of torch {torch.__version__}, or no NVIDIA driver)")
+        n = torch.cuda.device_count()
+        if self.gpu_index >= n:
+            raise DeviceUnavailableError(f"{self.name}: torch sees {n} CUDA GPU(s), indices 0-{n - 1}")
+        return f"cuda:{self.gpu_index}"
 
     @contextlib.contextmanager
     def measuring(self):
@@ -60,9 +100,16 @@ class HostDevice(Device):
     def info(self):
         import torch
 
+        gpu = {}
+        if self.accelerator == "cuda":
+            gpu = dict(self._nv().info(), accelerator="cuda")
+            if torch.cuda.is_available() and self.gpu_index < torch.cuda.device_count():
+                gpu["torch_gpu_name"] = torch.cuda.get_device_name(self.gpu_index)
+                gpu["cuda_version"] = torch.version.cuda
         return {
             "name": self.name,
             "kind": self.kind,
+            **gpu,
             "hostname": platform.node(),
             "platform": platform.platform(),
             "machine": platform.machine(),
@@ -88,7 +135,8 @@ class HostDevice(Device):
         runnable threads beside ours, 1-minute load average), recorded with every window."""
         from .state import load_state, sysfs_state
 
-        return dict(sysfs_state(self.root), **load_state(self.root, self.own_threads()))
+        gpu = self._nv().state() if self.accelerator == "cuda" else {}
+        return dict(sysfs_state(self.root), **load_state(self.root, self.own_threads()), **gpu)
 
     def own_threads(self):
         """The intra-op threads a measurement here runs with (what the load beside it is compared to)."""
@@ -98,11 +146,15 @@ class HostDevice(Device):
 
         return torch.get_num_threads()
 
+    def _check_runtime(self, runtime):
+        if runtime == "onnxruntime" and self.accelerator != "cpu":
+            raise UsageError(f"{self.name}: the onnxruntime runtime trains on the CPU here; use --runtime torch on a GPU")
+
     def _trainer(self, probe_model, runtime):
         if runtime == "torch":
             from thor_sdk.harness.torch_trainer import trainer_for_probe_model
 
-            return trainer_for_probe_model(probe_model)
+            return trainer_for_probe_model(probe_model, device=self.torch_device())
         if runtime == "onnxruntime":
             from thor_sdk.harness.ort_trainer import trainer_for_probe_model as ort_trainer
 
@@ -112,6 +164,7 @@ class HostDevice(Device):
     def measure_probe(self, probe, metric="time", settings=None, runtime="torch", on_round=None):
         from thor_sdk.harness.protocol import measure_parts
 
+        self._check_runtime(runtime)
         meter = self.require_meter(metric)
         with self.measuring():
             trainers = {part: self._trainer(probe.build(part), runtime) for part in probe.parts()}
@@ -126,6 +179,7 @@ class HostDevice(Device):
         """One whole model's training step. ``model``: a reference-network name, or any form
         ``thor_sdk.harness.whole_model.resolve_model`` takes (a ``ModelSource`` as ``thor_sdk.measure``
         passes it, a layer-list JSON or ONNX path, ...), under either runtime."""
+        self._check_runtime(runtime)
         meter = self.require_meter(metric)
         with self.measuring():
             return self._measure_model(model, batch_size, metric, settings, runtime, on_round, meter)
@@ -136,7 +190,7 @@ class HostDevice(Device):
         if runtime == "torch":
             from thor_sdk.harness.torch_trainer import trainer_for_model
 
-            trainer = trainer_for_model(model, batch_size)
+            trainer = trainer_for_model(model, batch_size, device=self.torch_device())
         elif runtime == "onnxruntime":
             from thor_sdk.harness.ort_trainer import trainer_for_model as ort_trainer_for_model
 

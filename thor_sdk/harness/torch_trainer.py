@@ -1,4 +1,4 @@
-"""Eager-PyTorch trainer: one training step of a module on a fixed batch (the host's default runtime)."""
+"""Eager-PyTorch trainer: one training step of a module on a fixed batch (the host's default runtime), on CPU or GPU."""
 
 import torch
 
@@ -20,12 +20,17 @@ class TorchTrainer:
 
     When ``x_requires_grad`` the input's gradient is computed too (a THOR 3-layer probe's identity
     input layer), exactly as a layer inside a network computes the gradient of its input.
+
+    ``device``: where the module and batch live (``"cpu"``, ``"cuda:0"``). On a GPU each step ends in
+    ``torch.cuda.synchronize``: kernels run asynchronously, and a step is over when the GPU is done, so a
+    window's time and energy are the GPU's work and not the launches'.
     """
 
-    def __init__(self, module, x, y, loss_fn, x_requires_grad=False, optimizer="sgd", lr=0.01):
-        self.module = module.train()
-        self.x = x.detach().clone().requires_grad_(bool(x_requires_grad))
-        self.y = y
+    def __init__(self, module, x, y, loss_fn, x_requires_grad=False, optimizer="sgd", lr=0.01, device="cpu"):
+        self.device = str(device)
+        self.module = module.to(self.device).train()
+        self.x = x.detach().to(self.device).clone().requires_grad_(bool(x_requires_grad))
+        self.y = y.to(self.device)
         self.loss_fn = loss_fn
         params = [p for p in module.parameters() if p.requires_grad]
         self.opt = make_optimizer(params, optimizer, lr) if params else None
@@ -40,17 +45,19 @@ class TorchTrainer:
         if self.opt is not None:
             self.opt.step()
         self.last_loss = loss.detach()
+        if self.device.startswith("cuda"):
+            torch.cuda.synchronize(self.device)
 
     def close(self):
         pass
 
 
-def trainer_for_probe_model(pm, optimizer="sgd", lr=0.01):
-    return TorchTrainer(pm.module, pm.x, pm.y, pm.loss, pm.x_requires_grad, optimizer, lr)
+def trainer_for_probe_model(pm, optimizer="sgd", lr=0.01, device="cpu"):
+    return TorchTrainer(pm.module, pm.x, pm.y, pm.loss, pm.x_requires_grad, optimizer, lr, device)
 
 
 def trainer_for_model(model, batch_size, optimizer="sgd", lr=0.01, seed=0, input_shape=None, input_dtype=None,
-                      vocab=None):
+                      vocab=None, device="cpu"):
     """A trainer for a whole model on one random batch, the model in any form ``measure`` takes: a
     reference-network name, ``file.py:Class`` or a ``torch.nn.Module`` (with ``input_shape``), a
     layer-list JSON or ONNX file (rebuilt from its kinds), or a resolved ``ModelSource``
@@ -58,4 +65,4 @@ def trainer_for_model(model, batch_size, optimizer="sgd", lr=0.01, seed=0, input
     from .whole_model import build_training, resolve_model
 
     t = build_training(resolve_model(model, input_shape, input_dtype, vocab), batch_size, seed)
-    return TorchTrainer(t.module, t.x, t.y, t.loss_fn, False, optimizer, lr)
+    return TorchTrainer(t.module, t.x, t.y, t.loss_fn, False, optimizer, lr, device)

@@ -3,12 +3,16 @@
 Three sources, chosen per GPU in this order (``nvml_meter()``), the one used named in every window
 (``EnergyWindow.source``) and in ``describe()["reads"]``:
 
-1. ``"power-instant"``: ``nvmlDeviceGetFieldValues(NVML_FI_DEV_POWER_INSTANT)`` (field 186, mW),
+1. ``"total-energy"``: ``nvmlDeviceGetTotalEnergyConsumption``, millijoules since the driver was
+   loaded (Volta and newer), the GPU's own accumulator. Read at the window's ends (and polled); a counter
+   meter. First because an accumulator cannot alias: on an H100 (driver 580) a load switching on and off
+   every 100 ms read 0.34x the counter through the sampled instantaneous field, and 0.94x through the
+   1 s average (``bench/results/nvml-h100-*.md``).
+2. ``"power-instant"``: ``nvmlDeviceGetFieldValues(NVML_FI_DEV_POWER_INSTANT)`` (field 186, mW),
    the instantaneous board power of recent GPUs and drivers (Ampere+ with R525+ drivers; where the GPU
    lacks it the field's own return code says NotSupported), sampled on a background thread and
-   integrated; 0.1 s sensor period.
-2. ``"total-energy"``: ``nvmlDeviceGetTotalEnergyConsumption``, millijoules since the driver was
-   loaded (Volta and newer). Read at the window's ends; a counter meter.
+   integrated; 0.1 s sensor period. A training loop whose step period is commensurate with the field's
+   refresh reads one phase of its steps again and again; used only where the GPU has no counter.
 3. ``"power-average"``: ``nvmlDeviceGetPowerUsage`` (mW), only as a last resort: on recent drivers it
    is a ~1 s moving average (hence the 1 s sensor period, 20 s windows), which smears short windows.
 
@@ -157,6 +161,74 @@ class _Nvml:
             return False
         return True
 
+    def _quiet(self, fn_name, *args):
+        """``fn_name(handle, *args)``, or None where the GPU or the bindings do not answer it."""
+        h = self.handle()
+        lib = self.lib()
+        fn = getattr(lib, fn_name, None)
+        if h is None or fn is None:
+            return None
+        try:
+            return fn(h, *args)
+        except lib.NVMLError:
+            return None
+
+    def state(self):
+        """What the GPU is doing, read-only (never a setting changed): SM and memory clocks (MHz), temperature
+        (C), performance state; each only where the GPU answers it. Recorded with every window."""
+        lib = self.lib() if self.handle() is not None else None
+        if lib is None:
+            return {}
+        out = {}
+        for key, fn, args in (
+                ("gpu_sm_mhz", "nvmlDeviceGetClockInfo", (getattr(lib, "NVML_CLOCK_SM", 1),)),
+                ("gpu_mem_mhz", "nvmlDeviceGetClockInfo", (getattr(lib, "NVML_CLOCK_MEM", 2),)),
+                ("gpu_temp_c", "nvmlDeviceGetTemperature", (getattr(lib, "NVML_TEMPERATURE_GPU", 0),)),
+                ("gpu_pstate", "nvmlDeviceGetPerformanceState", ())):
+            v = self._quiet(fn, *args)
+            if isinstance(v, (int, float)) and not isinstance(v, bool):
+                out[key] = v
+        return out
+
+    def info(self):
+        """The GPU's identity for a campaign's device record: name, driver, memory, power limit (read-only)."""
+        if self.handle() is None:
+            return {"gpu_index": self.index, "why_unavailable": self._why}
+        lib = self.lib()
+        out = {"gpu_index": self.index}
+        name = self._quiet("nvmlDeviceGetName")
+        if name is not None:
+            out["gpu_name"] = name.decode() if isinstance(name, bytes) else str(name)
+        try:
+            drv = lib.nvmlSystemGetDriverVersion()
+            out["gpu_driver"] = drv.decode() if isinstance(drv, bytes) else str(drv)
+        except (lib.NVMLError, AttributeError):
+            pass
+        mem = self._quiet("nvmlDeviceGetMemoryInfo")
+        if mem is not None and isinstance(getattr(mem, "total", None), int):
+            out["gpu_memory_mib"] = mem.total // 2 ** 20
+        limit = self._quiet("nvmlDeviceGetPowerManagementLimit")
+        if isinstance(limit, int):
+            out["gpu_power_limit_w"] = limit / 1000.0
+        return out
+
+
+def nvml_gpu_count(nvml=None, root="/"):
+    """``(count, why)``: how many GPUs NVML sees, or 0 and why none (no driver, no bindings, a Jetson)."""
+    nv = _Nvml(0, nvml, root)
+    why = tegra_reason(root)
+    if why:
+        return 0, why
+    try:
+        lib = nv.lib()
+    except ImportError:
+        return 0, "nvidia-ml-py (pynvml) is not installed"
+    try:
+        lib.nvmlInit()
+        return int(lib.nvmlDeviceGetCount()), ""
+    except lib.NVMLError as e:
+        return 0, _nvml_reason(e)
+
 
 class NvmlEnergyMeter(CounterMeter):
     """GPU energy from NVML's total-energy counter (mJ)."""
@@ -225,16 +297,14 @@ class NvmlPowerMeter(SamplingMeter):
 
 
 def nvml_meter(index=0, nvml=None, clock=None, sampler=None, root="/"):
-    """The GPU's best NVML meter: instantaneous power field, else the total-energy counter, else the averaged power.
+    """The GPU's best NVML meter: the total-energy counter, else the instantaneous power field, else the averaged power.
 
     Without a driver, or on a Jetson (Tegra), the energy meter is returned, unavailable, with the reason.
     """
     shared = _Nvml(index, nvml, root)
     energy = NvmlEnergyMeter(index, clock=clock, sampler=sampler, _shared=shared)
-    if shared.why():
+    if shared.why() or energy.is_available():
         return energy
     if shared.supports_instant():
         return NvmlPowerMeter(index, source="power-instant", clock=clock, sampler=sampler, _shared=shared)
-    if energy.is_available():
-        return energy
     return NvmlPowerMeter(index, source="power-average", clock=clock, sampler=sampler, _shared=shared)
