@@ -137,6 +137,62 @@ def test_identical_layers_share_their_cost(fitted):
     assert 3.0 * a["std"] < b["std"] <= 4.0 * a["std"] * (1 + 1e-9)
 
 
+def test_a_repeated_layer_is_read_once_and_counted_each_time(fitted):
+    """Repeated layers (dicts equal in kind, role, config and cost) are read once per estimate: the result is the
+    one each copy read alone gives, copies whose config cannot be hashed (a list) or whose order differs too."""
+    _, _, est = fitted
+    lin = {"name": "l", "kind": "linear", "role": "hidden",
+           "config": {"in_features": 128, "out_features": 64, "tokens": 1, "bias": 1}}
+    reordered = dict(lin, name="l2", config=dict(reversed(list(lin["config"].items()))))
+    listy = dict(lin, name="l3", config=dict(lin["config"], note=[1, 2]))  # an extra entry no kind reads
+    with_cost = dict(lin, name="l4", cost=cost_terms("linear", lin["config"], "hidden"))
+    layers = [lin, dict(lin, name="copy"), reordered, listy, with_cost, dict(lin, role="input")]
+    out = est.estimate(layers, 8)
+    hidden = est.predict_layer("linear", dict(lin["config"], batch_size=8, role="hidden"))
+    assert all(close(r["mean"], hidden[0]) and close(r["std"], hidden[1]) for r in out["layers"][:5])
+    assert out["layers"][5]["mean"] != out["layers"][0]["mean"]  # another role is another layer
+    assert [r["name"] for r in out["layers"]] == ["l", "copy", "l2", "l3", "l4", "l"]
+    # an error in the first copy is raised for it, with its index
+    bad = dict(lin, config=dict(lin["config"], in_features=float("nan")))
+    with pytest.raises(UsageError, match="layer 1"):
+        est.estimate([lin, bad, bad], 8)
+
+
+@pytest.mark.parametrize("value", [0, 1, 7, 2 ** 53, 2 ** 53 + 1, 10 ** 400, -1, -2, -0.5, -1.0, -1.5, 0.0, -0.0,
+                                   1e300, 1e308 * 10, float("nan"), -float("inf"), True, False, "3", None, 3.5,
+                                   -1.0 + 1e-12])
+def test_the_fast_reading_of_a_feature_agrees_with_every_check(fitted, value):
+    """``KindModel.vector`` reads plain ints and floats the short way; whatever it reads, it reads as the full
+    checks do, and whatever those refuse it refuses with their message."""
+    _, _, est = fitted
+    model = est._model("linear")
+    values = {"in_features": value, "out_features": 64, "tokens": 1, "bias": 1, "batch_size": 8, "role": 0,
+              "train_flops": 1e6, "train_bytes": 1e5}
+    _agree(model, values)
+    # a padded input (conv2d's in_channels_pad8 ...) read from its base count
+    conv = load_estimator(str(VECTORS / "estimator_time_profile.json"))._model("conv2d")
+    assert any(conv.padded)
+    _agree(conv, {"in_channels": value, "out_channels": 16, "kernel": 3, "stride": 1, "padding": 1, "groups": 1,
+                  "height": 8, "width": 8, "bias": 0, "batch_size": 8, "role": 1, "train_flops": 1e6,
+                  "train_bytes": 1e5})
+
+
+def _agree(model, values):
+
+    def slow():
+        return [model._value(f, p, values, "here") for f, p in zip(model.features, model.padded)]
+
+    try:
+        expected = slow()
+    except UsageError as e:
+        with pytest.raises(UsageError) as got:
+            model.vector(values, "here")
+        assert str(got.value) == str(e)
+    else:
+        got = model.vector(values, "here")
+        assert got == expected and all(type(x) is float for x in got)
+
+
 def test_batch_size_moves_the_estimate_and_far_batches_are_less_sure(fitted):
     _, _, est = fitted
     layer = [{"name": "l", "kind": "linear", "role": "hidden",

@@ -48,14 +48,20 @@ class Kind:
     def train_flops(self, c, batch_size, role):
         """FLOPs of one training step of this layer: forward, backward (weight and, for a hidden
         layer, input gradients) and an SGD update. The FLOPs baseline uses these."""
-        fwd = self.forward_flops(c) * batch_size
+        per_sample, fixed = self._flops_terms(c, role)
+        return per_sample * batch_size + fixed
+
+    def _flops_terms(self, c, role):
+        """``train_flops`` as (per sample, per step): forward and backward per sample, the update per step."""
+        fwd = self.forward_flops(c)
         if self.has_params:
-            bwd = fwd * (2.0 if role != "input" else 1.0)
-            update = 2.0 * self.num_params(c)
-        else:
-            bwd = fwd if role != "input" else 0.0
-            update = 0.0
-        return fwd + bwd + update
+            return fwd * (3.0 if role != "input" else 2.0), 2.0 * self.num_params(c)
+        return fwd * (2.0 if role != "input" else 1.0), 0.0
+
+    def train_terms(self, c, role):
+        """``(flops_per_sample, flops_fixed, bytes_per_sample, bytes_fixed)``: ``train_flops`` and
+        ``train_bytes`` are affine in the batch size, and these are their slopes and intercepts (one pass)."""
+        return self._flops_terms(c, role) + self._bytes_terms(c, role)
 
     def backward_runs(self, role):
         """Whether a training step runs this layer's backward at all (no: a parameter-free layer
@@ -88,20 +94,25 @@ class Kind:
         ``mul`` read a second operand (``4*numel``; ``mul`` also saves it for the backward and writes
         its gradient, ``+8*numel``). Affine in ``b`` (per-sample + per-step terms), as the runtime needs.
         """
-        b = float(batch_size)
+        per_sample, fixed = self._bytes_terms(c, role)
+        return per_sample * float(batch_size) + fixed
+
+    def _bytes_terms(self, c, role):
+        """``train_bytes`` as (per sample, per step)."""
         n_in, n_out = float(_prod(self.in_shape(c))), float(_prod(self.out_shape(c)))
         p = float(self.num_params(c)) if self.has_params else 0.0
         s = 8.0 if self.input_dtype == "int64" else 4.0
         grads_in = role != "input"
         p_fwd = float(_FWD_PARAM_READS[self.name](c)) if self.name in _FWD_PARAM_READS else p
-        total = s * b * n_in + 4.0 * p_fwd + 4.0 * b * n_out
+        per_sample, fixed = s * n_in + 4.0 * n_out, 4.0 * p_fwd
         runs = self.backward_runs(role)
         if runs:
-            total += 4.0 * b * n_out + s * b * n_in + 4.0 * p * grads_in + 4.0 * p + 4.0 * b * n_in * grads_in
-        total += 12.0 * p
+            per_sample += 4.0 * n_out + s * n_in + 4.0 * n_in * grads_in
+            fixed += 4.0 * p * grads_in + 4.0 * p
+        fixed += 12.0 * p
         if self.name in _EXTRA_BYTES:
-            total += b * float(_EXTRA_BYTES[self.name](c, runs))
-        return total
+            per_sample += float(_EXTRA_BYTES[self.name](c, runs))
+        return per_sample, fixed
 
     def check_config(self, config):
         """Bounds of a config, checked before anything is built, planned or stored: every feature a finite

@@ -79,6 +79,10 @@ Z95 = 1.959964
 
 
 # ----------------------------------------------------------------------------- validation helpers
+#: the largest integer every float between it and zero holds exactly (2**53)
+EXACT_INT = 2 ** 53
+
+
 def _is_num(v):
     return isinstance(v, (int, float)) and not isinstance(v, bool)
 
@@ -137,7 +141,7 @@ class KindModel:
 
     __slots__ = ("kind", "features", "index", "role_index", "x_mean", "x_scale", "length_scale", "overhead",
                  "per_flop", "per_byte", "offset", "constant", "noise", "u_scale", "inducing_u", "alpha_c", "W_c",
-                 "n_samples", "feature_range", "padded", "given")
+                 "n_samples", "feature_range", "range_with_tolerance", "padded", "given")
 
     def __init__(self, kind, d):
         where = f"kinds[{kind!r}]"
@@ -203,6 +207,10 @@ class KindModel:
                 raise FormatError(f"estimator: {where}.feature_range must hold one [low, high] pair (low <= high) "
                                   f"per feature ({nd})")
             self.feature_range = fr
+        # the stored range is rounded to 8 digits: a value within RANGE_TOLERANCE of its ends is inside
+        self.range_with_tolerance = None if self.feature_range is None else tuple(
+            (lo - RANGE_TOLERANCE * max(abs(lo), abs(hi), 1.0), hi + RANGE_TOLERANCE * max(abs(lo), abs(hi), 1.0))
+            for lo, hi in self.feature_range)
         if abs(self.offset) > MAX_LOG_RESIDUAL:
             raise FormatError(f"estimator: {where}: |residual_offset| above {MAX_LOG_RESIDUAL:g} is not a cost model")
         if self.constant + self.noise > MAX_LOG_VAR:
@@ -241,45 +249,61 @@ class KindModel:
     def outside(self, raw):
         """``[(feature, value, low, high)]`` for each raw input outside the range the samples covered (none
         without ``feature_range``): there the estimate extrapolates."""
-        if self.feature_range is None:
+        if self.range_with_tolerance is None:
             return []
-        out = []
-        for f, x, (lo, hi) in zip(self.features, raw, self.feature_range):
-            tol = RANGE_TOLERANCE * max(abs(lo), abs(hi), 1.0)  # the stored range is rounded to 8 digits
-            if x < lo - tol or x > hi + tol:
-                out.append((f, x, lo, hi))
-        return out
+        return [(f, x, lo, hi) for f, x, (a, b), (lo, hi) in
+                zip(self.features, raw, self.range_with_tolerance, self.feature_range) if x < a or x > b]
 
     def vector(self, values, where):
         """Raw feature vector from a mapping of feature names to numbers (role may be a string)."""
         out = []
         for f, padded in zip(self.features, self.padded):
-            try:
-                x = values[padded[0] if padded else f]
-            except KeyError:
-                raise UsageError(f"{where}: kind {self.kind!r} needs feature {padded[0] if padded else f!r} "
-                                 f"(features: {', '.join(self.given)})") from None
-            if padded:  # derived from its base feature, never read from the values (docs/estimator-format.md)
-                if not _is_num(x) or not (x >= 1) or not math.isfinite(x):
-                    raise UsageError(f"{where}: feature {padded[0]!r} must be a finite number >= 1 "
-                                     f"(it gives {f!r}), got {x!r}")
-                x = padded_value(x, padded[1])
-            if f == "role" and isinstance(x, str):
-                try:
-                    x = ROLE_CODES[x]
-                except KeyError:
-                    raise UsageError(f"{where}: role must be 'input' or 'hidden' for kind {self.kind!r}, "
-                                     f"got {x!r}") from None
-            if not _is_num(x):
-                raise UsageError(f"{where}: feature {f!r} must be a number, got {x!r}")
-            try:
-                x = float(x)
-            except OverflowError:
-                raise UsageError(f"{where}: feature {f!r} is too large") from None
-            if not (x > -1.0) or not math.isfinite(x):
-                raise UsageError(f"{where}: feature {f!r} must be a finite number > -1, got {x!r}")
-            out.append(x)
+            if padded is None:  # the common case first: a plain float, or an int a float holds exactly
+                x = values.get(f)
+                t = type(x)
+                if t is float:
+                    if -1.0 < x < math.inf:
+                        out.append(x)
+                        continue
+                elif t is int and -1 < x <= EXACT_INT:
+                    out.append(float(x))
+                    continue
+            else:  # a padded feature from its base count: a ratio in [1, block]
+                x = values.get(padded[0])
+                t = type(x)
+                if (t is int and 1 <= x <= EXACT_INT) or (t is float and 1.0 <= x < math.inf):
+                    out.append(padded_value(x, padded[1]))
+                    continue
+            out.append(self._value(f, padded, values, where))
         return out
+
+    def _value(self, f, padded, values, where):
+        """One raw input, every check spelled out (what ``vector`` falls back to)."""
+        try:
+            x = values[padded[0] if padded else f]
+        except KeyError:
+            raise UsageError(f"{where}: kind {self.kind!r} needs feature {padded[0] if padded else f!r} "
+                             f"(features: {', '.join(self.given)})") from None
+        if padded:  # derived from its base feature, never read from the values (docs/estimator-format.md)
+            if not _is_num(x) or not (x >= 1) or not math.isfinite(x):
+                raise UsageError(f"{where}: feature {padded[0]!r} must be a finite number >= 1 "
+                                 f"(it gives {f!r}), got {x!r}")
+            x = padded_value(x, padded[1])
+        if f == "role" and isinstance(x, str):
+            try:
+                x = ROLE_CODES[x]
+            except KeyError:
+                raise UsageError(f"{where}: role must be 'input' or 'hidden' for kind {self.kind!r}, "
+                                 f"got {x!r}") from None
+        if not _is_num(x):
+            raise UsageError(f"{where}: feature {f!r} must be a number, got {x!r}")
+        try:
+            x = float(x)
+        except OverflowError:
+            raise UsageError(f"{where}: feature {f!r} is too large") from None
+        if not (x > -1.0) or not math.isfinite(x):
+            raise UsageError(f"{where}: feature {f!r} must be a finite number > -1, got {x!r}")
+        return x
 
 
 # ----------------------------------------------------------------------------- the estimator
@@ -474,6 +498,7 @@ class Estimator:
         groups = {}  # estimator entry (kind or structural variant) -> {key: count}
         keys = []
         missing = []  # (index, layer) of kinds the estimator lacks
+        seen = {}  # a layer's (kind, role, config, cost) -> its (entry, key): a repeated layer is read once
         for i, layer in enumerate(layers):
             try:
                 kind, config = layer["kind"], layer["config"]
@@ -483,6 +508,17 @@ class Estimator:
                 raise UsageError(f"layer {i}: kind must be a string")
             if not isinstance(config, dict):
                 raise UsageError(f"layer {i} ({kind}): config must be a dict")
+            cost = layer.get("cost")
+            try:  # unhashable parts (a list in a config, a malformed cost) are read the long way
+                ident = (kind, layer.get("role"), tuple(config.items()),
+                         tuple(cost.items()) if isinstance(cost, dict) else cost)
+                hit = seen.get(ident)
+            except TypeError:
+                ident = hit = None
+            if hit is not None:
+                groups[hit[0]][hit[1]] += 1
+                keys.append(hit)
+                continue
             name, model = self._model_for(kind, config)
             if model is None:
                 missing.append(i)
@@ -509,6 +545,8 @@ class Estimator:
                 g = groups[name] = {}
             g[key] = g.get(key, 0) + 1
             keys.append((name, key))
+            if ident is not None:
+                seen[ident] = (name, key)
         if missing and unknown == "error":
             what = "; ".join(sorted({f"{layers[i]['kind']} ({_layer_label(layers[i], i)})" for i in missing}))
             raise NotFoundError(f"the estimator has no model for these layers' kinds: {what}; probe them on this "

@@ -22,12 +22,7 @@ def cost_terms(kind, config, role):
     """``{"flops_per_sample", "flops_fixed", "bytes_per_sample", "bytes_fixed"}`` of one layer."""
     from thor_sdk.layers.kinds import get_kind
 
-    k = get_kind(kind)
-    f1, f2 = k.train_flops(config, 1, role), k.train_flops(config, 2, role)
-    b1, b2 = k.train_bytes(config, 1, role), k.train_bytes(config, 2, role)
-    out = {"flops_per_sample": f2 - f1, "flops_fixed": 2 * f1 - f2,
-           "bytes_per_sample": b2 - b1, "bytes_fixed": 2 * b1 - b2}
-    out = {key: max(float(v), 0.0) for key, v in out.items()}
+    out = {key: max(float(v), 0.0) for key, v in zip(TERM_KEYS, get_kind(kind).train_terms(config, role))}
     out["launches"] = float(config["seq_len"] * config["num_layers"]) if kind in RECURRENT else 1.0
     return out
 
