@@ -5,7 +5,7 @@
 The held-out list is ``bench/user_nets.py`` (``NETS``): a U-Net, a bidirectional LSTM, a 2-layer GRU,
 nn.MultiheadAttention, a dilated TCN, a MobileNet-style block, a transposed conv, a text GRU, hand-written
 attention (``@``), nn.TransformerEncoderLayer, F.scaled_dot_product_attention, attention with torch.einsum,
-cross-attention and a sequence-first LSTM. None is in the prior's zoo (SeqLSTM's architecture joined it since:
+cross-attention and a sequence-first LSTM. None is in the prior's zoo (SeqLSTM's architecture and SdpaBlock's operator joined it since:
 ``COVERED_SINCE``, reported apart);
 several use operators with no kind of their own, which ``--unknown-ops approx`` estimates through stand-in
 kinds (``thor_sdk.layers.extract._stand_in``, their own error in ``bench/bench_stand_ins.py``) with a wider std.

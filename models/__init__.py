@@ -31,6 +31,10 @@ class ModelSpec:
     paper: str = ""
     extra: dict = field(default_factory=dict)
     group: str = "reference"  # "reference", "zoo" or "heldout" (see list_models)
+    #: "error", or "stand-ins" for a net whose code calls an operator that the extraction takes apart into
+    #: layers of known kinds (F.scaled_dot_product_attention: its projections, scores and softmax), marked
+    #: approx; ``layers_of(name)`` extracts it so (thor_sdk.layers.extract.STAND_INS)
+    unknown_ops: str = "error"
 
     def to_dict(self):
         return {
@@ -101,6 +105,9 @@ _ZOO = (
          (3, 64, 64), 200),
     _zoo("mixer_small", "MLP-Mixer (8x8 patches, dim 128, 4 blocks, GELU) on 3x64x64 images, 100 classes",
          (3, 64, 64), 100),
+    _zoo("vit_tiny", "Vision Transformer (4x4 patches -> 64 tokens, dim 64, 4 blocks of timm-style 4-head "
+         "attention: qkv projection, scaled_dot_product_attention; GELU MLP 128) on 3x32x32 images, 10 classes",
+         (3, 32, 32), unknown_ops="stand-ins"),
     _zoo("fpn_lite", "conv backbone + FPN-style top-down neck (nearest upsample, add) on 3x96x96 images, 10 classes",
          (3, 96, 96)),
     _zoo("dscnn_kws", "DS-CNN-S keyword spotting on 1x49x10 MFCCs, 12 classes", (1, 49, 10), 12),

@@ -11,6 +11,7 @@ classifier, fewer repeats) the function's docstring says so.
 
 import torch
 from torch import nn
+from torch.nn import functional as F
 
 from .blocks import GRUSequence, LSTMSequence, TokenPositionalEmbedding, TransformerBlock
 from .nets import BasicBlock, InvertedResidual
@@ -388,6 +389,57 @@ class _Mixer(nn.Module):
 def mixer_small(spec):
     """MLP-Mixer (8x8 patches -> 64 tokens, dim 128, 4 blocks, token MLP 64, channel MLP 512, GELU) on 64x64."""
     return _Mixer(spec.num_classes, side=spec.input_shape[1])
+
+
+class _Attention(nn.Module):
+    """Multi-head self-attention as ViT code writes it (timm's ``Attention``): one qkv projection, heads split
+    by reshape and permute, ``F.scaled_dot_product_attention``, the heads merged and projected."""
+
+    def __init__(self, dim, heads):
+        super().__init__()
+        self.heads, self.head_dim = heads, dim // heads
+        self.qkv = nn.Linear(dim, 3 * dim)
+        self.proj = nn.Linear(dim, dim)
+
+    def forward(self, x):
+        b, n, d = x.shape
+        qkv = self.qkv(x).reshape(b, n, 3, self.heads, self.head_dim).permute(2, 0, 3, 1, 4)
+        q, k, v = qkv[0], qkv[1], qkv[2]
+        return self.proj(F.scaled_dot_product_attention(q, k, v).transpose(1, 2).reshape(b, n, d))
+
+
+class _ViTBlock(nn.Module):
+    def __init__(self, dim, heads, mlp):
+        super().__init__()
+        self.ln1, self.attn = nn.LayerNorm(dim), _Attention(dim, heads)
+        self.ln2 = nn.LayerNorm(dim)
+        self.mlp = nn.Sequential(nn.Linear(dim, mlp), nn.GELU(), nn.Linear(mlp, dim))
+
+    def forward(self, x):
+        x = x + self.attn(self.ln1(x))
+        return x + self.mlp(self.ln2(x))
+
+
+class _ViT(nn.Module):
+    def __init__(self, num_classes, side, patch=4, dim=64, depth=4, heads=4, mlp=128):
+        super().__init__()
+        self.patch = nn.Conv2d(3, dim, patch, stride=patch)
+        self.pos = nn.Parameter(torch.zeros(1, (side // patch) ** 2, dim))
+        self.blocks = nn.Sequential(*[_ViTBlock(dim, heads, mlp) for _ in range(depth)])
+        self.ln = nn.LayerNorm(dim)
+        self.fc = nn.Linear(dim, num_classes)
+
+    def forward(self, x):
+        h = self.patch(x).flatten(2).transpose(1, 2) + self.pos  # (B, tokens, dim)
+        return self.fc(self.ln(self.blocks(h)).mean(dim=1))
+
+
+def vit_tiny(spec):
+    """A small Vision Transformer as on-device CIFAR code writes it: 4x4 patches of a 32x32 image (64 tokens),
+    learned position embedding, 4 pre-norm blocks of multi-head attention written as timm writes it (dim 64,
+    4 heads of 16: one qkv projection, ``F.scaled_dot_product_attention`` over the tokens) and a GELU MLP
+    (128), mean-pooled."""
+    return _ViT(spec.num_classes, side=spec.input_shape[1])
 
 
 class _FPNLite(nn.Module):

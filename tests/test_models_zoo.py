@@ -102,3 +102,35 @@ def test_every_kind_is_in_the_zoo_and_heldout_kinds_are_covered():
     heldout = {layer["kind"] for n in HELDOUT for layer in _layers(n)}
     assert zoo == set(KINDS) - {"elementwise"}  # the generic kind stands in for ops without a kind
     assert heldout <= zoo
+
+
+def test_a_net_that_declares_its_stand_ins_gets_them_and_nothing_generic():
+    """vit_tiny calls F.scaled_dot_product_attention (as timm does): its spec declares stand-ins, so layers_of takes
+    the operator apart into known kinds, marked approx, under the default "error"; an operator without a stand-in
+    stays refused in that mode, and a model without the declaration is refused as before."""
+    import torch
+    import torch.nn.functional as F
+
+    from thor_sdk.layers.extract import STAND_INS, layers_from_module
+
+    assert model_spec("vit_tiny").unknown_ops == STAND_INS
+    layers = _layers("vit_tiny")
+    approx = [l for l in layers if l.get("approx")]
+    assert len(approx) == 12 and {l["kind"] for l in approx} == {"linear", "softmax"}
+    assert all(l["op"] == "F.scaled_dot_product_attention" for l in approx)
+    assert "elementwise" not in {l["kind"] for l in layers}
+
+    class Both(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc = torch.nn.Linear(16, 4)
+
+        def forward(self, x):  # (B, 8 tokens, 16)
+            a = F.scaled_dot_product_attention(x, x, x)
+            return self.fc(torch.erf(a).mean(dim=1))
+
+    with pytest.raises(UnsupportedOperatorError) as e:
+        layers_from_module(Both(), (8, 16), unknown_ops=STAND_INS)
+    assert [op for op in e.value.ops if "scaled_dot" in op] == [] and any("erf" in op for op in e.value.ops)
+    with pytest.raises(UnsupportedOperatorError, match="scaled_dot_product_attention"):
+        layers_from_module(Both(), (8, 16))

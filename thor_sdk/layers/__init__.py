@@ -85,7 +85,9 @@ def layers_of(model, input_shape=None, input_dtype=None, vocab=None, unknown_ops
 
     ``unknown_ops``: ``"error"`` (default) refuses operators without a layer kind, naming them all;
     ``"approx"`` turns elementwise and reshaping ones into layers of the generic ``elementwise`` kind,
-    marked ``"approx"`` (estimates widen their uncertainty for them)."""
+    marked ``"approx"`` (estimates widen their uncertainty for them). A registered net whose spec declares
+    ``unknown_ops="stand-ins"`` (a zoo ViT calling ``F.scaled_dot_product_attention``) is extracted with its
+    stand-ins under ``"error"`` too."""
     from thor_sdk import models
 
     if isinstance(model, str):
@@ -93,8 +95,9 @@ def layers_of(model, input_shape=None, input_dtype=None, vocab=None, unknown_ops
             spec = models.model_spec(model)
             from .extract import layers_from_module
 
+            mode = spec.unknown_ops if unknown_ops == "error" else unknown_ops
             layers = layers_from_module(models.build_model(model), spec.input_shape, spec.input_dtype,
-                                        spec.vocab, source=model, unknown_ops=unknown_ops)
+                                        spec.vocab, source=model, unknown_ops=mode)
             return ModelLayers(model, list(spec.input_shape), spec.input_dtype, layers)
         if model.endswith(".json"):
             return read_layer_list(model)

@@ -556,6 +556,10 @@ def _function_layer(node, in_shape, out_shape, unsupported, full_shape=lambda n:
 
 
 UNKNOWN_OPS = ("error", "approx")
+#: what a registered net that declares its stand-ins extracts under (``ModelSpec.unknown_ops``): an operator with
+#: a stand-in of known kinds (scaled_dot_product_attention, MultiheadAttention, x @ y, ...) becomes those layers,
+#: marked ``approx``; one without stays refused (no generic ``elementwise`` layer)
+STAND_INS = "stand-ins"
 _OPERATOR_SYMBOLS = {operator.add: "+", operator.iadd: "+=", operator.mul: "*", operator.imul: "*=",
                      operator.sub: "-", operator.isub: "-=", operator.truediv: "/", operator.itruediv: "/=",
                      operator.floordiv: "//", operator.pow: "**", operator.matmul: "@", operator.mod: "%"}
@@ -651,9 +655,10 @@ def layers_from_module(module, input_shape, input_dtype="float32", vocab=None, s
     operator without a layer kind, unless ``unknown_ops="approx"``: then each such operator that is
     elementwise or reshaping (parameter-free, or a normalisation/activation module; never dense linear
     algebra) becomes a layer of the generic ``elementwise`` kind over its output's elements, marked
-    ``"approx"`` with the reason; the rest still raise.
+    ``"approx"`` with the reason; the rest still raise. ``unknown_ops="stand-ins"`` (``STAND_INS``) takes the
+    stand-ins of known kinds but no generic layer.
     """
-    if unknown_ops not in UNKNOWN_OPS:
+    if unknown_ops not in UNKNOWN_OPS + (STAND_INS,):
 
         raise UsageError(f"unknown_ops must be one of {', '.join(UNKNOWN_OPS)}, got {unknown_ops!r}")
     import torch
@@ -742,7 +747,7 @@ def layers_from_module(module, input_shape, input_dtype="float32", vocab=None, s
         needs_grad[node] = upstream or has_params
         approx = None
         name = str(node.target) if node.op == "call_module" else node.name
-        if len(unsupported) > n_unsupported and unknown_ops == "approx":
+        if len(unsupported) > n_unsupported and unknown_ops in ("approx", STAND_INS):
             stand_in = _stand_in(node, gm, in_shape, full_shape, got, unsupported[n_unsupported:], in_axis,
                                  shape_of, batch_axis)
             if stand_in is not None:
