@@ -131,3 +131,20 @@ def test_a_training_step_on_a_real_gpu(tmp_path):
                          text=True, timeout=120, cwd=tmp_path)
     entries = [d for d in json.loads(out.stdout)["devices"] if d["kind"] == "host:cuda"]
     assert entries[0]["spec"] == "host:cuda:0", entries
+
+
+def test_a_cpu_profile_is_not_leveled_on_the_gpu(tmp_path):
+    """The device level compares the profile's reference probe with a reading now: on the host's GPU, a CPU
+    profile's reference means nothing, and is refused before anything runs (and the other way round)."""
+    from pathlib import Path
+
+    from thor_sdk.api import measure_level
+
+    vectors = Path(__file__).resolve().parent / "vectors"
+    doc = json.loads((vectors / "estimator_level.json").read_text())
+    doc["device"] = {"name": "host", "kind": "host"}
+    with pytest.raises(UsageError, match="profiles a host device, not a host/cuda one"):
+        measure_level(doc, device=HostDevice(root=str(tmp_path), nvml=FakeNvml(), accelerator="cuda"))
+    doc["device"] = {"name": "host:cuda:0", "kind": "host", "accelerator": "cuda"}
+    with pytest.raises(UsageError, match="profiles a host/cuda device, not a host one"):
+        measure_level(doc, device=HostDevice(root=str(tmp_path)))

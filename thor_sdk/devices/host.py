@@ -51,9 +51,9 @@ class HostDevice(Device):
 
     def _nv(self):
         if self._gpu is None:
-            from thor_sdk.meters.nvml import _Nvml
+            from thor_sdk.meters.nvml import NvmlGpu
 
-            self._gpu = _Nvml(self.gpu_index, self._nvml, self.root)
+            self._gpu = NvmlGpu(self.gpu_index, self._nvml, self.root)
         return self._gpu
 
     def torch_device(self):

@@ -66,7 +66,7 @@ def tegra_reason(root="/"):
             "(NotSupported); the board's INA3221/INA238 rails measure it")
 
 
-class _Nvml:
+class NvmlGpu:
     """Holds an initialised NVML handle for one GPU (``nvml``: the pynvml module or a fake)."""
 
     def __init__(self, index=0, nvml=None, root="/"):
@@ -215,7 +215,7 @@ class _Nvml:
 
 def nvml_gpu_count(nvml=None, root="/"):
     """``(count, why)``: how many GPUs NVML sees, or 0 and why none (no driver, no bindings, a Jetson)."""
-    nv = _Nvml(0, nvml, root)
+    nv = NvmlGpu(0, nvml, root)
     why = tegra_reason(root)
     if why:
         return 0, why
@@ -237,7 +237,7 @@ class NvmlEnergyMeter(CounterMeter):
 
     def __init__(self, index=0, nvml=None, poll_period_s=5.0, clock=None, sampler=None, root="/", _shared=None):
         super().__init__(sample_period_s=0.1, poll_period_s=poll_period_s, clock=clock, sampler=sampler)
-        self.nv = _shared or _Nvml(index, nvml, root)
+        self.nv = _shared or NvmlGpu(index, nvml, root)
 
     def window_source(self):
         return "total-energy"
@@ -274,7 +274,7 @@ class NvmlPowerMeter(SamplingMeter):
                          poll_period_s=min(poll_period_s, sample_period_s or self.SOURCES[source]),
                          clock=clock, sampler=sampler)
         self.source = source
-        self.nv = _shared or _Nvml(index, nvml, root)
+        self.nv = _shared or NvmlGpu(index, nvml, root)
 
     def window_source(self):
         return self.source
@@ -301,7 +301,7 @@ def nvml_meter(index=0, nvml=None, clock=None, sampler=None, root="/"):
 
     Without a driver, or on a Jetson (Tegra), the energy meter is returned, unavailable, with the reason.
     """
-    shared = _Nvml(index, nvml, root)
+    shared = NvmlGpu(index, nvml, root)
     energy = NvmlEnergyMeter(index, clock=clock, sampler=sampler, _shared=shared)
     if shared.why() or energy.is_available():
         return energy
