@@ -87,6 +87,15 @@ def _is_num(v):
     return isinstance(v, (int, float)) and not isinstance(v, bool)
 
 
+def _finite_float(v):
+    """A number as a finite float, or None (infinite, NaN, or an integer too large for a float)."""
+    try:
+        v = float(v)
+    except OverflowError:
+        return None
+    return v if math.isfinite(v) else None
+
+
 def _num(v, where, positive=False, nonneg=False):
     if not _is_num(v):
         raise FormatError(f"estimator: {where} must be a number, got {type(v).__name__}")
@@ -297,13 +306,10 @@ class KindModel:
                                  f"got {x!r}") from None
         if not _is_num(x):
             raise UsageError(f"{where}: feature {f!r} must be a number, got {x!r}")
-        try:
-            x = float(x)
-        except OverflowError:
-            raise UsageError(f"{where}: feature {f!r} is too large") from None
-        if not (x > -1.0) or not math.isfinite(x):
-            raise UsageError(f"{where}: feature {f!r} must be a finite number > -1, got {x!r}")
-        return x
+        v = _finite_float(x)
+        if v is None or not v > -1.0:
+            raise UsageError(f"{where}: feature {f!r} must be a finite number > -1 (a float), got {x!r}")
+        return v
 
 
 # ----------------------------------------------------------------------------- the estimator
