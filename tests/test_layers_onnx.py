@@ -464,8 +464,8 @@ def test_mid_graph_softmax_over_the_last_axis_and_a_matmul_of_two_activations(tm
 
 
 def test_an_einsum_of_two_activations_stands_in_as_from_torch(tmp_path):
-    """Einsum (opset 12+): the torch.fx reader's stand-in, a linear of the same FLOPs; an Einsum with a weight
-    (a constant operand) or an ellipsis stays refused."""
+    """Einsum (opset 12+): the torch.fx reader's stand-in, a linear of the same FLOPs, an ellipsis read as the
+    letters it stands for; an Einsum with a weight (a constant operand) or no output subscripts stays refused."""
     nodes = [helper.make_node("MatMul", ["x", "wq"], ["q"]),
              helper.make_node("Einsum", ["q", "q"], ["s"], equation="bqd,bkd->bqk"),
              helper.make_node("Softmax", ["s"], ["p"]),
@@ -480,8 +480,15 @@ def test_an_einsum_of_two_activations_stands_in_as_from_torch(tmp_path):
         ("softmax", "hidden", {"numel": 36, "last_dim": 6}),
         ("linear", "hidden", {"in_features": 6, "out_features": 8, "tokens": 6, "bias": 0})]
     assert [("approx" in l) for l in ml.layers] == [False, True, False, True]
+    # an ellipsis: the letters it stands for (here the tokens), as spelled out
+    for eq in ("...qd,...kd->...qk", "b...d,b...d->b..."):
+        spelled = {"...qd,...kd->...qk": "bqd,bkd->bqk", "b...d,b...d->b...": "bkd,bkd->bk"}[eq]
+        got = [layers_from_onnx(_save(tmp_path / f"{n}.onnx", [nodes[0], helper.make_node(
+            "Einsum", ["q", "q"], ["y"], equation=e)], [1, 6, 4], [_init("wq", (4, 8))]), unknown_ops="approx").layers
+            for n, e in (("ell", eq), ("spelled", spelled))]
+        assert _summary(got[0]) == _summary(got[1]) and got[0][1]["kind"] == "linear"
     for eq, inputs, inits in (("bqd,kd->bqk", ["q", "w2"], [_init("w2", (5, 8))]),
-                              ("b...d,b...d->b...", ["q", "q"], [])):
+                              ("...qd,...kd", ["q", "q"], [])):
         bad = [nodes[0], helper.make_node("Einsum", inputs, ["y"], equation=eq)]
         p = _save(tmp_path / "bad.onnx", bad, [1, 6, 4], [_init("wq", (4, 8)), *inits])
         with pytest.raises(UnsupportedOperatorError):

@@ -88,8 +88,11 @@ def test_dense_linear_algebra_is_never_approximated_as_an_elementwise_op():
     ein = next(l for l in layers_of(Einsum(), input_shape=[5, 8], unknown_ops="approx").layers
                if l["op"] == "torch.einsum")
     assert ein["kind"] == "linear" and ein["config"] == mm["config"]  # (5 x 8) @ (8 x 5), as the matmul
+    summed = next(l for l in layers_of(Einsum("bi...,bk...->bik"), input_shape=[5, 8], unknown_ops="approx").layers
+                  if l["op"] == "torch.einsum")  # the ellipsis summed over, as j above
+    assert summed["config"] == mm["config"]
     with pytest.raises(UnsupportedOperatorError) as e:
-        layers_of(Einsum("bi...,bk...->bik"), input_shape=[5, 8], unknown_ops="approx")
+        layers_of(Einsum("bij,bkj"), input_shape=[5, 8], unknown_ops="approx")  # an implicit output
     assert e.value.ops == ["torch.einsum"]
 
 
@@ -475,8 +478,13 @@ def test_a_two_operand_einsum_stands_in_as_a_linear_of_its_multiply_adds():
         torch.einsum("bhqd,bhkd->bhqk", x, x)
     assert _flops(ein[:1]) == fc.get_total_flops()  # per sample (batch 1): the einsum's own FLOPs
     assert _flops(ein) == 2 * 2 * (2 * 6 * 6 * 8)
-    # what it cannot say stays refused: an ellipsis, a batch axis that is not every subscript's first letter
-    for eq in ("b...qd,b...kd->b...qk", "bhqd,bhkd->hbqk"):
+    # an ellipsis is read as the letters it stands for: the same layers as spelled out
+    for eq in ("b...qd,b...kd->b...qk", "...qd,...kd->...qk"):
+        got = layers_of(_Einsum(eq), input_shape=[2, 6, 8], unknown_ops="approx").layers
+        assert [(l["kind"], l["config"]) for l in got] == [(l["kind"], l["config"]) for l in layers]
+    # what it cannot say stays refused: a batch axis that is not every subscript's first letter, no output
+    # subscripts
+    for eq in ("bhqd,bhkd->hbqk", "...qd,...kd"):
         with pytest.raises(UnsupportedOperatorError, match="einsum"):
             layers_of(_Einsum(eq), input_shape=[2, 6, 8], unknown_ops="approx")
 

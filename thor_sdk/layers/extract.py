@@ -346,13 +346,42 @@ def _attention_stand_in(node, att, shape_of, batch_axis):
                     "(linear layers of the same FLOPs), their softmax and its output projection")
 
 
+def spell_out_ellipsis(equation, shapes):
+    """An einsum equation with each ``...`` written as letters no subscript uses, as many as the dimensions it
+    covers in each operand (right-aligned, as torch broadcasts them; in the output, those of the operand that
+    covers most); the equation itself when it has none; None where it cannot be (no ``->``, an operand shape
+    unknown, two ellipses in one subscript, fewer dimensions than letters, too few free letters)."""
+    if not isinstance(equation, str) or "..." not in equation:
+        return equation
+    lhs, arrow, out = equation.replace(" ", "").partition("->")
+    ins = lhs.split(",")
+    if not arrow or len(ins) != len(shapes) or any(s is None for s in shapes) \
+            or any(sub.count("...") > 1 for sub in ins + [out]):
+        return None
+    covers = []
+    for sub, shape in zip(ins, shapes):
+        n = len(shape) - (len(sub) - 3) if "..." in sub else 0
+        if n < 0 or ("..." not in sub and len(sub) != len(shape)):
+            return None
+        covers.append(n)
+    free = [c for c in "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz" if c not in equation]
+    n = max(covers)
+    if n > len(free):
+        return None
+    letters = "".join(free[:n])
+    ins = [sub.replace("...", letters[n - k:]) for sub, k in zip(ins, covers)]
+    return ",".join(ins) + "->" + out.replace("...", letters)
+
+
 def einsum_stand_in(equation, shapes, out_shape):
     """``(("linear", config), reason)`` for ``torch.einsum`` of two operands (full shapes, batch first) as a
     linear layer of the same multiply-adds: every output element sums over the letters it lacks (in = their
-    sizes' product, out and tokens from the result per sample); None for what it cannot say (an ellipsis, an
-    implicit output, one or three operands, a batch axis that is not every subscript's first letter, no
-    letter summed over)."""
-    if not isinstance(equation, str) or "..." in equation or "->" not in equation or len(shapes) != 2:
+    sizes' product, out and tokens from the result per sample); an ellipsis is read as the letters it stands for
+    (``spell_out_ellipsis``). None for what it cannot say (an implicit output, one or three operands, a batch axis
+    that is not every subscript's first letter, no letter summed over)."""
+    label = equation
+    equation = spell_out_ellipsis(equation, shapes) if len(shapes) == 2 else None
+    if not isinstance(equation, str) or "->" not in equation or len(shapes) != 2:
         return None
     lhs, out = equation.replace(" ", "").split("->")
     ins = lhs.split(",")
@@ -370,7 +399,7 @@ def einsum_stand_in(equation, shapes, out_shape):
     contracted = _prod([n for letter, n in size.items() if letter not in out])
     if contracted < 2:
         return None
-    return matmul_stand_in(int(contracted), [int(n) for n in out_shape[1:]], f"torch.einsum({equation!r})")
+    return matmul_stand_in(int(contracted), [int(n) for n in out_shape[1:]], f"torch.einsum({label!r})")
 
 
 def valid_config(kind, config):
