@@ -13,8 +13,8 @@ in tests; the SIMULATED Jetson's folder), or of the board for ``jetson://``.
 
 from thor_sdk.errors import NotFoundError, UsageError
 
-SPECS = ("host, host:cuda[:N], jetson, jetson://user@host[:port], sim (SIMULATED Jetson), android, android:SERIAL, android:HOST:PORT, "
-         "stf://HOST:PORT, ios:UDID")
+SPECS = ("host, host:cuda[:N], jetson, jetson://user@host[:port], sim (SIMULATED Jetson), android, android:SERIAL, "
+         "android:HOST:PORT, stf://HOST:PORT, ios:UDID")
 REMOTE_SCHEMES = ("jetson://", "ssh://")
 
 
