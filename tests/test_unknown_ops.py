@@ -246,6 +246,37 @@ def test_a_bidirectional_rnn_stands_in_as_one_layer_per_direction_and_a_cat(cls,
         layers_of(_Rnn(seq_first), input_shape=[30, 12], unknown_ops="approx")
 
 
+def test_a_projected_lstm_stands_in_as_full_size_lstms_and_their_projections():
+    """nn.LSTM(proj_size=P): per layer, the lstm of the full hidden size H (PyTorch runs a projected LSTM unfused,
+    at about that cost: bench_stand_ins) and the projection, a bias-free linear H -> P over the time steps; later
+    layers read P."""
+    class Net(nn.Module):
+        def __init__(self, rnn):
+            super().__init__()
+            self.rnn, self.fc = rnn, nn.Linear(rnn.proj_size * (1 + rnn.bidirectional), 3)
+
+        def forward(self, x):
+            return self.fc(self.rnn(x)[0][:, -1])
+
+    net = Net(nn.LSTM(40, 256, num_layers=2, proj_size=64, batch_first=True))
+    with pytest.raises(UnsupportedOperatorError, match="projected"):
+        layers_of(net, input_shape=[50, 40])
+    layers = layers_of(net, input_shape=[50, 40], unknown_ops="approx").layers[:-1]
+    assert [(l["name"], l["kind"], l["role"]) for l in layers] == [
+        ("rnn.lstm0", "lstm", "input"), ("rnn.proj0", "linear", "hidden"),
+        ("rnn.lstm1", "lstm", "hidden"), ("rnn.proj1", "linear", "hidden")]
+    assert all("LSTM(projected)" in l["approx"] and l["op"] == "LSTM" for l in layers)
+    assert [(l["config"]["input_size"], l["config"]["hidden_size"]) for l in layers if l["kind"] == "lstm"] == \
+        [(40, 256), (64, 256)]
+    assert all(l["config"] == {"in_features": 256, "out_features": 64, "tokens": 50, "bias": 0}
+               for l in layers if l["kind"] == "linear")
+    exact = sum(50 * (8 * 256 * (i + 64) + 2 * 256 * 64) for i in (40, 64))  # gates and projection, per sample
+    assert 1.5 * exact < _flops(layers) < 2.5 * exact  # the recurrence read at H, not P
+    with pytest.raises(UnsupportedOperatorError, match="projected"):  # projected and bidirectional: no stand-in
+        layers_of(Net(nn.LSTM(40, 32, proj_size=8, batch_first=True, bidirectional=True)), input_shape=[50, 40],
+                  unknown_ops="approx")
+
+
 class _SeqFirst(nn.Module):
     """A sequence-first model as users write it: nn.LSTM/GRU/MultiheadAttention with batch_first=False, fed its
     batch-first input transposed, the last time step (or the mean over time) to the classifier."""
