@@ -156,6 +156,12 @@ def test_a_repeated_layer_is_read_once_and_counted_each_time(fitted):
     bad = dict(lin, config=dict(lin["config"], in_features=float("nan")))
     with pytest.raises(UsageError, match="layer 1"):
         est.estimate([lin, bad, bad], 8)
+    # equal but not alike: True == 1 (refused as a feature) is not a copy of 1, in a config or in a cost
+    with pytest.raises(UsageError, match="layer 1"):
+        est.estimate([lin, dict(lin, config=dict(lin["config"], bias=True))], 8)
+    flag = dict(with_cost, cost=dict(with_cost["cost"], launches=True))
+    with pytest.raises(UsageError, match="layer 1"):
+        est.estimate([dict(with_cost, cost=dict(with_cost["cost"], launches=1)), flag], 8)
 
 
 @pytest.mark.parametrize("value", [0, 1, 7, 2 ** 53, 2 ** 53 + 1, 10 ** 400, -1, -2, -0.5, -1.0, -1.5, 0.0, -0.0,

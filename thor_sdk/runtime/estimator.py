@@ -515,9 +515,10 @@ class Estimator:
             if not isinstance(config, dict):
                 raise UsageError(f"layer {i} ({kind}): config must be a dict")
             cost = layer.get("cost")
-            try:  # unhashable parts (a list in a config, a malformed cost) are read the long way
-                ident = (kind, layer.get("role"), tuple(config.items()),
-                         tuple(cost.items()) if isinstance(cost, dict) else cost)
+            try:  # unhashable parts (a list in a config, a malformed cost) are read the long way; the types are
+                # part of it, as True == 1 and 1 == 1.0 hash alike but are not read alike (True is refused)
+                ident = (kind, layer.get("role"), tuple(config.items()), tuple(map(type, config.values())),
+                         (tuple(cost.items()), tuple(map(type, cost.values()))) if isinstance(cost, dict) else cost)
                 hit = seen.get(ident)
             except TypeError:
                 ident = hit = None
