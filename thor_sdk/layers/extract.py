@@ -169,7 +169,8 @@ def _stand_in(node, gm, in_shape, full_shape, got, refused, in_axis, shape_of, b
       projection over the queries and the key and value projections over the keys, from their own widths
       ``kdim``/``vdim`` where the module has them), the scores and
       the weighted sum as ``linear`` layers of the same FLOPs, their ``softmax``, the output projection.
-    - ``torch.einsum`` of two operands, batch first (``"bhqd,bhkd->bhqk"``): a ``linear`` of the same FLOPs.
+    - ``torch.einsum`` of two operands, batch first (``"bhqd,bhkd->bhqk"``; an ellipsis spelled out,
+      ``spell_out_ellipsis``): a ``linear`` of the same FLOPs.
     - ``x @ y``, ``torch.matmul``, ``torch.bmm`` (both operands at least 2-D): a ``linear`` of the same FLOPs
       (in = the contracted size, out = the result's last size, tokens = the rest of the result).
     - ``F.scaled_dot_product_attention``: scores, ``softmax``, weighted sum, as above.

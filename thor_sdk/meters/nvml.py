@@ -72,6 +72,7 @@ class NvmlGpu:
     def __init__(self, index=0, nvml=None, root="/"):
         self.index = index
         self._lib = nvml
+        self._initialised = False
         self._handle = None
         self._why = None
         self.root = root
@@ -83,8 +84,9 @@ class NvmlGpu:
             self._lib = pynvml
         return self._lib
 
-    def handle(self):
-        if self._handle is None and self._why is None:
+    def initialised(self):
+        """The NVML library, initialised; None (``why()`` says why) on a Jetson, without the bindings or a driver."""
+        if not self._initialised and self._why is None:
             self._why = tegra_reason(self.root) or None  # never load NVML for power on a Jetson
             if self._why:
                 return None
@@ -95,6 +97,17 @@ class NvmlGpu:
                 return None
             try:
                 lib.nvmlInit()
+                self._initialised = True
+            except lib.NVMLError as e:
+                self._why = _nvml_reason(e)
+        return self.lib() if self._initialised else None
+
+    def handle(self):
+        if self._handle is None and self._why is None:
+            lib = self.initialised()
+            if lib is None:
+                return None
+            try:
                 self._handle = lib.nvmlDeviceGetHandleByIndex(self.index)
             except lib.NVMLError as e:
                 self._why = _nvml_reason(e)
@@ -216,15 +229,10 @@ class NvmlGpu:
 def nvml_gpu_count(nvml=None, root="/"):
     """``(count, why)``: how many GPUs NVML sees, or 0 and why none (no driver, no bindings, a Jetson)."""
     nv = NvmlGpu(0, nvml, root)
-    why = tegra_reason(root)
-    if why:
-        return 0, why
+    lib = nv.initialised()
+    if lib is None:
+        return 0, nv.why()
     try:
-        lib = nv.lib()
-    except ImportError:
-        return 0, "nvidia-ml-py (pynvml) is not installed"
-    try:
-        lib.nvmlInit()
         return int(lib.nvmlDeviceGetCount()), ""
     except lib.NVMLError as e:
         return 0, _nvml_reason(e)
