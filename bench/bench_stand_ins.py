@@ -4,8 +4,8 @@
 
 Under ``--unknown-ops approx`` some operators without a kind are estimated as kinds that stand in for them
 (``thor_sdk.layers.extract._stand_in``): nn.TransformerEncoderLayer as a ``transformer_block``; a bidirectional
-LSTM/GRU as one layer per direction and a ``cat``; a projected LSTM as the lstm of the same gate multiply-adds and its
-projection; a dilated conv as the undilated conv of the same output
+LSTM/GRU as one layer per direction and a ``cat``; a projected LSTM as the lstm of its full hidden size and its
+projection, per direction; a dilated conv as the undilated conv of the same output
 size; a transposed conv as the stride-1 conv of the same FLOPs; nn.MultiheadAttention (self and cross),
 ``x @ y``, ``torch.einsum`` and F.scaled_dot_product_attention as ``linear`` layers of the same FLOPs and a
 ``softmax``.
@@ -115,6 +115,9 @@ def _cases():
          (100, 40), 8),
         ("LSTM projected 40->256 P64 T50", Op(nn.LSTM(40, 256, proj_size=64, batch_first=True), True), (50, 40), 16),
         ("LSTM projected x2 80->320 P96 T32", Op(nn.LSTM(80, 320, 2, proj_size=96, batch_first=True), True), (32, 80), 8),
+        ("LSTM projected 40->128 P32 T50", Op(nn.LSTM(40, 128, proj_size=32, batch_first=True), True), (50, 40), 16),
+        ("LSTM projected bidirectional 40->128 P32 T50",
+         Op(nn.LSTM(40, 128, proj_size=32, batch_first=True, bidirectional=True), True), (50, 40), 16),
         ("Conv1d 3->32 k3 dilation 2 L128", Op(nn.Conv1d(3, 32, 3, padding=2, dilation=2)), (3, 128), 16),
         ("Conv1d 32->32 k3 dilation 4 L128", Op(nn.Conv1d(32, 32, 3, padding=4, dilation=4)), (32, 128), 16),
         ("Conv1d 64->64 k5 dilation 8 L256", Op(nn.Conv1d(64, 64, 5, padding=16, dilation=8)), (64, 256), 16),

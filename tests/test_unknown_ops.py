@@ -272,9 +272,37 @@ def test_a_projected_lstm_stands_in_as_full_size_lstms_and_their_projections():
                for l in layers if l["kind"] == "linear")
     exact = sum(50 * (8 * 256 * (i + 64) + 2 * 256 * 64) for i in (40, 64))  # gates and projection, per sample
     assert 1.5 * exact < _flops(layers) < 2.5 * exact  # the recurrence read at H, not P
-    with pytest.raises(UnsupportedOperatorError, match="projected"):  # projected and bidirectional: no stand-in
-        layers_of(Net(nn.LSTM(40, 32, proj_size=8, batch_first=True, bidirectional=True)), input_shape=[50, 40],
-                  unknown_ops="approx")
+
+
+def test_a_projected_bidirectional_lstm_stands_in_per_direction_with_the_cat_of_the_projections():
+    """Bidirectional and projected: per layer and direction, the full-size lstm and its projection H -> P, then the
+    cat of the two projections; the second layer reads 2P."""
+    class Net(nn.Module):
+        def __init__(self, rnn):
+            super().__init__()
+            self.rnn, self.fc = rnn, nn.Linear(2 * rnn.proj_size, 3)
+
+        def forward(self, x):
+            return self.fc(self.rnn(x)[0][:, -1])
+
+    net = Net(nn.LSTM(40, 32, num_layers=2, proj_size=8, batch_first=True, bidirectional=True))
+    with pytest.raises(UnsupportedOperatorError, match="projected"):
+        layers_of(net, input_shape=[50, 40])
+    layers = layers_of(net, input_shape=[50, 40], unknown_ops="approx").layers[:-1]
+    assert [(l["name"], l["kind"], l["role"]) for l in layers] == [
+        ("rnn.fwd0", "lstm", "input"), ("rnn.proj_fwd0", "linear", "hidden"),
+        ("rnn.rev0", "lstm", "input"), ("rnn.proj_rev0", "linear", "hidden"), ("rnn.cat0", "cat", "hidden"),
+        ("rnn.fwd1", "lstm", "hidden"), ("rnn.proj_fwd1", "linear", "hidden"),
+        ("rnn.rev1", "lstm", "hidden"), ("rnn.proj_rev1", "linear", "hidden"), ("rnn.cat1", "cat", "hidden")]
+    assert all("LSTM(projected, bidirectional)" in l["approx"] for l in layers)
+    assert [(l["config"]["input_size"], l["config"]["hidden_size"]) for l in layers if l["kind"] == "lstm"] == \
+        [(40, 32), (40, 32), (16, 32), (16, 32)]
+    assert all(l["config"] == {"in_features": 32, "out_features": 8, "tokens": 50, "bias": 0}
+               for l in layers if l["kind"] == "linear")
+    assert all(l["config"] == {"numel": 50 * 16, "parts": 2} for l in layers if l["kind"] == "cat")
+    seq_first = nn.LSTM(40, 32, proj_size=8, bidirectional=True)  # batch at axis 1, fed batch first: refused
+    with pytest.raises(UnsupportedOperatorError):
+        layers_of(Net(seq_first), input_shape=[50, 40], unknown_ops="approx")
 
 
 class _SeqFirst(nn.Module):

@@ -158,9 +158,9 @@ def _stand_in(node, gm, in_shape, full_shape, got, refused, in_axis, shape_of, b
       GELU block with causal attention).
     - bidirectional ``nn.LSTM`` / ``nn.GRU`` (batch first): per layer, one ``lstm``/``gru`` layer per direction
       (the second and later layers read both directions, 2 x hidden) and the ``cat`` of the two.
-    - projected ``nn.LSTM`` (``proj_size``, one direction): per layer, the ``lstm`` of the full hidden size (not
+    - projected ``nn.LSTM`` (``proj_size``): per layer and direction, the ``lstm`` of the full hidden size (not
       of the same FLOPs: PyTorch runs it unfused, at about that cost) and the projection as a bias-free
-      ``linear`` over the time steps.
+      ``linear`` over the time steps; bidirectional, the ``cat`` of the two projections.
     - dilated ``nn.Conv1d`` / ``nn.Conv2d``: the undilated conv of the same kernel on an input shortened by
       (dilation - 1) x (kernel - 1): the same output size and FLOPs.
     - ``nn.ConvTranspose1d`` / ``nn.ConvTranspose2d``: the stride-1 conv of the same kernel whose output has the
@@ -191,10 +191,10 @@ def _stand_in(node, gm, in_shape, full_shape, got, refused, in_axis, shape_of, b
                       True)],
                     "TransformerEncoderLayer has no kind: estimated as the transformer_block kind of the same "
                     "sizes (a pre-norm GELU block with causal attention)")
-        if isinstance(mod, (nn.LSTM, nn.GRU)) and mod.bidirectional:
-            return _bidirectional_stand_in(mod, in_shape, in_axis)
         if isinstance(mod, nn.LSTM) and mod.proj_size:
             return _projected_lstm_stand_in(mod, in_shape, in_axis)
+        if isinstance(mod, (nn.LSTM, nn.GRU)) and mod.bidirectional:
+            return _bidirectional_stand_in(mod, in_shape, in_axis)
         if isinstance(mod, (nn.Conv1d, nn.Conv2d)) and got is not None \
                 and refused == [f"{'Conv1d' if got[0] == 'conv1d' else 'Conv2d'}(dilation>1)"]:
             return _one(dilated_conv_stand_in(got, int(mod.dilation[0]), type(mod).__name__))
@@ -252,22 +252,32 @@ def _bidirectional_stand_in(rnn, in_shape, in_axis=0):
 
 
 def _projected_lstm_stand_in(lstm, in_shape, in_axis=0):
-    """A projected ``nn.LSTM`` (``proj_size`` P < hidden H, one direction): per layer, the ``lstm`` of the full
-    hidden size H and the projection, a bias-free ``linear`` H -> P over the time steps; the layers after the
-    first read P. Not the lstm of the same multiply-adds (its recurrence reads P, not H): PyTorch runs a projected
-    LSTM step by step outside its fused kernels (oneDNN has no projection), and on this project's host it cost
-    2.1-2.2x the same-FLOPs stand-in and 1.03-1.08x this one (``bench/bench_stand_ins.py``)."""
+    """A projected ``nn.LSTM`` (``proj_size`` P < hidden H): per layer and direction, the ``lstm`` of the full
+    hidden size H and the projection, a bias-free ``linear`` H -> P over the time steps; bidirectional, the ``cat``
+    of the two directions' projections too, and the layers after the first read 2P (else P). Not the lstm of the
+    same multiply-adds (its recurrence reads P, not H): PyTorch runs a projected LSTM step by step outside its
+    fused kernels (oneDNN has no projection), and on this project's host it cost 2.1-2.2x the same-FLOPs stand-in
+    and 0.99-1.17x this one at hidden 256-320, but 1.64-1.78x at hidden 128 (one direction or two): there the
+    unfused path's per-step ops weigh more than the fused lstm's (``bench/bench_stand_ins.py``)."""
     if not _batch_first_ok(lstm.batch_first, in_axis) or in_shape is None or len(in_shape) != 2:
         return None
     h, p, t = lstm.hidden_size, lstm.proj_size, in_shape[0]
+    dirs = ("fwd", "rev") if lstm.bidirectional else ("",)
     layers = []
     for i in range(lstm.num_layers):
-        size = lstm.input_size if i == 0 else p
-        layers.append((f".lstm{i}", ("lstm", {"input_size": size, "hidden_size": h, "seq_len": t, "num_layers": 1}),
-                       i == 0))
-        layers.append((f".proj{i}", ("linear", {"in_features": h, "out_features": p, "tokens": t, "bias": 0}), False))
-    return layers, ("LSTM(projected) has no kind: estimated per layer as the lstm of its full hidden size (PyTorch "
-                    "runs a projected LSTM unfused) and its projection, a linear over the time steps")
+        size = lstm.input_size if i == 0 else p * len(dirs)
+        for d in dirs:
+            layers.append((f".{d or 'lstm'}{i}", ("lstm", {"input_size": size, "hidden_size": h, "seq_len": t,
+                                                          "num_layers": 1}), i == 0))
+            layers.append((f".proj{'_' + d if d else ''}{i}",
+                           ("linear", {"in_features": h, "out_features": p, "tokens": t, "bias": 0}), False))
+        if lstm.bidirectional:
+            layers.append((f".cat{i}", ("cat", {"numel": t * 2 * p, "parts": 2}), False))
+    both = " per direction" if lstm.bidirectional else ""
+    return layers, (f"LSTM(projected{', bidirectional' if lstm.bidirectional else ''}) has no kind: estimated per "
+                    f"layer{both} as the lstm of its full hidden size (PyTorch runs a projected LSTM unfused) and its "
+                    "projection, a linear over the time steps" + (", and the cat of the two directions"
+                                                                  if lstm.bidirectional else ""))
 
 
 def _one(stand_in):
