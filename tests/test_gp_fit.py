@@ -306,10 +306,10 @@ def test_a_profile_sized_kind_fits_in_seconds_and_stays_small():
 
 
 def test_inducing_points_grow_with_samples_between_bounds():
-    """A profile's few hundred probes per kind keep 128 inducing points; a large sweep one per 3 samples,
-    at most 256; a caller's max_inducing caps it; never more than the distinct samples."""
+    """A profile's 100-200 probes per kind keep 64 inducing points; more samples one per 3 samples, at most
+    256; a caller's max_inducing caps it; never more than the distinct samples."""
     gp = KindGP(RELU)
-    assert [gp.n_inducing(n) for n in (1, 200, 384, 600, 768, 2000)] == [128, 128, 128, 200, 256, 256]
+    assert [gp.n_inducing(n) for n in (1, 192, 200, 384, 600, 768, 2000)] == [64, 64, 66, 128, 200, 256, 256]
     assert KindGP(RELU, max_inducing=16).n_inducing(2000) == 16
     rng = np.random.default_rng(3)
     X = np.c_[rng.choice(2000, 60, replace=False) + 1, rng.choice([1, 8, 32], 60), np.zeros(60)].astype(float)

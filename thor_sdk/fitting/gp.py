@@ -22,8 +22,8 @@ Model (the math every runtime reproduces is in ``docs/estimator-format.md``, ver
   ``LENGTH_SCALE_BOUNDS`` in ``ln(1 + x)`` units; a feature that never varied in the samples is not optimised
   (it cannot be) and gets length scale 1 in ``ln(1 + x)`` units, so a new value of it (a role never seen)
   widens the std instead of exploding the mean;
-- **sparse posterior** (deterministic training conditional, DTC) on ``m`` inducing points (128, or one
-  per 3 samples beyond 384, at most ``max_inducing`` = 256) chosen farthest-first among the samples, with every sample's information:
+- **sparse posterior** (deterministic training conditional, DTC) on ``m`` inducing points (64, or one
+  per 3 samples beyond 192, at most ``max_inducing`` = 256) chosen farthest-first among the samples, with every sample's information:
   ``mu_r(x) = r0 + k_m(x) . alpha``, ``var_r(x) = constant + noise_level - |W k_m(x)|^2``.
   ``W`` (``rank x m``) is stored, so readers do no matrix factorisation; dropping low-information rows
   of ``W`` only ever *raises* the variance (conservative). With every sample as an inducing point and
@@ -49,7 +49,7 @@ NOISE_BOUNDS = (1e-6, 1.0)
 FIXED_LENGTH_SCALE = 1.0               # ln(1 + x) units, for a feature that never varied
 MIN_SAMPLES_PER_DIM = 3                # below this many samples per varying input, length scales are not fitted
 FLOOR_LOG_NOISE = 1.0                  # log-std of a sample floored at twice its standard error
-MIN_INDUCING = 128                     # inducing points kept up to 3 x 128 samples (all, when fewer are distinct)
+MIN_INDUCING = 64                      # inducing points kept up to 3 x 64 samples (all, when fewer are distinct)
 MAX_INDUCING = 256                     # ... and above that one per SAMPLES_PER_INDUCING samples, up to this
 SAMPLES_PER_INDUCING = 3
 MAX_RANK = 8
@@ -379,9 +379,11 @@ class KindGP:
 
     def n_inducing(self, n):
         """Inducing points for ``n`` samples: MIN_INDUCING, and one per SAMPLES_PER_INDUCING samples beyond
-        that, at most ``max_inducing`` (a device profile's few hundred probes per kind keep 128; a
+        that, at most ``max_inducing`` (a device profile's 100-200 probes of its largest kinds keep 64; a
         sweep of 1,000 per-layer measurements keeps 256, where 128 lost accuracy: willowec conv 11.0%
-        against 9.75% in 5-fold CV)."""
+        against 9.75% in 5-fold CV). 64 rather than 128 below 384 samples (``bench/results/
+        inducing-host-20261127-1030.md``): held-out MAPE on 5 evaluations of profile 16 within 0.1 point,
+        per-layer 5-fold CV on profiles 14 and 16 within 0.6, and estimates about 1.3x faster."""
         return min(self.max_inducing, max(MIN_INDUCING, n // SAMPLES_PER_INDUCING))
 
     def _inducing(self, U):

@@ -43,7 +43,7 @@ DERIVED = ("train_flops", "train_bytes")  # inputs taken from the layer's cost t
 #: variance is checked on load; the residual where it is computed, since |k_i| <= constant bounds it)
 MAX_LOG_RESIDUAL = 60.0
 MAX_LOG_VAR = 25.0
-#: rows read per kind: inducing points (the fit keeps at most 128) and rows of the variance factor
+#: rows read per kind: inducing points (the fit keeps at most 256) and rows of the variance factor
 #: (its rank: at most 8); loading and predicting are linear in their product, so these bound both
 MAX_INDUCING = 512
 MAX_VAR_ROWS = 64
