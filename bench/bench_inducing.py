@@ -49,7 +49,8 @@ def fit_at(campaign, floor):
 
 
 def cv(campaign, kinds, floors, folds=5):
-    """``{kind: {floor: (n, mape, median ape, coverage)}}``: per-layer k-fold CV on the campaign's samples."""
+    """``{kind: {floor: (n, non-positive, mape, median ape, coverage)}}``: per-layer k-fold CV on the campaign's
+    samples; a sample at or below zero (a subtraction within noise) has no relative error and is counted apart."""
     import thor_sdk.fitting.gp as gp
     from thor_sdk.fitting.pipeline import at_campaign_level, fit_kind, sample_terms
     from thor_sdk.layers.kinds import base_kind, feature_vector, model_key
@@ -76,7 +77,7 @@ def cv(campaign, kinds, floors, folds=5):
             out[key] = {}
             for floor in floors:
                 gp.MIN_INDUCING = floor
-                apes, covered = [], 0
+                apes, covered, nonpositive = [], 0, 0
                 for part in parts:
                     held = set(part)
                     model = fit_kind(base_kind(key), [rows[i] for i in idx if i not in held])
@@ -84,11 +85,14 @@ def cv(campaign, kinds, floors, folds=5):
                     X = [feature_vector(base_kind(key), r["config"], r["batch_size"], r["role"]) for r in test]
                     mean, std = model.predict(X, terms=sample_terms(test), return_std=True)
                     for r, m, s in zip(test, mean, std):
+                        if r["value"] <= 0:  # a subtraction within noise: no relative error; counted apart
+                            nonpositive += 1
+                            continue
                         apes.append(abs(m - r["value"]) / r["value"])
                         covered += abs(m - r["value"]) <= 1.96 * math.sqrt(s * s + r["std"] ** 2)
                 apes.sort()
-                out[key][floor] = (len(rows), 100 * sum(apes) / len(apes), 100 * apes[len(apes) // 2],
-                                   covered / len(apes))
+                out[key][floor] = (len(rows), nonpositive, 100 * sum(apes) / len(apes),
+                                   100 * apes[len(apes) // 2], covered / len(apes))
     finally:
         gp.MIN_INDUCING = saved
     return out
@@ -136,7 +140,7 @@ def main(argv=None):
     ap.add_argument("--campaign", required=True, help="a device profile (SQLite)")
     ap.add_argument("--results", action="append", default=[], help="an evaluation's results.json (repeatable)")
     ap.add_argument("--floor", action="append", type=int, help="MIN_INDUCING values [default: 128 and 64]")
-    ap.add_argument("--cv-kinds", default="conv2d,conv2d:grouped,lstm,gru,linear")
+    ap.add_argument("--cv-kinds", default="conv2d,conv2d:grouped,lstm,gru,linear,relu")
     ap.add_argument("--report", default=None)
     args = ap.parse_args(argv)
     floors = args.floor or [128, 64]
@@ -175,10 +179,11 @@ def main(argv=None):
     kinds = [k for k in args.cv_kinds.split(",") if k]
     if kinds:
         lines += ["", "## Per-layer 5-fold cross-validation", "",
-                  "| kind | samples | floor | MAPE % | median APE % | 95% coverage |", "|---|---|---|---|---|---|"]
+                  "| kind | samples (not positive, not scored) | floor | MAPE % | median APE % | 95% coverage |",
+                  "|---|---|---|---|---|---|"]
         for key, per in cv(args.campaign, kinds, floors).items():
-            for floor, (n, mape, med, cov) in per.items():
-                lines.append(f"| {key} | {n} | {floor} | {mape:.1f} | {med:.1f} | {cov:.0%} |")
+            for floor, (n, bad, mape, med, cov) in per.items():
+                lines.append(f"| {key} | {n} ({bad}) | {floor} | {mape:.1f} | {med:.1f} | {cov:.0%} |")
     lines += ["", "## Estimate latency (stdlib runtime, batch 16, one process, interleaved)", "",
               "| layer list | " + " | ".join(f"floor {f}: ms (ratio to {floors[0]})" for f in floors) + " |",
               "|---|" + "---|" * len(floors)]

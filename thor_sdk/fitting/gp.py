@@ -381,9 +381,10 @@ class KindGP:
         """Inducing points for ``n`` samples: MIN_INDUCING, and one per SAMPLES_PER_INDUCING samples beyond
         that, at most ``max_inducing`` (a device profile's 100-200 probes of its largest kinds keep 64; a
         sweep of 1,000 per-layer measurements keeps 256, where 128 lost accuracy: willowec conv 11.0%
-        against 9.75% in 5-fold CV). 64 rather than 128 below 384 samples (``bench/results/
-        inducing-host-20261127-1030.md``): held-out MAPE on 5 evaluations of profile 16 within 0.1 point,
-        per-layer 5-fold CV on profiles 14 and 16 within 0.6, and estimates about 1.3x faster."""
+        against 9.75% in 5-fold CV). 64 rather than 128 below 384 samples (``bench/bench_inducing.py``,
+        ``bench/results/inducing-host-20261127-103*``): estimates 1.25x faster and the file 13% smaller;
+        held-out MAPE on 5 evaluations within 0.1 point for profile 16, 0.1-1.5 points worse for profile
+        14 (its conv2d: 128 -> 69 points), per-layer 5-fold CV within 0.6 point on both."""
         return min(self.max_inducing, max(MIN_INDUCING, n // SAMPLES_PER_INDUCING))
 
     def _inducing(self, U):
