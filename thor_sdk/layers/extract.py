@@ -273,11 +273,10 @@ def _projected_lstm_stand_in(lstm, in_shape, in_axis=0):
                            ("linear", {"in_features": h, "out_features": p, "tokens": t, "bias": 0}), False))
         if lstm.bidirectional:
             layers.append((f".cat{i}", ("cat", {"numel": t * 2 * p, "parts": 2}), False))
-    both = " per direction" if lstm.bidirectional else ""
-    return layers, (f"LSTM(projected{', bidirectional' if lstm.bidirectional else ''}) has no kind: estimated per "
-                    f"layer{both} as the lstm of its full hidden size (PyTorch runs a projected LSTM unfused) and its "
-                    "projection, a linear over the time steps" + (", and the cat of the two directions"
-                                                                  if lstm.bidirectional else ""))
+    name, each, cat = (("LSTM(projected, bidirectional)", "layer and direction", ", and the cat of the two directions")
+                       if lstm.bidirectional else ("LSTM(projected)", "layer", ""))
+    return layers, (f"{name} has no kind: estimated per {each} as the lstm of its full hidden size (PyTorch runs a "
+                    f"projected LSTM unfused) and its projection, a linear over the time steps{cat}")
 
 
 def _one(stand_in):
