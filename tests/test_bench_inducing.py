@@ -1,0 +1,55 @@
+"""bench/bench_inducing.py: one campaign fitted at several inducing floors; its per-layer CV. A synthetic campaign
+of 60 relu probes (two of them negative, as a subtraction within noise gives) stands in for a profile."""
+
+import math
+
+import pytest
+from bench_module import load_bench
+
+from thor_sdk.probes import Probe
+from thor_sdk.store import Campaign
+
+
+@pytest.fixture(scope="module")
+def campaign(tmp_path_factory):
+    path = str(tmp_path_factory.mktemp("inducing") / "c.db")
+    c = Campaign.create(path, {"metric": "time", "protocol": {}, "device": {"name": "synthetic"}, "runtime": "torch"})
+    for i in range(60):
+        numel, batch = 256 * (i + 1), (1, 4, 16)[i % 3]
+        p = Probe("relu", {"numel": numel}, batch, "hidden")
+        c.plan(p)
+        value = 2e-5 + 1e-9 * numel * batch * (1.0 + 0.05 * math.sin(i))
+        if i in (7, 31):
+            value = -1e-6
+        c.complete(p.id, [{"metric": "time", "value": value, "std": 0.02 * abs(value), "n": 5, "flagged": False,
+                           "flag_reason": None, "parts": {}}])
+    c.close()
+    return path
+
+
+def test_each_floor_keeps_its_inducing_points_and_the_default_is_restored(campaign):
+    import thor_sdk.fitting.gp as gp
+
+    bench = load_bench("bench_inducing")
+    before = gp.MIN_INDUCING
+    wide, narrow = bench.fit_at(campaign, 128), bench.fit_at(campaign, 8)
+    assert gp.MIN_INDUCING == before
+    assert len(wide["kinds"]["relu"]["inducing"]) == 60  # every distinct sample, below the floor
+    assert len(narrow["kinds"]["relu"]["inducing"]) == 20  # one per 3 samples above a floor of 8
+    with pytest.raises(Exception):
+        bench.fit_at(campaign + ".missing", 8)
+    assert gp.MIN_INDUCING == before  # restored on an error too
+
+
+def test_cv_scores_positive_samples_and_counts_the_others_apart(campaign):
+    import thor_sdk.fitting.gp as gp
+
+    bench = load_bench("bench_inducing")
+    before = gp.MIN_INDUCING
+    out = bench.cv(campaign, ["relu", "conv2d"], [128, 8])
+    assert gp.MIN_INDUCING == before
+    assert set(out) == {"relu"}  # a kind without samples is left out
+    for floor in (128, 8):
+        n, nonpositive, mape, median_ape, coverage = out["relu"][floor]
+        assert (n, nonpositive) == (60, 2)
+        assert 0.0 <= median_ape <= mape < 100.0 and 0.0 <= coverage <= 1.0
