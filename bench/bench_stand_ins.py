@@ -118,6 +118,8 @@ def _cases():
         ("LSTM projected 40->128 P32 T50", Op(nn.LSTM(40, 128, proj_size=32, batch_first=True), True), (50, 40), 16),
         ("LSTM projected bidirectional 40->128 P32 T50",
          Op(nn.LSTM(40, 128, proj_size=32, batch_first=True, bidirectional=True), True), (50, 40), 16),
+        ("LayerNorm over [H, W] 16x32x32 (its own kind)", Op(nn.LayerNorm([32, 32])), (16, 32, 32), 16),
+        ("LayerNorm over [C, H, W] 16x32x32 (its own kind)", Op(nn.LayerNorm([16, 32, 32])), (16, 32, 32), 16),
         ("Conv1d 3->32 k3 dilation 2 L128", Op(nn.Conv1d(3, 32, 3, padding=2, dilation=2)), (3, 128), 16),
         ("Conv1d 32->32 k3 dilation 4 L128", Op(nn.Conv1d(32, 32, 3, padding=4, dilation=4)), (32, 128), 16),
         ("Conv1d 64->64 k5 dilation 8 L256", Op(nn.Conv1d(64, 64, 5, padding=16, dilation=8)), (64, 256), 16),

@@ -285,3 +285,27 @@ def test_a_text_model_file_is_traced_with_token_ids_without_being_told(tmp_path)
     assert layers_of(f"{f}:Mixed", input_shape="20").input_dtype == "float32"
     with pytest.raises(ModelError, match="does not run on inputs"):
         layers_of(text, input_shape="20", input_dtype="float32")
+
+
+def test_a_layernorm_over_several_trailing_dimensions_is_a_layernorm_over_their_product():
+    """nn.LayerNorm([H, W]) or ([C, H, W]) is the same computation as over H x W (C x H x W) flattened: torch
+    normalises an (M, N) view. So it is the layernorm kind itself, not a stand-in; its parameters match. (One over
+    the batch axis cannot be traced at two batch sizes; the ONNX reader, where an axis can say so, refuses it.)"""
+    import torch
+    from torch import nn
+
+    class Net(nn.Module):
+        def __init__(self, norm, out):
+            super().__init__()
+            self.conv, self.norm, self.fc = nn.Conv2d(3, 8, 3, padding=1), norm, nn.Linear(out, 4)
+
+        def forward(self, x):
+            return self.fc(torch.flatten(self.norm(self.conv(x)), 1))
+
+    for shape, config in (([16, 16], {"normalized": 256, "tokens": 8}),
+                          ([8, 16, 16], {"normalized": 2048, "tokens": 1})):
+        norm = nn.LayerNorm(shape)
+        layers = layers_of(Net(norm, 2048), input_shape=[3, 16, 16]).layers
+        ln = [l for l in layers if l["kind"] == "layernorm"]
+        assert [l["config"] for l in ln] == [config] and "approx" not in ln[0]
+        assert sum(p.numel() for p in norm.parameters()) == 2 * config["normalized"]  # the kind's own count

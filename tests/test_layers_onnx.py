@@ -527,3 +527,22 @@ def test_dilated_and_transposed_convs_stand_in_as_the_torch_path_does(tmp_path, 
     assert _summary(from_onnx) == _summary(from_fx)
     assert [("approx" in l) for l in from_onnx] == [("approx" in l) for l in from_fx] == [False, False, True, False,
                                                                                         False]
+
+
+@pytest.mark.parametrize("axis,config", [(-1, {"normalized": 8, "tokens": 48}), (2, {"normalized": 48, "tokens": 8}),
+                                         (-3, {"normalized": 384, "tokens": 1}), (1, {"normalized": 384, "tokens": 1})])
+def test_layernormalization_from_its_axis_on_is_a_layernorm_over_their_product(tmp_path, axis, config):
+    """LayerNormalization normalises the axes from ``axis`` on: the layernorm kind over their product, as the torch
+    reader reads nn.LayerNorm over several dimensions; over the batch axis it is refused by name."""
+    shape, n = [8, 6, 8], config["normalized"]
+    nodes = [helper.make_node("LayerNormalization", ["x", "g", "b"], ["n"], axis=axis),
+             helper.make_node("Flatten", ["n"], ["f"], axis=1),
+             helper.make_node("MatMul", ["f", "w"], ["y"])]
+    gshape = {8: (8,), 48: (6, 8), 384: (8, 6, 8)}[n]
+    inits = [_init("g", gshape), _init("b", gshape), _init("w", (384, 3))]
+    ml = layers_from_onnx(_save(tmp_path / "ln.onnx", nodes, ["N", *shape], inits))
+    assert _summary(ml.layers)[0] == ("layernorm", "input", config)  # the first layer with parameters
+    with pytest.raises(UnsupportedOperatorError, match="over the batch axis"):
+        bad = [helper.make_node("LayerNormalization", ["x", "g", "b"], ["n"], axis=0), *nodes[1:]]
+        layers_from_onnx(_save(tmp_path / "ln0.onnx", bad, ["N", *shape],
+                               [_init("g", (8, 6, 8)), _init("b", (8, 6, 8)), _init("w", (384, 3))]))

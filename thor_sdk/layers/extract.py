@@ -107,9 +107,7 @@ def _module_layer(mod, in_shape, out_shape, unsupported, in_axis=0):
     if isinstance(mod, nn.BatchNorm2d):
         return "batchnorm2d", {"channels": in_shape[0], "height": in_shape[1], "width": in_shape[2]}
     if isinstance(mod, nn.LayerNorm):
-        if len(mod.normalized_shape) != 1:
-            unsupported.append("LayerNorm(over several dimensions)")
-        return "layernorm", {"normalized": mod.normalized_shape[-1], "tokens": _prod(in_shape[:-1])}
+        return _layernorm(len(mod.normalized_shape), in_shape, in_axis, unsupported, label)
     if isinstance(mod, TokenPositionalEmbedding):
         return "embedding", {"num_embeddings": mod.tok.num_embeddings, "embedding_dim": mod.tok.embedding_dim,
                              "seq_len": in_shape[-1], "positional": 1}
@@ -141,6 +139,18 @@ def _module_layer(mod, in_shape, out_shape, unsupported, in_axis=0):
             return kind, {"numel": _prod(in_shape)}
     unsupported.append(label)
     return None
+
+
+def _layernorm(k, in_shape, in_axis, unsupported, label):
+    """``("layernorm", config)`` of a LayerNorm over the last ``k`` dimensions of a per-sample ``in_shape`` whose batch
+    is at ``in_axis``: normalized = their product, tokens = the rest. Over several dimensions it is the same
+    computation as over their product (torch normalises an (M, N) view of the input), so it is no stand-in. One whose
+    dimensions take in the batch axis is recorded unsupported."""
+    if in_shape is None or not 1 <= k <= len(in_shape) or in_axis >= len(in_shape) + 1 - k:
+        unsupported.append(f"{label}(over the batch axis)")
+        return None
+    cut = len(in_shape) - k
+    return "layernorm", {"normalized": _prod(in_shape[cut:]), "tokens": _prod(in_shape[:cut])}
 
 
 def _stand_in(node, gm, in_shape, full_shape, got, refused, in_axis, shape_of, batch_axis):

@@ -596,12 +596,14 @@ def _node_layer(g, node, extra, unsupported):
             unsupported.append("BatchNormalization(not 2-D)")
             return None
         return "batchnorm2d", {"channels": xs[0], "height": xs[1], "width": xs[2]}
-    if op == "LayerNormalization":
+    if op == "LayerNormalization":  # over the axes from ``axis`` on (the batch first): their product
         xs = g.per_sample(node.input[0])
-        if int(a.get("axis", -1)) not in (-1, len(xs)):
-            unsupported.append("LayerNormalization(over several dimensions)")
+        axis = int(a.get("axis", -1))
+        axis = axis + len(xs) + 1 if axis < 0 else axis
+        if not 1 <= axis <= len(xs):
+            unsupported.append("LayerNormalization(over the batch axis)")
             return None
-        return "layernorm", {"normalized": xs[-1], "tokens": _prod(xs[:-1])}
+        return "layernorm", {"normalized": _prod(xs[axis - 1:]), "tokens": _prod(xs[:axis - 1])}
     if op in _SIMPLE:
         if op == "Gelu" and _decode(a.get("approximate", "none")) != "none":
             unsupported.append("Gelu(approximate=tanh)")
