@@ -8,7 +8,9 @@ LSTM/GRU as one layer per direction and a ``cat``; a projected LSTM as the lstm 
 projection, per direction; a dilated conv as the undilated conv of the same output
 size; a transposed conv as the stride-1 conv of the same FLOPs; nn.MultiheadAttention (self and cross),
 ``x @ y``, ``torch.einsum`` and F.scaled_dot_product_attention as ``linear`` layers of the same FLOPs and a
-``softmax``.
+``softmax``; an instance norm as the batch norm of the same sizes. Also timed against the layers they are read as: a
+LayerNorm over several trailing dimensions (its own kind, over their product) and GroupNorm (the generic
+``elementwise`` kind).
 
 Each case is a small module holding the operator (and a cheap ReLU after it, so no linear stand-in becomes the
 loss head). Its layer list comes from the product's own ``layers_of(..., unknown_ops="approx")``; every layer
@@ -120,6 +122,12 @@ def _cases():
          Op(nn.LSTM(40, 128, proj_size=32, batch_first=True, bidirectional=True), True), (50, 40), 16),
         ("LayerNorm over [H, W] 16x32x32 (its own kind)", Op(nn.LayerNorm([32, 32])), (16, 32, 32), 16),
         ("LayerNorm over [C, H, W] 16x32x32 (its own kind)", Op(nn.LayerNorm([16, 32, 32])), (16, 32, 32), 16),
+        ("GroupNorm 4 groups 32x16x16", Op(nn.GroupNorm(4, 32)), (32, 16, 16), 16),
+        ("GroupNorm 8 groups 64x8x8", Op(nn.GroupNorm(8, 64)), (64, 8, 8), 16),
+        ("GroupNorm 2 groups 16x32x32", Op(nn.GroupNorm(2, 16)), (16, 32, 32), 16),
+        ("InstanceNorm2d affine 32x16x16", Op(nn.InstanceNorm2d(32, affine=True)), (32, 16, 16), 16),
+        ("InstanceNorm2d 16x32x32", Op(nn.InstanceNorm2d(16)), (16, 32, 32), 16),
+        ("InstanceNorm1d affine 32xL128", Op(nn.InstanceNorm1d(32, affine=True)), (32, 128), 16),
         ("Conv1d 3->32 k3 dilation 2 L128", Op(nn.Conv1d(3, 32, 3, padding=2, dilation=2)), (3, 128), 16),
         ("Conv1d 32->32 k3 dilation 4 L128", Op(nn.Conv1d(32, 32, 3, padding=4, dilation=4)), (32, 128), 16),
         ("Conv1d 64->64 k5 dilation 8 L256", Op(nn.Conv1d(64, 64, 5, padding=16, dilation=8)), (64, 256), 16),

@@ -546,3 +546,20 @@ def test_layernormalization_from_its_axis_on_is_a_layernorm_over_their_product(t
         bad = [helper.make_node("LayerNormalization", ["x", "g", "b"], ["n"], axis=0), *nodes[1:]]
         layers_from_onnx(_save(tmp_path / "ln0.onnx", bad, ["N", *shape],
                                [_init("g", (8, 6, 8)), _init("b", (8, 6, 8)), _init("w", (384, 3))]))
+
+
+def test_instancenormalization_stands_in_as_the_batch_norm_of_the_same_sizes_under_approx(tmp_path):
+    """As the torch reader does for nn.InstanceNorm2d: refused without approx, the batchnorm2d of the same sizes
+    (marked approx) with it."""
+    nodes = [helper.make_node("Conv", ["x", "wc"], ["c"], kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
+             helper.make_node("InstanceNormalization", ["c", "s", "b"], ["n"]),
+             helper.make_node("Flatten", ["n"], ["f"], axis=1),
+             helper.make_node("MatMul", ["f", "w"], ["y"])]
+    inits = [_init("wc", (4, 3, 3, 3)), _init("s", (4,)), _init("b", (4,)), _init("w", (4 * 6 * 6, 3))]
+    path = _save(tmp_path / "in.onnx", nodes, ["N", 3, 6, 6], inits)
+    with pytest.raises(UnsupportedOperatorError, match="InstanceNormalization"):
+        layers_from_onnx(path)
+    layers = layers_from_onnx(path, unknown_ops="approx").layers
+    norm = layers[1]
+    assert (norm["kind"], norm["config"]) == ("batchnorm2d", {"channels": 4, "height": 6, "width": 6})
+    assert norm["approx"].startswith("InstanceNormalization has no kind")

@@ -665,3 +665,36 @@ def test_conv_stand_ins_keep_the_flops_of_any_conv_they_accept(what, cin, cout, 
     else:  # every input element meets the whole kernel of its group
         want = 2 * torch.zeros(shape).numel() * conv.weight[0].numel()
     assert k.forward_flops(layer["config"]) == want and "approx" in layer
+
+
+def test_an_instance_norm_stands_in_as_the_batch_norm_of_the_same_sizes():
+    """torch computes nn.InstanceNorm1d/2d as a batch norm over the (1, B x C, ...) view: under approx it is the
+    batchnorm1d/2d of the same sizes, marked approx; without approx it stays refused by name. GroupNorm keeps the
+    generic elementwise kind (a layernorm of the same statistics measured no closer)."""
+    class Net(nn.Module):
+        def __init__(self, norm, out):
+            super().__init__()
+            self.norm, self.fc = norm, nn.Linear(out, 3)
+
+        def forward(self, x):
+            return self.fc(torch.flatten(torch.relu(self.norm(x)), 1))
+
+    for norm, shape, kind, config in (
+            (nn.InstanceNorm2d(8, affine=True), [8, 6, 6], "batchnorm2d", {"channels": 8, "height": 6, "width": 6}),
+            (nn.InstanceNorm2d(8), [8, 6, 6], "batchnorm2d", {"channels": 8, "height": 6, "width": 6}),
+            (nn.InstanceNorm1d(8), [8, 20], "batchnorm1d", {"channels": 8, "length": 20})):
+        net = Net(norm, _prod_of(shape))
+        with pytest.raises(UnsupportedOperatorError, match="InstanceNorm"):
+            layers_of(net, input_shape=shape)
+        first = layers_of(net, input_shape=shape, unknown_ops="approx").layers[0]
+        assert (first["kind"], first["config"], first["op"]) == (kind, config, type(norm).__name__)
+        assert first["approx"].startswith(f"{type(norm).__name__} has no kind")
+    gn = layers_of(Net(nn.GroupNorm(2, 8), 288), input_shape=[8, 6, 6], unknown_ops="approx").layers[0]
+    assert gn["kind"] == "elementwise" and gn["approx"]
+
+
+def _prod_of(shape):
+    n = 1
+    for s in shape:
+        n *= s
+    return n

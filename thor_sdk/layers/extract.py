@@ -184,6 +184,8 @@ def _stand_in(node, gm, in_shape, full_shape, got, refused, in_axis, shape_of, b
     - ``x @ y``, ``torch.matmul``, ``torch.bmm`` (both operands at least 2-D): a ``linear`` of the same FLOPs
       (in = the contracted size, out = the result's last size, tokens = the rest of the result).
     - ``F.scaled_dot_product_attention``: scores, ``softmax``, weighted sum, as above.
+    - ``nn.InstanceNorm1d`` / ``nn.InstanceNorm2d`` (batch first): the ``batchnorm1d`` / ``batchnorm2d`` of the same
+      sizes (``instance_norm_stand_in``).
     """
     import torch
     from torch import nn
@@ -212,6 +214,9 @@ def _stand_in(node, gm, in_shape, full_shape, got, refused, in_axis, shape_of, b
             return _transposed_stand_in(mod, in_shape)
         if isinstance(mod, nn.MultiheadAttention):
             return _attention_stand_in(node, mod, shape_of, batch_axis)
+        if isinstance(mod, (nn.InstanceNorm1d, nn.InstanceNorm2d)) and in_axis == 0 and in_shape is not None \
+                and len(in_shape) == (3 if isinstance(mod, nn.InstanceNorm2d) else 2):
+            return _one(instance_norm_stand_in(in_shape, type(mod).__name__))
         return None
     if node.op == "call_method" and node.target in ("matmul", "bmm", "__matmul__") \
             or node.op == "call_function" and node.target in (operator.matmul, torch.matmul, torch.bmm):
@@ -241,6 +246,21 @@ def _stand_in(node, gm, in_shape, full_shape, got, refused, in_axis, shape_of, b
     return None
 
 
+def instance_norm_stand_in(shape, label):
+    """``((kind, config), reason)``: an instance norm of a channels-first per-sample ``shape`` ((C, L) or (C, H, W))
+    as the ``batchnorm1d`` / ``batchnorm2d`` of the same sizes: torch computes an instance norm as a batch norm over
+    the (1, B x C, ...) view, the same kernels over the same elements. On this project's host it cost 0.87-1.44x that
+    stand-in, where the generic elementwise kind under-read it 1.6-2.1x (``bench/bench_stand_ins.py``). None for
+    another shape. Both readers use it."""
+    if shape is None or len(shape) not in (2, 3):
+        return None
+    kind, config = (("batchnorm2d", {"channels": shape[0], "height": shape[1], "width": shape[2]}) if len(shape) == 3
+                    else ("batchnorm1d", {"channels": shape[0], "length": shape[1]}))
+    if not valid_config(kind, config):
+        return None
+    return (kind, config), f"{label} has no kind: estimated as the {kind} of the same sizes"
+
+
 def _bidirectional_stand_in(rnn, in_shape, in_axis=0):
     from torch import nn
 
@@ -267,7 +287,7 @@ def _projected_lstm_stand_in(lstm, in_shape, in_axis=0):
     of the two directions' projections too, and the layers after the first read 2P (else P). Not the lstm of the
     same multiply-adds (its recurrence reads P, not H): PyTorch runs a projected LSTM step by step outside its
     fused kernels (oneDNN has no projection), and on this project's host it cost 2.1-2.2x the same-FLOPs stand-in
-    and 0.99-1.17x this one at hidden 256-320, but 1.64-1.78x at hidden 128 (one direction or two): there the
+    and 0.99-1.19x this one at hidden 256-320, but 1.52-1.92x at hidden 128 (one direction or two): there the
     unfused path's per-step ops weigh more than the fused lstm's (``bench/bench_stand_ins.py``)."""
     if not _batch_first_ok(lstm.batch_first, in_axis) or in_shape is None or len(in_shape) != 2:
         return None

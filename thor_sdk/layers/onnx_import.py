@@ -17,8 +17,8 @@ import os
 
 from thor_sdk.errors import FormatError, ModelError, NotFoundError, UsageError
 
-from .extract import (add_layer, dilated_conv_stand_in, einsum_stand_in, finish_layers, matmul_stand_in,
-                      refuse_unsupported, transposed_conv_stand_in)
+from .extract import (add_layer, dilated_conv_stand_in, einsum_stand_in, finish_layers, instance_norm_stand_in,
+                      matmul_stand_in, refuse_unsupported, transposed_conv_stand_in)
 
 _BATCH = 2  # batch size substituted for a symbolic batch dimension before shape inference
 
@@ -519,7 +519,8 @@ def _stand_in(g, node, got, refused):
     through the torch.fx reader's own stand-ins (``extract``: same kinds, same FLOPs), or None.
     ``got``/``refused``: what ``_node_layer`` returned and recorded for it. A MatMul of two activations: a
     ``linear``; an Einsum of two activations (batch first): a ``linear`` of the same FLOPs; a dilated Conv: the
-    undilated conv; a 2-D ConvTranspose: the stride-1 conv of the same kernel."""
+    undilated conv; a 2-D ConvTranspose: the stride-1 conv of the same kernel; an InstanceNormalization: the batch
+    norm of the same sizes."""
     op, a = node.op_type, _attrs(node)
     if op == "MatMul":
         x, w = node.input[0], node.input[1]
@@ -533,6 +534,8 @@ def _stand_in(g, node, got, refused):
         # batch first: every operand and the result as (1, *per sample); the batch letter is never summed over
         return einsum_stand_in(_decode(a.get("equation", "")), [[1, *g.per_sample(i)] for i in node.input],
                                [1, *g.per_sample(node.output[0])])
+    if op == "InstanceNormalization":
+        return instance_norm_stand_in(g.per_sample(node.input[0]), "InstanceNormalization")
     if op == "Conv" and got is not None and refused == ["Conv(dilation>1)"]:
         d = {int(v) for v in a.get("dilations", [1, 1])}
         return dilated_conv_stand_in(got, d.pop(), "Conv") if len(d) == 1 else None
