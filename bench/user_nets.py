@@ -204,6 +204,28 @@ class SeqLSTM(nn.Module):
         return self.fc(h[-1])
 
 
+class StyleBlock(nn.Module):
+    """A style-transfer generator's core as fast-style-transfer code writes it: a strided conv, two residual blocks
+    of conv + InstanceNorm2d (affine) + ReLU, an upsample back, a conv to 3 channels (image to image; its last conv
+    is the head)."""
+
+    def __init__(self, c=32):
+        super().__init__()
+        self.down = nn.Conv2d(3, c, 3, stride=2, padding=1)
+        self.n0 = nn.InstanceNorm2d(c, affine=True)
+        self.blocks = nn.ModuleList([nn.ModuleList([nn.Conv2d(c, c, 3, padding=1), nn.InstanceNorm2d(c, affine=True),
+                                                    nn.Conv2d(c, c, 3, padding=1), nn.InstanceNorm2d(c, affine=True)])
+                                     for _ in range(2)])
+        self.up = nn.Upsample(scale_factor=2, mode="nearest")
+        self.out = nn.Conv2d(c, 3, 3, padding=1)
+
+    def forward(self, x):
+        h = torch.relu(self.n0(self.down(x)))
+        for c1, n1, c2, n2 in self.blocks:
+            h = h + n2(c2(torch.relu(n1(c1(h)))))
+        return self.out(self.up(h))
+
+
 #: nets whose architecture joined the zoo after they had shown it missing (docs/model-zoo.md): no longer clean
 #: no longer unseen cases, reported apart: SeqLSTM read 1.95x before lstm_har joined the zoo; SdpaBlock calls
 #: F.scaled_dot_product_attention, as vit_tiny (in the zoo since 2026-11-27) does
@@ -213,4 +235,4 @@ COVERED_SINCE = {"SeqLSTM", "SdpaBlock"}
 NETS = (("UNetTiny", (3, 32, 32)), ("BiLSTM", (32,)), ("GRU2", (50, 12)), ("MHA", (24, 32)),
         ("DilatedTCN", (3, 128)), ("MobileBlock", (3, 64, 64)), ("Deconv", (3, 32, 32)), ("TextGRU", (40,)),
         ("ManualAttn", (16, 32)), ("Encoder", (32, 16)), ("SdpaBlock", (24, 20)), ("EinsumAttn", (20, 16)),
-        ("CrossAttn", (30, 24)), ("SeqLSTM", (64, 9)))
+        ("CrossAttn", (30, 24)), ("SeqLSTM", (64, 9)), ("StyleBlock", (3, 32, 32)))
