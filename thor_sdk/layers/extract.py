@@ -146,7 +146,10 @@ def _layernorm(k, in_shape, in_axis, unsupported, label):
     is at ``in_axis``: normalized = their product, tokens = the rest. Over several dimensions it is the same
     computation as over their product (torch normalises an (M, N) view of the input), so it is no stand-in. One whose
     dimensions take in the batch axis is recorded unsupported."""
-    if in_shape is None or not 1 <= k <= len(in_shape) or in_axis >= len(in_shape) + 1 - k:
+    if in_shape is None:
+        unsupported.append(f"{label}(input shape unknown)")
+        return None
+    if not 1 <= k <= len(in_shape) or in_axis >= len(in_shape) + 1 - k:
         unsupported.append(f"{label}(over the batch axis)")
         return None
     cut = len(in_shape) - k
