@@ -253,3 +253,45 @@ def test_host_measurements_hold_freed_memory_so_steps_pay_no_page_faults():
     measured, policy = _faults_per_step("measured")
     assert policy == "hold freed memory"
     assert measured < 5 < plain  # ~0 against hundreds: 2 MiB of untouched pages is 512 faults
+
+
+def test_a_load_average_raised_by_our_own_waiting_is_not_busy_on_a_gpu_device(tmp_path):
+    """On a GPU device the load average counts threads waiting on the driver: there only the runnable threads beside
+    ours say busy (what a lent H100 showed: load 0.53-3.33, ours alone runnable in 4,105 of 4,130 windows). The CPU
+    host keeps both signals."""
+    high_load_alone = [{"load_1m": 3.3, "other_runnable": 0}] * 5
+    assert load_summary(high_load_alone, own_threads=1)["busy"] is True
+    s = load_summary(high_load_alone, own_threads=1, use_load_average=False)
+    assert s["busy"] is False and s["warning"] is None and s["other_load_1m"] == 2.3  # still reported
+    shared = [{"load_1m": 3.3, "other_runnable": 1}] * 5
+    assert load_summary(shared, own_threads=1, use_load_average=False)["busy"] is True
+    assert HostDevice().load_average_means_busy() is True
+    assert HostDevice(accelerator="cuda").load_average_means_busy() is False
+
+    class GpuLike(FakeDevice):  # records what the H100's windows recorded; the campaign's real code judges it
+        def __init__(self, means_busy):
+            super().__init__(noise=0.0)
+            self.means_busy = means_busy
+
+        def load_average_means_busy(self):
+            return self.means_busy
+
+        def own_threads(self):
+            return 1
+
+        def measure_probe(self, probe, metric="time", settings=None, runtime="torch", on_round=None):
+            res = super().measure_probe(probe, metric, settings, runtime, on_round)
+            for r in res.values():
+                r.states = [dict(st, load_1m=3.3, procs_running=1, other_runnable=0) for st in r.states]
+            return res
+
+    from thor_sdk.campaign.measure import measure_and_store
+
+    settings = ProtocolSettings(min_rounds=3, max_rounds=3)
+    for means_busy in (True, False):
+        with Campaign.create(str(tmp_path / f"c{means_busy}.db"), {"device": {"name": "fake"}, "metric": "time",
+                                                                   "targets": []}) as c:
+            p = Probe("relu", {"numel": 256}, 4, "hidden")
+            c.plan(p)
+            sample = measure_and_store(c, GpuLike(means_busy), p, "time", settings, "torch")[0]
+            assert ("machine busy" in (sample.get("noise_reason") or "")) is means_busy

@@ -546,7 +546,8 @@ def _measurement_quality(dev, r, metric, settings):
     from thor_sdk.harness.protocol import robust_summary
 
     threads = dev.own_threads()
-    load = load_summary(r.states, os.cpu_count() if getattr(dev, "kind", None) == "host" else None, threads or 1)
+    load = load_summary(r.states, os.cpu_count() if getattr(dev, "kind", None) == "host" else None, threads or 1,
+                        use_load_average=dev.load_average_means_busy())
     cv = robust_summary(r.values(metric))["cv"]
     outliers = r.outliers(metric, settings.outlier_k)
     warnings = [load["warning"]] if load["warning"] else []

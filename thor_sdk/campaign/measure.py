@@ -117,7 +117,8 @@ def measure_and_store(campaign, device, probe, metric, settings, runtime, on_pro
         offset += max(len(r.time_s) for r in res.values())
         samples = derive_samples(probe, merged, metric, cv_target=s.cv_target,
                                  load=load_summary([st for r in merged.values() for st in r.states],
-                                                   own_threads=device.own_threads() or 1))
+                                                   own_threads=device.own_threads() or 1,
+                                                   use_load_average=device.load_average_means_busy()))
         if not any(x["flagged"] for x in samples):
             break
     campaign.complete(probe.id, samples, window_detail=window_detail(merged))

@@ -55,6 +55,11 @@ class Device:
         """Intra-op threads a measurement here runs with, where known (the host); None elsewhere."""
         return None
 
+    def load_average_means_busy(self):
+        """Whether a 1-minute load average above our own threads says other work competed with a measurement
+        (``load_summary``); the runnable threads beside ours always do."""
+        return True
+
     def measure_model(self, model, batch_size, metric="time", settings=None, runtime="torch", on_round=None):
         """Measure one whole model's training step; returns a PartResult (part "model"). ``model`` is a
         reference-network name; the host also takes any other form (``thor_sdk.harness.whole_model``)."""

@@ -138,6 +138,12 @@ class HostDevice(Device):
         gpu = self._nv().state() if self.accelerator == "cuda" else {}
         return dict(sysfs_state(self.root), **load_state(self.root, self.own_threads()), **gpu)
 
+    def load_average_means_busy(self):
+        """Not on a GPU: the load average counts threads waiting on the driver, not only running ones. On a lent
+        H100 (``bench/results/gpu-profile-h100-20261127-1014``) it read 0.53-3.33 (median 1.41) while the runnable
+        threads were ours alone in 4,105 of 4,130 windows, and called 94 of 286 probes busy."""
+        return self.accelerator == "cpu"
+
     def own_threads(self):
         """The intra-op threads a measurement here runs with (what the load beside it is compared to)."""
         if self.threads:

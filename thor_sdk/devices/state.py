@@ -9,8 +9,10 @@ Missing or unreadable files are simply absent from the record. Pass it to the pr
 
 ``load_state(root, own_threads)`` reads the machine's load (``/proc/loadavg``'s 1-minute average and
 ``/proc/stat``'s instantaneous ``procs_running``, minus the measuring process's own threads), and
-``load_summary(states, cpu_count, own_threads)`` says whether other work competed with a measurement:
-a busy machine makes time and energy unreliable, so it is recorded with every window and warned about.
+``load_summary(states, cpu_count, own_threads, use_load_average)`` says whether other work competed with a
+measurement: a busy machine makes time and energy unreliable, so it is recorded with every window and warned about.
+On a GPU device the load average counts our own threads waiting on the driver, so there the runnable threads alone
+decide (``Device.load_average_means_busy``).
 """
 
 import statistics
@@ -95,9 +97,11 @@ def load_state(root="/", own_threads=1):
 BUSY_OTHER = 1.0
 
 
-def load_summary(states, cpu_count=None, own_threads=1):
+def load_summary(states, cpu_count=None, own_threads=1, use_load_average=True):
     """What the windows' recorded load says: ``{"windows", "other_runnable_median", "load_1m_max",
-    "other_load_1m", "busy", "warning"}`` (``busy`` None when no window recorded a load)."""
+    "other_load_1m", "busy", "warning"}`` (``busy`` None when no window recorded a load).
+    ``use_load_average`` False: only the runnable threads beside ours say busy (the load average is still
+    reported): a device whose own waiting raises it (``Device.load_average_means_busy``)."""
     states = [s for s in states or () if isinstance(s, dict)]
     runnable = [s["other_runnable"] for s in states if isinstance(s.get("other_runnable"), (int, float))]
     loads = [s["load_1m"] for s in states if isinstance(s.get("load_1m"), (int, float))]
@@ -109,7 +113,7 @@ def load_summary(states, cpu_count=None, own_threads=1):
     other_load = max(0.0, statistics.median(loads) - threads) if loads else 0.0
     out["other_load_1m"] = round(other_load, 2)
     med = out["other_runnable_median"] or 0.0
-    out["busy"] = med >= BUSY_OTHER or other_load >= BUSY_OTHER
+    out["busy"] = med >= BUSY_OTHER or (use_load_average and other_load >= BUSY_OTHER)
     if out["busy"]:
         cpus = f" on {cpu_count} CPUs" if cpu_count else ""
         out["warning"] = (f"the machine was busy while measuring (other runnable threads: median {med:g}; "
