@@ -96,6 +96,10 @@ def _cases():
             a = torch.softmax(torch.einsum("bhqd,bhkd->bhqk", x, x), dim=-1)
             return torch.relu(torch.einsum("bhqk,bhkd->bhqd", a, x))
 
+    class EinsumChain(nn.Module):
+        def forward(self, x):  # (B, T, d): x x^T x, one einsum of three operands (a kernel-smoothing product)
+            return torch.relu(torch.einsum("bij,bkj,bkl->bil", x, x, x))
+
     class Cross(nn.Module):
         def __init__(self, d, h, tk):
             super().__init__()
@@ -145,6 +149,8 @@ def _cases():
         ("scaled_dot_product_attention 4 heads T32 hd16", Sdpa(), (4, 32, 16), 16),
         ("einsum q k^T, softmax, einsum with v: 4 heads T32 hd16", EinsumScores(), (4, 32, 16), 16),
         ("einsum q k^T, softmax, einsum with v: 8 heads T64 hd32", EinsumScores(), (8, 64, 32), 8),
+        ("einsum of three operands x x^T x: T32 d16", EinsumChain(), (32, 16), 16),
+        ("einsum of three operands x x^T x: T64 d64", EinsumChain(), (64, 64), 8),
         ("MultiheadAttention cross d64 h4 Tq24 Tk8", Cross(64, 4, 8), (24, 64), 16),
         ("MultiheadAttention cross d128 h8 Tq64 Tk16", Cross(128, 8, 16), (64, 128), 16),
     ]

@@ -698,3 +698,46 @@ def _prod_of(shape):
     for s in shape:
         n *= s
     return n
+
+
+def test_a_three_operand_einsum_stands_in_as_its_two_pairwise_contractions():
+    """torch contracts three operands pairwise: left to right, or (with opt_einsum) the pairing of fewest
+    multiply-adds. Each contraction is a linear layer of its own multiply-adds; a contraction summing over nothing
+    (a broadcast product) is refused, even under approx."""
+    from thor_sdk.layers.extract import einsum_chain_stand_in
+
+    shapes, out = [[1, 4, 8], [1, 8, 16], [1, 16, 2]], [1, 4, 2]
+    layers, why = einsum_chain_stand_in("bij,bjk,bkl->bil", shapes, out)
+    assert [(s, k, c) for s, (k, c), _ in layers] == [
+        (".contract0", "linear", {"in_features": 8, "out_features": 16, "tokens": 4, "bias": 0}),  # (4x8)(8x16)
+        (".contract1", "linear", {"in_features": 16, "out_features": 2, "tokens": 4, "bias": 0})]  # (4x16)(16x2)
+    assert [r for *_, r in layers] == [True, False] and "left to right" in why
+    layers, why = einsum_chain_stand_in("bij,bjk,bkl->bil", shapes, out, cheapest=True)
+    assert [c for _, (k, c), _ in layers] == [  # (8x16)(16x2) first: 256 + 64 multiply-adds, not 512 + 128
+        {"in_features": 16, "out_features": 2, "tokens": 8, "bias": 0},
+        {"in_features": 8, "out_features": 2, "tokens": 4, "bias": 0}]
+    assert "operands 2 and 3 first" in why
+    assert einsum_chain_stand_in("bi,bi,bi->bi", [[1, 8]] * 3, [1, 8]) is None  # sums over nothing
+    assert einsum_chain_stand_in("bij,bjk,bkl", shapes, out) is None  # an implicit output
+    assert einsum_chain_stand_in("bij,jk,bkl->bil", [[1, 4, 8], [8, 16], [1, 16, 2]], out) is None  # no batch
+
+    class Chain(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.a, self.b, self.fc = nn.Linear(8, 8), nn.Linear(8, 16), nn.Linear(8, 3)
+
+        def forward(self, x):  # x: [B, 4, 8]
+            h = self.b(x).view(-1, 8, 8)  # [B, 8, 8]
+            y = torch.einsum("bij,bjk,bkl->bil", self.a(x), h, h)
+            return self.fc(y.mean(dim=1))
+
+    with pytest.raises(UnsupportedOperatorError, match="einsum"):
+        layers_of(Chain(), input_shape=[4, 8])
+    ein = [l for l in layers_of(Chain(), input_shape=[4, 8], unknown_ops="approx").layers if l["op"] == "torch.einsum"]
+    assert [l["kind"] for l in ein] == ["linear", "linear"] and all("pairwise" in l["approx"] for l in ein)
+    assert _flops(ein) == 2 * (4 * 8 * 8 + 4 * 8 * 8)  # (4x8)(8x8), then (4x8)(8x8): the cheapest order too
+    with pytest.raises(UnsupportedOperatorError, match="einsum"):
+        class Broadcast(Chain):
+            def forward(self, x):
+                return self.fc(torch.einsum("bij,bij,bij->bij", x, x, x).mean(dim=1))
+        layers_of(Broadcast(), input_shape=[4, 8], unknown_ops="approx")

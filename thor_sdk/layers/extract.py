@@ -183,7 +183,8 @@ def _stand_in(node, gm, in_shape, full_shape, got, refused, in_axis, shape_of, b
       ``kdim``/``vdim`` where the module has them), the scores and
       the weighted sum as ``linear`` layers of the same FLOPs, their ``softmax``, the output projection.
     - ``torch.einsum`` of two operands, batch first (``"bhqd,bhkd->bhqk"``; an ellipsis spelled out,
-      ``spell_out_ellipsis``): a ``linear`` of the same FLOPs.
+      ``spell_out_ellipsis``): a ``linear`` of the same FLOPs; of three: its two pairwise contractions
+      (``einsum_chain_stand_in``).
     - ``x @ y``, ``torch.matmul``, ``torch.bmm`` (both operands at least 2-D): a ``linear`` of the same FLOPs
       (in = the contracted size, out = the result's last size, tokens = the rest of the result).
     - ``F.scaled_dot_product_attention``: scores, ``softmax``, weighted sum, as above.
@@ -235,7 +236,13 @@ def _stand_in(node, gm, in_shape, full_shape, got, refused, in_axis, shape_of, b
             operands = operands[0]
         if any(batch_axis(n) for n in (node, *operands)):  # its subscripts are read with the batch first
             return None
-        return _one(einsum_stand_in(node.args[0], [full_shape(a) for a in operands], full_shape(node)))
+        shapes = [full_shape(a) for a in operands]
+        if len(operands) == 3:  # contracted pairwise, in the order this torch would take
+            from torch.backends import opt_einsum
+
+            return einsum_chain_stand_in(node.args[0], shapes, full_shape(node),
+                                         cheapest=bool(opt_einsum.is_available() and opt_einsum.enabled))
+        return _one(einsum_stand_in(node.args[0], shapes, full_shape(node)))
     if node.op == "call_function" and node.target is F.scaled_dot_product_attention:
         args = [_arg(node, i, name) for i, name in enumerate(("query", "key", "value"))]
         q, k, v = (full_shape(a) for a in args)
@@ -444,8 +451,8 @@ def einsum_stand_in(equation, shapes, out_shape):
     """``(("linear", config), reason)`` for ``torch.einsum`` of two operands (full shapes, batch first) as a
     linear layer of the same multiply-adds: every output element sums over the letters it lacks (in = their
     sizes' product, out and tokens from the result per sample); an ellipsis is read as the letters it stands for
-    (``spell_out_ellipsis``). None for what it cannot say (an implicit output, one or three operands, a batch axis
-    that is not every subscript's first letter, no letter summed over)."""
+    (``spell_out_ellipsis``). None for what it cannot say (an implicit output, one or three operands (three:
+    ``einsum_chain_stand_in``), a batch axis that is not every subscript's first letter, no letter summed over)."""
     label = equation
     equation = spell_out_ellipsis(equation, shapes) if len(shapes) == 2 else None
     if not isinstance(equation, str) or "->" not in equation or len(shapes) != 2:
@@ -467,6 +474,57 @@ def einsum_stand_in(equation, shapes, out_shape):
     if contracted < 2:
         return None
     return matmul_stand_in(int(contracted), [int(n) for n in out_shape[1:]], f"torch.einsum({label!r})")
+
+
+def einsum_chain_stand_in(equation, shapes, out_shape, cheapest=False):
+    """``([(suffix, ("linear", config), reads_input)], reason)`` for ``torch.einsum`` of three operands (full shapes,
+    batch first): its two pairwise contractions, each a linear layer of the same multiply-adds (the first reads the
+    operator's inputs, the second the intermediate). The order is torch's: left to right, or with ``cheapest``
+    (torch with opt_einsum, whose optimal path for three operands is the pairing of fewest multiply-adds) that
+    pairing. The intermediate keeps the letters the third operand or the output still needs. None for what it
+    cannot say: an implicit output, a batch letter that is not every subscript's first, a contraction that sums
+    over nothing (a broadcast product, not a matmul), an intermediate with nothing beside the batch."""
+    label = equation
+    equation = spell_out_ellipsis(equation, shapes) if len(shapes) == 3 else None
+    if not isinstance(equation, str) or "->" not in equation:
+        return None
+    lhs, out = equation.replace(" ", "").split("->")
+    ins = lhs.split(",")
+    if len(ins) != 3 or any(s is None or len(s) != len(sub) for s, sub in zip(shapes, ins)) \
+            or out_shape is None or len(out) != len(out_shape) or len(out) < 2:
+        return None
+    size = {}
+    for sub, shape in zip(ins, shapes):
+        for letter, n in zip(sub, shape):
+            if size.setdefault(letter, n) != n and 1 not in (n, size[letter]):
+                return None
+            size[letter] = max(size[letter], n)
+    if not all(sub[:1] == out[:1] for sub in ins) or any(letter not in size for letter in out):
+        return None
+
+    def contract(a, b, needed):  # (result letters, summed-over size, multiply-adds)
+        letters = "".join(dict.fromkeys(a + b))
+        return ("".join(x for x in letters if x in needed), _prod([size[x] for x in letters if x not in needed]),
+                _prod([size[x] for x in letters]))
+
+    best = None
+    for i, j, k in [(0, 1, 2)] + ([(0, 2, 1), (1, 2, 0)] if cheapest else []):
+        mid, s1, f1 = contract(ins[i], ins[j], ins[k] + out)
+        _, s2, f2 = contract(mid, ins[k], out)
+        if best is None or f1 + f2 < best[0]:
+            best = (f1 + f2, (i, j, k), mid, s1, s2)
+    _, (i, j, k), mid, s1, s2 = best
+    if s1 < 2 or s2 < 2 or len(mid) < 2:
+        return None
+    what = f"torch.einsum({label!r})"
+    first = matmul_stand_in(int(s1), [int(size[x]) for x in mid[1:]], what)[0]
+    second = matmul_stand_in(int(s2), [int(n) for n in out_shape[1:]], what)[0]
+    if not (valid_config(*first) and valid_config(*second)):
+        return None
+    order = "left to right" if (i, j) == (0, 1) and not cheapest else \
+        f"operands {i + 1} and {j + 1} first (the fewest multiply-adds, as opt_einsum contracts them)"
+    return ([(".contract0", first, True), (".contract1", second, False)],
+            f"{what} has no kind: estimated as its two pairwise contractions ({order}), linear layers of the same FLOPs")
 
 
 def valid_config(kind, config):
