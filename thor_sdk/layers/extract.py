@@ -447,33 +447,43 @@ def spell_out_ellipsis(equation, shapes):
     return ",".join(ins) + "->" + out.replace("...", letters)
 
 
+def _einsum_subscripts(equation, shapes, out_shape, n):
+    """``(operand subscripts, output subscript, {letter: size})`` of an einsum of ``n`` operands (full shapes, batch
+    first; an ellipsis spelled out), or None where it cannot be read: an implicit output, a subscript that does not
+    match its shape, sizes that do not broadcast, a batch letter that is not every subscript's first."""
+    spelled = spell_out_ellipsis(equation, shapes) if len(shapes) == n else None
+    if not isinstance(spelled, str) or "->" not in spelled:
+        return None
+    lhs, out = spelled.replace(" ", "").split("->")
+    ins = lhs.split(",")
+    if len(ins) != n or any(s is None or len(s) != len(sub) for s, sub in zip(shapes, ins)) \
+            or out_shape is None or len(out) != len(out_shape) or len(out) < 2:
+        return None
+    size = {}
+    for sub, shape in zip(ins, shapes):
+        for letter, k in zip(sub, shape):
+            if size.setdefault(letter, k) != k and 1 not in (k, size[letter]):
+                return None
+            size[letter] = max(size[letter], k)
+    if not all(sub[:1] == out[:1] for sub in ins) or any(letter not in size for letter in out):
+        return None
+    return ins, out, size
+
+
 def einsum_stand_in(equation, shapes, out_shape):
     """``(("linear", config), reason)`` for ``torch.einsum`` of two operands (full shapes, batch first) as a
     linear layer of the same multiply-adds: every output element sums over the letters it lacks (in = their
     sizes' product, out and tokens from the result per sample); an ellipsis is read as the letters it stands for
     (``spell_out_ellipsis``). None for what it cannot say (an implicit output, one or three operands (three:
     ``einsum_chain_stand_in``), a batch axis that is not every subscript's first letter, no letter summed over)."""
-    label = equation
-    equation = spell_out_ellipsis(equation, shapes) if len(shapes) == 2 else None
-    if not isinstance(equation, str) or "->" not in equation or len(shapes) != 2:
+    read = _einsum_subscripts(equation, shapes, out_shape, 2)
+    if read is None:
         return None
-    lhs, out = equation.replace(" ", "").split("->")
-    ins = lhs.split(",")
-    if len(ins) != 2 or any(s is None or len(s) != len(sub) for s, sub in zip(shapes, ins)) \
-            or out_shape is None or len(out) != len(out_shape) or len(out) < 2:
-        return None
-    size = {}
-    for sub, shape in zip(ins, shapes):
-        for letter, n in zip(sub, shape):
-            if size.setdefault(letter, n) != n and 1 not in (n, size[letter]):
-                return None
-            size[letter] = max(size[letter], n)
-    if not (ins[0][:1] == ins[1][:1] == out[:1]) or any(letter not in size for letter in out):
-        return None
+    ins, out, size = read
     contracted = _prod([n for letter, n in size.items() if letter not in out])
     if contracted < 2:
         return None
-    return matmul_stand_in(int(contracted), [int(n) for n in out_shape[1:]], f"torch.einsum({label!r})")
+    return matmul_stand_in(int(contracted), [int(n) for n in out_shape[1:]], f"torch.einsum({equation!r})")
 
 
 def einsum_chain_stand_in(equation, shapes, out_shape, cheapest=False):
@@ -484,23 +494,10 @@ def einsum_chain_stand_in(equation, shapes, out_shape, cheapest=False):
     pairing. The intermediate keeps the letters the third operand or the output still needs. None for what it
     cannot say: an implicit output, a batch letter that is not every subscript's first, a contraction that sums
     over nothing (a broadcast product, not a matmul), an intermediate with nothing beside the batch."""
-    label = equation
-    equation = spell_out_ellipsis(equation, shapes) if len(shapes) == 3 else None
-    if not isinstance(equation, str) or "->" not in equation:
+    read = _einsum_subscripts(equation, shapes, out_shape, 3)
+    if read is None:
         return None
-    lhs, out = equation.replace(" ", "").split("->")
-    ins = lhs.split(",")
-    if len(ins) != 3 or any(s is None or len(s) != len(sub) for s, sub in zip(shapes, ins)) \
-            or out_shape is None or len(out) != len(out_shape) or len(out) < 2:
-        return None
-    size = {}
-    for sub, shape in zip(ins, shapes):
-        for letter, n in zip(sub, shape):
-            if size.setdefault(letter, n) != n and 1 not in (n, size[letter]):
-                return None
-            size[letter] = max(size[letter], n)
-    if not all(sub[:1] == out[:1] for sub in ins) or any(letter not in size for letter in out):
-        return None
+    ins, out, size = read
 
     def contract(a, b, needed):  # (result letters, summed-over size, multiply-adds)
         letters = "".join(dict.fromkeys(a + b))
@@ -516,7 +513,7 @@ def einsum_chain_stand_in(equation, shapes, out_shape, cheapest=False):
     _, (i, j, k), mid, s1, s2 = best
     if s1 < 2 or s2 < 2 or len(mid) < 2:
         return None
-    what = f"torch.einsum({label!r})"
+    what = f"torch.einsum({equation!r})"
     first = matmul_stand_in(int(s1), [int(size[x]) for x in mid[1:]], what)[0]
     second = matmul_stand_in(int(s2), [int(n) for n in out_shape[1:]], what)[0]
     if not (valid_config(*first) and valid_config(*second)):
