@@ -8,9 +8,9 @@ LSTM/GRU as one layer per direction and a ``cat``; a projected LSTM as the lstm 
 projection, per direction; a dilated conv as the undilated conv of the same output
 size; a transposed conv as the stride-1 conv of the same FLOPs; nn.MultiheadAttention (self and cross),
 ``x @ y``, ``torch.einsum`` and F.scaled_dot_product_attention as ``linear`` layers of the same FLOPs and a
-``softmax``; an instance norm as the batch norm of the same sizes. Also timed against the layers they are read as: a
-LayerNorm over several trailing dimensions (its own kind, over their product) and GroupNorm (the generic
-``elementwise`` kind).
+``softmax``; an instance norm as the batch norm of the same sizes; GroupNorm as the layernorm of the same
+statistics. Also timed against the layer it is read as: a LayerNorm over several trailing dimensions (its own kind,
+over their product).
 
 Each case is a small module holding the operator (and a cheap ReLU after it, so no linear stand-in becomes the
 loss head). Its layer list comes from the product's own ``layers_of(..., unknown_ops="approx")``; every layer
