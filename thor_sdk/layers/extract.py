@@ -277,7 +277,7 @@ def _group_norm_stand_in(mod, in_shape):
 def instance_norm_stand_in(shape, label):
     """``((kind, config), reason)``: an instance norm of a channels-first per-sample ``shape`` ((C, L) or (C, H, W))
     as the ``batchnorm1d`` / ``batchnorm2d`` of the same sizes: torch computes an instance norm as a batch norm over
-    the (1, B x C, ...) view, the same kernels over the same elements. On this project's host it cost 0.87-1.44x that
+    the (1, B x C, ...) view, the same kernels over the same elements. On this project's host it cost 0.82-1.44x that
     stand-in, where the generic elementwise kind under-read it 1.6-2.1x (``bench/bench_stand_ins.py``). None for
     another shape. Both readers use it."""
     if shape is None or len(shape) not in (2, 3):
