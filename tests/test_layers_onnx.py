@@ -563,3 +563,22 @@ def test_instancenormalization_stands_in_as_the_batch_norm_of_the_same_sizes_und
     norm = layers[1]
     assert (norm["kind"], norm["config"]) == ("batchnorm2d", {"channels": 4, "height": 6, "width": 6})
     assert norm["approx"].startswith("InstanceNormalization has no kind")
+
+
+def test_an_einsum_of_three_activations_stands_in_as_two_contractions_under_approx(tmp_path):
+    """As the torch reader reads torch.einsum of three operands: its two pairwise contractions (left to right), each
+    a linear of its multiply-adds, the second reading the first; refused without approx."""
+    nodes = [helper.make_node("Transpose", ["x"], ["xt"], perm=[0, 2, 1]),
+             helper.make_node("Einsum", ["x", "xt", "x"], ["e"], equation="bij,bjk,bkl->bil"),
+             helper.make_node("Flatten", ["e"], ["f"], axis=1),
+             helper.make_node("MatMul", ["f", "w"], ["y"])]
+    path = _save(tmp_path / "ein3.onnx", nodes, ["N", 4, 8], [_init("w", (32, 3))], opset=17)
+    with pytest.raises(UnsupportedOperatorError, match="Einsum"):
+        layers_from_onnx(path)
+    layers = layers_from_onnx(path, unknown_ops="approx").layers
+    ein = [l for l in layers if l["op"] == "Einsum"]
+    assert [(l["name"][-10:], l["role"], l["config"]) for l in ein] == [
+        (".contract0", "input", {"in_features": 8, "out_features": 4, "tokens": 4, "bias": 0}),  # (4x8)(8x4)
+        (".contract1", "hidden", {"in_features": 4, "out_features": 8, "tokens": 4, "bias": 0})]  # (4x4)(4x8)
+    assert all("pairwise contractions (left to right)" in l["approx"] for l in ein)
+    assert layers[-1]["kind"] == "output"

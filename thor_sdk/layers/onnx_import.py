@@ -17,8 +17,8 @@ import os
 
 from thor_sdk.errors import FormatError, ModelError, NotFoundError, UsageError
 
-from .extract import (add_layer, dilated_conv_stand_in, einsum_stand_in, finish_layers, instance_norm_stand_in,
-                      matmul_stand_in, refuse_unsupported, transposed_conv_stand_in)
+from .extract import (add_layer, dilated_conv_stand_in, einsum_chain_stand_in, einsum_stand_in, finish_layers,
+                      instance_norm_stand_in, matmul_stand_in, refuse_unsupported, transposed_conv_stand_in)
 
 _BATCH = 2  # batch size substituted for a symbolic batch dimension before shape inference
 
@@ -518,7 +518,8 @@ def _stand_in(g, node, got, refused):
     """``((kind, config), reason)`` of a kind standing in for a node without one under ``unknown_ops="approx"``,
     through the torch.fx reader's own stand-ins (``extract``: same kinds, same FLOPs), or None.
     ``got``/``refused``: what ``_node_layer`` returned and recorded for it. A MatMul of two activations: a
-    ``linear``; an Einsum of two activations (batch first): a ``linear`` of the same FLOPs; a dilated Conv: the
+    ``linear``; an Einsum of two activations (batch first): a ``linear`` of the same FLOPs; of three: its two
+    pairwise contractions left to right (``([(suffix, (kind, config), reads_input)], reason)``, a list of layers); a dilated Conv: the
     undilated conv; a 2-D ConvTranspose: the stride-1 conv of the same kernel; an InstanceNormalization: the batch
     norm of the same sizes."""
     op, a = node.op_type, _attrs(node)
@@ -530,10 +531,12 @@ def _stand_in(g, node, got, refused):
         if not xs or not ys or len(g.shape(w)) < 2:
             return None
         return matmul_stand_in(xs[-1], ys, "MatMul(of two activations)")
-    if op == "Einsum" and len(node.input) == 2 and not any(g.is_const(i) for i in node.input):
+    if op == "Einsum" and len(node.input) in (2, 3) and not any(g.is_const(i) for i in node.input):
         # batch first: every operand and the result as (1, *per sample); the batch letter is never summed over
-        return einsum_stand_in(_decode(a.get("equation", "")), [[1, *g.per_sample(i)] for i in node.input],
-                               [1, *g.per_sample(node.output[0])])
+        args = (_decode(a.get("equation", "")), [[1, *g.per_sample(i)] for i in node.input],
+                [1, *g.per_sample(node.output[0])])
+        # three: its two pairwise contractions, left to right (a list of layers; see ``layers_from_onnx``)
+        return einsum_stand_in(*args) if len(node.input) == 2 else einsum_chain_stand_in(*args)
     if op == "InstanceNormalization":
         return instance_norm_stand_in(g.per_sample(node.input[0]), "InstanceNormalization")
     if op == "Conv" and got is not None and refused == ["Conv(dilation>1)"]:
@@ -726,14 +729,19 @@ def layers_from_onnx(path, input_shape=None, unknown_ops="error"):
         except _UnknownShape as e:
             unknown.append(f"{e.tensor} (input of {node.op_type} {node.name or k})")
             got = None
-        # a MatMul or Einsum stand-in is a product of two activations: no parameters of its own
-        has_params = got is not None and got[0] in _PARAM_KINDS \
+        # a MatMul or Einsum stand-in is a product of activations: no parameters of its own
+        has_params = isinstance(got, tuple) and got[0] in _PARAM_KINDS \
             and not (node.op_type in ("MatMul", "Einsum") and approx)
         for o in outs:
             needs_grad[o] = upstream or has_params
         if got is None:
             continue
-        add_layer(layers, node.name or f"{node.op_type.lower()}_{k}", got, upstream, node.op_type, approx)
+        name = node.name or f"{node.op_type.lower()}_{k}"
+        if isinstance(got, list):  # several stand-in layers: the later ones read the earlier ones' output
+            for suffix, layer, reads_input in got:
+                add_layer(layers, name + suffix, layer, upstream or not reads_input, node.op_type, approx)
+            continue
+        add_layer(layers, name, got, upstream, node.op_type, approx)
     refuse_unsupported(unsupported, source, unknown_ops)
     if unknown:
         raise ModelError(f"{source}: ONNX shape inference left these shapes unknown: {', '.join(unknown[:5])}"
