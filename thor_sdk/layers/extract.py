@@ -107,7 +107,7 @@ def _module_layer(mod, in_shape, out_shape, unsupported, in_axis=0):
     if isinstance(mod, nn.BatchNorm2d):
         return "batchnorm2d", {"channels": in_shape[0], "height": in_shape[1], "width": in_shape[2]}
     if isinstance(mod, nn.LayerNorm):
-        return _layernorm(len(mod.normalized_shape), in_shape, in_axis, unsupported, label)
+        return layernorm_layer(len(mod.normalized_shape), in_shape, in_axis, unsupported, label)
     if isinstance(mod, TokenPositionalEmbedding):
         return "embedding", {"num_embeddings": mod.tok.num_embeddings, "embedding_dim": mod.tok.embedding_dim,
                              "seq_len": in_shape[-1], "positional": 1}
@@ -141,11 +141,11 @@ def _module_layer(mod, in_shape, out_shape, unsupported, in_axis=0):
     return None
 
 
-def _layernorm(k, in_shape, in_axis, unsupported, label):
+def layernorm_layer(k, in_shape, in_axis, unsupported, label):
     """``("layernorm", config)`` of a LayerNorm over the last ``k`` dimensions of a per-sample ``in_shape`` whose batch
     is at ``in_axis``: normalized = their product, tokens = the rest. Over several dimensions it is the same
     computation as over their product (torch normalises an (M, N) view of the input), so it is no stand-in. One whose
-    dimensions take in the batch axis is recorded unsupported."""
+    dimensions take in the batch axis is recorded unsupported. Both readers use it."""
     if in_shape is None:
         unsupported.append(f"{label}(input shape unknown)")
         return None
@@ -220,8 +220,7 @@ def _stand_in(node, gm, in_shape, full_shape, got, refused, in_axis, shape_of, b
             return _attention_stand_in(node, mod, shape_of, batch_axis)
         if isinstance(mod, nn.GroupNorm) and in_axis == 0:
             return _one(_group_norm_stand_in(mod, in_shape))
-        if isinstance(mod, (nn.InstanceNorm1d, nn.InstanceNorm2d)) and in_axis == 0 and in_shape is not None \
-                and len(in_shape) == (3 if isinstance(mod, nn.InstanceNorm2d) else 2):
+        if isinstance(mod, (nn.InstanceNorm1d, nn.InstanceNorm2d)) and in_axis == 0:  # torch checks each one's rank
             return _one(instance_norm_stand_in(in_shape, type(mod).__name__))
         return None
     if node.op == "call_method" and node.target in ("matmul", "bmm", "__matmul__") \
@@ -921,10 +920,7 @@ def layers_from_module(module, input_shape, input_dtype="float32", vocab=None, s
                                  shape_of, batch_axis)
             if stand_in is not None:
                 del unsupported[n_unsupported:]
-                parts, reason = stand_in
-                for suffix, part, reads_input in parts:
-                    add_layer(layers, name + suffix, part, upstream if reads_input else True, op_label(node, gm),
-                              reason)
+                add_stand_in_layers(layers, name, *stand_in, upstream, op_label(node, gm))
                 continue
         if got is None and len(unsupported) > n_unsupported and unknown_ops == "approx" and _approximable(node, gm):
             shape = out_shape if out_shape is not None else in_shape
@@ -947,6 +943,14 @@ def add_layer(layers, name, got, upstream, op, approx=None):
     if approx:
         layer["approx"] = approx
     layers.append(layer)
+
+
+def add_stand_in_layers(layers, name, parts, reason, upstream, op):
+    """Append a stand-in's layers ``parts = [(suffix, (kind, config), reads_input)]`` (the torch.fx and ONNX readers
+    alike), each marked with ``reason``: one reading the operator's input takes its role from ``upstream``, the
+    others read an earlier stand-in layer's output (hidden)."""
+    for suffix, part, reads_input in parts:
+        add_layer(layers, name + suffix, part, upstream or not reads_input, op, reason)
 
 
 def refuse_unsupported(unsupported, source, unknown_ops):

@@ -17,8 +17,9 @@ import os
 
 from thor_sdk.errors import FormatError, ModelError, NotFoundError, UsageError
 
-from .extract import (add_layer, dilated_conv_stand_in, einsum_chain_stand_in, einsum_stand_in, finish_layers,
-                      instance_norm_stand_in, matmul_stand_in, refuse_unsupported, transposed_conv_stand_in)
+from .extract import (add_layer, add_stand_in_layers, dilated_conv_stand_in, einsum_chain_stand_in, einsum_stand_in,
+                      finish_layers, instance_norm_stand_in, layernorm_layer, matmul_stand_in, refuse_unsupported,
+                      transposed_conv_stand_in)
 
 _BATCH = 2  # batch size substituted for a symbolic batch dimension before shape inference
 
@@ -602,14 +603,11 @@ def _node_layer(g, node, extra, unsupported):
             unsupported.append("BatchNormalization(not 2-D)")
             return None
         return "batchnorm2d", {"channels": xs[0], "height": xs[1], "width": xs[2]}
-    if op == "LayerNormalization":  # over the axes from ``axis`` on (the batch first): their product
+    if op == "LayerNormalization":  # over the axes from ``axis`` on (the batch first): the last len(xs) + 1 - axis
         xs = g.per_sample(node.input[0])
         axis = int(a.get("axis", -1))
         axis = axis + len(xs) + 1 if axis < 0 else axis
-        if not 1 <= axis <= len(xs):
-            unsupported.append("LayerNormalization(over the batch axis)")
-            return None
-        return "layernorm", {"normalized": _prod(xs[axis - 1:]), "tokens": _prod(xs[:axis - 1])}
+        return layernorm_layer(len(xs) + 1 - axis, xs, 0, unsupported, "LayerNormalization")
     if op in _SIMPLE:
         if op == "Gelu" and _decode(a.get("approximate", "none")) != "none":
             unsupported.append("Gelu(approximate=tanh)")
@@ -737,9 +735,8 @@ def layers_from_onnx(path, input_shape=None, unknown_ops="error"):
         if got is None:
             continue
         name = node.name or f"{node.op_type.lower()}_{k}"
-        if isinstance(got, list):  # several stand-in layers: the later ones read the earlier ones' output
-            for suffix, layer, reads_input in got:
-                add_layer(layers, name + suffix, layer, upstream or not reads_input, node.op_type, approx)
+        if isinstance(got, list):  # several stand-in layers (an Einsum of three)
+            add_stand_in_layers(layers, name, got, approx, upstream, node.op_type)
             continue
         add_layer(layers, name, got, upstream, node.op_type, approx)
     refuse_unsupported(unsupported, source, unknown_ops)
