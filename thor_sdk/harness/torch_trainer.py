@@ -37,6 +37,14 @@ class TorchTrainer:
         self.last_loss = None
 
     def step(self):
+        self.enqueue()
+        if self.device.startswith("cuda"):
+            torch.cuda.synchronize(self.device)
+
+    def enqueue(self):
+        """One step's work handed to the device and not waited for: on a GPU the kernels may still be running
+        when this returns (the time it takes is the host's side of the step: Python, dispatch, launches); on
+        the CPU the step is done."""
         if self.opt is not None:
             self.opt.zero_grad(set_to_none=True)
         self.x.grad = None
@@ -45,8 +53,6 @@ class TorchTrainer:
         if self.opt is not None:
             self.opt.step()
         self.last_loss = loss.detach()
-        if self.device.startswith("cuda"):
-            torch.cuda.synchronize(self.device)
 
     def close(self):
         pass
