@@ -18,7 +18,11 @@ process, interleaved round by round (order reversed every other round), medians 
 - GPU: seconds the step's kernels take back to back: a spin kernel (``torch.cuda._sleep``) holds the GPU
   until the host has queued the whole step, then CUDA events time the queue from its first kernel to its
   last. A step that waited on the GPU before it was queued (an implicit synchronize) would time launch gaps
-  again: each figure says in how many steps the queue was whole.
+  again: each figure says in how many steps the queue was whole;
+- host, GPU busy: the host figure again, timed in those same steps (the GPU still spinning while the host
+  queues: are launches cheaper when the GPU has work?);
+- pipelined: seconds per step over a window of steps queued back to back with one synchronize at its end, as
+  a training loop that does not read its loss each step runs.
 The per-layer differences use THOR's subtraction, not its GP: this checks the decomposition, not a fit.
 On the CPU (``--device host``) host time is the wall time and there is no GPU figure (for tests).
 Time only; nothing changes a GPU setting.
@@ -68,7 +72,8 @@ class Timer:
         return statistics.median(rates)
 
     def figures(self, trainer):
-        """``(wall_s, host_s, gpu_s, whole_queues)``: ``gpu_s`` and ``whole_queues`` None on the CPU."""
+        """``(wall_s, host_s, gpu_s, whole_queues, host_busy_s, pipelined_s)``: ``gpu_s``, ``whole_queues`` and
+        ``host_busy_s`` None on the CPU."""
         for _ in range(3):
             trainer.step()
         n, t0 = 0, time.perf_counter()
@@ -79,8 +84,17 @@ class Timer:
             if el >= self.window_s and n >= 3:
                 break
         wall = el / n
+        n, t0 = 0, time.perf_counter()
+        while True:
+            trainer.enqueue()
+            n += 1
+            el = time.perf_counter() - t0
+            if el >= self.window_s and n >= 3:
+                break
+        self._sync()
+        pipelined = (time.perf_counter() - t0) / n
         if not self.cuda:
-            return wall, wall, None, None
+            return wall, wall, None, None, None, pipelined
         host = []
         for _ in range(self.steps):
             self._sync()
@@ -90,18 +104,20 @@ class Timer:
             self._sync()
         torch = self.torch
         cycles = int(self.sleep_cycles_per_s * (1.5 * max(host) + 1e-3))
-        gpu, whole = [], 0
+        gpu, busy, whole = [], [], 0
         for _ in range(self.steps):
             e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
             self._sync()
             torch.cuda._sleep(cycles)
             e0.record()
+            a = time.perf_counter()
             trainer.enqueue()
+            busy.append(time.perf_counter() - a)
             e1.record()
             whole += not e0.query()  # the GPU was still spinning when the last kernel was queued
             self._sync()
             gpu.append(e0.elapsed_time(e1) / 1e3)
-        return wall, statistics.median(host), statistics.median(gpu), whole
+        return wall, statistics.median(host), statistics.median(gpu), whole, statistics.median(busy), pipelined
 
 
 def plan(models, batch_size):
@@ -132,26 +148,31 @@ def plan(models, batch_size):
 
 
 def layer_cost(fig, keys, i):
-    """Figure ``i`` (0 wall, 1 host, 2 GPU) of one layer by THOR's subtraction."""
+    """Figure ``i`` (0 wall, 1 host, 2 GPU, 4 host with the GPU busy, 5 pipelined) of one layer by THOR's
+    subtraction."""
     if len(keys) == 1:
         return fig[keys[0]][i]
     return fig[keys[-1]][i] - fig[keys[0]][i]
 
 
 def summarize(nets, fig, net_fig):
-    """Per net: its own three figures, the sums of its layers' differences, and the two predictions."""
+    """Per net: its own figures, the sums of its layers' differences, and the larger-of-two prediction."""
     out = []
     for name, net in nets.items():
-        w, h, g, _ = net_fig[name]
+        w, h, g, _, hb, pipe = net_fig[name]
         sw = sum(layer_cost(fig, k, 0) for _, _, k in net["layers"])
         sh = sum(layer_cost(fig, k, 1) for _, _, k in net["layers"])
         row = {"net": name, "layers": len(net["layers"]), "skipped": net["skipped"],
                "wall_ms": w * 1e3, "host_ms": h * 1e3, "gpu_ms": None if g is None else g * 1e3,
-               "sum_wall_ms": sw * 1e3, "sum_host_ms": sh * 1e3, "sum_gpu_ms": None, "max_sums_ms": None}
+               "sum_wall_ms": sw * 1e3, "sum_host_ms": sh * 1e3, "sum_gpu_ms": None, "max_sums_ms": None,
+               "pipelined_ms": pipe * 1e3, "sum_pipelined_ms": 1e3 * sum(layer_cost(fig, k, 5) for _, _, k in net["layers"]),
+               "host_busy_ms": None, "sum_host_busy_ms": None}
         if g is not None:
             sg = sum(layer_cost(fig, k, 2) for _, _, k in net["layers"])
             row["sum_gpu_ms"] = sg * 1e3
             row["max_sums_ms"] = max(sh, sg) * 1e3
+            row["host_busy_ms"] = hb * 1e3
+            row["sum_host_busy_ms"] = 1e3 * sum(layer_cost(fig, k, 4) for _, _, k in net["layers"])
         out.append(row)
     return out
 
@@ -182,10 +203,20 @@ def report(rows, meta):
                      f"| {f(r['host_ms'])} | {f(r['sum_host_ms'])} ({ratio(r['sum_host_ms'], r['host_ms'])}) "
                      f"| {f(r['gpu_ms'])} | {f(r['sum_gpu_ms'])} ({ratio(r['sum_gpu_ms'], r['gpu_ms'])}) "
                      f"| {ratio(r['max_sums_ms'], r['wall_ms'])} |")
+    lines += ["", "The same, the host timed while the GPU is busy (spinning ahead of the queue), and steps pipelined "
+              "(queued back to back, one synchronize per window):", "",
+              "| net | host, GPU busy | Σ (ratio) | pipelined | Σ (ratio) |", "|---|---|---|---|---|"]
+    for r in rows:
+        lines.append(f"| {r['net']} | {f(r['host_busy_ms'])} | {f(r['sum_host_busy_ms'])} "
+                     f"({ratio(r['sum_host_busy_ms'], r['host_busy_ms'])}) | {f(r['pipelined_ms'])} | "
+                     f"{f(r['sum_pipelined_ms'])} ({ratio(r['sum_pipelined_ms'], r['pipelined_ms'])}) |")
     lines += ["", "Error against each net's measured wall time (mean |ratio - 1|):", "",
               f"- sum of walls (THOR's decomposition): {f(_mape(rows, 'sum_wall_ms'))}%",
               f"- larger of the host and GPU sums: {f(_mape(rows, 'max_sums_ms'))}%",
-              f"- sum of host times alone: {f(_mape(rows, 'sum_host_ms'))}%"]
+              f"- sum of host times alone: {f(_mape(rows, 'sum_host_ms'))}%",
+              f"- pipelined steps, sum against the net's own: {f(_mape(rows, 'sum_pipelined_ms', 'pipelined_ms'))}%",
+              f"- host with the GPU busy, sum against the net's own: "
+              f"{f(_mape(rows, 'sum_host_busy_ms', 'host_busy_ms'))}%"]
     skipped = [f"{r['net']}: {s}" for r in rows for s in r["skipped"]]
     if skipped:
         lines += ["", "Layers with no probe (left out of the sums): " + "; ".join(skipped)]
@@ -244,7 +275,8 @@ def _run(args, command, dev, models):
     def med(samples):
         cols = list(zip(*samples))
         return tuple(None if c[0] is None else statistics.median(c) for c in cols[:3]) + (
-            None if cols[3][0] is None else sum(cols[3]),)
+            None if cols[3][0] is None else sum(cols[3]),) + tuple(
+            None if c[0] is None else statistics.median(c) for c in cols[4:])
 
     fig = {k: med(v) for k, v in per.items()}
     net_fig = {k: med(v) for k, v in per_net.items()}
