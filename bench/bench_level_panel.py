@@ -6,13 +6,14 @@ An estimator describes its device as it was while profiled; ``thor_sdk.measure_l
 device runs now against that, so estimates can be scaled (``evaluate --relevel``, ``estimate --relevel``).
 It measures one small reference probe. Does a panel of probes of several kinds track the nets better? Each
 round here measures the reference (``measure_level``, its 5 readings), then each panel probe once by THOR's
-subtraction (``level_panel``: layers of the profile's calibration nets, zoo nets never held out, up to two per
-kind), then every net's training step (``Device.measure_model``; nets in reverse order every other round).
+subtraction (``thor_sdk.api.level_panel``, 16 at most: layers of the profile's calibration nets, zoo nets never
+held out, up to two per kind), then every net's training step (``Device.measure_model``; nets in reverse order every other round).
 The panel's level is the median over the reference and its probes of measured over expected, two ways:
 expected = the estimator's layer estimate as it is (which carries the calibration's common bias,
 ``whole_model.log_bias``), or without that bias (a layer alone, as its probe measures it). The truth is each
 net's measured step over THOR's estimate at the profile's level; per round, THOR's MAPE with no level and
-scaled by each level. Host, one intra-op thread; time only. Not in the product: measured, not adopted.
+scaled by each level. Host, one intra-op thread; time only. The panel is not adopted as the level; the product
+uses it to check a level beyond the profile's drift before applying it (``measure_level``).
 """
 
 import argparse
@@ -27,51 +28,6 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
-PANEL_BATCH = 16
-PANEL_PER_KIND = 2
-PANEL_MAX = 16
-PANEL_FLOOR = 0.25  # of the reference probe's cost: a smaller layer's subtraction is mostly noise
-
-
-def level_panel(est, log_bias=0.0, batch_size=PANEL_BATCH, per_kind=PANEL_PER_KIND, max_probes=PANEL_MAX):
-    """``[{"probe", "expected", "expected_alone"}]``: layers (not heads) of the calibration nets the estimator has a
-    kind for, up to ``per_kind`` per kind spread over that kind's expected costs, the costliest kinds first;
-    ``expected`` the layer's estimate at ``batch_size``, ``expected_alone`` that times exp(-log_bias).
-    Deterministic."""
-    from thor_sdk.campaign.profile import DEFAULT_CALIBRATION
-    from thor_sdk.layers import layers_of
-    from thor_sdk.probes import Probe
-
-    floor = PANEL_FLOOR * est.require_reference()["median_value"]
-    by_kind, share = {}, {}
-    for name in DEFAULT_CALIBRATION:
-        ml = layers_of(name)
-        e = est.estimate(ml.layers, batch_size, unknown="approx")
-        skip = {a["index"] for a in e.get("approximated") or []}
-        for i, (layer, el) in enumerate(zip(ml.layers, e["layers"])):
-            if i in skip or layer["role"] == "output" or layer.get("approx") or not el["mean"] > floor:
-                continue
-            p = Probe(layer["kind"], layer["config"], batch_size, layer["role"])
-            by_kind.setdefault(layer["kind"], {})[p.id] = (p, el["mean"])
-            share[layer["kind"]] = share.get(layer["kind"], 0.0) + el["mean"]
-    panel = []
-    for kind in sorted(by_kind, key=lambda k: (-share[k], k)):
-        items = sorted(by_kind[kind].values(), key=lambda pe: (pe[1], pe[0].id))
-        n = min(per_kind, len(items))
-        picks = sorted({round((j + 1) * (len(items) - 1) / (n + 1)) for j in range(n)}) if n > 1 else [len(items) // 2]
-        panel += [{"probe": items[j][0], "expected": items[j][1], "expected_alone": items[j][1] * math.exp(-log_bias)}
-                  for j in picks]
-    return panel[:max_probes]
-
-
-def layer_cost_now(dev, probe, metric):
-    """One measurement of a probe's layer cost by THOR's subtraction (its last part's median minus its head's)."""
-    res = dev.measure_probe(probe, metric=metric)
-    parts = probe.parts()
-    top = statistics.median(res[parts[-1]].values(metric))
-    return top - statistics.median(res["head"].values(metric)) if len(parts) > 1 else top
-
-
 def panel_level(ratios):
     """The median of the positive ratios (a subtraction lost in noise says nothing)."""
     return statistics.median([r for r in ratios if r > 0])
@@ -83,7 +39,7 @@ def score(truth, level):
 
 
 def main(argv=None):
-    from thor_sdk.api import _device, measure_level
+    from thor_sdk.api import _device, layer_cost_now, level_panel, measure_level
     from thor_sdk.layers import layers_of
     from thor_sdk.models import expand_models
     from thor_sdk.runtime import load_estimator
@@ -99,9 +55,8 @@ def main(argv=None):
         raise SystemExit("--rounds 1..100, --batch-size 1..1024")
     command = "python bench/bench_level_panel.py " + " ".join(argv if argv is not None else sys.argv[1:])
     est = load_estimator(args.estimator)
-    with open(args.estimator, encoding="utf-8") as f:
-        log_bias = float((json.load(f).get("whole_model") or {}).get("log_bias") or 0.0)
-    panel = level_panel(est, log_bias)
+    log_bias = est.whole_model_log_bias
+    panel = level_panel(est, max_probes=16)
     nets = expand_models(args.models.split(","))
     thor = {n: est.estimate(layers_of(n).layers, args.batch_size)["total"]["mean"] for n in nets}
     dev = _device("host", threads=1)
@@ -111,14 +66,14 @@ def main(argv=None):
         lv = measure_level(est, dev)
         ref_ratio = lv["level"]
         got = [layer_cost_now(dev, m["probe"], est.metric) for m in panel]
-        as_estimated = panel_level([ref_ratio] + [g / m["expected"] for g, m in zip(got, panel)])
-        alone = panel_level([ref_ratio] + [g / m["expected_alone"] for g, m in zip(got, panel)])
+        as_estimated = panel_level([ref_ratio] + [g / m["estimate"] for g, m in zip(got, panel)])
+        alone = panel_level([ref_ratio] + [g / m["expected"] for g, m in zip(got, panel)])
         measured = {}
         for n in (nets if r % 2 == 0 else nets[::-1]):
             measured[n] = statistics.median(dev.measure_model(n, args.batch_size).values(est.metric))
         truth = [measured[n] / thor[n] for n in nets]
         row = {"reference_level": ref_ratio, "panel_level": as_estimated, "panel_alone_level": alone,
-               "panel": [{"probe": m["probe"].id, "expected": m["expected"], "measured": g}
+               "panel": [{"probe": m["probe"].id, "expected": m["expected"], "estimate": m["estimate"], "measured": g}
                          for g, m in zip(got, panel)],
                "measured": measured, "truth_median": statistics.median(truth),
                "mape_none": score(truth, 1.0), "mape_reference": score(truth, ref_ratio),

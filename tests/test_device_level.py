@@ -109,7 +109,8 @@ def test_an_estimator_without_a_reference_probe_cannot_be_leveled(tmp_path):
     ({"reference": {"probe": {}, "median_value": 0.0}}, "median_value"),
     ({"reference": {"probe": {}, "median_value": float("inf")}}, "median_value"),
     ({"reference": {"median_value": 0.001}}, "probe"), ({"reference": {"probe": [], "median_value": 0.001}}, "probe"),
-    ({"reference": [1]}, "reference")])
+    ({"reference": [1]}, "reference"), ({"log_bias": "0.1"}, "log_bias"), ({"log_bias": 9.0}, "not a calibration"),
+    ({"log_bias": float("nan")}, "log_bias")])
 def test_a_corrupt_reference_or_drift_is_refused_on_load(patch, match):
     with open(os.path.join(VECTORS, "estimator_level.json"), encoding="utf-8") as f:
         doc = json.load(f)
@@ -148,6 +149,52 @@ def test_measure_level_reads_a_slower_device_and_estimates_follow_it(profiled):
     assert same["applied"] is False  # within the profile's drift: the std covers it, nothing is scaled
     with pytest.raises(UsageError, match="readings"):
         measure_level(str(profiled), device=FakeDevice(), readings=0)
+
+
+class ReferenceSlowed(FakeDevice):
+    """The fake device with only the profile's reference probe ``factor`` times as slow: one probe moved, not the
+    device (what this project's VM did three times in an hour)."""
+
+    def __init__(self, factor, **kw):
+        super().__init__(**kw)
+        self.factor = factor
+
+    def measure_probe(self, probe, **kw):
+        from thor_sdk.campaign.profile import reference_probe
+
+        res = super().measure_probe(probe, **kw)
+        if probe.id == reference_probe().id:
+            for r in res.values():
+                r.time_s = [t * self.factor for t in r.time_s]
+        return res
+
+
+def test_a_level_beyond_the_drift_is_applied_where_a_panel_of_other_probes_agrees(profiled):
+    lv = measure_level(str(profiled), device=Slowed(1.4, noise=0.0), readings=3)
+    check = lv["cross_check"]
+    assert lv["applied"] is True and check["agrees"] is True and check["panel_level"] == pytest.approx(1.4, rel=0.1)
+    assert len(check["members"]) >= 3 and {m["kind"] for m in check["members"]} >= {"conv2d"}
+    for m in check["members"]:
+        assert m["ratio"] == pytest.approx(m["measured"] / m["expected"])
+    within = measure_level(str(profiled), device=FakeDevice(noise=0.0), readings=1)
+    assert within["cross_check"] is None  # within the band nothing more is measured
+
+
+def test_a_level_only_the_reference_probe_reads_is_not_applied(profiled):
+    dev = ReferenceSlowed(1.4, noise=0.0)
+    lv = measure_level(str(profiled), device=dev, readings=3)
+    assert lv["level"] == pytest.approx(1.4, rel=0.02) and lv["beyond_drift"] is True
+    assert lv["applied"] is False and lv["cross_check"]["agrees"] is False
+    assert lv["cross_check"]["panel_level"] == pytest.approx(1.0, rel=0.1)
+    from thor_sdk.evaluate import evaluate_unseen
+    from thor_sdk.evaluate.report import _facts
+
+    r = evaluate_unseen(str(profiled), ["cnn5"], device=ReferenceSlowed(1.4, noise=0.0), batch_sizes=[8],
+                        reference=None, relevel=True)
+    assert r["relevel"]["applied"] is False
+    row = r["rows"][0]
+    assert row["thor"] == row["unleveled"]["thor"]  # the estimates stay at the profile's level
+    assert any("the reference probe alone moved" in line for line in _facts(r))
 
 
 def test_measure_level_refuses_another_kind_of_device(profiled):

@@ -488,6 +488,62 @@ def estimate_layers(est, ml, batch_size, unknown_ops="error", level=None):
 #: reference readings ``measure_level`` takes unless told otherwise, and at most
 LEVEL_READINGS = 5
 MAX_LEVEL_READINGS = 100
+#: the panel a level beyond the profile's drift is checked on: layers of the profile's calibration nets at this
+#: batch size, at most this many per kind and in all, none expected below this share of the reference's cost
+LEVEL_PANEL_BATCH = 16
+LEVEL_PANEL_PER_KIND = 2
+LEVEL_PANEL_MAX = 12
+LEVEL_PANEL_FLOOR = 0.25
+
+
+def level_panel(estimator, batch_size=LEVEL_PANEL_BATCH, per_kind=LEVEL_PANEL_PER_KIND, max_probes=LEVEL_PANEL_MAX):
+    """Probes whose cost the estimator predicts, to check a level on more than its one reference probe:
+    ``[{"probe": Probe, "expected", "estimate"}]``. ``estimate``: the layer's estimate at the profile's level;
+    ``expected``: that without the calibration's common bias (``whole_model.log_bias``, which the estimates
+    carry for layers inside a net), what the layer's probe should cost, as the reference's ``median_value`` is.
+
+    Layers (not output heads, not stand-ins) of the profile's calibration nets (zoo nets, never held out) at
+    ``batch_size``; per kind the estimator has, up to ``per_kind`` distinct layers spread over that kind's
+    expected costs; the kinds costing most in those nets first, ``max_probes`` in all. Layers expected below
+    LEVEL_PANEL_FLOOR of the reference probe's cost are left out (their subtraction is mostly noise).
+    Deterministic: one estimator, one panel."""
+    import math
+
+    from thor_sdk.campaign.profile import DEFAULT_CALIBRATION
+    from thor_sdk.layers import layers_of
+    from thor_sdk.probes import Probe
+    from thor_sdk.runtime import load_estimator
+
+    est = load_estimator(estimator) if not hasattr(estimator, "estimate") else estimator
+    floor = LEVEL_PANEL_FLOOR * est.require_reference()["median_value"]
+    alone = math.exp(-est.whole_model_log_bias)
+    by_kind, share = {}, {}
+    for name in DEFAULT_CALIBRATION:
+        ml = layers_of(name)
+        e = est.estimate(ml.layers, batch_size, unknown="approx")
+        skip = {a["index"] for a in e.get("approximated") or []}
+        for i, (layer, el) in enumerate(zip(ml.layers, e["layers"])):
+            if i in skip or layer["role"] == "output" or layer.get("approx") or not el["mean"] * alone > floor:
+                continue
+            p = Probe(layer["kind"], layer["config"], batch_size, layer["role"])
+            by_kind.setdefault(layer["kind"], {})[p.id] = (p, el["mean"])
+            share[layer["kind"]] = share.get(layer["kind"], 0.0) + el["mean"]
+    panel = []
+    for kind in sorted(by_kind, key=lambda k: (-share[k], k)):
+        items = sorted(by_kind[kind].values(), key=lambda pe: (pe[1], pe[0].id))
+        n = min(per_kind, len(items))
+        picks = sorted({round((j + 1) * (len(items) - 1) / (n + 1)) for j in range(n)}) if n > 1 else [len(items) // 2]
+        panel += [{"probe": items[j][0], "expected": items[j][1] * alone, "estimate": items[j][1]} for j in picks]
+    return panel[:max_probes]
+
+
+def layer_cost_now(dev, probe, metric="time", settings=None, runtime="torch"):
+    """One measurement on ``dev`` of a probe's layer cost by THOR's subtraction: its last part's median minus its
+    head's (the head alone for an output layer)."""
+    res = dev.measure_probe(probe, metric=metric, settings=settings, runtime=runtime)
+    parts = probe.parts()
+    top = statistics.median(res[parts[-1]].values(metric))
+    return top - statistics.median(res["head"].values(metric)) if len(parts) > 1 else top
 
 
 def reference_reading(dev, reference, metric="time", settings=None, runtime="torch"):
@@ -511,6 +567,15 @@ def measure_level(estimator, device="host", readings=LEVEL_READINGS, threads=Non
     a few readings on a bursty machine move more than the device does (on this project's VM, levels read
     before a run were 0.85-1.26 where the levels around the models were 0.79-1.10, and scaling by them
     doubled the error), so callers scale by the level (``level=`` to ``estimate``) only where it is applied.
+
+    A level beyond the band is checked first (``cross_check``): each probe of ``level_panel`` is measured once,
+    and the level is applied only where their median ratio (measured over expected), the panel's level, is
+    beyond the band too, on the same side: the device moved, not only its reference probe. One small reference
+    probe need not move with the device: on this project's VM it read 0.58-0.77 of its profile's level three
+    times in an hour while whole nets ran at 0.92-0.99 of their estimates; scaled by it, THOR's error went from
+    7-13% to 27-33% (``bench/results/level-panel-host-20261127-1321.md``). ``cross_check`` is None within the
+    band; else ``{"panel_level", "agrees", "members": [{"probe", "kind", "expected", "measured", "ratio"}]}``,
+    ``agrees`` None when the estimator predicts no panel probe (the level is then applied unchecked, as before).
     Refused before any measurement: an estimator without a reference probe (NotFoundError), a
     ``readings`` count outside 1-MAX_LEVEL_READINGS, a device of another kind than the profile's."""
     import datetime
@@ -533,11 +598,37 @@ def measure_level(estimator, device="host", readings=LEVEL_READINGS, threads=Non
     values = [reference_reading(dev, reference, metric=est.metric, settings=settings, runtime=est.runtime)
               for _ in range(int(n))]
     lvl = est.level(values)
-    beyond = abs(math.log(lvl["level"])) > level_band(est.drift_log_std)
+    band = level_band(est.drift_log_std)
+    beyond = abs(math.log(lvl["level"])) > band
+    check = _cross_check(est, dev, lvl["level"], band, settings) if beyond else None
     return dict(lvl, values=values, probe=reference["probe"].get("id"), device=dev.name, runtime=est.runtime,
                 metric=est.metric,
                 measured_utc=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-                beyond_drift=beyond, applied=beyond)
+                beyond_drift=beyond, applied=beyond and (check is None or check["agrees"] is not False),
+                cross_check=check)
+
+
+def level_disagreement(level):
+    """Why a level ``measure_level`` measured beyond the profile's drift was not applied, in words."""
+    check = level.get("cross_check") or {}
+    n = sum(1 for m in check.get("members") or [] if m["ratio"] > 0)
+    return (f"beyond the profile's own drift, but {n} other probes read {check['panel_level']:.3f}, within it or "
+            "on its other side (the reference probe alone moved, not the device)")
+
+
+def _cross_check(est, dev, level, band, settings):
+    """``measure_level``'s check of a level beyond the drift band on ``level_panel``'s probes."""
+    import math
+
+    members = []
+    for m in level_panel(est):
+        got = layer_cost_now(dev, m["probe"], est.metric, settings, est.runtime)
+        members.append({"probe": m["probe"].id, "kind": m["probe"].kind, "expected": m["expected"], "measured": got,
+                        "ratio": got / m["expected"]})
+    ratios = [m["ratio"] for m in members if m["ratio"] > 0]  # a subtraction lost in noise says nothing
+    panel = statistics.median(ratios) if ratios else None
+    agrees = None if panel is None else abs(math.log(panel)) > band and (panel > 1) == (level > 1)
+    return {"panel_level": panel, "agrees": agrees, "members": members}
 
 
 def _measurement_quality(dev, r, metric, settings):

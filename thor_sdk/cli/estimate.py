@@ -33,7 +33,7 @@ def _fmt(v, unit):
 @json_option
 def cmd(estimator, model, input_shape, batch_size, relevel, device, level_readings, given_level, unknown_ops, as_json):
     """Estimate MODEL's training-step cost per layer and in total, with the FLOPs baseline beside it."""
-    from thor_sdk.api import estimate, measure_level
+    from thor_sdk.api import estimate, level_disagreement, measure_level
     from thor_sdk.errors import UsageError
     from thor_sdk.runtime import load_estimator
 
@@ -66,5 +66,6 @@ def cmd(estimator, model, input_shape, batch_size, relevel, device, level_readin
         how = (f"measured now on {lv['device']} ({lv['readings']} readings of reference probe {lv['probe']})"
                if "device" in lv else "given")
         what = ("THOR and FLOPs scaled by it" if lv.get("applied", True) else
-                "within the profile's own drift, which the std already covers: estimates not scaled")
+                "within the profile's own drift, which the std already covers: estimates not scaled"
+                if not lv.get("beyond_drift") else level_disagreement(lv) + ": estimates not scaled")
         click.echo(f"the device's level {lv['level']:.3f} (ln-std {lv['log_std']:.3f}) of its profile, {how}; {what}")

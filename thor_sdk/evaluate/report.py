@@ -120,10 +120,14 @@ def _facts(result):
         lines.append(f"Warning: {result['level_warning']}.")
     lv, un = result.get("relevel"), result.get("unleveled")
     if lv and un:
+        from thor_sdk.api import level_disagreement
+
         lines.append((f"Releveled (--relevel): THOR and FLOPs scaled by the device's level {lv['level']:.3f} "
                       if lv.get("applied") else
                       f"Not releveled (--relevel): the device's level {lv['level']:.3f}, within the profile's own "
-                      "drift ") +
+                      "drift " if not lv.get("beyond_drift") else
+                      f"Not releveled (--relevel): the device's level {lv['level']:.3f}, "
+                      f"{level_disagreement(lv)}, ") +
                      f"(ln-std {lv['log_std']:.3f}), measured before the run from {lv['readings']} readings of the "
                      f"profile's reference probe {lv['probe']}. At the profile's level: THOR MAPE "
                      f"{_pct(un.get('thor_mape'))}%, FLOPs {_pct(un.get('flops_mape'))}%, coverage "

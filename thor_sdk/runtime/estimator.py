@@ -344,6 +344,9 @@ class Estimator:
         self.whole_model_rel_std = _num(wm.get("rel_std", 0.0), "whole_model.rel_std", nonneg=True)
         if self.whole_model_rel_std > 10:
             raise FormatError("estimator: whole_model.rel_std above 10 is not a calibration")
+        self.whole_model_log_bias = _num(wm.get("log_bias", 0.0), "whole_model.log_bias")
+        if abs(self.whole_model_log_bias) > 5:
+            raise FormatError("estimator: whole_model.log_bias beyond +-5 is not a calibration")
         drift = wm.get("drift_log_std")
         self.drift_log_std = 0.0 if drift is None else _num(drift, "whole_model.drift_log_std", nonneg=True)
         if self.drift_log_std > MAX_LEVEL_LOG_STD:
