@@ -21,7 +21,6 @@ import os
 import platform
 import statistics
 import sys
-import time
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -30,15 +29,7 @@ MIN_GROUP_MS = 0.5  # groups whose probes sum to less are below this host's reso
 
 def _timed(trainer, window_s):
     """Seconds per step over one window of at least ``window_s`` (two warm-up steps first)."""
-    for _ in range(2):
-        trainer.step()
-    n, t0 = 0, time.perf_counter()
-    while True:
-        trainer.step()
-        n += 1
-        el = time.perf_counter() - t0
-        if el >= window_s:
-            return el / n
+    return trainer.seconds_per_step(window_s)
 
 
 def _groups(model_name):

@@ -74,25 +74,8 @@ class Timer:
     def figures(self, trainer):
         """``(wall_s, host_s, gpu_s, whole_queues, host_busy_s, pipelined_s)``: ``gpu_s``, ``whole_queues`` and
         ``host_busy_s`` None on the CPU."""
-        for _ in range(3):
-            trainer.step()
-        n, t0 = 0, time.perf_counter()
-        while True:
-            trainer.step()
-            n += 1
-            el = time.perf_counter() - t0
-            if el >= self.window_s and n >= 3:
-                break
-        wall = el / n
-        n, t0 = 0, time.perf_counter()
-        while True:
-            trainer.enqueue()
-            n += 1
-            el = time.perf_counter() - t0
-            if el >= self.window_s and n >= 3:
-                break
-        self._sync()
-        pipelined = (time.perf_counter() - t0) / n
+        wall = trainer.seconds_per_step(self.window_s, warmup=3, min_steps=3)
+        pipelined = trainer.seconds_per_step(self.window_s, warmup=0, min_steps=3, pipelined=True)
         if not self.cuda:
             return wall, wall, None, None, None, pipelined
         host = []

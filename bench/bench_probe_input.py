@@ -46,18 +46,6 @@ CASES = (
 )
 
 
-def _timed(trainer, window_s):
-    for _ in range(2):
-        trainer.step()
-    n, t0 = 0, time.perf_counter()
-    while True:
-        trainer.step()
-        n += 1
-        el = time.perf_counter() - t0
-        if el >= window_s:
-            return el / n
-
-
 def trainers(kind, config, batch_size):
     """``{name: trainer}`` of the five probe models of one case, or None when the layer changes its shape."""
     import torch
@@ -132,7 +120,7 @@ def _run(args, command, cases):
         for c in (list(built) if r % 2 == 0 else list(built)[::-1]):
             names = list(built[c]) if r % 2 == 0 else list(built[c])[::-1]
             for n in names:
-                times[c][n].append(_timed(built[c][n], args.window_s) * 1e3)
+                times[c][n].append(built[c][n].seconds_per_step(args.window_s) * 1e3)
         print(f"round {r + 1}/{args.rounds}: {time.perf_counter() - t0:.0f} s", file=sys.stderr, flush=True)
     rows = []
     for c in built:

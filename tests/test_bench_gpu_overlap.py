@@ -24,6 +24,25 @@ def test_enqueue_is_a_step_without_the_wait():
     assert float(a.last_loss) < first  # a second step on the same batch lowers the loss
 
 
+def test_seconds_per_step_times_a_window_of_at_least_its_steps():
+    class Counted(TorchTrainer):
+        calls = 0
+
+        def enqueue(self):
+            Counted.calls += 1
+            super().enqueue()
+
+    m = torch.nn.Linear(4, 3)
+    t = Counted(m, torch.randn(8, 4), torch.randint(0, 3, (8,)), torch.nn.functional.cross_entropy)
+    s = t.seconds_per_step(0.0, warmup=1, min_steps=5)
+    assert Counted.calls == 6 and s > 0  # one warm-up step, then the window's five
+    Counted.calls = 0
+    assert t.seconds_per_step(0.0, warmup=0, min_steps=3, pipelined=True) > 0 and Counted.calls == 3
+    Counted.calls = 0
+    t.seconds_per_step(0.02, warmup=0)
+    assert Counted.calls >= 1  # a window of 20 ms: as many steps as fit, at least one
+
+
 def test_layer_cost_and_sums_follow_made_up_figures():
     bench = load_bench("bench_gpu_overlap")
     # one output layer (head alone) and two hidden layers sharing one head: known differences per figure

@@ -38,8 +38,34 @@ class TorchTrainer:
 
     def step(self):
         self.enqueue()
+        self.wait()
+
+    def wait(self):
+        """Until the device has done every step handed to it (a CUDA synchronize; nothing on the CPU)."""
         if self.device.startswith("cuda"):
             torch.cuda.synchronize(self.device)
+
+    def seconds_per_step(self, window_s, warmup=2, min_steps=1, pipelined=False):
+        """Seconds per step over one window of at least ``window_s`` seconds and ``min_steps`` steps, after
+        ``warmup`` steps. ``pipelined``: the window's steps are queued back to back (``enqueue``) and waited for
+        once, at its end, as a GPU training loop that does not read its loss each step runs; otherwise each step
+        is waited for (``step``). For benchmarks; a campaign measures through ``thor_sdk.harness.protocol``."""
+        import time
+
+        for _ in range(int(warmup)):
+            self.step()
+        n, t0 = 0, time.perf_counter()
+        while True:
+            if pipelined:
+                self.enqueue()
+            else:
+                self.step()
+            n += 1
+            if n >= min_steps and time.perf_counter() - t0 >= window_s:
+                break
+        if pipelined:
+            self.wait()
+        return (time.perf_counter() - t0) / n
 
     def enqueue(self):
         """One step's work handed to the device and not waited for: on a GPU the kernels may still be running
