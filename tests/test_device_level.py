@@ -197,6 +197,37 @@ def test_a_level_only_the_reference_probe_reads_is_not_applied(profiled):
     assert any("the reference probe alone moved" in line for line in _facts(r))
 
 
+def test_a_panel_probe_the_device_cannot_measure_leaves_the_panel_not_the_level(profiled):
+    from thor_sdk.api import level_panel
+    from thor_sdk.errors import MeasurementError
+
+    kinds = [m["probe"].kind for m in level_panel(str(profiled))]
+    assert len(set(kinds)) >= 2
+    gone = kinds[-1]
+
+    class Without(Slowed):
+        def measure_probe(self, probe, **kw):
+            if probe.kind == gone:
+                raise MeasurementError(f"this device cannot run {gone}")
+            return super().measure_probe(probe, **kw)
+
+    lv = measure_level(str(profiled), device=Without(1.4, noise=0.0), readings=2)
+    failed = [m for m in lv["cross_check"]["members"] if m.get("error")]
+    assert len(failed) == kinds.count(gone) and all(m["kind"] == gone and m["ratio"] is None for m in failed)
+    assert lv["applied"] is True and lv["cross_check"]["panel_level"] == pytest.approx(1.4, rel=0.1)
+
+    class Nothing(Slowed):
+        def measure_probe(self, probe, **kw):
+            from thor_sdk.campaign.profile import reference_probe
+
+            if probe.id != reference_probe().id:
+                raise MeasurementError("only the reference runs here")
+            return super().measure_probe(probe, **kw)
+
+    alone = measure_level(str(profiled), device=Nothing(1.4, noise=0.0), readings=2)
+    assert alone["cross_check"]["agrees"] is None and alone["applied"] is True  # unchecked, as before
+
+
 def test_measure_level_refuses_another_kind_of_device(profiled):
     class Other(FakeDevice):
         def info(self):

@@ -574,8 +574,9 @@ def measure_level(estimator, device="host", readings=LEVEL_READINGS, threads=Non
     probe need not move with the device: on this project's VM it read 0.58-0.77 of its profile's level three
     times in an hour while whole nets ran at 0.92-0.99 of their estimates; scaled by it, THOR's error went from
     7-13% to 27-33% (``bench/results/level-panel-host-20261127-1321.md``). ``cross_check`` is None within the
-    band; else ``{"panel_level", "agrees", "members": [{"probe", "kind", "expected", "measured", "ratio"}]}``,
-    ``agrees`` None when the estimator predicts no panel probe (the level is then applied unchecked, as before).
+    band; else ``{"panel_level", "agrees", "members": [{"probe", "kind", "expected", "measured", "ratio"}]}``
+    (a probe the device fails to measure stays a member with ``measured`` and ``ratio`` None and its ``error``),
+    ``agrees`` None when no panel probe was measured (the level is then applied unchecked, as before).
     Refused before any measurement: an estimator without a reference probe (NotFoundError), a
     ``readings`` count outside 1-MAX_LEVEL_READINGS, a device of another kind than the profile's."""
     import datetime
@@ -611,7 +612,7 @@ def measure_level(estimator, device="host", readings=LEVEL_READINGS, threads=Non
 def level_disagreement(level):
     """Why a level ``measure_level`` measured beyond the profile's drift was not applied, in words."""
     check = level.get("cross_check") or {}
-    n = sum(1 for m in check.get("members") or [] if m["ratio"] > 0)
+    n = sum(1 for m in check.get("members") or [] if m["ratio"] and m["ratio"] > 0)
     return (f"beyond the profile's own drift, but {n} other probes read {check['panel_level']:.3f}, within it or "
             "on its other side (the reference probe alone moved, not the device)")
 
@@ -620,12 +621,18 @@ def _cross_check(est, dev, level, band, settings):
     """``measure_level``'s check of a level beyond the drift band on ``level_panel``'s probes."""
     import math
 
+    from thor_sdk.errors import ThorError
+
     members = []
     for m in level_panel(est):
-        got = layer_cost_now(dev, m["probe"], est.metric, settings, est.runtime)
-        members.append({"probe": m["probe"].id, "kind": m["probe"].kind, "expected": m["expected"], "measured": got,
-                        "ratio": got / m["expected"]})
-    ratios = [m["ratio"] for m in members if m["ratio"] > 0]  # a subtraction lost in noise says nothing
+        row = {"probe": m["probe"].id, "kind": m["probe"].kind, "expected": m["expected"]}
+        try:
+            got = layer_cost_now(dev, m["probe"], est.metric, settings, est.runtime)
+        except ThorError as e:  # a probe this device cannot run leaves the panel, not the level
+            members.append(dict(row, measured=None, ratio=None, error=str(e)))
+            continue
+        members.append(dict(row, measured=got, ratio=got / m["expected"]))
+    ratios = [m["ratio"] for m in members if m["ratio"] and m["ratio"] > 0]  # a subtraction lost in noise says nothing
     panel = statistics.median(ratios) if ratios else None
     agrees = None if panel is None else abs(math.log(panel)) > band and (panel > 1) == (level > 1)
     return {"panel_level": panel, "agrees": agrees, "members": members}
