@@ -45,6 +45,10 @@ def test_a_layer_cost_is_its_probes_subtraction_on_the_device():
     p = level_panel(_estimator())[0]["probe"]
     got = layer_cost_now(FakeDevice(noise=0.0), p, "time")
     assert got == pytest.approx(planted_cost(p.kind, p.config, p.batch_size, p.role))
+    from thor_sdk.errors import MeasurementError
+
+    with pytest.raises(MeasurementError, match="no energy"):  # this fake device has no meter
+        layer_cost_now(FakeDevice(noise=0.0), p, "energy")
 
 
 def test_scores_and_the_panel_median():

@@ -538,12 +538,17 @@ def level_panel(estimator, batch_size=LEVEL_PANEL_BATCH, per_kind=LEVEL_PANEL_PE
 
 
 def layer_cost_now(dev, probe, metric="time", settings=None, runtime="torch"):
-    """One measurement on ``dev`` of a probe's layer cost by THOR's subtraction: its last part's median minus its
-    head's (the head alone for an output layer)."""
+    """One measurement on ``dev`` of a probe's layer cost, derived as a campaign derives its samples
+    (``campaign.measure.derive_samples``: THOR's subtraction, the median of the rounds' paired differences, energy
+    net of idle where the meter gives it so)."""
+    from thor_sdk.campaign.measure import derive_samples
+    from thor_sdk.errors import MeasurementError
+
     res = dev.measure_probe(probe, metric=metric, settings=settings, runtime=runtime)
-    parts = probe.parts()
-    top = statistics.median(res[parts[-1]].values(metric))
-    return top - statistics.median(res["head"].values(metric)) if len(parts) > 1 else top
+    for s in derive_samples(probe, res, metric):
+        if s["metric"] == metric:
+            return s["value"]
+    raise MeasurementError(f"{dev.name}: probe {probe.id} measured no {metric}")
 
 
 def reference_reading(dev, reference, metric="time", settings=None, runtime="torch"):
