@@ -122,12 +122,13 @@ def _facts(result):
     if lv and un:
         from thor_sdk.api import level_disagreement
 
-        lines.append((f"Releveled (--relevel): THOR and FLOPs scaled by the device's level {lv['level']:.3f} "
-                      if lv.get("applied") else
-                      f"Not releveled (--relevel): the device's level {lv['level']:.3f}, within the profile's own "
-                      "drift " if not lv.get("beyond_drift") else
-                      f"Not releveled (--relevel): the device's level {lv['level']:.3f}, "
-                      f"{level_disagreement(lv)}, ") +
+        if lv.get("applied"):
+            head = f"Releveled (--relevel): THOR and FLOPs scaled by the device's level {lv['level']:.3f} "
+        elif not lv.get("beyond_drift"):
+            head = f"Not releveled (--relevel): the device's level {lv['level']:.3f}, within the profile's own drift "
+        else:
+            head = f"Not releveled (--relevel): the device's level {lv['level']:.3f}, {level_disagreement(lv)}, "
+        lines.append(head +
                      f"(ln-std {lv['log_std']:.3f}), measured before the run from {lv['readings']} readings of the "
                      f"profile's reference probe {lv['probe']}. At the profile's level: THOR MAPE "
                      f"{_pct(un.get('thor_mape'))}%, FLOPs {_pct(un.get('flops_mape'))}%, coverage "
