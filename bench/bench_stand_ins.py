@@ -3,14 +3,15 @@
     python bench/bench_stand_ins.py            # writes bench/results/stand-ins-host-<stamp>.md
 
 Under ``--unknown-ops approx`` some operators without a kind are estimated as kinds that stand in for them
-(``thor_sdk.layers.extract._stand_in``): nn.TransformerEncoderLayer as a ``transformer_block``; a bidirectional
+(``thor_sdk.layers.extract._stand_in``): a bidirectional
 LSTM/GRU as one layer per direction and a ``cat``; a projected LSTM as the lstm of its full hidden size and its
 projection, per direction; a dilated conv as the undilated conv of the same output
-size; a transposed conv as the stride-1 conv of the same FLOPs; nn.MultiheadAttention (self and cross),
-``x @ y``, ``torch.einsum`` and F.scaled_dot_product_attention as ``linear`` layers of the same FLOPs and a
+size; a transposed conv as the stride-1 conv of the same FLOPs; nn.MultiheadAttention outside kind ``mha``
+(``bias=False``), ``x @ y``, ``torch.einsum`` and F.scaled_dot_product_attention as ``linear`` layers of the same FLOPs and a
 ``softmax``; an instance norm as the batch norm of the same sizes; GroupNorm as the layernorm of the same
-statistics. Also timed against the layer it is read as: a LayerNorm over several trailing dimensions (its own kind,
-over their product).
+statistics. Also timed against the layers they are read as: a LayerNorm over several trailing dimensions (its own
+kind, over their product), nn.MultiheadAttention (kind ``mha``, self and cross) and nn.TransformerEncoderLayer (its
+attention, norms and feed-forward, each of its own kind).
 
 Each case is a small module holding the operator (and a cheap ReLU after it, so no linear stand-in becomes the
 loss head). Its layer list comes from the product's own ``layers_of(..., unknown_ops="approx")``; every layer
@@ -111,7 +112,7 @@ def _cases():
 
     cases = []
     for d, h, ff, t, b in ((64, 4, 128, 24, 16), (128, 4, 256, 64, 16), (256, 8, 512, 32, 8)):
-        cases.append((f"TransformerEncoderLayer d{d} h{h} ff{ff} T{t}",
+        cases.append((f"TransformerEncoderLayer d{d} h{h} ff{ff} T{t} (its own kinds)",
                       Op(nn.TransformerEncoderLayer(d, h, ff, batch_first=True)), (t, d), b))
     cases += [
         ("LSTM bidirectional 64->96 T32", Op(nn.LSTM(64, 96, batch_first=True, bidirectional=True), True), (32, 64), 16),
@@ -141,9 +142,12 @@ def _cases():
         ("ConvTranspose2d 32->16 k3 s2 p1 op1 32x32", Op(nn.ConvTranspose2d(32, 16, 3, 2, 1, output_padding=1)),
          (32, 32, 32), 16),
         ("ConvTranspose1d 32->16 k4 s2 p1 L64", Op(nn.ConvTranspose1d(32, 16, 4, 2, 1)), (32, 64), 16),
-        ("MultiheadAttention d64 h4 T24", Op(nn.MultiheadAttention(64, 4, batch_first=True), True, True), (24, 64), 16),
-        ("MultiheadAttention d128 h8 T64", Op(nn.MultiheadAttention(128, 8, batch_first=True), True, True),
-         (64, 128), 16),
+        ("MultiheadAttention d64 h4 T24 (its own kind)", Op(nn.MultiheadAttention(64, 4, batch_first=True), True, True),
+         (24, 64), 16),
+        ("MultiheadAttention d128 h8 T64 (its own kind)", Op(nn.MultiheadAttention(128, 8, batch_first=True), True,
+                                                            True), (64, 128), 16),
+        ("MultiheadAttention bias=False d64 h4 T24", Op(nn.MultiheadAttention(64, 4, bias=False, batch_first=True),
+                                                        True, True), (24, 64), 16),
         ("x @ x^T, softmax, @ x: 4 heads T32 hd16", Scores(), (4, 32, 16), 16),
         ("x @ x^T, softmax, @ x: 8 heads T64 hd32", Scores(), (8, 64, 32), 8),
         ("scaled_dot_product_attention 4 heads T32 hd16", Sdpa(), (4, 32, 16), 16),
@@ -151,8 +155,8 @@ def _cases():
         ("einsum q k^T, softmax, einsum with v: 8 heads T64 hd32", EinsumScores(), (8, 64, 32), 8),
         ("einsum of three operands x x^T x: T32 d16", EinsumChain(), (32, 16), 16),
         ("einsum of three operands x x^T x: T64 d64", EinsumChain(), (64, 64), 8),
-        ("MultiheadAttention cross d64 h4 Tq24 Tk8", Cross(64, 4, 8), (24, 64), 16),
-        ("MultiheadAttention cross d128 h8 Tq64 Tk16", Cross(128, 8, 16), (64, 128), 16),
+        ("MultiheadAttention cross d64 h4 Tq24 Tk8 (its own kind)", Cross(64, 4, 8), (24, 64), 16),
+        ("MultiheadAttention cross d128 h8 Tq64 Tk16 (its own kind)", Cross(128, 8, 16), (64, 128), 16),
     ]
     return cases
 

@@ -108,6 +108,13 @@ _ZOO = (
     _zoo("vit_tiny", "Vision Transformer (4x4 patches -> 64 tokens, dim 64, 4 blocks of timm-style 4-head "
          "attention: qkv projection, scaled_dot_product_attention; GELU MLP 128) on 3x32x32 images, 10 classes",
          (3, 32, 32), unknown_ops="stand-ins"),
+    _zoo("kwt_tiny", "Keyword Transformer (KWT-1: 12 pre-norm nn.TransformerEncoderLayer blocks, d=64, 1 head, GELU "
+         "MLP 256) on 98x40 log-mel frames, 12 classes", (98, 40), 12),
+    _zoo("attention_har", "self-attention HAR net (2 blocks of nn.MultiheadAttention, 4 heads of 16, ReLU "
+         "feed-forward 128) on 128x9 UCI HAR windows, 6 classes", (128, 9), 6),
+    _zoo("pvt_tiny", "PVT-style vision transformer (4x4 patches -> 256 tokens of 64, 2 blocks of spatial-reduction "
+         "attention: nn.MultiheadAttention over 2x2-downsampled keys, GELU MLP 256) on 3x64x64 images, 10 classes",
+         (3, 64, 64)),
     _zoo("fpn_lite", "conv backbone + FPN-style top-down neck (nearest upsample, add) on 3x96x96 images, 10 classes",
          (3, 96, 96)),
     _zoo("dscnn_kws", "DS-CNN-S keyword spotting on 1x49x10 MFCCs, 12 classes", (1, 49, 10), 12),

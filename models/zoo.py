@@ -442,6 +442,97 @@ def vit_tiny(spec):
     return _ViT(spec.num_classes, side=spec.input_shape[1])
 
 
+def kwt_tiny(spec):
+    """Keyword Transformer (KWT-1, Berg et al. 2021) on 98x40 log-mel frames: each frame projected to 64, 12
+    pre-norm ``nn.TransformerEncoderLayer`` blocks (one head of 64, GELU MLP 256, dropout 0.1, as
+    ``nn.TransformerEncoder`` stacks them), mean-pooled (KWT classifies a class token; a mean keeps the layer
+    list free of a token concatenation)."""
+    frames, mels = spec.input_shape
+    layer = nn.TransformerEncoderLayer(64, 1, 256, dropout=0.1, activation="gelu", batch_first=True, norm_first=True)
+
+    class _KWT(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.embed = nn.Linear(mels, 64)
+            self.encoder = nn.TransformerEncoder(layer, 12, norm=nn.LayerNorm(64), enable_nested_tensor=False)
+            self.fc = nn.Linear(64, spec.num_classes)
+
+        def forward(self, x):
+            return self.fc(self.encoder(self.embed(x)).mean(dim=1))
+
+    return _KWT()
+
+
+class _AttentionHAR(nn.Module):
+    """Self-attention over sensor time steps as HAR code writes it with ``nn.MultiheadAttention`` (called with
+    its defaults: the head-averaged weights returned), a residual, layer norm and a ReLU feed-forward."""
+
+    def __init__(self, channels, num_classes, dim=64, heads=4, blocks=2):
+        super().__init__()
+        self.embed = nn.Linear(channels, dim)
+        self.att = nn.ModuleList(nn.MultiheadAttention(dim, heads, batch_first=True) for _ in range(blocks))
+        self.ln1 = nn.ModuleList(nn.LayerNorm(dim) for _ in range(blocks))
+        self.ff = nn.ModuleList(nn.Sequential(nn.Linear(dim, 2 * dim), nn.ReLU(), nn.Linear(2 * dim, dim))
+                                for _ in range(blocks))
+        self.ln2 = nn.ModuleList(nn.LayerNorm(dim) for _ in range(blocks))
+        self.fc = nn.Linear(dim, num_classes)
+
+    def forward(self, x):
+        h = self.embed(x)
+        for att, ln1, ff, ln2 in zip(self.att, self.ln1, self.ff, self.ln2):
+            a, _ = att(h, h, h)
+            h = ln1(h + a)
+            h = ln2(h + ff(h))
+        return self.fc(h.mean(dim=1))
+
+
+def attention_har(spec):
+    """Self-attention HAR net on 128x9 inertial windows (UCI HAR): steps projected to 64, two blocks of
+    ``nn.MultiheadAttention`` (4 heads) with a residual, layer norm and a ReLU feed-forward (128), mean-pooled."""
+    steps, channels = spec.input_shape
+    return _AttentionHAR(channels, spec.num_classes)
+
+
+class _SRABlock(nn.Module):
+    """A PVT block: spatial-reduction attention (keys and values from the tokens downsampled by a strided conv,
+    ``nn.MultiheadAttention`` as cross-attention, weights not returned) and a GELU MLP, pre-norm."""
+
+    def __init__(self, dim, heads, side, reduction, mlp):
+        super().__init__()
+        self.side = side
+        self.ln1, self.ln_kv, self.ln2 = nn.LayerNorm(dim), nn.LayerNorm(dim), nn.LayerNorm(dim)
+        self.sr = nn.Conv2d(dim, dim, reduction, stride=reduction)
+        self.att = nn.MultiheadAttention(dim, heads, batch_first=True)
+        self.mlp = nn.Sequential(nn.Linear(dim, mlp), nn.GELU(), nn.Linear(mlp, dim))
+
+    def forward(self, x):
+        b, n, d = x.shape
+        h = self.ln1(x)
+        kv = self.ln_kv(self.sr(h.transpose(1, 2).reshape(b, d, self.side, self.side)).flatten(2).transpose(1, 2))
+        x = x + self.att(h, kv, kv, need_weights=False)[0]
+        return x + self.mlp(self.ln2(x))
+
+
+class _PVT(nn.Module):
+    def __init__(self, num_classes, side, patch=4, dim=64, depth=2, heads=2, reduction=2, mlp=256):
+        super().__init__()
+        self.patch = nn.Conv2d(3, dim, patch, stride=patch)
+        self.blocks = nn.Sequential(*[_SRABlock(dim, heads, side // patch, reduction, mlp) for _ in range(depth)])
+        self.ln = nn.LayerNorm(dim)
+        self.fc = nn.Linear(dim, num_classes)
+
+    def forward(self, x):
+        h = self.patch(x).flatten(2).transpose(1, 2)  # (B, tokens, dim)
+        return self.fc(self.ln(self.blocks(h)).mean(dim=1))
+
+
+def pvt_tiny(spec):
+    """A Pyramid Vision Transformer stage (PVT-v1's spatial-reduction attention) on 3x64x64 images: 4x4 patches
+    (256 tokens of 64), two pre-norm blocks whose ``nn.MultiheadAttention`` (2 heads) attends from every token
+    to the tokens downsampled 2x2 by a strided conv (64 keys), and a GELU MLP (256), mean-pooled."""
+    return _PVT(spec.num_classes, side=spec.input_shape[1])
+
+
 class _FPNLite(nn.Module):
     def __init__(self, num_classes, neck=64):
         super().__init__()

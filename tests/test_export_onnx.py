@@ -54,6 +54,10 @@ KIND_PROBES = {
     "lstm-hidden": Probe("lstm", dict(input_size=8, hidden_size=8, seq_len=4, num_layers=1), 2, "hidden"),
     "transformer_block-hidden": Probe("transformer_block", dict(d_model=16, n_heads=2, head_dim=8, d_ff=32,
                                                                 seq_len=4), 2, "hidden"),
+    "mha-hidden": Probe("mha", dict(embed_dim=16, num_heads=2, seq_len=4, kv_len=4, cross=0, need_weights=1, p=0.0),
+                        2, "hidden"),
+    "mha-cross-hidden": Probe("mha", dict(embed_dim=16, num_heads=4, seq_len=4, kv_len=3, cross=1, need_weights=0,
+                                          p=0.0), 2, "hidden"),
     "output": Probe("output", dict(in_features=16, out_features=10, tokens=1), 4),
     "output-tokens": Probe("output", dict(in_features=8, out_features=12, tokens=4), 2),
 }

@@ -197,12 +197,59 @@ class _Encoder(nn.Module):
         return self.fc(self.enc(self.proj(x)).mean(dim=1))
 
 
-def test_a_standard_transformer_encoder_layer_stands_in_as_a_transformer_block_under_approx():
-    """nn.TransformerEncoderLayer has no kind: refused by default, costed as the transformer_block of the same
-    sizes under approx (marked, so the runtime widens its std); a sequence-first one stays refused."""
+class _MaskedEncoder(_Encoder):
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("mask", torch.triu(torch.full((24, 24), float("-inf")), diagonal=1))
+
+    def forward(self, x):
+        return self.fc(self.enc(self.proj(x), src_mask=self.mask).mean(dim=1))
+
+
+def test_a_standard_transformer_encoder_layer_is_its_attention_norms_and_feed_forward():
+    """nn.TransformerEncoderLayer called without a mask is the layers it runs (post-norm): its self-attention
+    (kind mha, weights not returned, as the layer calls it), dropouts, residual adds, layer norms and the ReLU
+    feed-forward; exact, so nothing is marked approx."""
+    layers = layers_of(_Encoder(), input_shape=[24, 16]).layers
+    enc = [l for l in layers if l["name"].startswith("enc.")]
+    assert [l["kind"] for l in enc] == ["mha", "dropout", "add", "layernorm", "linear", "relu", "dropout", "linear",
+                                        "dropout", "add", "layernorm"]
+    assert enc[0]["config"] == {"embed_dim": 64, "num_heads": 4, "seq_len": 24, "kv_len": 24, "cross": 0,
+                                "need_weights": 0, "p": 0.1}
+    assert enc[4]["config"] == {"in_features": 64, "out_features": 128, "tokens": 24, "bias": 1}
+    assert all(l["role"] == "hidden" and "approx" not in l for l in enc)
+    # the same multiply-adds as the module's own linears and attention
+    t, d, ff = 24, 64, 128
+    assert _flops([l for l in enc if l["kind"] == "linear"]) == 2 * (2 * t * d * ff)
+
+
+def test_a_pre_norm_encoder_stack_with_gelu_and_a_final_norm_is_each_of_its_layers():
+    class Stack(nn.Module):
+        def __init__(self):
+            super().__init__()
+            layer = nn.TransformerEncoderLayer(32, 2, 64, dropout=0.0, activation="gelu", batch_first=True,
+                                               norm_first=True)
+            self.enc = nn.TransformerEncoder(layer, 2, norm=nn.LayerNorm(32), enable_nested_tensor=False)
+            self.fc = nn.Linear(32, 3)
+
+        def forward(self, x):
+            return self.fc(self.enc(x).mean(dim=1))
+
+    layers = layers_of(Stack(), input_shape=[10, 32]).layers
+    enc = [l for l in layers if l["name"].startswith("enc.")]
+    block = ["layernorm", "mha", "dropout", "add", "layernorm", "linear", "gelu", "dropout", "linear", "dropout", "add"]
+    assert [l["kind"] for l in enc] == block + block + ["layernorm"]
+    assert enc[0]["role"] == "input" and all(l["role"] == "hidden" for l in enc[1:])  # the stack reads the data
+    assert [l["name"] for l in enc if l["kind"] == "mha"] == ["enc.layers.0.self_attn", "enc.layers.1.self_attn"]
+
+
+def test_an_encoder_layer_with_a_mask_stands_in_as_a_transformer_block_under_approx():
+    """A masked encoder layer is not what kind mha measures: refused by default, the transformer_block of the same
+    sizes under approx (marked, so the runtime widens its std); a sequence-first one fed batch first stays
+    refused."""
     with pytest.raises(UnsupportedOperatorError, match="TransformerEncoderLayer"):
-        layers_of(_Encoder(), input_shape=[24, 16])
-    ml = layers_of(_Encoder(), input_shape=[24, 16], unknown_ops="approx")
+        layers_of(_MaskedEncoder(), input_shape=[24, 16])
+    ml = layers_of(_MaskedEncoder(), input_shape=[24, 16], unknown_ops="approx")
     enc = next(l for l in ml.layers if l["name"] == "enc")
     assert enc["kind"] == "transformer_block" and enc["role"] == "hidden"
     assert enc["config"] == {"d_model": 64, "n_heads": 4, "head_dim": 16, "d_ff": 128, "seq_len": 24}
@@ -350,7 +397,7 @@ def test_a_sequence_first_rnn_fed_its_input_transposed_is_its_kind(cls, kind):
 
 
 def test_sequence_first_attention_and_dims_counted_around_the_batch_axis():
-    """MultiheadAttention(batch_first=False) on (T, B, E) stands in as the batch-first one does; the mean over
+    """MultiheadAttention(batch_first=False) on (T, B, E) is the batch-first one's layer; the mean over
     time (dim 0, the batch at 1) is the same pooling layer as mean(dim=1) on a batch-first tensor."""
     att = layers_of(_SeqFirst(nn.MultiheadAttention(20, 4), pool="mean"), input_shape=[10, 20],
                     unknown_ops="approx").layers
@@ -426,21 +473,40 @@ def test_a_transposed_conv_stands_in_as_a_stride_1_conv_of_the_same_flops(conv, 
 
 
 class _Mha(nn.Module):
-    def __init__(self, cross=False):
+    def __init__(self, cross=False, masked=False, **call):
         super().__init__()
-        self.cross = cross
+        self.cross, self.call = cross, call
         self.att = nn.MultiheadAttention(32, 4, batch_first=True)
         self.fc = nn.Linear(32, 3)
+        self.register_buffer("mask", torch.zeros(10, 10) if masked else None)
 
     def forward(self, x):
-        a, _ = self.att(x, x.flip(1) if self.cross else x, x)
+        kv = x[:, :4] if self.cross else x
+        a, _ = self.att(x, kv, kv, attn_mask=self.mask, **self.call)
         return self.fc(a.mean(dim=1))
 
 
-def test_multi_head_self_attention_stands_in_as_its_projections_scores_and_softmax():
-    with pytest.raises(UnsupportedOperatorError, match="MultiheadAttention"):
-        layers_of(_Mha(), input_shape=[10, 32])
-    ml = layers_of(_Mha(), input_shape=[10, 32], unknown_ops="approx")
+@pytest.mark.parametrize("cross, call, need_weights", [(False, {}, 1), (False, {"need_weights": False}, 0),
+                                                       (True, {}, 1)])
+def test_multi_head_attention_is_its_own_kind(cross, call, need_weights):
+    """nn.MultiheadAttention as models call it (self-attention, or keys that are the values) is kind mha, its
+    path (weights returned, PyTorch's default, or not) a feature; its FLOPs are the module's multiply-adds (x 2),
+    the softmax and the head average of the weights when returned."""
+    layers = layers_of(_Mha(cross, **call), input_shape=[10, 32]).layers
+    att = next(l for l in layers if l["name"] == "att")
+    tq, tk, d, h = 10, 4 if cross else 10, 32, 4
+    assert att["kind"] == "mha" and "approx" not in att and att["role"] == "input"  # its inputs need no gradient
+    assert att["config"] == {"embed_dim": d, "num_heads": h, "seq_len": tq, "kv_len": tk, "cross": int(cross),
+                             "need_weights": need_weights, "p": 0.0}
+    macs = tq * d * d + tk * d * 2 * d + 2 * tq * tk * d + tq * d * d
+    assert get_kind("mha").forward_flops(att["config"]) == 2 * macs + (5 + need_weights) * h * tq * tk
+    assert get_kind("mha").num_params(att["config"]) == sum(p.numel() for p in _Mha().att.parameters())
+
+
+def test_multi_head_attention_with_a_mask_stands_in_as_its_projections_scores_and_softmax():
+    with pytest.raises(UnsupportedOperatorError, match=r"MultiheadAttention\(a mask\)"):
+        layers_of(_Mha(masked=True), input_shape=[10, 32])
+    ml = layers_of(_Mha(masked=True), input_shape=[10, 32], unknown_ops="approx")
     att = [l for l in ml.layers if l["op"] == "MultiheadAttention"]
     assert [(l["name"], l["kind"], l["role"]) for l in att] == [
         ("att.in_proj", "linear", "input"), ("att.scores", "linear", "hidden"), ("att.softmax", "softmax", "hidden"),

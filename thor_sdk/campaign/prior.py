@@ -20,7 +20,8 @@ length, a log-uniform batch size in [1, 128], and whether to take a structural n
 valid integer configs. Structural features (kernel, stride, padding, groups pattern, heads, layers) stay
 those of a real zoo layer, but for a quarter of the candidates: the next odd kernel size of a conv, or
 the other role of a recurrent layer whose zoo layers all have one, or the other ``bias`` of a kind whose
-zoo layers all have one (``NEIGHBOUR_SHARE``).
+zoo layers all have one, or the other path of an attention layer (``need_weights``) (``NEIGHBOUR_SHARE``).
+A self-attention layer's key length stays its sequence length (``TIED``).
 The alignment of widths is kept (a channel count divisible by 8 scales to multiples of 8:
 ``ALIGNED_FEATURES``), so every candidate is a layer someone builds.
 """
@@ -40,22 +41,22 @@ SIZE_FACTOR = 2.0
 #: features scaled by the size factor (others are structural and kept as in the zoo layer)
 SIZE_FEATURES = {"in_channels", "out_channels", "channels", "height", "width", "length", "in_features",
                  "out_features", "tokens", "numel", "seq_len", "hidden_size", "input_size", "d_model", "d_ff",
-                 "normalized", "embedding_dim"}
+                 "normalized", "embedding_dim", "embed_dim", "kv_len"}
 #: widths whose alignment the scaling keeps: a zoo layer's value divisible by 8 scales to multiples of 8.
 #: oneDNN convolutions run 1.4-1.8x slower on unaligned channel counts (host, one thread, 3x3 at 16x16:
 #: 32->32 61 GFLOP/s, 31->33 44; 16->88 76, 17->87 42); real nets use multiples of 8, and candidates of
 #: arbitrary widths made a profile's conv2d samples 50% slower than the aligned layers of unseen nets
 ALIGNED_FEATURES = {"in_channels", "out_channels", "channels", "in_features", "out_features", "hidden_size",
-                    "input_size", "d_model", "d_ff", "embedding_dim"}
+                    "input_size", "d_model", "d_ff", "embedding_dim", "embed_dim"}
 ALIGN = 8
 #: the pointwise kinds whose configs place the generic ``elementwise`` kind in the prior, and its weight
 GENERIC_FROM = ("relu", "relu6", "gelu", "tanh", "sigmoid", "hardswish", "hardsigmoid", "silu", "leaky_relu", "elu")
 GENERIC_WEIGHT = 0.1
 #: features that scale together (one factor): spatial sides stay square
-TIED = (("height", "width"),)
+TIED = (("height", "width"), ("seq_len", "kv_len"))
 #: sequence lengths and 1-D windows scale by a wider factor: an app picks its window (1 s or 4 s of sensor
 #: data, 32 or 128 tokens) more freely than a net's widths, and the zoo's sequences are long (64-128 steps)
-SEQUENCE_FEATURES = {"seq_len", "tokens", "length"}
+SEQUENCE_FEATURES = {"seq_len", "tokens", "length", "kv_len"}
 SEQUENCE_FACTOR = 4.0
 #: this share of a kind's candidates takes a structural neighbour of its zoo layer, so that a profile also
 #: measures what an unseen net builds from the same kind: the next odd kernel size up or down
@@ -214,6 +215,10 @@ def _scaled(kind, base, factors):
         c["numel"] = c["parts"] * max(1, round(c["numel"] / c["parts"]))
     if kind == "transformer_block" and "d_model" in c:
         c["d_model"] = max(c["d_model"], 8)
+    if kind == "mha" and "embed_dim" in c:  # whole heads, of an aligned width where the zoo layer's is
+        h = c["num_heads"]
+        step = math.lcm(ALIGN, h) if base["embed_dim"] % math.lcm(ALIGN, h) == 0 else h
+        c["embed_dim"] = step * max(1, round(c["embed_dim"] / step))
     return c
 
 
@@ -290,6 +295,8 @@ def candidates(prior, kind, n, seed=0):
         if kernels and p[3] < share:
             near = _kernel_neighbour(config, down=p[3] < share / 2)
             config = near if near is not None and _valid(kind, near) else config
+        if kind == "mha" and p[3] < share:  # the other attention path (weights returned or the fused kernel)
+            config = dict(config, need_weights=1 - config["need_weights"])
         if other_bias is not None and p[2] < share:  # (p[2] also picks a role: recurrent kinds have no bias)
             config = dict(config, bias=other_bias)
         role = other_role if other_role and p[2] < share else base["role"]

@@ -79,6 +79,24 @@ class Elementwise(nn.Module):
         return torch.nn.functional.softplus(x)
 
 
+class Attention(nn.Module):
+    """Kind ``mha``: an ``nn.MultiheadAttention`` (batch first) called as a model calls it: on one tensor as
+    query, key and value (self-attention), or with ``cross`` on the first ``seq_len`` tokens of its input as
+    queries and the rest as keys and values (the input of a cross-attention layer is both tensors, the
+    gradient flowing into each)."""
+
+    def __init__(self, embed_dim, num_heads, seq_len, cross, need_weights, p):
+        super().__init__()
+        self.att = nn.MultiheadAttention(embed_dim, num_heads, dropout=p, batch_first=True)
+        self.seq_len, self.cross, self.need_weights = int(seq_len), bool(cross), bool(need_weights)
+
+    def forward(self, x):
+        if self.cross:
+            q, kv = x[:, :self.seq_len], x[:, self.seq_len:]
+            return self.att(q, kv, kv, need_weights=self.need_weights)[0]
+        return self.att(x, x, x, need_weights=self.need_weights)[0]
+
+
 def _i(v):
     return int(round(v))
 
@@ -138,6 +156,9 @@ def build_layer(kind, c):
         return Permute()
     if kind == "elementwise":
         return Elementwise()
+    if kind == "mha":
+        return Attention(_i(c["embed_dim"]), _i(c["num_heads"]), _i(c["seq_len"]), c["cross"], c["need_weights"],
+                         float(c["p"]))
     simple = {"relu": nn.ReLU, "relu6": nn.ReLU6, "gelu": nn.GELU, "tanh": nn.Tanh, "sigmoid": nn.Sigmoid,
               "hardswish": nn.Hardswish, "hardsigmoid": nn.Hardsigmoid, "silu": nn.SiLU,
               "leaky_relu": nn.LeakyReLU, "elu": nn.ELU}

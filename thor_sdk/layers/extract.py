@@ -141,6 +141,126 @@ def _module_layer(mod, in_shape, out_shape, unsupported, in_axis=0):
     return None
 
 
+def _is_mha(mod):
+    from torch import nn
+
+    return isinstance(mod, nn.MultiheadAttention)
+
+
+#: nn.MultiheadAttention.forward's arguments after query, key and value, in order, with their defaults
+_MHA_OPTIONS = {"key_padding_mask": None, "need_weights": True, "attn_mask": None, "average_attn_weights": True,
+                "is_causal": False}
+
+
+def _mha_layer(node, att, shape_of, batch_axis, unsupported):
+    """``("mha", config)`` of an ``nn.MultiheadAttention`` call the kind covers (one embedding width, biases, no
+    extra key/value bias, no zero attention, no masks, self-attention or keys that are the values), else
+    None with the reason recorded unsupported (a stand-in of linear layers and a softmax may then take it)."""
+    tensors = [_arg(node, i, name) for i, name in enumerate(("query", "key", "value"))]
+    options = {name: _arg(node, 3 + i, name, default) for i, (name, default) in enumerate(_MHA_OPTIONS.items())}
+    q, k, v = tensors
+    shapes = [shape_of(a) if hasattr(a, "meta") else None for a in tensors]
+    why = []
+    if any(s is None or len(s) != 2 for s in shapes):
+        why.append("inputs not (tokens, features) per sample")
+    elif not all(_batch_first_ok(att.batch_first, batch_axis(a)) for a in tensors):
+        why.append(f"batch_first={att.batch_first} on inputs whose batch is elsewhere")
+    if not att._qkv_same_embed_dim or att.in_proj_bias is None or att.out_proj.bias is None \
+            or att.bias_k is not None or att.add_zero_attn or att.embed_dim % att.num_heads:
+        why.append("kdim/vdim, bias=False, add_bias_kv or add_zero_attn")
+    if any(options[m] is not None for m in ("key_padding_mask", "attn_mask")) or options["is_causal"] is not False:
+        why.append("a mask")
+    if options["need_weights"] not in (True, False) or options["average_attn_weights"] is not True:
+        why.append("per-head or computed need_weights")
+    cross = not (q is k is v)
+    if cross and k is not v:
+        why.append("keys that are not the values")
+    if why:
+        unsupported.append(f"MultiheadAttention({'; '.join(why)})")
+        return None
+    return "mha", {"embed_dim": att.embed_dim, "num_heads": att.num_heads, "seq_len": shapes[0][0],
+                   "kv_len": shapes[1][0], "cross": int(cross), "need_weights": int(options["need_weights"]),
+                   "p": float(att.dropout)}
+
+
+def _encoder_parts(node, mod, in_shape, in_axis, unsupported):
+    """The layers of an ``nn.TransformerEncoderLayer`` (or an ``nn.TransformerEncoder``'s stack of them and its
+    final norm) called without masks, as ``[(suffix, (kind, config), reads_input)]``: its self-attention
+    (kind ``mha``, need_weights off, as the layer calls it), the dropouts, residual adds and layer norms, and the
+    feed-forward linears with their ReLU or GELU, in the order of ``norm_first``; the same modules the layer
+    runs, so not a stand-in. None for any other module; None with the reason recorded unsupported for an
+    encoder layer outside that (a mask, bias=False, another activation), which its stand-in may then take."""
+    from torch import nn
+    from torch.nn import functional as F
+
+    if isinstance(mod, nn.TransformerEncoder):
+        stack = list(mod.layers)
+        mask_names = ("src", "mask", "src_key_padding_mask", "is_causal")
+    elif isinstance(mod, nn.TransformerEncoderLayer):
+        stack = [mod]
+        mask_names = ("src", "src_mask", "src_key_padding_mask", "is_causal")
+    else:
+        return None
+    label = type(mod).__name__
+    masks = [_arg(node, i, name) for i, name in enumerate(mask_names) if i]
+    why = []
+    if any(m is not None and m is not False for m in masks):
+        why.append("a mask")
+    if in_shape is None or len(in_shape) != 2:
+        why.append("input not (tokens, features) per sample")
+    parts = []
+    for n, layer in enumerate(stack):
+        att = layer.self_attn
+        if not isinstance(layer, nn.TransformerEncoderLayer):
+            why.append("a layer that is not a TransformerEncoderLayer")
+            break
+        if in_shape is not None and not _batch_first_ok(att.batch_first, in_axis):
+            why.append(f"batch_first={att.batch_first} on an input whose batch is axis {in_axis}")
+        if not att._qkv_same_embed_dim or att.in_proj_bias is None or layer.linear1.bias is None \
+                or att.bias_k is not None or att.add_zero_attn or att.embed_dim % att.num_heads:
+            why.append("bias=False or another attention layout")
+        act = layer.activation
+        act_kind = ("relu" if act is F.relu or isinstance(act, nn.ReLU) else
+                    "gelu" if (act is F.gelu or isinstance(act, nn.GELU)) and getattr(act, "approximate", "none")
+                    == "none" else None)
+        if act_kind is None:
+            why.append("an activation other than ReLU or GELU")
+        if why:
+            break
+        t, d, ff = in_shape[0], att.embed_dim, layer.linear1.out_features
+        pre = f".layers.{n}" if isinstance(mod, nn.TransformerEncoder) else ""
+
+        def drop(name, numel, p):
+            return pre + name, ("dropout", {"numel": numel, "p": float(p)}), False
+
+        def norm(name):
+            return pre + name, ("layernorm", {"normalized": d, "tokens": t}), False
+
+        attn = [(pre + ".self_attn", ("mha", {"embed_dim": d, "num_heads": att.num_heads, "seq_len": t, "kv_len": t,
+                                              "cross": 0, "need_weights": 0, "p": float(att.dropout)}), False),
+                drop(".dropout1", t * d, layer.dropout1.p), (pre + ".add1", ("add", {"numel": t * d}), False)]
+        ffn = [(pre + ".linear1", ("linear", {"in_features": d, "out_features": ff, "tokens": t, "bias": 1}), False),
+               (pre + ".activation", (act_kind, {"numel": t * ff}), False), drop(".dropout", t * ff, layer.dropout.p),
+               (pre + ".linear2", ("linear", {"in_features": ff, "out_features": d, "tokens": t, "bias": 1}), False),
+               drop(".dropout2", t * d, layer.dropout2.p), (pre + ".add2", ("add", {"numel": t * d}), False)]
+        if layer.norm_first:
+            block = [norm(".norm1"), *attn, norm(".norm2"), *ffn]
+        else:
+            block = [*attn, norm(".norm1"), *ffn, norm(".norm2")]
+        if n == 0:  # the stack's first layer reads the stack's input
+            block[0] = (block[0][0], block[0][1], True)
+        parts += block
+    if not why and isinstance(mod, nn.TransformerEncoder) and mod.norm is not None:
+        if isinstance(mod.norm, nn.LayerNorm) and tuple(mod.norm.normalized_shape) == (in_shape[1],):
+            parts.append((".norm", ("layernorm", {"normalized": in_shape[1], "tokens": in_shape[0]}), False))
+        else:
+            why.append("a final norm other than a LayerNorm over the features")
+    if why:
+        unsupported.append(f"{label}({'; '.join(dict.fromkeys(why))})")
+        return None
+    return parts
+
+
 def layernorm_layer(k, in_shape, in_axis, unsupported, label):
     """``("layernorm", config)`` of a LayerNorm over the last ``k`` dimensions of a per-sample ``in_shape`` whose batch
     is at ``in_axis``: normalized = their product, tokens = the rest. Over several dimensions it is the same
@@ -167,8 +287,9 @@ def _stand_in(node, gm, in_shape, full_shape, got, refused, in_axis, shape_of, b
     exact FLOPs where the kinds allow; how far each stand-in's own cost is from the operator's on this
     project's host is measured by ``bench/bench_stand_ins.py`` (``bench/results/stand-ins-host-*.md``):
 
-    - ``nn.TransformerEncoderLayer`` (batch first): the ``transformer_block`` of the same sizes (a pre-norm
-      GELU block with causal attention).
+    - ``nn.TransformerEncoderLayer`` (batch first) outside what ``_encoder_parts`` takes (a mask, ``bias=False``,
+      another activation): the ``transformer_block`` of the same sizes (a pre-norm GELU block with causal
+      attention).
     - bidirectional ``nn.LSTM`` / ``nn.GRU`` (batch first): per layer, one ``lstm``/``gru`` layer per direction
       (the second and later layers read both directions, 2 x hidden) and the ``cat`` of the two.
     - projected ``nn.LSTM`` (``proj_size``): per layer and direction, the ``lstm`` of the full hidden size (not
@@ -178,7 +299,8 @@ def _stand_in(node, gm, in_shape, full_shape, got, refused, in_axis, shape_of, b
       (dilation - 1) x (kernel - 1): the same output size and FLOPs.
     - ``nn.ConvTranspose1d`` / ``nn.ConvTranspose2d``: the stride-1 conv of the same kernel whose output has the
       transposed conv's *input* size: the same FLOPs (every input element meets the whole kernel).
-    - ``nn.MultiheadAttention``: the input projection (``linear`` d -> 3d; for cross-attention the query
+    - ``nn.MultiheadAttention`` outside kind ``mha`` (a mask, ``bias=False``, ``kdim``/``vdim``, keys that are
+      not the values, per-head weights): the input projection (``linear`` d -> 3d; for cross-attention the query
       projection over the queries and the key and value projections over the keys, from their own widths
       ``kdim``/``vdim`` where the module has them), the scores and
       the weighted sum as ``linear`` layers of the same FLOPs, their ``softmax``, the output projection.
@@ -895,8 +1017,12 @@ def layers_from_module(module, input_shape, input_dtype="float32", vocab=None, s
         if node.op in ("placeholder", "output"):
             needs_grad[node] = False
             continue
-        if node.op == "get_attr":
-            needs_grad[node] = True
+        if node.op == "get_attr":  # a parameter needs a gradient; a buffer (a fixed mask, a running stat) does not
+            try:
+                value = operator.attrgetter(str(node.target))(gm)
+            except AttributeError:
+                value = None
+            needs_grad[node] = bool(getattr(value, "requires_grad", True))
             continue
         tensor_args = [a for a in arg_nodes if shape_of(a) is not None]
         in_shape = shape_of(tensor_args[0]) if tensor_args else None
@@ -905,7 +1031,19 @@ def layers_from_module(module, input_shape, input_dtype="float32", vocab=None, s
         n_unsupported = len(unsupported)
         if node.op == "call_module":
             mod = gm.get_submodule(node.target)
-            got = _module_layer(mod, in_shape, out_shape, unsupported, in_axis)
+            parts = _encoder_parts(node, mod, in_shape, in_axis, unsupported)
+            if parts is not None:  # an encoder layer (or stack): its attention, norms and feed-forward layers
+                for suffix, part, reads_input in parts:
+                    add_layer(layers, str(node.target) + suffix, part, upstream or not reads_input,
+                              op_label(node, gm))
+                needs_grad[node] = True
+                continue
+            if len(unsupported) > n_unsupported:
+                got = None
+            elif _is_mha(mod):
+                got = _mha_layer(node, mod, shape_of, batch_axis, unsupported)
+            else:
+                got = _module_layer(mod, in_shape, out_shape, unsupported, in_axis)
             has_params = any(p.requires_grad for p in mod.parameters())
         elif out_shape is None and getattr(node.target, "__module__", None) == "_operator":
             got, has_params = None, False  # arithmetic on sizes (c // 2), not on tensors: free

@@ -89,7 +89,10 @@ class Kind:
         layer (``2*4*seq_len*num_layers*5*hidden``), ``gru`` its gates and hidden state
         (``2*4*seq_len*num_layers*4*hidden``), ``transformer_block`` its attention scores and
         probabilities (``2*seq_len^2*n_heads``) and its other saved activations
-        (``seq_len*(4*n_heads*head_dim + 4*d_model + 2*d_ff)``), both times ``2*4``; max pooling its
+        (``seq_len*(4*n_heads*head_dim + 4*d_model + 2*d_ff)``), both times ``2*4``; ``mha`` its queries, keys,
+        values and heads' output (``2*embed_dim*(seq_len + kv_len)``) and, on the explicit path (need_weights)
+        and for its dropout mask (p > 0), the attention probabilities (``num_heads*seq_len*kv_len`` each), times
+        ``2*4``; max pooling its
         int64 argmax indices (``2*8*O``), dropout its byte mask (``2*numel``); ``add`` and a full-size
         ``mul`` read a second operand (``4*numel``; ``mul`` also saves it for the backward and writes
         its gradient, ``+8*numel``). Affine in ``b`` (per-sample + per-step terms), as the runtime needs.
@@ -139,6 +142,13 @@ class Kind:
                 raise UsageError(f"layer of kind {self.name!r}: {f} must be 0 or 1, got {v!r}")
             if f not in _FLAGS and f not in _MAY_BE_ZERO and v < 1:
                 raise UsageError(f"layer of kind {self.name!r}: {f} must be at least 1, got {v!r}")
+        if self.name == "mha":
+            if config["embed_dim"] % config["num_heads"]:
+                raise UsageError(f"layer of kind 'mha': num_heads ({config['num_heads']:g}) must divide embed_dim "
+                                 f"({config['embed_dim']:g})")
+            if not config["cross"] and config["kv_len"] != config["seq_len"]:
+                raise UsageError(f"layer of kind 'mha': self-attention (cross = 0) has kv_len = seq_len, got "
+                                 f"{config['kv_len']:g} and {config['seq_len']:g}")
         if "groups" in self.features:
             g = config["groups"]
             if config["in_channels"] % g or config["out_channels"] % g:
@@ -170,7 +180,7 @@ class Kind:
 #: bounds of a layer config (see ``Kind.check_config``)
 MAX_FEATURE = 1e9
 MAX_NUMEL = 1e10
-_FLAGS = ("bias", "positional", "broadcast")
+_FLAGS = ("bias", "positional", "broadcast", "cross", "need_weights")
 _MAY_BE_ZERO = ("padding",)
 
 
@@ -249,6 +259,12 @@ KINDS = {
              "a generic elementwise op standing in for operators without a kind of their own (--unknown-ops "
              "approx): one tensor of numel elements per sample in, one out; probed as softplus, a "
              "transcendental pointwise op", False),
+        Kind("mha", ("embed_dim", "num_heads", "seq_len", "kv_len", "cross", "need_weights", "p"),
+             "nn.MultiheadAttention (batch first, biases, no masks): self-attention over seq_len tokens of "
+             "embed_dim (kv_len = seq_len, cross = 0), or cross-attention (cross = 1) of seq_len queries over "
+             "kv_len keys that are also the values; need_weights = 1 returns the head-averaged attention weights "
+             "(PyTorch's default, the explicit path), 0 runs the fused kernel; p = its attention dropout. The "
+             "input is the queries then, for cross-attention, the keys along the tokens", True),
         Kind("output", ("in_features", "out_features", "tokens"),
              "the output head: Linear + softmax cross-entropy loss (cost includes the loss and the "
              "per-step fixed work of the optimizer)", True, roles=("output",)),
@@ -283,6 +299,8 @@ _SHAPES = {
     "softmax": (lambda c: _softmax_shape(c),) * 2,
     "upsample": (lambda c: (c["channels"], c["height"], c["width"]),
                  lambda c: (c["channels"], c["height"] * c["scale"], c["width"] * c["scale"])),
+    "mha": (lambda c: (c["seq_len"] + c["cross"] * c["kv_len"], c["embed_dim"]),
+            lambda c: (c["seq_len"], c["embed_dim"])),
 }
 _SHAPES["avgpool2d"] = _SHAPES["maxpool2d"]
 for _k in _ELEMENTWISE:
@@ -313,6 +331,15 @@ def _tb_flops(c):
     return 2.0 * t * (d * 3 * inner + inner * d + 2 * d * ff) + 4.0 * t * t * inner
 
 
+def _mha_flops(c):
+    """Projections (one d -> 3d over the tokens for self-attention; d -> d over the queries and d -> 2d over
+    the keys for cross-attention), scores and weighted sum, their softmax (5 per score), the head average of
+    the weights when returned, and the output projection."""
+    d, h, t, s = c["embed_dim"], c["num_heads"], c["seq_len"], c["kv_len"]
+    proj = 2.0 * t * d * d + 2.0 * s * d * 2 * d if c["cross"] else 2.0 * t * d * 3 * d
+    return proj + 4.0 * t * s * d + 5.0 * h * t * s + c["need_weights"] * h * t * s + 2.0 * t * d * d
+
+
 def _conv1d_flops(c):
     oc, ol = _SHAPES["conv1d"][1](c)
     return 2.0 * oc * ol * (c["in_channels"] / c["groups"]) * c["kernel"]
@@ -335,6 +362,7 @@ _FLOPS = {
     "embedding": lambda c: c["seq_len"] * c["embedding_dim"] * (1 + c["positional"]),
     "lstm": lambda c: 8.0 * c["seq_len"] * sum(c["hidden_size"] * (i + c["hidden_size"]) for i in _rnn_layer_inputs(c)),
     "transformer_block": _tb_flops,
+    "mha": _mha_flops,
     "gelu": lambda c: 8.0 * c["numel"],
     "tanh": lambda c: 4.0 * c["numel"],
     "sigmoid": lambda c: 4.0 * c["numel"],
@@ -376,6 +404,8 @@ _PARAMS = {
     "conv1d": lambda c: (c["out_channels"] * (c["in_channels"] // c["groups"]) * c["kernel"]
                          + c["out_channels"] * c["bias"]),
     "batchnorm1d": lambda c: 2 * c["channels"],
+    # in_proj (3d x d) and out_proj (d x d) weights and biases
+    "mha": lambda c: 4 * c["embed_dim"] * c["embed_dim"] + 4 * c["embed_dim"],
     "gru": lambda c: sum(3 * c["hidden_size"] * (i + c["hidden_size"] + 2) for i in _rnn_layer_inputs(c)),
 }
 
@@ -395,6 +425,11 @@ _EXTRA_BYTES = {
     "lstm": lambda c, runs: 2 * 4.0 * c["seq_len"] * c["num_layers"] * 5 * c["hidden_size"],
     "gru": lambda c, runs: 2 * 4.0 * c["seq_len"] * c["num_layers"] * 4 * c["hidden_size"],
     "transformer_block": lambda c, runs: 2 * 4.0 * _tb_saved(c),
+    # queries, keys, values and the heads' output saved, and the attention probabilities (and their dropout
+    # mask) where the explicit path keeps them
+    "mha": lambda c, runs: 2 * 4.0 * (2.0 * c["embed_dim"] * (c["seq_len"] + c["kv_len"])
+                                      + c["num_heads"] * c["seq_len"] * c["kv_len"]
+                                      * (c["need_weights"] + (c["p"] > 0))),
     "maxpool2d": lambda c, runs: 2 * 8.0 * _prod(_SHAPES["maxpool2d"][1](c)) if runs else 0.0,
     "maxpool1d": lambda c, runs: 2 * 8.0 * _prod(_SHAPES["maxpool1d"][1](c)) if runs else 0.0,
     "dropout": lambda c, runs: (2.0 if runs else 1.0) * c["numel"],
