@@ -382,6 +382,29 @@ def test_candidates_take_structural_neighbours_of_the_zoo_layers():
     assert _kernel_neighbour({"kernel": 2, "stride": 1, "padding": 0}, down=False) is None  # even
 
 
+def test_attention_candidates_keep_whole_heads_self_attention_keys_and_take_the_other_path():
+    """Kind mha's candidates: every embedding width a multiple of its heads (aligned to 8 where the zoo layer's
+    is), a self-attention layer's keys as many as its queries, cross-attention's apart; a share takes the path
+    its zoo layer does not (weights returned or the fused kernel), so both are sampled for every layout."""
+    from thor_sdk.campaign.prior import _valid
+
+    prior = load_prior()
+    zoo = prior["kinds"]["mha"]["configs"]
+    assert {e["config"]["cross"] for e in zoo} == {0, 1}
+    got = candidates(prior, "mha", 160, seed=0)
+    assert len(got) == 160
+    for c, b, role in got:
+        assert _valid("mha", c) and c["embed_dim"] % c["num_heads"] == 0 and 1 <= b <= 128
+        assert c["cross"] or c["kv_len"] == c["seq_len"]
+        if c["num_heads"] in (1, 2, 4):  # the zoo's widths (64) are multiples of 8 and of these heads
+            assert c["embed_dim"] % 8 == 0
+    assert any(c["cross"] and c["kv_len"] != c["seq_len"] for c, _, _ in got)
+    for cross in (0, 1):
+        paths = {c["need_weights"] for c, _, _ in got if c["cross"] == cross}
+        assert paths == {0, 1}, cross
+    assert len({c["seq_len"] for c, _, _ in got}) > 40  # sizes spread, not the three zoo layers
+
+
 def test_sequence_lengths_spread_wider_than_widths_and_old_priors_keep_their_candidates():
     prior = load_prior()
     zoo = [e["config"]["seq_len"] for e in prior["kinds"]["gru"]["configs"]]
