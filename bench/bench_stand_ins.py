@@ -7,10 +7,11 @@ Under ``--unknown-ops approx`` some operators without a kind are estimated as ki
 LSTM/GRU as one layer per direction and a ``cat``; a projected LSTM as the lstm of its full hidden size and its
 projection, per direction; a dilated conv as the undilated conv of the same output
 size; a transposed conv as the stride-1 conv of the same FLOPs; nn.MultiheadAttention outside kind ``mha``
-(``bias=False``), ``x @ y``, ``torch.einsum`` and F.scaled_dot_product_attention as ``linear`` layers of the same FLOPs and a
-``softmax``; an instance norm as the batch norm of the same sizes; GroupNorm as the layernorm of the same
+(``bias=False``), ``x @ y``, ``torch.einsum`` and F.scaled_dot_product_attention with a mask as ``linear``
+layers of the same FLOPs and a ``softmax``; an instance norm as the batch norm of the same sizes; GroupNorm as the layernorm of the same
 statistics. Also timed against the layers they are read as: a LayerNorm over several trailing dimensions (its own
-kind, over their product), nn.MultiheadAttention (kind ``mha``, self and cross) and nn.TransformerEncoderLayer (its
+kind, over their product), nn.MultiheadAttention (kind ``mha``, self and cross), F.scaled_dot_product_attention
+(kind ``sdpa``) and nn.TransformerEncoderLayer (its
 attention, norms and feed-forward, each of its own kind).
 
 Each case is a small module holding the operator (and a cheap ReLU after it, so no linear stand-in becomes the
@@ -89,8 +90,13 @@ def _cases():
             return torch.relu(torch.softmax(x @ x.transpose(-1, -2), dim=-1) @ x)
 
     class Sdpa(nn.Module):
+        def __init__(self, causal=False, masked=0):
+            super().__init__()
+            self.causal = causal
+            self.register_buffer("mask", torch.ones(masked, masked, dtype=torch.bool).tril() if masked else None)
+
         def forward(self, x):
-            return torch.relu(F.scaled_dot_product_attention(x, x, x))
+            return torch.relu(F.scaled_dot_product_attention(x, x, x, attn_mask=self.mask, is_causal=self.causal))
 
     class EinsumScores(nn.Module):
         def forward(self, x):  # (B, heads, T, hd), as Scores with torch.einsum
@@ -150,7 +156,9 @@ def _cases():
                                                         True, True), (24, 64), 16),
         ("x @ x^T, softmax, @ x: 4 heads T32 hd16", Scores(), (4, 32, 16), 16),
         ("x @ x^T, softmax, @ x: 8 heads T64 hd32", Scores(), (8, 64, 32), 8),
-        ("scaled_dot_product_attention 4 heads T32 hd16", Sdpa(), (4, 32, 16), 16),
+        ("scaled_dot_product_attention 4 heads T32 hd16 (its own kind)", Sdpa(), (4, 32, 16), 16),
+        ("scaled_dot_product_attention causal 4 heads T64 hd32 (its own kind)", Sdpa(causal=True), (4, 64, 32), 16),
+        ("scaled_dot_product_attention with a mask 4 heads T32 hd16", Sdpa(masked=32), (4, 32, 16), 16),
         ("einsum q k^T, softmax, einsum with v: 4 heads T32 hd16", EinsumScores(), (4, 32, 16), 16),
         ("einsum q k^T, softmax, einsum with v: 8 heads T64 hd32", EinsumScores(), (8, 64, 32), 8),
         ("einsum of three operands x x^T x: T32 d16", EinsumChain(), (32, 16), 16),

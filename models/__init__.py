@@ -107,7 +107,7 @@ _ZOO = (
          (3, 64, 64), 100),
     _zoo("vit_tiny", "Vision Transformer (4x4 patches -> 64 tokens, dim 64, 4 blocks of timm-style 4-head "
          "attention: qkv projection, scaled_dot_product_attention; GELU MLP 128) on 3x32x32 images, 10 classes",
-         (3, 32, 32), unknown_ops="stand-ins"),
+         (3, 32, 32)),
     _zoo("kwt_tiny", "Keyword Transformer (KWT-1: 12 pre-norm nn.TransformerEncoderLayer blocks, d=64, 1 head, GELU "
          "MLP 256) on 98x40 log-mel frames, 12 classes", (98, 40), 12),
     _zoo("attention_har", "self-attention HAR net (2 blocks of nn.MultiheadAttention, 4 heads of 16, ReLU "
@@ -133,6 +133,8 @@ _ZOO = (
         100, VOCAB, "zoo"),
     _lm("transformer_lm_small", f"char-level transformer: 4 layers, d=192, 3 heads of 64, ff 768, seq 128, "
         f"vocab {VOCAB}", 128, VOCAB, "zoo"),
+    _lm("gpt_nano", f"character-level GPT as nanoGPT writes it: 4 blocks, d=128, 4 heads of 32, causal "
+        f"F.scaled_dot_product_attention, GELU MLP 512, seq 128, vocab {VOCAB}", 128, VOCAB, "zoo"),
     ModelSpec("transformer_cls", "transformer text classifier: 4 layers, d=128, 4 heads of 32, ff 512, seq 128, "
               "vocab 2000, 4 classes", (128,), "int64", 4, (), 2000, group="zoo"),
 )

@@ -442,6 +442,58 @@ def vit_tiny(spec):
     return _ViT(spec.num_classes, side=spec.input_shape[1])
 
 
+class _CausalSelfAttention(nn.Module):
+    """nanoGPT's attention: one projection to queries, keys and values, split, heads by view and transpose,
+    ``F.scaled_dot_product_attention(is_causal=True)`` (dropout when training), the heads merged and projected."""
+
+    def __init__(self, dim, heads, dropout):
+        super().__init__()
+        self.heads, self.dropout = heads, dropout
+        self.c_attn = nn.Linear(dim, 3 * dim)
+        self.c_proj = nn.Linear(dim, dim)
+
+    def forward(self, x):
+        b, t, d = x.shape
+        q, k, v = self.c_attn(x).split(d, dim=2)
+        q = q.view(b, t, self.heads, d // self.heads).transpose(1, 2)
+        k = k.view(b, t, self.heads, d // self.heads).transpose(1, 2)
+        v = v.view(b, t, self.heads, d // self.heads).transpose(1, 2)
+        y = F.scaled_dot_product_attention(q, k, v, dropout_p=self.dropout if self.training else 0.0, is_causal=True)
+        return self.c_proj(y.transpose(1, 2).contiguous().view(b, t, d))
+
+
+class _GPTBlock(nn.Module):
+    def __init__(self, dim, heads, dropout):
+        super().__init__()
+        self.ln_1, self.attn = nn.LayerNorm(dim), _CausalSelfAttention(dim, heads, dropout)
+        self.ln_2 = nn.LayerNorm(dim)
+        self.mlp = nn.Sequential(nn.Linear(dim, 4 * dim), nn.GELU(), nn.Linear(4 * dim, dim), nn.Dropout(dropout))
+
+    def forward(self, x):
+        x = x + self.attn(self.ln_1(x))
+        return x + self.mlp(self.ln_2(x))
+
+
+def gpt_nano(spec):
+    """A character-level GPT as nanoGPT writes it (its shakespeare_char configuration, scaled down): token and
+    position embeddings, 4 pre-norm blocks of causal self-attention through ``F.scaled_dot_product_attention``
+    (d=128, 4 heads of 32, dropout 0.1) and a GELU MLP (512), a final layer norm and the language-model head."""
+    from .blocks import TokenPositionalEmbedding
+
+    class _GPT(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.wte = TokenPositionalEmbedding(spec.vocab, 128, spec.input_shape[0])
+            self.blocks = nn.Sequential(*[_GPTBlock(128, 4, 0.1) for _ in range(4)])
+            self.ln_f = nn.LayerNorm(128)
+            self.lm_head = nn.Linear(128, spec.num_classes)
+
+        def forward(self, idx):
+            return self.lm_head(self.ln_f(self.blocks(self.wte(idx))))
+
+    return _GPT()
+
+
 def kwt_tiny(spec):
     """Keyword Transformer (KWT-1, Berg et al. 2021) on 98x40 log-mel frames: each frame projected to 64, 12
     pre-norm ``nn.TransformerEncoderLayer`` blocks (one head of 64, GELU MLP 256, dropout 0.1, as

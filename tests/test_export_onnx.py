@@ -58,6 +58,9 @@ KIND_PROBES = {
                         2, "hidden"),
     "mha-cross-hidden": Probe("mha", dict(embed_dim=16, num_heads=4, seq_len=4, kv_len=3, cross=1, need_weights=0,
                                           p=0.0), 2, "hidden"),
+    "sdpa-hidden": Probe("sdpa", dict(num_heads=2, seq_len=4, kv_len=3, head_dim=8, causal=0, p=0.0), 2, "hidden"),
+    "sdpa-causal-hidden": Probe("sdpa", dict(num_heads=2, seq_len=4, kv_len=4, head_dim=8, causal=1, p=0.0), 2,
+                                "hidden"),
     "output": Probe("output", dict(in_features=16, out_features=10, tokens=1), 4),
     "output-tokens": Probe("output", dict(in_features=8, out_features=12, tokens=4), 2),
 }

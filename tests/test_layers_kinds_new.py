@@ -60,6 +60,8 @@ CONFIGS = {
     "elementwise": [dict(numel=24)],
     "mha": [dict(embed_dim=8, num_heads=2, seq_len=5, kv_len=5, cross=0, need_weights=1, p=0.0),
             dict(embed_dim=8, num_heads=4, seq_len=5, kv_len=3, cross=1, need_weights=0, p=0.1)],
+    "sdpa": [dict(num_heads=2, seq_len=5, kv_len=5, head_dim=4, causal=0, p=0.0),
+             dict(num_heads=3, seq_len=4, kv_len=6, head_dim=8, causal=1, p=0.1)],
     "output": [dict(in_features=6, out_features=4, tokens=1)],
 }
 CASES = [(k, i) for k, cs in CONFIGS.items() for i in range(len(cs))]

@@ -104,29 +104,30 @@ def test_every_kind_is_in_the_zoo_and_heldout_kinds_are_covered():
     assert heldout <= zoo
 
 
-def test_a_net_that_declares_its_stand_ins_gets_them_and_nothing_generic():
-    """vit_tiny calls F.scaled_dot_product_attention (as timm does): its spec declares stand-ins, so layers_of takes
-    the operator apart into known kinds, marked approx, under the default "error"; an operator without a stand-in
-    stays refused in that mode, and a model without the declaration is refused as before."""
+def test_attention_nets_are_their_own_kinds_and_stand_ins_mode_takes_no_generic_op():
+    """vit_tiny and gpt_nano call F.scaled_dot_product_attention (as timm and nanoGPT do): kind sdpa, causal in the
+    GPT, nothing approximated. The stand-ins mode a spec may declare (ModelSpec.unknown_ops) still takes an operator
+    apart into known kinds, marked approx (here a masked attention), while an operator without a stand-in stays
+    refused in that mode, and a model without the declaration is refused as before."""
     import torch
     import torch.nn.functional as F
 
     from thor_sdk.layers.extract import STAND_INS, layers_from_module
 
-    assert model_spec("vit_tiny").unknown_ops == STAND_INS
-    layers = _layers("vit_tiny")
-    approx = [l for l in layers if l.get("approx")]
-    assert len(approx) == 12 and {l["kind"] for l in approx} == {"linear", "softmax"}
-    assert all(l["op"] == "F.scaled_dot_product_attention" for l in approx)
-    assert "elementwise" not in {l["kind"] for l in layers}
+    for name, causal in (("vit_tiny", 0), ("gpt_nano", 1)):
+        layers = _layers(name)
+        assert not [l for l in layers if l.get("approx")], name
+        sdpa = [l for l in layers if l["kind"] == "sdpa"]
+        assert len(sdpa) == 4 and {l["config"]["causal"] for l in sdpa} == {causal}
 
     class Both(torch.nn.Module):
         def __init__(self):
             super().__init__()
             self.fc = torch.nn.Linear(16, 4)
+            self.register_buffer("mask", torch.ones(8, 8, dtype=torch.bool).tril())
 
         def forward(self, x):  # (B, 8 tokens, 16)
-            a = F.scaled_dot_product_attention(x, x, x)
+            a = F.scaled_dot_product_attention(x, x, x, attn_mask=self.mask)
             return self.fc(torch.erf(a).mean(dim=1))
 
     with pytest.raises(UnsupportedOperatorError) as e:

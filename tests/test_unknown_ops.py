@@ -615,20 +615,34 @@ def test_a_two_operand_einsum_stands_in_as_a_linear_of_its_multiply_adds():
 
 
 class _Sdpa(nn.Module):
-    def __init__(self):
+    def __init__(self, masked=False, **call):
         super().__init__()
-        self.fc = nn.Linear(8, 3)
+        self.fc, self.call = nn.Linear(8, 3), call
+        self.register_buffer("mask", torch.ones(6, 6, dtype=torch.bool).tril() if masked else None)
 
     def forward(self, x):  # (heads 2, tokens 6, head dim 8) per sample
         from torch.nn import functional as F
 
-        return self.fc(F.scaled_dot_product_attention(x, x, x).mean(dim=(1, 2)))
+        return self.fc(F.scaled_dot_product_attention(x, x, x, attn_mask=self.mask, **self.call).mean(dim=(1, 2)))
 
 
-def test_scaled_dot_product_attention_stands_in_as_scores_softmax_and_weighted_sum():
-    with pytest.raises(UnsupportedOperatorError, match="scaled_dot_product_attention"):
-        layers_of(_Sdpa(), input_shape=[2, 6, 8])
-    ml = layers_of(_Sdpa(), input_shape=[2, 6, 8], unknown_ops="approx")
+@pytest.mark.parametrize("call, causal, p", [({}, 0, 0.0), ({"is_causal": True, "dropout_p": 0.1}, 1, 0.1)])
+def test_scaled_dot_product_attention_is_its_own_kind(call, causal, p):
+    """F.scaled_dot_product_attention without a mask tensor is kind sdpa (heads, query and key lengths, head width,
+    is_causal and dropout_p as features); its FLOPs are the scores and weighted sum (x 2) and the softmax, half of
+    them under a causal mask."""
+    sd = [l for l in layers_of(_Sdpa(**call), input_shape=[2, 6, 8], unknown_ops="approx").layers  # (the mean)
+          if l["op"] == "F.scaled_dot_product_attention"]
+    assert len(sd) == 1 and sd[0]["kind"] == "sdpa" and "approx" not in sd[0] and sd[0]["role"] == "input"
+    assert sd[0]["config"] == {"num_heads": 2, "seq_len": 6, "kv_len": 6, "head_dim": 8, "causal": causal, "p": p}
+    full = 2 * 2 * (2 * 6 * 6 * 8) + 5 * 2 * 6 * 6
+    assert get_kind("sdpa").forward_flops(sd[0]["config"]) == full / (2 if causal else 1)
+
+
+def test_scaled_dot_product_attention_with_a_mask_stands_in_as_scores_softmax_and_weighted_sum():
+    with pytest.raises(UnsupportedOperatorError, match=r"scaled_dot_product_attention\(a mask\)"):
+        layers_of(_Sdpa(masked=True), input_shape=[2, 6, 8])
+    ml = layers_of(_Sdpa(masked=True), input_shape=[2, 6, 8], unknown_ops="approx")
     sd = [l for l in ml.layers if l["op"] == "F.scaled_dot_product_attention"]
     assert [l["kind"] for l in sd] == ["linear", "softmax", "linear"]
     assert _flops([sd[0], sd[2]]) == 2 * 2 * (2 * 6 * 6 * 8)

@@ -97,6 +97,22 @@ class Attention(nn.Module):
         return self.att(x, x, x, need_weights=self.need_weights)[0]
 
 
+class Sdpa(nn.Module):
+    """Kind ``sdpa``: ``F.scaled_dot_product_attention`` of the queries, keys and values its input holds along the
+    tokens (``seq_len``, then ``kv_len`` and ``kv_len``), each head at once, as attention code calls it on the
+    three parts of one projection."""
+
+    def __init__(self, seq_len, kv_len, causal, p):
+        super().__init__()
+        self.seq_len, self.kv_len, self.causal, self.p = int(seq_len), int(kv_len), bool(causal), float(p)
+
+    def forward(self, x):
+        t, s = self.seq_len, self.kv_len
+        q, k, v = x[:, :, :t], x[:, :, t:t + s], x[:, :, t + s:]
+        return torch.nn.functional.scaled_dot_product_attention(q, k, v, dropout_p=self.p if self.training else 0.0,
+                                                                is_causal=self.causal)
+
+
 def _i(v):
     return int(round(v))
 
@@ -156,6 +172,8 @@ def build_layer(kind, c):
         return Permute()
     if kind == "elementwise":
         return Elementwise()
+    if kind == "sdpa":
+        return Sdpa(_i(c["seq_len"]), _i(c["kv_len"]), c["causal"], float(c["p"]))
     if kind == "mha":
         return Attention(_i(c["embed_dim"]), _i(c["num_heads"]), _i(c["seq_len"]), c["cross"], c["need_weights"],
                          float(c["p"]))

@@ -183,6 +183,40 @@ def _mha_layer(node, att, shape_of, batch_axis, unsupported):
                    "p": float(att.dropout)}
 
 
+def _is_sdpa(node):
+    from torch.nn import functional as F
+
+    return node.op == "call_function" and node.target is F.scaled_dot_product_attention
+
+
+def _sdpa_layer(node, shape_of, batch_axis, unsupported):
+    """``("sdpa", config)`` of an ``F.scaled_dot_product_attention`` call the kind covers: queries, keys and values
+    of one head dimension with the same heads, the batch first, no mask tensor (``is_causal`` and a dropout
+    probability are features; a scale changes no cost), else None with the reason recorded unsupported (its
+    stand-in of linear layers and a softmax may then take it)."""
+    tensors = [_arg(node, i, name) for i, name in enumerate(("query", "key", "value"))]
+    mask, p, causal = _arg(node, 3, "attn_mask"), _arg(node, 4, "dropout_p", 0.0), _arg(node, 5, "is_causal", False)
+    shapes = [shape_of(a) if hasattr(a, "meta") else None for a in tensors]
+    why = []
+    if any(s is None or len(s) < 2 for s in shapes) or any(batch_axis(a) for a in tensors):
+        why.append("inputs not (..., tokens, features) per sample, batch first")
+    else:
+        q, k, v = shapes
+        if not (q[:-2] == k[:-2] == v[:-2] and q[-1] == k[-1] == v[-1] and k[-2] == v[-2]):
+            why.append("keys, values and queries of other heads or widths")
+    if mask is not None:
+        why.append("a mask")
+    if isinstance(p, bool) or not isinstance(p, (int, float)) or not 0 <= p < 1 or causal not in (True, False) \
+            or node.kwargs.get("enable_gqa", False) is not False:
+        why.append("a computed dropout or causal flag, or grouped-query attention")
+    if why:
+        unsupported.append(f"F.scaled_dot_product_attention({'; '.join(why)})")
+        return None
+    q, k, _ = shapes
+    return "sdpa", {"num_heads": _prod(q[:-2]), "seq_len": q[-2], "kv_len": k[-2], "head_dim": q[-1],
+                    "causal": int(causal), "p": float(p)}
+
+
 def _encoder_parts(node, mod, in_shape, in_axis, unsupported):
     """The layers of an ``nn.TransformerEncoderLayer`` (or an ``nn.TransformerEncoder``'s stack of them and its
     final norm) called without masks, as ``[(suffix, (kind, config), reads_input)]``: its self-attention
@@ -309,7 +343,8 @@ def _stand_in(node, gm, in_shape, full_shape, got, refused, in_axis, shape_of, b
       (``einsum_chain_stand_in``).
     - ``x @ y``, ``torch.matmul``, ``torch.bmm`` (both operands at least 2-D): a ``linear`` of the same FLOPs
       (in = the contracted size, out = the result's last size, tokens = the rest of the result).
-    - ``F.scaled_dot_product_attention``: scores, ``softmax``, weighted sum, as above.
+    - ``F.scaled_dot_product_attention`` outside kind ``sdpa`` (a mask tensor, other widths): scores, ``softmax``,
+      weighted sum, as above.
     - ``nn.InstanceNorm1d`` / ``nn.InstanceNorm2d`` (batch first): the ``batchnorm1d`` / ``batchnorm2d`` of the same
       sizes (``instance_norm_stand_in``); ``nn.GroupNorm``: the ``layernorm`` of the same statistics.
     """
@@ -1047,6 +1082,8 @@ def layers_from_module(module, input_shape, input_dtype="float32", vocab=None, s
             has_params = any(p.requires_grad for p in mod.parameters())
         elif out_shape is None and getattr(node.target, "__module__", None) == "_operator":
             got, has_params = None, False  # arithmetic on sizes (c // 2), not on tensors: free
+        elif _is_sdpa(node):
+            got, has_params = _sdpa_layer(node, shape_of, batch_axis, unsupported), False
         else:
             got = _function_layer(node, in_shape or (), out_shape or (), unsupported, full_shape, in_axis)
             has_params = False

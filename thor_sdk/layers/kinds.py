@@ -92,7 +92,8 @@ class Kind:
         (``seq_len*(4*n_heads*head_dim + 4*d_model + 2*d_ff)``), both times ``2*4``; ``mha`` its queries, keys,
         values and heads' output (``2*embed_dim*(seq_len + kv_len)``) and, on the explicit path (need_weights)
         and for its dropout mask (p > 0), the attention probabilities (``num_heads*seq_len*kv_len`` each), times
-        ``2*4``; max pooling its
+        ``2*4``; ``sdpa`` its softmax's row statistics (``num_heads*seq_len``) and with dropout its probabilities
+        and their mask (``2*num_heads*seq_len*kv_len``), times ``2*4``; max pooling its
         int64 argmax indices (``2*8*O``), dropout its byte mask (``2*numel``); ``add`` and a full-size
         ``mul`` read a second operand (``4*numel``; ``mul`` also saves it for the backward and writes
         its gradient, ``+8*numel``). Affine in ``b`` (per-sample + per-step terms), as the runtime needs.
@@ -180,7 +181,7 @@ class Kind:
 #: bounds of a layer config (see ``Kind.check_config``)
 MAX_FEATURE = 1e9
 MAX_NUMEL = 1e10
-_FLAGS = ("bias", "positional", "broadcast", "cross", "need_weights")
+_FLAGS = ("bias", "positional", "broadcast", "cross", "need_weights", "causal")
 _MAY_BE_ZERO = ("padding",)
 
 
@@ -265,6 +266,10 @@ KINDS = {
              "kv_len keys that are also the values; need_weights = 1 returns the head-averaged attention weights "
              "(PyTorch's default, the explicit path), 0 runs the fused kernel; p = its attention dropout. The "
              "input is the queries then, for cross-attention, the keys along the tokens", True),
+        Kind("sdpa", ("num_heads", "seq_len", "kv_len", "head_dim", "causal", "p"),
+             "F.scaled_dot_product_attention of num_heads heads: seq_len queries over kv_len keys and values, "
+             "each head_dim wide; causal = is_causal, p = dropout_p. The input is the queries, keys and values "
+             "along the tokens (seq_len + 2 kv_len of them per head)", False),
         Kind("output", ("in_features", "out_features", "tokens"),
              "the output head: Linear + softmax cross-entropy loss (cost includes the loss and the "
              "per-step fixed work of the optimizer)", True, roles=("output",)),
@@ -299,6 +304,8 @@ _SHAPES = {
     "softmax": (lambda c: _softmax_shape(c),) * 2,
     "upsample": (lambda c: (c["channels"], c["height"], c["width"]),
                  lambda c: (c["channels"], c["height"] * c["scale"], c["width"] * c["scale"])),
+    "sdpa": (lambda c: (c["num_heads"], c["seq_len"] + 2 * c["kv_len"], c["head_dim"]),
+             lambda c: (c["num_heads"], c["seq_len"], c["head_dim"])),
     "mha": (lambda c: (c["seq_len"] + c["cross"] * c["kv_len"], c["embed_dim"]),
             lambda c: (c["seq_len"], c["embed_dim"])),
 }
@@ -363,6 +370,9 @@ _FLOPS = {
     "lstm": lambda c: 8.0 * c["seq_len"] * sum(c["hidden_size"] * (i + c["hidden_size"]) for i in _rnn_layer_inputs(c)),
     "transformer_block": _tb_flops,
     "mha": _mha_flops,
+    # scores and weighted sum, and the softmax (5 per score); a causal mask leaves about half of them to compute
+    "sdpa": lambda c: (4.0 * c["head_dim"] + 5.0) * c["num_heads"] * c["seq_len"] * c["kv_len"]
+    * (0.5 if c["causal"] else 1.0),
     "gelu": lambda c: 8.0 * c["numel"],
     "tanh": lambda c: 4.0 * c["numel"],
     "sigmoid": lambda c: 4.0 * c["numel"],
@@ -427,6 +437,9 @@ _EXTRA_BYTES = {
     "transformer_block": lambda c, runs: 2 * 4.0 * _tb_saved(c),
     # queries, keys, values and the heads' output saved, and the attention probabilities (and their dropout
     # mask) where the explicit path keeps them
+    # the row statistics of the softmax (a fused kernel saves them for its backward); with dropout the probabilities
+    # and their mask (the explicit path)
+    "sdpa": lambda c, runs: 2 * 4.0 * c["num_heads"] * c["seq_len"] * (1.0 + 2.0 * c["kv_len"] * (c["p"] > 0)),
     "mha": lambda c, runs: 2 * 4.0 * (2.0 * c["embed_dim"] * (c["seq_len"] + c["kv_len"])
                                       + c["num_heads"] * c["seq_len"] * c["kv_len"]
                                       * (c["need_weights"] + (c["p"] > 0))),
