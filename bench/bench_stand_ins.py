@@ -98,6 +98,20 @@ def _cases():
         def forward(self, x):
             return torch.relu(F.scaled_dot_product_attention(x, x, x, attn_mask=self.mask, is_causal=self.causal))
 
+    class SplitSdpa(nn.Module):
+        """Attention as timm and nanoGPT call it: the queries, keys and values split out of one projection's output
+        (B, T, 3d) by reshape and permute, F.scaled_dot_product_attention, the heads merged back."""
+
+        def __init__(self, heads, causal=False):
+            super().__init__()
+            self.heads, self.causal = heads, causal
+
+        def forward(self, x):
+            b, t, d3 = x.shape
+            q, k, v = x.reshape(b, t, 3, self.heads, d3 // 3 // self.heads).permute(2, 0, 3, 1, 4)
+            y = F.scaled_dot_product_attention(q, k, v, is_causal=self.causal)
+            return torch.relu(y.transpose(1, 2).reshape(b, t, d3 // 3))
+
     class EinsumScores(nn.Module):
         def forward(self, x):  # (B, heads, T, hd), as Scores with torch.einsum
             a = torch.softmax(torch.einsum("bhqd,bhkd->bhqk", x, x), dim=-1)
@@ -159,6 +173,10 @@ def _cases():
         ("scaled_dot_product_attention 4 heads T32 hd16 (its own kind)", Sdpa(), (4, 32, 16), 16),
         ("scaled_dot_product_attention causal 4 heads T64 hd32 (its own kind)", Sdpa(causal=True), (4, 64, 32), 16),
         ("scaled_dot_product_attention with a mask 4 heads T32 hd16", Sdpa(masked=32), (4, 32, 16), 16),
+        ("scaled_dot_product_attention on a split projection 4 heads T32 hd16 (its own kind)", SplitSdpa(4),
+         (32, 3 * 64), 16),
+        ("scaled_dot_product_attention causal on a split projection 4 heads T64 hd32 (its own kind)",
+         SplitSdpa(4, causal=True), (64, 3 * 128), 16),
         ("einsum q k^T, softmax, einsum with v: 4 heads T32 hd16", EinsumScores(), (4, 32, 16), 16),
         ("einsum q k^T, softmax, einsum with v: 8 heads T64 hd32", EinsumScores(), (8, 64, 32), 8),
         ("einsum of three operands x x^T x: T32 d16", EinsumChain(), (32, 16), 16),
