@@ -639,6 +639,36 @@ def test_scaled_dot_product_attention_is_its_own_kind(call, causal, p):
     assert get_kind("sdpa").forward_flops(sd[0]["config"]) == full / (2 if causal else 1)
 
 
+class _SplitQkv(nn.Module):
+    """timm's attention: q, k, v split out of one projection by reshape and permute; ``also``: the permuted
+    tensor also feeds something that is not attention."""
+
+    def __init__(self, also=False):
+        super().__init__()
+        self.qkv, self.fc, self.also = nn.Linear(16, 48), nn.Linear(16, 3), also
+
+    def forward(self, x):  # (tokens 6, 16)
+        from torch.nn import functional as F
+
+        b, t, _ = x.shape
+        qkv = self.qkv(x).reshape(b, t, 3, 2, 8).permute(2, 0, 3, 1, 4)
+        q, k, v = qkv
+        y = F.scaled_dot_product_attention(q, k, v).transpose(1, 2).reshape(b, t, 16)
+        if self.also:
+            y = y + qkv.sum(dim=0).transpose(1, 2).reshape(b, t, 16)
+        return self.fc(y.mean(dim=1))
+
+
+def test_a_permute_that_only_feeds_attention_is_a_view_and_costs_nothing():
+    """The permute that splits q, k and v out of a projection is a strided view the attention kernel reads as it is
+    (kind sdpa's probe reads such views too): no layer. The transpose of the heads' output back, copied by the
+    reshape after it, stays a permute; so does a permute whose value also feeds another op."""
+    kinds = [l["kind"] for l in layers_of(_SplitQkv(), input_shape=[6, 16]).layers]
+    assert kinds == ["linear", "flatten", "sdpa", "permute", "flatten", "adaptive_avgpool1d", "output"]
+    kinds = [l["kind"] for l in layers_of(_SplitQkv(also=True), input_shape=[6, 16], unknown_ops="approx").layers]
+    assert kinds[:3] == ["linear", "flatten", "permute"] and "sdpa" in kinds
+
+
 def test_scaled_dot_product_attention_with_a_mask_stands_in_as_scores_softmax_and_weighted_sum():
     with pytest.raises(UnsupportedOperatorError, match=r"scaled_dot_product_attention\(a mask\)"):
         layers_of(_Sdpa(masked=True), input_shape=[2, 6, 8])

@@ -98,17 +98,24 @@ class Attention(nn.Module):
 
 
 class Sdpa(nn.Module):
-    """Kind ``sdpa``: ``F.scaled_dot_product_attention`` of the queries, keys and values its input holds along the
-    tokens (``seq_len``, then ``kv_len`` and ``kv_len``), each head at once, as attention code calls it on the
-    three parts of one projection."""
+    """Kind ``sdpa``: ``F.scaled_dot_product_attention`` called as attention code calls it, on queries, keys and
+    values that are strided views of one projection's output: the input holds, per sample, ``seq_len`` query
+    tokens then ``kv_len`` key and ``kv_len`` value tokens of ``num_heads x head_dim`` features; self-attention
+    (equal lengths) reads it as timm and nanoGPT do, ``(tokens, 3, heads, head_dim)`` permuted to three
+    ``(heads, tokens, head_dim)`` views, cross-attention as three token ranges, each viewed by heads and
+    transposed. So the views' gradients flow back into one tensor as in a network."""
 
     def __init__(self, seq_len, kv_len, causal, p):
         super().__init__()
         self.seq_len, self.kv_len, self.causal, self.p = int(seq_len), int(kv_len), bool(causal), float(p)
 
     def forward(self, x):
+        b, _, h, d = x.shape
         t, s = self.seq_len, self.kv_len
-        q, k, v = x[:, :, :t], x[:, :, t:t + s], x[:, :, t + s:]
+        if t == s:
+            q, k, v = x.view(b, t, 3, h, d).permute(2, 0, 3, 1, 4)
+        else:
+            q, k, v = (part.transpose(1, 2) for part in x.split([t, s, s], dim=1))
         return torch.nn.functional.scaled_dot_product_attention(q, k, v, dropout_p=self.p if self.training else 0.0,
                                                                 is_causal=self.causal)
 

@@ -217,6 +217,43 @@ def _sdpa_layer(node, shape_of, batch_axis, unsupported):
                     "causal": int(causal), "p": float(p)}
 
 
+#: functions and methods that take views of a tensor apart without copying it (a q, k, v split)
+_SPLITS = {"unbind", "chunk", "split", "tensor_split"}
+
+
+def _view_into_attention(node):
+    """Whether ``node`` is a transpose or permute whose value only reaches ``F.scaled_dot_product_attention`` calls
+    as their queries, keys or values, directly or through indexing and splits (attention code's
+    ``qkv.permute(2, 0, 3, 1, 4)`` then ``q, k, v = qkv``, or ``q.transpose(1, 2)``): a strided view the kernel
+    reads as it is, which kind ``sdpa``'s probe reads the same way (its queries, keys and values are such views),
+    so it costs nothing of its own. Anywhere else a permute is kind ``permute``, a copy."""
+    import torch
+
+    if not (node.op == "call_method" and node.target in _PERMUTE_METHODS
+            or node.op == "call_function" and node.target in (torch.transpose, torch.permute)):
+        return False
+
+    def only_attention(n, depth=0):
+        if depth > 4 or not n.users:
+            return False
+        for user in n.users:
+            if _is_sdpa(user):
+                if any(a is n for a in list(user.args[3:]) + [v for k, v in user.kwargs.items()
+                                                             if k not in ("query", "key", "value")]):
+                    return False  # a mask, not an operand
+                continue
+            if user.op == "call_function" and user.target is operator.getitem \
+                    or user.op == "call_method" and user.target in _SPLITS \
+                    or user.op == "call_function" and getattr(user.target, "__name__", "") in _SPLITS:
+                if not only_attention(user, depth + 1):
+                    return False
+                continue
+            return False
+        return True
+
+    return only_attention(node)
+
+
 def _encoder_parts(node, mod, in_shape, in_axis, unsupported):
     """The layers of an ``nn.TransformerEncoderLayer`` (or an ``nn.TransformerEncoder``'s stack of them and its
     final norm) called without masks, as ``[(suffix, (kind, config), reads_input)]``: its self-attention
@@ -1084,6 +1121,8 @@ def layers_from_module(module, input_shape, input_dtype="float32", vocab=None, s
             got, has_params = None, False  # arithmetic on sizes (c // 2), not on tensors: free
         elif _is_sdpa(node):
             got, has_params = _sdpa_layer(node, shape_of, batch_axis, unsupported), False
+        elif _view_into_attention(node):
+            got, has_params = None, False
         else:
             got = _function_layer(node, in_shape or (), out_shape or (), unsupported, full_shape, in_axis)
             has_params = False

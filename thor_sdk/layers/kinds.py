@@ -304,7 +304,7 @@ _SHAPES = {
     "softmax": (lambda c: _softmax_shape(c),) * 2,
     "upsample": (lambda c: (c["channels"], c["height"], c["width"]),
                  lambda c: (c["channels"], c["height"] * c["scale"], c["width"] * c["scale"])),
-    "sdpa": (lambda c: (c["num_heads"], c["seq_len"] + 2 * c["kv_len"], c["head_dim"]),
+    "sdpa": (lambda c: (c["seq_len"] + 2 * c["kv_len"], c["num_heads"], c["head_dim"]),
              lambda c: (c["num_heads"], c["seq_len"], c["head_dim"])),
     "mha": (lambda c: (c["seq_len"] + c["cross"] * c["kv_len"], c["embed_dim"]),
             lambda c: (c["seq_len"], c["embed_dim"])),
