@@ -372,18 +372,26 @@ class _MixerBlock(nn.Module):
         return x + self.ch(self.ln2(x))
 
 
-class _Mixer(nn.Module):
-    def __init__(self, num_classes, patch=8, side=64, dim=128, depth=4):
-        super().__init__()
-        tokens = (side // patch) ** 2
-        self.patch = nn.Conv2d(3, dim, patch, patch)
-        self.blocks = nn.Sequential(*[_MixerBlock(tokens, dim, 64, 4 * dim) for _ in range(depth)])
+class _PatchTokens(nn.Module):
+    """The skeleton MLP-Mixer and PVT share here: patches to tokens (``self.patch``, a strided conv), ``self.blocks``
+    over them, a final layer norm, the mean over the tokens into a linear classifier."""
+
+    def _head(self, dim, num_classes):
         self.ln = nn.LayerNorm(dim)
         self.fc = nn.Linear(dim, num_classes)
 
     def forward(self, x):
         h = self.patch(x).flatten(2).transpose(1, 2)  # (B, tokens, dim)
         return self.fc(self.ln(self.blocks(h)).mean(dim=1))
+
+
+class _Mixer(_PatchTokens):
+    def __init__(self, num_classes, patch=8, side=64, dim=128, depth=4):
+        super().__init__()
+        tokens = (side // patch) ** 2
+        self.patch = nn.Conv2d(3, dim, patch, patch)
+        self.blocks = nn.Sequential(*[_MixerBlock(tokens, dim, 64, 4 * dim) for _ in range(depth)])
+        self._head(dim, num_classes)
 
 
 def mixer_small(spec):
@@ -565,17 +573,12 @@ class _SRABlock(nn.Module):
         return x + self.mlp(self.ln2(x))
 
 
-class _PVT(nn.Module):
+class _PVT(_PatchTokens):
     def __init__(self, num_classes, side, patch=4, dim=64, depth=2, heads=2, reduction=2, mlp=256):
         super().__init__()
         self.patch = nn.Conv2d(3, dim, patch, stride=patch)
         self.blocks = nn.Sequential(*[_SRABlock(dim, heads, side // patch, reduction, mlp) for _ in range(depth)])
-        self.ln = nn.LayerNorm(dim)
-        self.fc = nn.Linear(dim, num_classes)
-
-    def forward(self, x):
-        h = self.patch(x).flatten(2).transpose(1, 2)  # (B, tokens, dim)
-        return self.fc(self.ln(self.blocks(h)).mean(dim=1))
+        self._head(dim, num_classes)
 
 
 def pvt_tiny(spec):
