@@ -32,7 +32,7 @@ from .onnx_train import ADAM_BETAS, ADAM_EPS
 _BACKPROP_LAYERS = ("convolution", "innerProduct", "flatten", "pooling", "batchnorm", "reshape")
 _BACKPROP_ACTIVATIONS = ("ReLU", "sigmoid", "tanh")
 _NOT_CONVERTED = ("Embedding", "LSTM", "GRU", "RNN", "LSTMSequence", "TokenPositionalEmbedding", "TransformerBlock",
-                  "MultiheadAttention", "TransformerEncoderLayer", "LayerNorm")
+                  "MultiheadAttention", "TransformerEncoderLayer", "TransformerEncoder", "LayerNorm")
 
 
 def _tracer():
@@ -92,6 +92,7 @@ def _export(module, input_shape, num_classes, path, optimizer, lr, batch_size, e
     from coremltools.models import datatypes
     from coremltools.models.neural_network import AdamParams, NeuralNetworkBuilder, SgdParams
     from coremltools.models.utils import save_spec
+    from torch.nn import functional as F
 
     try:
         graph = _tracer().trace(module)
@@ -101,6 +102,8 @@ def _export(module, input_shape, num_classes, path, optimizer, lr, batch_size, e
     modules = dict(module.named_modules())
     blocked = [(n.target, type(modules[n.target]).__name__) for n in graph.nodes
                if n.op == "call_module" and type(modules[n.target]).__name__ in _NOT_CONVERTED]
+    blocked += [(n.name, "F.scaled_dot_product_attention") for n in graph.nodes
+                if n.op == "call_function" and n.target is F.scaled_dot_product_attention]
     if blocked:
         names = ", ".join(f"{t} ({k})" for t, k in blocked)
         raise ExportError(f"Core ML export: the model has layers thor-sdk does not convert to an updatable Core ML "

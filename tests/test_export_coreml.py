@@ -69,6 +69,18 @@ def test_recurrent_and_attention_models_are_refused_clearly(name, layer, tmp_pat
     assert "ONNX or TorchScript" in str(e.value) and "\n" not in str(e.value)
 
 
+@pytest.mark.parametrize("kind, config, layer", [
+    ("mha", dict(embed_dim=16, num_heads=2, seq_len=4, kv_len=4, cross=0, need_weights=1, p=0.0), "MultiheadAttention"),
+    ("sdpa", dict(num_heads=2, seq_len=4, kv_len=4, head_dim=8, causal=0, p=0.0), "F.scaled_dot_product_attention")])
+def test_attention_probes_are_refused_clearly(kind, config, layer, tmp_path):
+    from thor_sdk.probes import Probe
+
+    pm = Probe(kind, config, 2, "hidden").build("hidden")
+    with pytest.raises(ExportError, match=layer) as e:
+        export_coreml(pm.module, tuple(pm.x.shape[1:]), 10, str(tmp_path / "x.mlmodel"))
+    assert "ONNX or TorchScript" in str(e.value) and "\n" not in str(e.value)
+
+
 def test_validate_refuses_a_model_that_is_not_updatable(tmp_path):
     from coremltools.models.utils import load_spec, save_spec
 
