@@ -27,11 +27,6 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 MIN_GROUP_MS = 0.5  # groups whose probes sum to less are below this host's resolution: left out
 
 
-def _timed(trainer, window_s):
-    """Seconds per step over one window of at least ``window_s`` (two warm-up steps first)."""
-    return trainer.seconds_per_step(window_s)
-
-
 def _groups(model_name):
     """``{(kind, config json): [layer names]}`` of layers whose output has their input's shape (an identity
     can stand in for them), with each group's probe (role taken from the first)."""
@@ -123,11 +118,11 @@ def _measure(args, command):
     try:
         for r in range(args.rounds):
             order = list(nets) if r % 2 == 0 else list(nets)[::-1]
-            got = {k: _timed(nets[k], args.window_s) for k in order}
+            got = {k: nets[k].seconds_per_step(args.window_s) for k in order}
             for k in nets:
                 rows[k].append(got[k])
             for k in (list(probes) if r % 2 == 0 else list(probes)[::-1]):
-                t = {part: _timed(tr, args.window_s / 4) for part, tr in probes[k].items()}
+                t = {part: tr.seconds_per_step(args.window_s / 4) for part, tr in probes[k].items()}
                 diffs[k].append(len(members[k]) * (t["hidden"] - t["head"]))
             print(f"round {r + 1}/{args.rounds}: net {rows['full'][-1] * 1e3:.1f} ms", file=sys.stderr, flush=True)
     finally:

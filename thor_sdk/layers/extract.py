@@ -147,6 +147,26 @@ def _is_mha(mod):
     return isinstance(mod, nn.MultiheadAttention)
 
 
+def _qkv(node):
+    """The query, key and value arguments of an attention call (``nn.MultiheadAttention``,
+    ``F.scaled_dot_product_attention``), positional or by name."""
+    return [_arg(node, i, name) for i, name in enumerate(("query", "key", "value"))]
+
+
+def _plain_attention(att):
+    """Whether an ``nn.MultiheadAttention`` is laid out as kind ``mha`` measures it: one embedding width for
+    queries, keys and values, whole heads, its input and output projections' biases, no extra key/value bias and
+    no zero attention."""
+    return bool(att._qkv_same_embed_dim and att.in_proj_bias is not None and att.out_proj.bias is not None
+                and att.bias_k is None and not att.add_zero_attn and att.embed_dim % att.num_heads == 0)
+
+
+def _mha_config(att, seq_len, kv_len, cross, need_weights):
+    """Kind ``mha``'s config of the module ``att`` called on ``seq_len`` queries over ``kv_len`` keys."""
+    return {"embed_dim": att.embed_dim, "num_heads": att.num_heads, "seq_len": seq_len, "kv_len": kv_len,
+            "cross": int(cross), "need_weights": int(need_weights), "p": float(att.dropout)}
+
+
 #: nn.MultiheadAttention.forward's arguments after query, key and value, in order, with their defaults
 _MHA_OPTIONS = {"key_padding_mask": None, "need_weights": True, "attn_mask": None, "average_attn_weights": True,
                 "is_causal": False}
@@ -156,7 +176,7 @@ def _mha_layer(node, att, shape_of, batch_axis, unsupported):
     """``("mha", config)`` of an ``nn.MultiheadAttention`` call the kind covers (one embedding width, biases, no
     extra key/value bias, no zero attention, no masks, self-attention or keys that are the values), else
     None with the reason recorded unsupported (a stand-in of linear layers and a softmax may then take it)."""
-    tensors = [_arg(node, i, name) for i, name in enumerate(("query", "key", "value"))]
+    tensors = _qkv(node)
     options = {name: _arg(node, 3 + i, name, default) for i, (name, default) in enumerate(_MHA_OPTIONS.items())}
     q, k, v = tensors
     shapes = [shape_of(a) if hasattr(a, "meta") else None for a in tensors]
@@ -165,8 +185,7 @@ def _mha_layer(node, att, shape_of, batch_axis, unsupported):
         why.append("inputs not (tokens, features) per sample")
     elif not all(_batch_first_ok(att.batch_first, batch_axis(a)) for a in tensors):
         why.append(f"batch_first={att.batch_first} on inputs whose batch is elsewhere")
-    if not att._qkv_same_embed_dim or att.in_proj_bias is None or att.out_proj.bias is None \
-            or att.bias_k is not None or att.add_zero_attn or att.embed_dim % att.num_heads:
+    if not _plain_attention(att):
         why.append("kdim/vdim, bias=False, add_bias_kv or add_zero_attn")
     if any(options[m] is not None for m in ("key_padding_mask", "attn_mask")) or options["is_causal"] is not False:
         why.append("a mask")
@@ -178,9 +197,7 @@ def _mha_layer(node, att, shape_of, batch_axis, unsupported):
     if why:
         unsupported.append(f"MultiheadAttention({'; '.join(why)})")
         return None
-    return "mha", {"embed_dim": att.embed_dim, "num_heads": att.num_heads, "seq_len": shapes[0][0],
-                   "kv_len": shapes[1][0], "cross": int(cross), "need_weights": int(options["need_weights"]),
-                   "p": float(att.dropout)}
+    return "mha", _mha_config(att, shapes[0][0], shapes[1][0], cross, options["need_weights"])
 
 
 def _is_sdpa(node):
@@ -194,7 +211,7 @@ def _sdpa_layer(node, shape_of, batch_axis, unsupported):
     of one head dimension with the same heads, the batch first, no mask tensor (``is_causal`` and a dropout
     probability are features; a scale changes no cost), else None with the reason recorded unsupported (its
     stand-in of linear layers and a softmax may then take it)."""
-    tensors = [_arg(node, i, name) for i, name in enumerate(("query", "key", "value"))]
+    tensors = _qkv(node)
     mask, p, causal = _arg(node, 3, "attn_mask"), _arg(node, 4, "dropout_p", 0.0), _arg(node, 5, "is_causal", False)
     shapes = [shape_of(a) if hasattr(a, "meta") else None for a in tensors]
     why = []
@@ -287,8 +304,7 @@ def _encoder_parts(node, mod, in_shape, in_axis, unsupported):
             break
         if in_shape is not None and not _batch_first_ok(att.batch_first, in_axis):
             why.append(f"batch_first={att.batch_first} on an input whose batch is axis {in_axis}")
-        if not att._qkv_same_embed_dim or att.in_proj_bias is None or layer.linear1.bias is None \
-                or att.bias_k is not None or att.add_zero_attn or att.embed_dim % att.num_heads:
+        if not _plain_attention(att) or layer.linear1.bias is None:
             why.append("bias=False or another attention layout")
         act = layer.activation
         act_kind = ("relu" if act is F.relu or isinstance(act, nn.ReLU) else
@@ -307,8 +323,7 @@ def _encoder_parts(node, mod, in_shape, in_axis, unsupported):
         def norm(name):
             return pre + name, ("layernorm", {"normalized": d, "tokens": t}), False
 
-        attn = [(pre + ".self_attn", ("mha", {"embed_dim": d, "num_heads": att.num_heads, "seq_len": t, "kv_len": t,
-                                              "cross": 0, "need_weights": 0, "p": float(att.dropout)}), False),
+        attn = [(pre + ".self_attn", ("mha", _mha_config(att, t, t, cross=False, need_weights=False)), False),
                 drop(".dropout1", t * d, layer.dropout1.p), (pre + ".add1", ("add", {"numel": t * d}), False)]
         ffn = [(pre + ".linear1", ("linear", {"in_features": d, "out_features": ff, "tokens": t, "bias": 1}), False),
                (pre + ".activation", (act_kind, {"numel": t * ff}), False), drop(".dropout", t * ff, layer.dropout.p),
@@ -439,7 +454,7 @@ def _stand_in(node, gm, in_shape, full_shape, got, refused, in_axis, shape_of, b
                                          cheapest=bool(opt_einsum.is_available() and opt_einsum.enabled))
         return _one(einsum_stand_in(node.args[0], shapes, full_shape(node)))
     if node.op == "call_function" and node.target is F.scaled_dot_product_attention:
-        args = [_arg(node, i, name) for i, name in enumerate(("query", "key", "value"))]
+        args = _qkv(node)
         q, k, v = (full_shape(a) for a in args)
         if any(s is None or len(s) < 3 for s in (q, k, v)) or q[-1] != k[-1] or k[-2] != v[-2] \
                 or any(batch_axis(a) >= len(s) - 2 for a, s in zip(args, (q, k, v))):
@@ -602,7 +617,7 @@ def _attention_stand_in(node, att, shape_of, batch_axis):
     queries, the key and value projections over the keys (one d -> 2d layer when key is value), and scores
     of every query against every key. ``shape_of``/``batch_axis``: a node's per-sample shape and batch axis
     (0 for ``batch_first``, else 1)."""
-    args = [_arg(node, i, name) for i, name in enumerate(("query", "key", "value"))]
+    args = _qkv(node)
     q, k, v = (shape_of(a) for a in args)
     if att.embed_dim % att.num_heads or any(s is None or len(s) != 2 for s in (q, k, v)) or k[0] != v[0] \
             or not all(_batch_first_ok(att.batch_first, batch_axis(a)) for a in args):

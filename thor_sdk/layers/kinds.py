@@ -269,7 +269,7 @@ KINDS = {
         Kind("sdpa", ("num_heads", "seq_len", "kv_len", "head_dim", "causal", "p"),
              "F.scaled_dot_product_attention of num_heads heads: seq_len queries over kv_len keys and values, "
              "each head_dim wide; causal = is_causal, p = dropout_p. The input is the queries, keys and values "
-             "along the tokens (seq_len + 2 kv_len of them per head)", False),
+             "along the tokens (seq_len + 2 kv_len tokens of num_heads x head_dim)", False),
         Kind("output", ("in_features", "out_features", "tokens"),
              "the output head: Linear + softmax cross-entropy loss (cost includes the loss and the "
              "per-step fixed work of the optimizer)", True, roles=("output",)),
@@ -435,11 +435,11 @@ _EXTRA_BYTES = {
     "lstm": lambda c, runs: 2 * 4.0 * c["seq_len"] * c["num_layers"] * 5 * c["hidden_size"],
     "gru": lambda c, runs: 2 * 4.0 * c["seq_len"] * c["num_layers"] * 4 * c["hidden_size"],
     "transformer_block": lambda c, runs: 2 * 4.0 * _tb_saved(c),
-    # queries, keys, values and the heads' output saved, and the attention probabilities (and their dropout
-    # mask) where the explicit path keeps them
     # the row statistics of the softmax (a fused kernel saves them for its backward); with dropout the probabilities
     # and their mask (the explicit path)
     "sdpa": lambda c, runs: 2 * 4.0 * c["num_heads"] * c["seq_len"] * (1.0 + 2.0 * c["kv_len"] * (c["p"] > 0)),
+    # queries, keys, values and the heads' output saved, and the attention probabilities (and their dropout
+    # mask) where the explicit path keeps them
     "mha": lambda c, runs: 2 * 4.0 * (2.0 * c["embed_dim"] * (c["seq_len"] + c["kv_len"])
                                       + c["num_heads"] * c["seq_len"] * c["kv_len"]
                                       * (c["need_weights"] + (c["p"] > 0))),
