@@ -12,7 +12,7 @@ layers of the same FLOPs and a ``softmax``; an instance norm as the batch norm o
 statistics. Also timed against the layers they are read as: a LayerNorm over several trailing dimensions (its own
 kind, over their product), nn.MultiheadAttention (kind ``mha``, self and cross), F.scaled_dot_product_attention
 (kind ``sdpa``) and nn.TransformerEncoderLayer (its
-attention, norms and feed-forward, each of its own kind).
+attention, norms and feed-forward, each of its own kind), with or without a causal mask.
 
 Each case is a small module holding the operator (and a cheap ReLU after it, so no linear stand-in becomes the
 loss head). Its layer list comes from the product's own ``layers_of(..., unknown_ops="approx")``; every layer
@@ -130,6 +130,31 @@ def _cases():
             m = x[:, :self.tk]
             return torch.relu(self.att(x, m, m)[0])
 
+    class MaskedMha(nn.Module):
+        """Self-attention under a causal float mask buffer, the weights returned (the mask added to the scores) or
+        not with PyTorch's is_causal hint (its causal fused kernel)."""
+
+        def __init__(self, d, h, t, hint=False):
+            super().__init__()
+            self.hint, self.att = hint, nn.MultiheadAttention(d, h, batch_first=True)
+            self.register_buffer("mask", torch.triu(torch.full((t, t), float("-inf")), 1))
+
+        def forward(self, x):
+            return torch.relu(self.att(x, x, x, attn_mask=self.mask, need_weights=not self.hint,
+                                       is_causal=self.hint)[0])
+
+    class CausalStack(nn.Module):
+        """nn.TransformerEncoder under the mask generate_square_subsequent_mask makes in forward (it then runs its
+        layers causally)."""
+
+        def __init__(self, d, h, ff, layers):
+            super().__init__()
+            self.enc = nn.TransformerEncoder(nn.TransformerEncoderLayer(d, h, ff, batch_first=True), layers,
+                                             enable_nested_tensor=False)
+
+        def forward(self, x):
+            return torch.relu(self.enc(x, mask=nn.Transformer.generate_square_subsequent_mask(x.size(1))))
+
     cases = []
     for d, h, ff, t, b in ((64, 4, 128, 24, 16), (128, 4, 256, 64, 16), (256, 8, 512, 32, 8)):
         cases.append((f"TransformerEncoderLayer d{d} h{h} ff{ff} T{t} (its own kinds)",
@@ -183,6 +208,10 @@ def _cases():
         ("einsum of three operands x x^T x: T64 d64", EinsumChain(), (64, 64), 8),
         ("MultiheadAttention cross d64 h4 Tq24 Tk8 (its own kind)", Cross(64, 4, 8), (24, 64), 16),
         ("MultiheadAttention cross d128 h8 Tq64 Tk16 (its own kind)", Cross(128, 8, 16), (64, 128), 16),
+        ("MultiheadAttention causal mask added d64 h4 T24 (its own kind)", MaskedMha(64, 4, 24), (24, 64), 16),
+        ("MultiheadAttention causal mask added d48 h4 T40 (its own kind)", MaskedMha(48, 4, 40), (40, 48), 16),
+        ("MultiheadAttention is_causal d128 h8 T64 (its own kind)", MaskedMha(128, 8, 64, True), (64, 128), 16),
+        ("TransformerEncoder causal x2 d64 h2 ff128 T35 (its own kinds)", CausalStack(64, 2, 128, 2), (35, 64), 16),
     ]
     return cases
 

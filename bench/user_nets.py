@@ -226,6 +226,26 @@ class StyleBlock(nn.Module):
         return self.out(self.up(h))
 
 
+class CausalMHA(nn.Module):
+    """Streaming-style self-attention over sensor frames with ``nn.MultiheadAttention`` under a causal bool mask
+    kept as a buffer (each frame sees only the past), called with PyTorch's defaults (the weights returned)."""
+
+    def __init__(self, t=40, d=48):
+        super().__init__()
+        self.proj = nn.Linear(16, d)
+        self.att = nn.MultiheadAttention(d, 4, batch_first=True)
+        self.register_buffer("causal", torch.ones(t, t, dtype=torch.bool).triu(1))
+        self.norm = nn.LayerNorm(d)
+        self.ff = nn.Sequential(nn.Linear(d, 2 * d), nn.ReLU(), nn.Linear(2 * d, d))
+        self.fc = nn.Linear(d, 5)
+
+    def forward(self, x):
+        h = self.proj(x)
+        a, _ = self.att(h, h, h, attn_mask=self.causal)
+        h = self.norm(h + a)
+        return self.fc((h + self.ff(h)).mean(dim=1))
+
+
 #: nets whose architecture joined the zoo after they had shown it missing (docs/model-zoo.md): no longer clean
 #: no longer unseen cases, reported apart: SeqLSTM read 1.95x before lstm_har joined the zoo; SdpaBlock calls
 #: F.scaled_dot_product_attention, as vit_tiny (in the zoo since 2026-11-27) does; MHA, Encoder and CrossAttn
@@ -237,4 +257,4 @@ COVERED_SINCE = {"SeqLSTM", "SdpaBlock", "MHA", "Encoder", "CrossAttn"}
 NETS = (("UNetTiny", (3, 32, 32)), ("BiLSTM", (32,)), ("GRU2", (50, 12)), ("MHA", (24, 32)),
         ("DilatedTCN", (3, 128)), ("MobileBlock", (3, 64, 64)), ("Deconv", (3, 32, 32)), ("TextGRU", (40,)),
         ("ManualAttn", (16, 32)), ("Encoder", (32, 16)), ("SdpaBlock", (24, 20)), ("EinsumAttn", (20, 16)),
-        ("CrossAttn", (30, 24)), ("SeqLSTM", (64, 9)), ("StyleBlock", (3, 32, 32)))
+        ("CrossAttn", (30, 24)), ("SeqLSTM", (64, 9)), ("StyleBlock", (3, 32, 32)), ("CausalMHA", (40, 16)))

@@ -135,6 +135,9 @@ _ZOO = (
         f"vocab {VOCAB}", 128, VOCAB, "zoo"),
     _lm("gpt_nano", f"character-level GPT as nanoGPT writes it: 4 blocks, d=128, 4 heads of 32, causal "
         f"F.scaled_dot_product_attention, GELU MLP 512, seq 128, vocab {VOCAB}", 128, VOCAB, "zoo"),
+    _lm("word_lm_tiny", f"transformer language model of PyTorch's word_language_model example (batch first): "
+        f"embedding 64, sinusoidal positions, 2 nn.TransformerEncoder layers of 2 heads under a causal mask, ReLU "
+        f"feed-forward 128, seq 35, vocab {VOCAB}", 35, VOCAB, "zoo"),
     ModelSpec("transformer_cls", "transformer text classifier: 4 layers, d=128, 4 heads of 32, ff 512, seq 128, "
               "vocab 2000, 4 classes", (128,), "int64", 4, (), 2000, group="zoo"),
 )

@@ -502,6 +502,51 @@ def gpt_nano(spec):
     return _GPT()
 
 
+class _PositionalEncoding(nn.Module):
+    """The sinusoidal positional encoding of PyTorch's word_language_model example: a fixed buffer added to the
+    embeddings, then dropout."""
+
+    def __init__(self, dim, max_len, dropout):
+        super().__init__()
+        import math
+
+        pos = torch.arange(max_len, dtype=torch.float32).unsqueeze(1)
+        div = torch.exp(torch.arange(0, dim, 2, dtype=torch.float32) * (-math.log(10000.0) / dim))
+        pe = torch.zeros(max_len, dim)
+        pe[:, 0::2], pe[:, 1::2] = torch.sin(pos * div), torch.cos(pos * div)
+        self.register_buffer("pe", pe)
+        self.dropout = nn.Dropout(dropout)
+
+    def forward(self, x):
+        return self.dropout(x + self.pe)  # the example slices pe to the batch's length; fx cannot, so max_len = it
+
+
+def word_lm_tiny(spec):
+    """The transformer language model of PyTorch's word_language_model example (``TransformerModel``), batch first
+    and scaled to a phone: embedding 64 (the example's scale by its square root left out: a product with a
+    constant has no kind), sinusoidal positions, 2 ``nn.TransformerEncoder``
+    layers of 2 heads with a ReLU feed-forward of 128 and dropout 0.2, under the causal mask
+    ``nn.Transformer.generate_square_subsequent_mask`` makes in forward (the stack recognises it and runs its
+    attention causally), and the decoder over the vocabulary; 35 tokens (the example's bptt)."""
+    t, dim = spec.input_shape[0], 64
+    layer = nn.TransformerEncoderLayer(dim, 2, 128, dropout=0.2, batch_first=True)
+
+    class _WordLM(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.encoder = nn.Embedding(spec.vocab, dim)
+            self.pos_encoder = _PositionalEncoding(dim, t, 0.2)
+            self.transformer_encoder = nn.TransformerEncoder(layer, 2, enable_nested_tensor=False)
+            self.decoder = nn.Linear(dim, spec.num_classes)
+
+        def forward(self, src):
+            mask = nn.Transformer.generate_square_subsequent_mask(src.size(1))
+            h = self.pos_encoder(self.encoder(src))
+            return self.decoder(self.transformer_encoder(h, mask=mask))
+
+    return _WordLM()
+
+
 def kwt_tiny(spec):
     """Keyword Transformer (KWT-1, Berg et al. 2021) on 98x40 log-mel frames: each frame projected to 64, 12
     pre-norm ``nn.TransformerEncoderLayer`` blocks (one head of 64, GELU MLP 256, dropout 0.1, as

@@ -70,7 +70,8 @@ def test_recurrent_and_attention_models_are_refused_clearly(name, layer, tmp_pat
 
 
 @pytest.mark.parametrize("kind, config, layer", [
-    ("mha", dict(embed_dim=16, num_heads=2, seq_len=4, kv_len=4, cross=0, need_weights=1, p=0.0), "MultiheadAttention"),
+    ("mha", dict(embed_dim=16, num_heads=2, seq_len=4, kv_len=4, cross=0, need_weights=1, p=0.0, mask=1, causal=0),
+     "MultiheadAttention"),
     ("sdpa", dict(num_heads=2, seq_len=4, kv_len=4, head_dim=8, causal=0, p=0.0), "F.scaled_dot_product_attention")])
 def test_attention_probes_are_refused_clearly(kind, config, layer, tmp_path):
     from thor_sdk.probes import Probe

@@ -198,12 +198,42 @@ class _Encoder(nn.Module):
 
 
 class _MaskedEncoder(_Encoder):
-    def __init__(self):
+    """An encoder layer under a causal mask buffer, with PyTorch's ``is_causal`` hint or without; ``padding``: with
+    a key padding mask (one row of flags per sample) instead."""
+
+    def __init__(self, is_causal=False, padding=False):
         super().__init__()
+        self.is_causal, self.padding = is_causal, padding
         self.register_buffer("mask", torch.triu(torch.full((24, 24), float("-inf")), diagonal=1))
 
     def forward(self, x):
-        return self.fc(self.enc(self.proj(x), src_mask=self.mask).mean(dim=1))
+        h = self.proj(x)
+        if self.padding:
+            return self.fc(self.enc(h, src_key_padding_mask=torch.zeros_like(x[..., 0]).bool()).mean(dim=1))
+        return self.fc(self.enc(h, src_mask=self.mask, is_causal=self.is_causal).mean(dim=1))
+
+
+class _CausalStack(nn.Module):
+    """``nn.TransformerEncoder`` as PyTorch's language-model example calls it: the mask made in forward by
+    ``nn.Transformer.generate_square_subsequent_mask`` (``kind="float"``), its bool form, or a fixed mask that is
+    not causal (``kind="band"``)."""
+
+    def __init__(self, kind="float"):
+        super().__init__()
+        self.kind = kind
+        self.enc = nn.TransformerEncoder(nn.TransformerEncoderLayer(32, 2, 64, batch_first=True), 2,
+                                         enable_nested_tensor=False)
+        self.fc = nn.Linear(32, 3)
+        band = torch.ones(12, 12, dtype=torch.bool).triu(3) | torch.ones(12, 12, dtype=torch.bool).tril(-3)
+        self.register_buffer("band", band)
+
+    def forward(self, x):
+        if self.kind == "band":
+            mask = self.band
+        else:
+            mask = nn.Transformer.generate_square_subsequent_mask(x.size(1))
+            mask = mask.bool() if self.kind == "bool" else mask
+        return self.fc(self.enc(x, mask=mask).mean(dim=1))
 
 
 def test_a_standard_transformer_encoder_layer_is_its_attention_norms_and_feed_forward():
@@ -215,7 +245,7 @@ def test_a_standard_transformer_encoder_layer_is_its_attention_norms_and_feed_fo
     assert [l["kind"] for l in enc] == ["mha", "dropout", "add", "layernorm", "linear", "relu", "dropout", "linear",
                                         "dropout", "add", "layernorm"]
     assert enc[0]["config"] == {"embed_dim": 64, "num_heads": 4, "seq_len": 24, "kv_len": 24, "cross": 0,
-                                "need_weights": 0, "p": 0.1}
+                                "need_weights": 0, "p": 0.1, "mask": 0, "causal": 0}
     assert enc[4]["config"] == {"in_features": 64, "out_features": 128, "tokens": 24, "bias": 1}
     assert all(l["role"] == "hidden" and "approx" not in l for l in enc)
     # the same multiply-adds as the module's own linears and attention
@@ -243,13 +273,38 @@ def test_a_pre_norm_encoder_stack_with_gelu_and_a_final_norm_is_each_of_its_laye
     assert [l["name"] for l in enc if l["kind"] == "mha"] == ["enc.layers.0.self_attn", "enc.layers.1.self_attn"]
 
 
-def test_an_encoder_layer_with_a_mask_stands_in_as_a_transformer_block_under_approx():
-    """A masked encoder layer is not what kind mha measures: refused by default, the transformer_block of the same
-    sizes under approx (marked, so the runtime widens its std); a sequence-first one fed batch first stays
+@pytest.mark.parametrize("is_causal, mask, causal", [(False, 1, 0), (True, 0, 1)])
+def test_an_encoder_layer_under_a_fixed_mask_is_masked_attention(is_causal, mask, causal):
+    """A source mask of one tokens x tokens buffer is kind mha's mask (added to the scores), or, with the
+    is_causal hint, its causal fused kernel (PyTorch drops the tensor then); the rest of the layer is unchanged and
+    nothing is approx."""
+    layers = layers_of(_MaskedEncoder(is_causal), input_shape=[24, 16]).layers
+    enc = [l for l in layers if l["name"].startswith("enc.")]
+    assert [l["kind"] for l in enc] == ["mha", "dropout", "add", "layernorm", "linear", "relu", "dropout", "linear",
+                                        "dropout", "add", "layernorm"]
+    assert (enc[0]["config"]["mask"], enc[0]["config"]["causal"]) == (mask, causal)
+    assert all("approx" not in l for l in layers)
+
+
+@pytest.mark.parametrize("kind, mask, causal", [("float", 0, 1), ("bool", 0, 1), ("band", 1, 0)])
+def test_an_encoder_stack_reads_its_mask_to_tell_causal_attention(kind, mask, causal):
+    """nn.TransformerEncoder compares its mask with the causal one and then runs its layers causally: the mask
+    generate_square_subsequent_mask makes in forward (float or bool) is causal, a band mask is added; the ops that
+    build the mask (torch.full, triu) cost nothing of the batch and are no layers."""
+    layers = layers_of(_CausalStack(kind), input_shape=[12, 32]).layers
+    att = [l for l in layers if l["kind"] == "mha"]
+    assert [l["name"] for l in att] == ["enc.layers.0.self_attn", "enc.layers.1.self_attn"]
+    assert all((l["config"]["mask"], l["config"]["causal"]) == (mask, causal) for l in att)
+    assert [l["name"] for l in layers][-1] == "fc" and not any("triu" in l["op"] or "full" in l["op"] for l in layers)
+
+
+def test_an_encoder_layer_with_a_key_padding_mask_stands_in_as_a_transformer_block_under_approx():
+    """A key padding mask (per sample) is not what kind mha measures: refused by default, the transformer_block of
+    the same sizes under approx (marked, so the runtime widens its std); a sequence-first one fed batch first stays
     refused."""
-    with pytest.raises(UnsupportedOperatorError, match="TransformerEncoderLayer"):
-        layers_of(_MaskedEncoder(), input_shape=[24, 16])
-    ml = layers_of(_MaskedEncoder(), input_shape=[24, 16], unknown_ops="approx")
+    with pytest.raises(UnsupportedOperatorError, match=r"TransformerEncoderLayer\(a key padding mask\)"):
+        layers_of(_MaskedEncoder(padding=True), input_shape=[24, 16])
+    ml = layers_of(_MaskedEncoder(padding=True), input_shape=[24, 16], unknown_ops="approx")
     enc = next(l for l in ml.layers if l["name"] == "enc")
     assert enc["kind"] == "transformer_block" and enc["role"] == "hidden"
     assert enc["config"] == {"d_model": 64, "n_heads": 4, "head_dim": 16, "d_ff": 128, "seq_len": 24}
@@ -473,40 +528,48 @@ def test_a_transposed_conv_stands_in_as_a_stride_1_conv_of_the_same_flops(conv, 
 
 
 class _Mha(nn.Module):
-    def __init__(self, cross=False, masked=False, **call):
+    def __init__(self, cross=False, masked=False, padding=False, **call):
         super().__init__()
-        self.cross, self.call = cross, call
+        self.cross, self.call, self.padding = cross, call, padding
         self.att = nn.MultiheadAttention(32, 4, batch_first=True)
         self.fc = nn.Linear(32, 3)
-        self.register_buffer("mask", torch.zeros(10, 10) if masked else None)
+        self.register_buffer("mask", torch.zeros(10, 4 if cross else 10) if masked else None)
 
     def forward(self, x):
         kv = x[:, :4] if self.cross else x
-        a, _ = self.att(x, kv, kv, attn_mask=self.mask, **self.call)
+        if self.padding:  # one flag per key and sample
+            a, _ = self.att(x, kv, kv, key_padding_mask=torch.zeros_like(x[..., 0]).bool())
+        else:
+            a, _ = self.att(x, kv, kv, attn_mask=self.mask, **self.call)
         return self.fc(a.mean(dim=1))
 
 
-@pytest.mark.parametrize("cross, call, need_weights", [(False, {}, 1), (False, {"need_weights": False}, 0),
-                                                       (True, {}, 1)])
-def test_multi_head_attention_is_its_own_kind(cross, call, need_weights):
-    """nn.MultiheadAttention as models call it (self-attention, or keys that are the values) is kind mha, its
-    path (weights returned, PyTorch's default, or not) a feature; its FLOPs are the module's multiply-adds (x 2),
-    the softmax and the head average of the weights when returned."""
-    layers = layers_of(_Mha(cross, **call), input_shape=[10, 32]).layers
+@pytest.mark.parametrize("cross, masked, call, need_weights, mask, causal", [
+    (False, False, {}, 1, 0, 0), (False, False, {"need_weights": False}, 0, 0, 0), (True, False, {}, 1, 0, 0),
+    (False, True, {}, 1, 1, 0), (True, True, {"need_weights": False}, 0, 1, 0),
+    (False, True, {"need_weights": False, "is_causal": True}, 0, 0, 1),
+    (False, True, {"is_causal": True}, 1, 1, 0)])  # weights returned: PyTorch adds the mask, is_causal or not
+def test_multi_head_attention_is_its_own_kind(cross, masked, call, need_weights, mask, causal):
+    """nn.MultiheadAttention as models call it (self-attention, or keys that are the values; a fixed attn_mask or
+    none) is kind mha, its path (weights returned, PyTorch's default, or not) and masking features; its FLOPs are
+    the module's multiply-adds (x 2; about half the scores under the causal kernel), the softmax, the mask added to
+    each score and the head average of the weights when returned."""
+    layers = layers_of(_Mha(cross, masked, **call), input_shape=[10, 32]).layers
     att = next(l for l in layers if l["name"] == "att")
     tq, tk, d, h = 10, 4 if cross else 10, 32, 4
     assert att["kind"] == "mha" and "approx" not in att and att["role"] == "input"  # its inputs need no gradient
     assert att["config"] == {"embed_dim": d, "num_heads": h, "seq_len": tq, "kv_len": tk, "cross": int(cross),
-                             "need_weights": need_weights, "p": 0.0}
-    macs = tq * d * d + tk * d * 2 * d + 2 * tq * tk * d + tq * d * d
-    assert get_kind("mha").forward_flops(att["config"]) == 2 * macs + (5 + need_weights) * h * tq * tk
+                             "need_weights": need_weights, "p": 0.0, "mask": mask, "causal": causal}
+    proj, scores = tq * d * d + tk * d * 2 * d + tq * d * d, 2 * tq * tk * d
+    want = 2 * proj + (2 * scores + 5 * h * tq * tk) * (0.5 if causal else 1) + (need_weights + mask) * h * tq * tk
+    assert get_kind("mha").forward_flops(att["config"]) == want
     assert get_kind("mha").num_params(att["config"]) == sum(p.numel() for p in _Mha().att.parameters())
 
 
-def test_multi_head_attention_with_a_mask_stands_in_as_its_projections_scores_and_softmax():
-    with pytest.raises(UnsupportedOperatorError, match=r"MultiheadAttention\(a mask\)"):
-        layers_of(_Mha(masked=True), input_shape=[10, 32])
-    ml = layers_of(_Mha(masked=True), input_shape=[10, 32], unknown_ops="approx")
+def test_multi_head_attention_with_a_key_padding_mask_stands_in_as_its_projections_scores_and_softmax():
+    with pytest.raises(UnsupportedOperatorError, match=r"MultiheadAttention\(a key padding mask\)"):
+        layers_of(_Mha(padding=True), input_shape=[10, 32])
+    ml = layers_of(_Mha(padding=True), input_shape=[10, 32], unknown_ops="approx")
     att = [l for l in ml.layers if l["op"] == "MultiheadAttention"]
     assert [(l["name"], l["kind"], l["role"]) for l in att] == [
         ("att.in_proj", "linear", "input"), ("att.scores", "linear", "hidden"), ("att.softmax", "softmax", "hidden"),

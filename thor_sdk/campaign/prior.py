@@ -20,7 +20,8 @@ length, a log-uniform batch size in [1, 128], and whether to take a structural n
 valid integer configs. Structural features (kernel, stride, padding, groups pattern, heads, layers) stay
 those of a real zoo layer, but for a quarter of the candidates: the next odd kernel size of a conv, or
 the other role of a recurrent layer whose zoo layers all have one, or the other ``bias`` of a kind whose
-zoo layers all have one, or the other path of an attention layer (``need_weights``) (``NEIGHBOUR_SHARE``).
+zoo layers all have one, or the other path of an attention layer (``need_weights``) and, independently, its
+other masking (none, a mask tensor, or causal) (``NEIGHBOUR_SHARE``).
 A self-attention layer's key length stays its sequence length (``TIED``).
 The alignment of widths is kept (a channel count divisible by 8 scales to multiples of 8:
 ``ALIGNED_FEATURES``), so every candidate is a layer someone builds.
@@ -258,6 +259,26 @@ def _other_role(kind, configs):
     return other[0] if len(seen) == 1 and other else None
 
 
+def _attention_neighbour(config, path, masking):
+    """An ``mha`` config on the other attention path (``path`` not None: the weights returned or the fused
+    kernel) and/or with the other masking (``masking`` not None: an unmasked layer takes a mask, causal on the
+    fused kernel for ``masking < 1/2``; a masked one none). Returned weights take a causal layer's mask as a
+    tensor added to the scores, as PyTorch does."""
+    c = dict(config)
+    if path is not None:
+        c["need_weights"] = 1 - c["need_weights"]
+    if masking is not None:
+        if c["mask"] or c["causal"]:
+            c["mask"] = c["causal"] = 0
+        elif c["need_weights"] or masking >= 0.5:
+            c["mask"] = 1
+        else:
+            c["causal"] = 1
+    if c["need_weights"] and c["causal"]:
+        c["mask"], c["causal"] = 1, 0
+    return c
+
+
 def candidates(prior, kind, n, seed=0):
     """``n`` probe candidates ``(config, batch_size, role)`` for ``kind``, in Sobol order (deterministic)."""
     from scipy.stats import qmc
@@ -295,8 +316,9 @@ def candidates(prior, kind, n, seed=0):
         if kernels and p[3] < share:
             near = _kernel_neighbour(config, down=p[3] < share / 2)
             config = near if near is not None and _valid(kind, near) else config
-        if kind == "mha" and p[3] < share:  # the other attention path (weights returned or the fused kernel)
-            config = dict(config, need_weights=1 - config["need_weights"])
+        if kind == "mha":
+            config = _attention_neighbour(config, p[3] / share if p[3] < share else None,
+                                          p[2] / share if p[2] < share else None)
         if other_bias is not None and p[2] < share:  # (p[2] also picks a role: recurrent kinds have no bias)
             config = dict(config, bias=other_bias)
         role = other_role if other_role and p[2] < share else base["role"]

@@ -83,18 +83,25 @@ class Attention(nn.Module):
     """Kind ``mha``: an ``nn.MultiheadAttention`` (batch first) called as a model calls it: on one tensor as
     query, key and value (self-attention), or with ``cross`` on the first ``seq_len`` tokens of its input as
     queries and the rest as keys and values (the input of a cross-attention layer is both tensors, the
-    gradient flowing into each)."""
+    gradient flowing into each). With ``mask`` or ``causal`` it passes a causal float mask of ``seq_len x
+    kv_len`` (a buffer, as ``nn.Transformer.generate_square_subsequent_mask`` makes it) as ``attn_mask``, with
+    ``is_causal`` for ``causal``: PyTorch then runs the fused kernel causally and drops the tensor."""
 
-    def __init__(self, embed_dim, num_heads, seq_len, cross, need_weights, p):
+    def __init__(self, embed_dim, num_heads, seq_len, kv_len, cross, need_weights, p, mask=0, causal=0):
         super().__init__()
         self.att = nn.MultiheadAttention(embed_dim, num_heads, dropout=p, batch_first=True)
         self.seq_len, self.cross, self.need_weights = int(seq_len), bool(cross), bool(need_weights)
+        self.causal = bool(causal)
+        masked = bool(mask) or self.causal
+        self.register_buffer("mask", torch.triu(torch.full((int(seq_len), int(kv_len)), float("-inf")), 1)
+                             if masked else None)
 
     def forward(self, x):
+        options = {"need_weights": self.need_weights, "attn_mask": self.mask, "is_causal": self.causal}
         if self.cross:
             q, kv = x[:, :self.seq_len], x[:, self.seq_len:]
-            return self.att(q, kv, kv, need_weights=self.need_weights)[0]
-        return self.att(x, x, x, need_weights=self.need_weights)[0]
+            return self.att(q, kv, kv, **options)[0]
+        return self.att(x, x, x, **options)[0]
 
 
 class Sdpa(nn.Module):
@@ -182,8 +189,8 @@ def build_layer(kind, c):
     if kind == "sdpa":
         return Sdpa(_i(c["seq_len"]), _i(c["kv_len"]), c["causal"], float(c["p"]))
     if kind == "mha":
-        return Attention(_i(c["embed_dim"]), _i(c["num_heads"]), _i(c["seq_len"]), c["cross"], c["need_weights"],
-                         float(c["p"]))
+        return Attention(_i(c["embed_dim"]), _i(c["num_heads"]), _i(c["seq_len"]), _i(c["kv_len"]), c["cross"],
+                         c["need_weights"], float(c["p"]), c["mask"], c["causal"])
     simple = {"relu": nn.ReLU, "relu6": nn.ReLU6, "gelu": nn.GELU, "tanh": nn.Tanh, "sigmoid": nn.Sigmoid,
               "hardswish": nn.Hardswish, "hardsigmoid": nn.Hardsigmoid, "silu": nn.SiLU,
               "leaky_relu": nn.LeakyReLU, "elu": nn.ELU}

@@ -161,10 +161,35 @@ def _plain_attention(att):
                 and att.bias_k is None and not att.add_zero_attn and att.embed_dim % att.num_heads == 0)
 
 
-def _mha_config(att, seq_len, kv_len, cross, need_weights):
+def _mha_config(att, seq_len, kv_len, cross, need_weights, mask=False, causal=False):
     """Kind ``mha``'s config of the module ``att`` called on ``seq_len`` queries over ``kv_len`` keys."""
     return {"embed_dim": att.embed_dim, "num_heads": att.num_heads, "seq_len": seq_len, "kv_len": kv_len,
-            "cross": int(cross), "need_weights": int(need_weights), "p": float(att.dropout)}
+            "cross": int(cross), "need_weights": int(need_weights), "p": float(att.dropout), "mask": int(mask),
+            "causal": int(causal)}
+
+
+def _fixed_mask(mask, seq_len, kv_len, fixed_shape, why):
+    """Whether an attention mask argument is one tensor of ``seq_len x kv_len`` made without the input's values or
+    parameters (a buffer, or ``nn.Transformer.generate_square_subsequent_mask`` in forward: the same for every
+    sample, so PyTorch broadcasts it over the batch and heads). Records why not in ``why`` otherwise (a per-sample or
+    per-head mask, a learned bias, a padding mask computed from the input)."""
+    if mask is None:
+        return False
+    if not hasattr(mask, "meta") or fixed_shape(mask) != (seq_len, kv_len):
+        why.append("a mask other than one fixed seq_len x kv_len tensor")
+    return True
+
+
+def _is_causal_mask(value):
+    """Whether a mask's value is the causal mask PyTorch's ``nn.TransformerEncoder`` recognises (``-inf``, or
+    True, above the diagonal and 0/False elsewhere, as ``generate_square_subsequent_mask`` makes it): the stack
+    then runs its layers' attention with ``is_causal``."""
+    import torch
+
+    if value is None or value.dim() != 2 or value.shape[0] != value.shape[1]:
+        return False
+    causal = torch.triu(torch.full(tuple(value.shape), float("-inf"), dtype=value.dtype), 1)
+    return bool((value == causal).all())
 
 
 #: nn.MultiheadAttention.forward's arguments after query, key and value, in order, with their defaults
@@ -172,10 +197,13 @@ _MHA_OPTIONS = {"key_padding_mask": None, "need_weights": True, "attn_mask": Non
                 "is_causal": False}
 
 
-def _mha_layer(node, att, shape_of, batch_axis, unsupported):
+def _mha_layer(node, att, shape_of, batch_axis, unsupported, fixed_shape=lambda n: None):
     """``("mha", config)`` of an ``nn.MultiheadAttention`` call the kind covers (one embedding width, biases, no
-    extra key/value bias, no zero attention, no masks, self-attention or keys that are the values), else
-    None with the reason recorded unsupported (a stand-in of linear layers and a softmax may then take it)."""
+    extra key/value bias, no zero attention, no key padding mask, an ``attn_mask`` only as one fixed
+    ``seq_len x kv_len`` tensor (``_fixed_mask``; ``fixed_shape``: a node's shape where it is such a tensor),
+    self-attention or keys that are the values), else None with the reason recorded unsupported (a stand-in of
+    linear layers and a softmax may then take it). PyTorch's ``is_causal`` hint runs the fused kernel causally
+    where the weights are not returned (feature ``causal``); otherwise the mask is added (feature ``mask``)."""
     tensors = _qkv(node)
     options = {name: _arg(node, 3 + i, name, default) for i, (name, default) in enumerate(_MHA_OPTIONS.items())}
     q, k, v = tensors
@@ -187,8 +215,12 @@ def _mha_layer(node, att, shape_of, batch_axis, unsupported):
         why.append(f"batch_first={att.batch_first} on inputs whose batch is elsewhere")
     if not _plain_attention(att):
         why.append("kdim/vdim, bias=False, add_bias_kv or add_zero_attn")
-    if any(options[m] is not None for m in ("key_padding_mask", "attn_mask")) or options["is_causal"] is not False:
-        why.append("a mask")
+    if options["key_padding_mask"] is not None:
+        why.append("a key padding mask")
+    masked = shapes[0] is not None and shapes[1] is not None and len(shapes[0]) == len(shapes[1]) == 2 \
+        and _fixed_mask(options["attn_mask"], shapes[0][0], shapes[1][0], fixed_shape, why)
+    if options["is_causal"] not in (True, False):
+        why.append("a computed is_causal")
     if options["need_weights"] not in (True, False) or options["average_attn_weights"] is not True:
         why.append("per-head or computed need_weights")
     cross = not (q is k is v)
@@ -197,7 +229,23 @@ def _mha_layer(node, att, shape_of, batch_axis, unsupported):
     if why:
         unsupported.append(f"MultiheadAttention({'; '.join(why)})")
         return None
-    return "mha", _mha_config(att, shapes[0][0], shapes[1][0], cross, options["need_weights"])
+    causal = masked and options["is_causal"] is True and not options["need_weights"]
+    return "mha", _mha_config(att, shapes[0][0], shapes[1][0], cross, options["need_weights"], masked and not causal,
+                              causal)
+
+
+def _mask_arguments(gm):
+    """The nodes passed as source masks to ``nn.TransformerEncoder`` calls in ``gm``: the stack decides from the
+    mask's value whether its layers run causally, so ``layers_from_module`` keeps their values."""
+    from torch import nn
+
+    out = set()
+    for node in gm.graph.nodes:
+        if node.op == "call_module" and isinstance(gm.get_submodule(node.target), nn.TransformerEncoder):
+            mask = _arg(node, 1, "mask")
+            if hasattr(mask, "meta"):
+                out.add(mask)
+    return out
 
 
 def _is_sdpa(node):
@@ -271,31 +319,40 @@ def _view_into_attention(node):
     return only_attention(node)
 
 
-def _encoder_parts(node, mod, in_shape, in_axis, unsupported):
+def _encoder_parts(node, mod, in_shape, in_axis, unsupported, fixed_shape=lambda n: None, value_of=lambda n: None):
     """The layers of an ``nn.TransformerEncoderLayer`` (or an ``nn.TransformerEncoder``'s stack of them and its
-    final norm) called without masks, as ``[(suffix, (kind, config), reads_input)]``: its self-attention
-    (kind ``mha``, need_weights off, as the layer calls it), the dropouts, residual adds and layer norms, and the
-    feed-forward linears with their ReLU or GELU, in the order of ``norm_first``; the same modules the layer
-    runs, so not a stand-in. None for any other module; None with the reason recorded unsupported for an
-    encoder layer outside that (a mask, bias=False, another activation), which its stand-in may then take."""
+    final norm) called without a key padding mask, as ``[(suffix, (kind, config), reads_input)]``: its
+    self-attention (kind ``mha``, need_weights off, as the layer calls it), the dropouts, residual adds and layer
+    norms, and the feed-forward linears with their ReLU or GELU, in the order of ``norm_first``; the same modules
+    the layer runs, so not a stand-in. A source mask of one fixed tokens x tokens tensor (``_fixed_mask``) is
+    the attention's ``mask``, or ``causal`` where the layer runs the fused kernel causally: ``is_causal=True``
+    given, or a stack's mask that is PyTorch's causal mask (``nn.TransformerEncoder`` checks its value,
+    ``value_of``). None for any other module; None with the reason recorded unsupported for an encoder layer
+    outside that (a key padding mask, bias=False, another activation), which its stand-in may then take."""
     from torch import nn
     from torch.nn import functional as F
 
     if isinstance(mod, nn.TransformerEncoder):
         stack = list(mod.layers)
-        mask_names = ("src", "mask", "src_key_padding_mask", "is_causal")
+        mask_names, hint = ("src", "mask", "src_key_padding_mask", "is_causal"), None
     elif isinstance(mod, nn.TransformerEncoderLayer):
         stack = [mod]
-        mask_names = ("src", "src_mask", "src_key_padding_mask", "is_causal")
+        mask_names, hint = ("src", "src_mask", "src_key_padding_mask", "is_causal"), False
     else:
         return None
     label = type(mod).__name__
-    masks = [_arg(node, i, name) for i, name in enumerate(mask_names) if i]
+    mask, padding, hint = (_arg(node, i, name, hint if i == 3 else None) for i, name in enumerate(mask_names) if i)
     why = []
-    if any(m is not None and m is not False for m in masks):
-        why.append("a mask")
+    if padding is not None:
+        why.append("a key padding mask")
     if in_shape is None or len(in_shape) != 2:
         why.append("input not (tokens, features) per sample")
+        masked = False
+    else:
+        masked = _fixed_mask(mask, in_shape[0], in_shape[0], fixed_shape, why)
+    if hint not in (True, False, None):
+        why.append("a computed is_causal")
+    causal = masked and (hint is True or hint is None and _is_causal_mask(value_of(mask)))
     parts = []
     for n, layer in enumerate(stack):
         att = layer.self_attn
@@ -323,7 +380,8 @@ def _encoder_parts(node, mod, in_shape, in_axis, unsupported):
         def norm(name):
             return pre + name, ("layernorm", {"normalized": d, "tokens": t}), False
 
-        attn = [(pre + ".self_attn", ("mha", _mha_config(att, t, t, cross=False, need_weights=False)), False),
+        attn = [(pre + ".self_attn", ("mha", _mha_config(att, t, t, False, False, masked and not causal, causal)),
+                 False),
                 drop(".dropout1", t * d, layer.dropout1.p), (pre + ".add1", ("add", {"numel": t * d}), False)]
         ffn = [(pre + ".linear1", ("linear", {"in_features": d, "out_features": ff, "tokens": t, "bias": 1}), False),
                (pre + ".activation", (act_kind, {"numel": t * ff}), False), drop(".dropout", t * ff, layer.dropout.p),
@@ -1060,6 +1118,15 @@ def layers_from_module(module, input_shape, input_dtype="float32", vocab=None, s
             return None
         return tuple(int(s) for s in meta.shape)
 
+    wanted, values = _mask_arguments(gm), {}
+
+    class _Prop(ShapeProp):  # keeps the values of the mask arguments of attention layers
+        def run_node(self, n):
+            result = super().run_node(n)
+            if n in wanted and isinstance(result, torch.Tensor):
+                values[n] = result.detach().clone()
+            return result
+
     was_training = module.training
     gm.eval()
     try:
@@ -1070,7 +1137,7 @@ def layers_from_module(module, input_shape, input_dtype="float32", vocab=None, s
                 at_3 = {n: full_shape(n) for n in gm.graph.nodes}
             except Exception:  # batch 2 says why below, or the batch axis is taken as axis 0
                 at_3 = {}
-            ShapeProp(gm).propagate(example(2))
+            _Prop(gm).propagate(example(2))
     except Exception as e:
         cause = e.__cause__ or e  # ShapeProp wraps the model's own error in a RuntimeError naming the node
         lines = str(cause).strip().splitlines() or [""]
@@ -1098,6 +1165,12 @@ def layers_from_module(module, input_shape, input_dtype="float32", vocab=None, s
 
     layers, unsupported = [], []
     needs_grad = {}  # node -> whether its value requires grad in training
+    fixed = set()  # tensors made without the input's values or parameters, the same at every batch size
+
+    def fixed_shape(n):
+        """The full shape of a tensor in ``fixed`` (a mask, position ids), else None."""
+        return full_shape(n) if n in fixed else None
+
     for node in gm.graph.nodes:
         arg_nodes = [a for a in node.all_input_nodes]
         upstream = any(needs_grad.get(a, False) for a in arg_nodes)
@@ -1110,6 +1183,16 @@ def layers_from_module(module, input_shape, input_dtype="float32", vocab=None, s
             except AttributeError:
                 value = None
             needs_grad[node] = bool(getattr(value, "requires_grad", True))
+            if not needs_grad[node] and full_shape(node) is not None:
+                fixed.add(node)
+            continue
+        if node.op in ("call_function", "call_method") and not upstream and full_shape(node) is not None \
+                and at_3.get(node) == full_shape(node) \
+                and all(a in fixed for a in arg_nodes if full_shape(a) is not None):
+            # made from sizes, constants and buffers only (a causal mask from generate_square_subsequent_mask,
+            # torch.arange position ids): the same small tensor at every batch size, not a cost of the batch
+            needs_grad[node] = False
+            fixed.add(node)
             continue
         tensor_args = [a for a in arg_nodes if shape_of(a) is not None]
         in_shape = shape_of(tensor_args[0]) if tensor_args else None
@@ -1118,7 +1201,7 @@ def layers_from_module(module, input_shape, input_dtype="float32", vocab=None, s
         n_unsupported = len(unsupported)
         if node.op == "call_module":
             mod = gm.get_submodule(node.target)
-            parts = _encoder_parts(node, mod, in_shape, in_axis, unsupported)
+            parts = _encoder_parts(node, mod, in_shape, in_axis, unsupported, fixed_shape, values.get)
             if parts is not None:  # an encoder layer (or stack): its attention, norms and feed-forward layers
                 for suffix, part, reads_input in parts:
                     add_layer(layers, str(node.target) + suffix, part, upstream or not reads_input,
@@ -1128,7 +1211,7 @@ def layers_from_module(module, input_shape, input_dtype="float32", vocab=None, s
             if len(unsupported) > n_unsupported:
                 got = None
             elif _is_mha(mod):
-                got = _mha_layer(node, mod, shape_of, batch_axis, unsupported)
+                got = _mha_layer(node, mod, shape_of, batch_axis, unsupported, fixed_shape)
             else:
                 got = _module_layer(mod, in_shape, out_shape, unsupported, in_axis)
             has_params = any(p.requires_grad for p in mod.parameters())

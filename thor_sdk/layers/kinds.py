@@ -150,6 +150,10 @@ class Kind:
             if not config["cross"] and config["kv_len"] != config["seq_len"]:
                 raise UsageError(f"layer of kind 'mha': self-attention (cross = 0) has kv_len = seq_len, got "
                                  f"{config['kv_len']:g} and {config['seq_len']:g}")
+            if config["causal"] and (config["mask"] or config["need_weights"]):
+                raise UsageError("layer of kind 'mha': causal = 1 is the fused kernel without a mask tensor "
+                                 "(need_weights = 0, mask = 0); with the weights returned the mask is added "
+                                 "(mask = 1)")
         if "groups" in self.features:
             g = config["groups"]
             if config["in_channels"] % g or config["out_channels"] % g:
@@ -181,7 +185,7 @@ class Kind:
 #: bounds of a layer config (see ``Kind.check_config``)
 MAX_FEATURE = 1e9
 MAX_NUMEL = 1e10
-_FLAGS = ("bias", "positional", "broadcast", "cross", "need_weights", "causal")
+_FLAGS = ("bias", "positional", "broadcast", "cross", "need_weights", "causal", "mask")
 _MAY_BE_ZERO = ("padding",)
 
 
@@ -260,12 +264,15 @@ KINDS = {
              "a generic elementwise op standing in for operators without a kind of their own (--unknown-ops "
              "approx): one tensor of numel elements per sample in, one out; probed as softplus, a "
              "transcendental pointwise op", False),
-        Kind("mha", ("embed_dim", "num_heads", "seq_len", "kv_len", "cross", "need_weights", "p"),
-             "nn.MultiheadAttention (batch first, biases, no masks): self-attention over seq_len tokens of "
-             "embed_dim (kv_len = seq_len, cross = 0), or cross-attention (cross = 1) of seq_len queries over "
+        Kind("mha", ("embed_dim", "num_heads", "seq_len", "kv_len", "cross", "need_weights", "p", "mask", "causal"),
+             "nn.MultiheadAttention (batch first, biases, no key padding mask): self-attention over seq_len tokens "
+             "of embed_dim (kv_len = seq_len, cross = 0), or cross-attention (cross = 1) of seq_len queries over "
              "kv_len keys that are also the values; need_weights = 1 returns the head-averaged attention weights "
-             "(PyTorch's default, the explicit path), 0 runs the fused kernel; p = its attention dropout. The "
-             "input is the queries then, for cross-attention, the keys along the tokens", True),
+             "(PyTorch's default, the explicit path), 0 runs the fused kernel; p = its attention dropout; mask = 1 "
+             "adds an attn_mask of seq_len x kv_len shared by the batch (a causal or other fixed mask) to the "
+             "scores; causal = 1 runs the fused kernel causally (is_causal with need_weights = 0, where PyTorch "
+             "drops the mask tensor; at most one of mask and causal). The input is the queries then, for "
+             "cross-attention, the keys along the tokens", True),
         Kind("sdpa", ("num_heads", "seq_len", "kv_len", "head_dim", "causal", "p"),
              "F.scaled_dot_product_attention of num_heads heads: seq_len queries over kv_len keys and values, "
              "each head_dim wide; causal = is_causal, p = dropout_p. The input is the queries, keys and values "
@@ -340,11 +347,13 @@ def _tb_flops(c):
 
 def _mha_flops(c):
     """Projections (one d -> 3d over the tokens for self-attention; d -> d over the queries and d -> 2d over
-    the keys for cross-attention), scores and weighted sum, their softmax (5 per score), the head average of
-    the weights when returned, and the output projection."""
+    the keys for cross-attention), scores and weighted sum, their softmax (5 per score; about half of them
+    under the causal kernel, as kind ``sdpa``), the mask added to each score, the head average of the weights
+    when returned, and the output projection."""
     d, h, t, s = c["embed_dim"], c["num_heads"], c["seq_len"], c["kv_len"]
     proj = 2.0 * t * d * d + 2.0 * s * d * 2 * d if c["cross"] else 2.0 * t * d * 3 * d
-    return proj + 4.0 * t * s * d + 5.0 * h * t * s + c["need_weights"] * h * t * s + 2.0 * t * d * d
+    scores = (4.0 * t * s * d + 5.0 * h * t * s) * (0.5 if c["causal"] else 1.0) + c["mask"] * h * t * s
+    return proj + scores + c["need_weights"] * h * t * s + 2.0 * t * d * d
 
 
 def _conv1d_flops(c):
