@@ -11,7 +11,7 @@ size; a transposed conv as the stride-1 conv of the same FLOPs; nn.MultiheadAtte
 layers of the same FLOPs and a ``softmax``; an instance norm as the batch norm of the same sizes; GroupNorm as the layernorm of the same
 statistics. Also timed against the layers they are read as: a LayerNorm over several trailing dimensions (its own
 kind, over their product), nn.MultiheadAttention (kind ``mha``, self and cross), F.scaled_dot_product_attention
-(kind ``sdpa``) and nn.TransformerEncoderLayer (its
+(kind ``sdpa``) and nn.TransformerEncoderLayer and nn.TransformerDecoderLayer (their
 attention, norms and feed-forward, each of its own kind), with or without a causal mask.
 
 Each case is a small module holding the operator (and a cheap ReLU after it, so no linear stand-in becomes the
@@ -155,6 +155,19 @@ def _cases():
         def forward(self, x):
             return torch.relu(self.enc(x, mask=nn.Transformer.generate_square_subsequent_mask(x.size(1))))
 
+    class Decoder(nn.Module):
+        """nn.TransformerDecoderLayer on the last tokens of its input as targets (causal, PyTorch's hint) over the
+        first ``memory`` tokens as the memory."""
+
+        def __init__(self, d, h, ff, memory):
+            super().__init__()
+            self.memory, self.dec = memory, nn.TransformerDecoderLayer(d, h, ff, batch_first=True)
+
+        def forward(self, x):
+            t = x.size(1) - self.memory
+            mask = nn.Transformer.generate_square_subsequent_mask(t)
+            return torch.relu(self.dec(x[:, self.memory:], x[:, :self.memory], tgt_mask=mask, tgt_is_causal=True))
+
     cases = []
     for d, h, ff, t, b in ((64, 4, 128, 24, 16), (128, 4, 256, 64, 16), (256, 8, 512, 32, 8)):
         cases.append((f"TransformerEncoderLayer d{d} h{h} ff{ff} T{t} (its own kinds)",
@@ -212,6 +225,8 @@ def _cases():
         ("MultiheadAttention causal mask added d48 h4 T40 (its own kind)", MaskedMha(48, 4, 40), (40, 48), 16),
         ("MultiheadAttention is_causal d128 h8 T64 (its own kind)", MaskedMha(128, 8, 64, True), (64, 128), 16),
         ("TransformerEncoder causal x2 d64 h2 ff128 T35 (its own kinds)", CausalStack(64, 2, 128, 2), (35, 64), 16),
+        ("TransformerDecoderLayer causal d64 h4 ff128 T24 over S16 (its own kinds)", Decoder(64, 4, 128, 16), (40, 64),
+         16),
     ]
     return cases
 

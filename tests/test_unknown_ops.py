@@ -298,6 +298,57 @@ def test_an_encoder_stack_reads_its_mask_to_tell_causal_attention(kind, mask, ca
     assert [l["name"] for l in layers][-1] == "fc" and not any("triu" in l["op"] or "full" in l["op"] for l in layers)
 
 
+class _Decoder(nn.Module):
+    """A decoder reading a memory of 8 tokens made from the first frames, its 12 targets from the rest, under the
+    causal target mask made in forward: one nn.TransformerDecoderLayer with the is_causal hint, or an
+    nn.TransformerDecoder stack (pre-norm, a final norm) that reads the mask's value; ``memory_mask``: a fixed
+    mask over the memory too; ``padding``: a key padding mask over it instead."""
+
+    def __init__(self, stack=False, memory_mask=False, padding=False):
+        super().__init__()
+        self.stack, self.memory_mask, self.padding = stack, memory_mask, padding
+        self.src, self.tgt = nn.Linear(16, 32), nn.Linear(16, 32)
+        layer = nn.TransformerDecoderLayer(32, 4, 64, batch_first=True, norm_first=stack)
+        self.dec = nn.TransformerDecoder(layer, 2, norm=nn.LayerNorm(32)) if stack else layer
+        self.fc = nn.Linear(32, 5)
+        self.register_buffer("band", torch.zeros(12, 8))
+
+    def forward(self, x):
+        mem, t = self.src(x[:, :8]), self.tgt(x[:, 8:])
+        kw = {"tgt_mask": nn.Transformer.generate_square_subsequent_mask(t.size(1))}
+        if self.memory_mask:
+            kw["memory_mask"] = self.band
+        if self.padding:
+            kw["memory_key_padding_mask"] = torch.zeros_like(x[:, :8, 0]).bool()
+        if not self.stack:
+            kw["tgt_is_causal"] = True
+        return self.fc(self.dec(t, mem, **kw).mean(dim=1))
+
+
+@pytest.mark.parametrize("stack, memory_mask", [(False, False), (True, True)])
+def test_a_transformer_decoder_is_its_self_attention_cross_attention_norms_and_feed_forward(stack, memory_mask):
+    """nn.TransformerDecoderLayer (and a stack of them) is the layers it runs: the causal self-attention over its
+    targets, the cross-attention of the targets over the memory (kind mha with cross: the memory's tokens are the
+    keys and values; a fixed memory mask is its mask), each with its dropout, residual add and norm, then the
+    feed-forward; norms before or after each block as norm_first says; a stack's final norm. Nothing approx."""
+    layers = layers_of(_Decoder(stack, memory_mask), input_shape=[20, 16]).layers
+    dec = [l for l in layers if l["name"].startswith("dec")]
+    block = ["mha", "dropout", "add", "layernorm", "mha", "dropout", "add", "layernorm", "linear", "relu", "dropout",
+             "linear", "dropout", "add", "layernorm"]
+    pre_norm = ["layernorm", "mha", "dropout", "add", "layernorm", "mha", "dropout", "add", "layernorm", "linear",
+                "relu", "dropout", "linear", "dropout", "add"]
+    assert [l["kind"] for l in dec] == (pre_norm * 2 + ["layernorm"] if stack else block)
+    self_att, cross_att = [l for l in dec if l["kind"] == "mha"][:2]
+    assert self_att["config"] == {"embed_dim": 32, "num_heads": 4, "seq_len": 12, "kv_len": 12, "cross": 0,
+                                  "need_weights": 0, "p": 0.1, "mask": 0, "causal": 1}
+    assert cross_att["config"] == {"embed_dim": 32, "num_heads": 4, "seq_len": 12, "kv_len": 8, "cross": 1,
+                                   "need_weights": 0, "p": 0.1, "mask": int(memory_mask), "causal": 0}
+    assert cross_att["name"].endswith("multihead_attn") and dec[-1]["name"] == ("dec.norm" if stack else "dec.norm3")
+    assert all("approx" not in l and l["role"] == "hidden" for l in dec)
+    with pytest.raises(UnsupportedOperatorError, match=r"TransformerDecoder\w*\(a key padding mask\)"):
+        layers_of(_Decoder(stack, padding=True), input_shape=[20, 16])
+
+
 def test_an_encoder_layer_with_a_key_padding_mask_stands_in_as_a_transformer_block_under_approx():
     """A key padding mask (per sample) is not what kind mha measures: refused by default, the transformer_block of
     the same sizes under approx (marked, so the runtime widens its std); a sequence-first one fed batch first stays

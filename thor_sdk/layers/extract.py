@@ -235,14 +235,17 @@ def _mha_layer(node, att, shape_of, batch_axis, unsupported, fixed_shape=lambda 
 
 
 def _mask_arguments(gm):
-    """The nodes passed as source masks to ``nn.TransformerEncoder`` calls in ``gm``: the stack decides from the
-    mask's value whether its layers run causally, so ``layers_from_module`` keeps their values."""
+    """The nodes passed as (target) masks to ``nn.TransformerEncoder`` and ``nn.TransformerDecoder`` calls in
+    ``gm``: the stack decides from the mask's value whether its layers run causally, so ``layers_from_module``
+    keeps their values."""
     from torch import nn
 
     out = set()
     for node in gm.graph.nodes:
-        if node.op == "call_module" and isinstance(gm.get_submodule(node.target), nn.TransformerEncoder):
-            mask = _arg(node, 1, "mask")
+        mod = gm.get_submodule(node.target) if node.op == "call_module" else None
+        if isinstance(mod, (nn.TransformerEncoder, nn.TransformerDecoder)):
+            got = _transformer_args(node, mod)
+            mask = got[1]["tgt_mask"] if got else None
             if hasattr(mask, "meta"):
                 out.add(mask)
     return out
@@ -319,49 +322,93 @@ def _view_into_attention(node):
     return only_attention(node)
 
 
-def _encoder_parts(node, mod, in_shape, in_axis, unsupported, fixed_shape=lambda n: None, value_of=lambda n: None):
-    """The layers of an ``nn.TransformerEncoderLayer`` (or an ``nn.TransformerEncoder``'s stack of them and its
-    final norm) called without a key padding mask, as ``[(suffix, (kind, config), reads_input)]``: its
-    self-attention (kind ``mha``, need_weights off, as the layer calls it), the dropouts, residual adds and layer
-    norms, and the feed-forward linears with their ReLU or GELU, in the order of ``norm_first``; the same modules
-    the layer runs, so not a stand-in. A source mask of one fixed tokens x tokens tensor (``_fixed_mask``) is
-    the attention's ``mask``, or ``causal`` where the layer runs the fused kernel causally: ``is_causal=True``
-    given, or a stack's mask that is PyTorch's causal mask (``nn.TransformerEncoder`` checks its value,
-    ``value_of``). None for any other module; None with the reason recorded unsupported for an encoder layer
-    outside that (a key padding mask, bias=False, another activation), which its stand-in may then take."""
+#: the arguments of the transformer modules after their first input, in order, as (PyTorch's name, the name
+#: ``_transformer_args`` gives it): the mask, key padding mask and causal hint of the module's own sequence (an
+#: encoder's source, a decoder's target), and a decoder's memory with its mask, padding and hint
+_TRANSFORMER_ARGS = {
+    "encoder": (("mask", "tgt_mask"), ("src_key_padding_mask", "tgt_key_padding_mask"), ("is_causal", "tgt_is_causal")),
+    "encoder_layer": (("src_mask", "tgt_mask"), ("src_key_padding_mask", "tgt_key_padding_mask"),
+                      ("is_causal", "tgt_is_causal")),
+    "decoder": tuple((name, name) for name in ("memory", "tgt_mask", "memory_mask", "tgt_key_padding_mask",
+                                               "memory_key_padding_mask", "tgt_is_causal", "memory_is_causal")),
+}
+
+
+def _transformer_args(node, mod):
+    """``(stack, options)`` of a call of an ``nn.TransformerEncoder``/``Decoder`` or one of their layers: the
+    layers it runs and its arguments under the names of ``_TRANSFORMER_ARGS`` (masks, hints, a decoder's memory),
+    PyTorch's defaults filled in (a stack's causal hint None: it reads its mask; a layer's False); None for any
+    other module."""
+    from torch import nn
+
+    kinds = ((nn.TransformerEncoder, "encoder"), (nn.TransformerEncoderLayer, "encoder_layer"),
+             (nn.TransformerDecoder, "decoder"), (nn.TransformerDecoderLayer, "decoder"))
+    kind = next((k for t, k in kinds if isinstance(mod, t)), None)
+    if kind is None:
+        return None
+    stacked = isinstance(mod, (nn.TransformerEncoder, nn.TransformerDecoder))
+    defaults = {"tgt_is_causal": None if stacked else False, "memory_is_causal": False}
+    options = {ours: _arg(node, i + 1, theirs, defaults.get(ours))
+               for i, (theirs, ours) in enumerate(_TRANSFORMER_ARGS[kind])}
+    return (list(mod.layers) if stacked else [mod]), options
+
+
+def _transformer_parts(node, mod, in_shape, in_axis, unsupported, fixed_shape=lambda n: None, value_of=lambda n: None,
+                   shape_of=lambda n: None, batch_axis=lambda n: 0):
+    """The layers of an ``nn.TransformerEncoderLayer`` or ``nn.TransformerDecoderLayer`` (or an
+    ``nn.TransformerEncoder``'s or ``nn.TransformerDecoder``'s stack of them and its final norm) called without a
+    key padding mask, as ``[(suffix, (kind, config), reads_input)]``: its self-attention (kind ``mha``,
+    need_weights off, as the layer calls it), a decoder's cross-attention over its memory (``mha`` with ``cross``:
+    the memory's tokens are the keys and values), the dropouts, residual adds and layer norms, and the
+    feed-forward linears with their ReLU or GELU, in the order of ``norm_first``; the same modules the layer runs,
+    so not a stand-in. A mask of one fixed tensor (``_fixed_mask``) is the attention's ``mask``, or ``causal``
+    where the layer runs the fused kernel causally: the hint ``is_causal``/``tgt_is_causal``/``memory_is_causal``
+    given True, or a stack's (target) mask that is PyTorch's causal mask (the stack checks its value,
+    ``value_of``). None for any other module; None with the reason recorded unsupported for a layer outside that
+    (a key padding mask, bias=False, another activation), which its stand-in may then take."""
     from torch import nn
     from torch.nn import functional as F
 
-    if isinstance(mod, nn.TransformerEncoder):
-        stack = list(mod.layers)
-        mask_names, hint = ("src", "mask", "src_key_padding_mask", "is_causal"), None
-    elif isinstance(mod, nn.TransformerEncoderLayer):
-        stack = [mod]
-        mask_names, hint = ("src", "src_mask", "src_key_padding_mask", "is_causal"), False
-    else:
+    got = _transformer_args(node, mod)
+    if got is None:
         return None
+    stack, options = got
+    decoder = "memory" in options
+    layer_type = nn.TransformerDecoderLayer if decoder else nn.TransformerEncoderLayer
     label = type(mod).__name__
-    mask, padding, hint = (_arg(node, i, name, hint if i == 3 else None) for i, name in enumerate(mask_names) if i)
     why = []
-    if padding is not None:
+    if any(options.get(p) is not None for p in ("tgt_key_padding_mask", "memory_key_padding_mask")):
         why.append("a key padding mask")
+    if any(options.get(h, False) not in (True, False, None) for h in ("tgt_is_causal", "memory_is_causal")):
+        why.append("a computed is_causal")
+    masked = mem_masked = False
+    mem_shape = None
     if in_shape is None or len(in_shape) != 2:
         why.append("input not (tokens, features) per sample")
-        masked = False
     else:
-        masked = _fixed_mask(mask, in_shape[0], in_shape[0], fixed_shape, why)
-    if hint not in (True, False, None):
-        why.append("a computed is_causal")
-    causal = masked and (hint is True or hint is None and _is_causal_mask(value_of(mask)))
+        masked = _fixed_mask(options["tgt_mask"], in_shape[0], in_shape[0], fixed_shape, why)
+    if decoder:
+        memory = options["memory"]
+        mem_shape = shape_of(memory) if hasattr(memory, "meta") else None
+        if mem_shape is None or len(mem_shape) != 2:
+            why.append("memory not (tokens, features) per sample")
+        elif in_shape is not None and len(in_shape) == 2:
+            mem_masked = _fixed_mask(options["memory_mask"], in_shape[0], mem_shape[0], fixed_shape, why)
+    hint = options["tgt_is_causal"]
+    causal = masked and (hint is True or hint is None and _is_causal_mask(value_of(options["tgt_mask"])))
+    mem_causal = mem_masked and options.get("memory_is_causal") is True
     parts = []
     for n, layer in enumerate(stack):
-        att = layer.self_attn
-        if not isinstance(layer, nn.TransformerEncoderLayer):
-            why.append("a layer that is not a TransformerEncoderLayer")
+        if not isinstance(layer, layer_type):
+            why.append(f"a layer that is not a {layer_type.__name__}")
             break
-        if in_shape is not None and not _batch_first_ok(att.batch_first, in_axis):
-            why.append(f"batch_first={att.batch_first} on an input whose batch is axis {in_axis}")
-        if not _plain_attention(att) or layer.linear1.bias is None:
+        atts = [layer.self_attn] + ([layer.multihead_attn] if decoder else [])
+        if in_shape is not None and not _batch_first_ok(atts[0].batch_first, in_axis):
+            why.append(f"batch_first={atts[0].batch_first} on an input whose batch is axis {in_axis}")
+        if decoder and mem_shape is not None and not _batch_first_ok(atts[0].batch_first, batch_axis(memory)):
+            why.append(f"batch_first={atts[0].batch_first} on a memory whose batch is axis {batch_axis(memory)}")
+        if not all(_plain_attention(a) for a in atts) or layer.linear1.bias is None \
+                or decoder and mem_shape is not None and mem_shape[1] != atts[1].embed_dim:
             why.append("bias=False or another attention layout")
         act = layer.activation
         act_kind = ("relu" if act is F.relu or isinstance(act, nn.ReLU) else
@@ -371,8 +418,8 @@ def _encoder_parts(node, mod, in_shape, in_axis, unsupported, fixed_shape=lambda
             why.append("an activation other than ReLU or GELU")
         if why:
             break
-        t, d, ff = in_shape[0], att.embed_dim, layer.linear1.out_features
-        pre = f".layers.{n}" if isinstance(mod, nn.TransformerEncoder) else ""
+        t, d, ff = in_shape[0], atts[0].embed_dim, layer.linear1.out_features
+        pre = f".layers.{n}" if len(stack) > 1 or mod is not layer else ""
 
         def drop(name, numel, p):
             return pre + name, ("dropout", {"numel": numel, "p": float(p)}), False
@@ -380,21 +427,30 @@ def _encoder_parts(node, mod, in_shape, in_axis, unsupported, fixed_shape=lambda
         def norm(name):
             return pre + name, ("layernorm", {"normalized": d, "tokens": t}), False
 
-        attn = [(pre + ".self_attn", ("mha", _mha_config(att, t, t, False, False, masked and not causal, causal)),
-                 False),
-                drop(".dropout1", t * d, layer.dropout1.p), (pre + ".add1", ("add", {"numel": t * d}), False)]
-        ffn = [(pre + ".linear1", ("linear", {"in_features": d, "out_features": ff, "tokens": t, "bias": 1}), False),
-               (pre + ".activation", (act_kind, {"numel": t * ff}), False), drop(".dropout", t * ff, layer.dropout.p),
-               (pre + ".linear2", ("linear", {"in_features": ff, "out_features": d, "tokens": t, "bias": 1}), False),
-               drop(".dropout2", t * d, layer.dropout2.p), (pre + ".add2", ("add", {"numel": t * d}), False)]
-        if layer.norm_first:
-            block = [norm(".norm1"), *attn, norm(".norm2"), *ffn]
-        else:
-            block = [*attn, norm(".norm1"), *ffn, norm(".norm2")]
+        def add(name):
+            return pre + name, ("add", {"numel": t * d}), False
+
+        blocks = [[(pre + ".self_attn", ("mha", _mha_config(atts[0], t, t, False, False, masked and not causal,
+                                                             causal)), False),
+                   drop(".dropout1", t * d, layer.dropout1.p), add(".add1")]]
+        if decoder:
+            s_len = mem_shape[0]
+            blocks.append([(pre + ".multihead_attn", ("mha", _mha_config(atts[1], t, s_len, True, False,
+                                                                         mem_masked and not mem_causal, mem_causal)),
+                            False), drop(".dropout2", t * d, layer.dropout2.p), add(".add2")])
+        last = len(blocks) + 1  # the feed-forward's dropout and add: dropout2/add2 in an encoder layer, 3 in a decoder
+        blocks.append([
+            (pre + ".linear1", ("linear", {"in_features": d, "out_features": ff, "tokens": t, "bias": 1}), False),
+            (pre + ".activation", (act_kind, {"numel": t * ff}), False), drop(".dropout", t * ff, layer.dropout.p),
+            (pre + ".linear2", ("linear", {"in_features": ff, "out_features": d, "tokens": t, "bias": 1}), False),
+            drop(f".dropout{last}", t * d, getattr(layer, f"dropout{last}").p), add(f".add{last}")])
+        block = []
+        for i, b in enumerate(blocks, 1):  # each sub-block with its norm before (norm_first) or after it
+            block += [norm(f".norm{i}"), *b] if layer.norm_first else [*b, norm(f".norm{i}")]
         if n == 0:  # the stack's first layer reads the stack's input
             block[0] = (block[0][0], block[0][1], True)
         parts += block
-    if not why and isinstance(mod, nn.TransformerEncoder) and mod.norm is not None:
+    if not why and len(stack) and mod is not stack[0] and getattr(mod, "norm", None) is not None:
         if isinstance(mod.norm, nn.LayerNorm) and tuple(mod.norm.normalized_shape) == (in_shape[1],):
             parts.append((".norm", ("layernorm", {"normalized": in_shape[1], "tokens": in_shape[0]}), False))
         else:
@@ -431,9 +487,9 @@ def _stand_in(node, gm, in_shape, full_shape, got, refused, in_axis, shape_of, b
     exact FLOPs where the kinds allow; how far each stand-in's own cost is from the operator's on this
     project's host is measured by ``bench/bench_stand_ins.py`` (``bench/results/stand-ins-host-*.md``):
 
-    - ``nn.TransformerEncoderLayer`` (batch first) outside what ``_encoder_parts`` takes (a mask, ``bias=False``,
-      another activation): the ``transformer_block`` of the same sizes (a pre-norm GELU block with causal
-      attention).
+    - ``nn.TransformerEncoderLayer`` (batch first) outside what ``_transformer_parts`` takes (a key padding mask,
+      ``bias=False``, another activation): the ``transformer_block`` of the same sizes (a pre-norm GELU block
+      with causal attention).
     - bidirectional ``nn.LSTM`` / ``nn.GRU`` (batch first): per layer, one ``lstm``/``gru`` layer per direction
       (the second and later layers read both directions, 2 x hidden) and the ``cat`` of the two.
     - projected ``nn.LSTM`` (``proj_size``): per layer and direction, the ``lstm`` of the full hidden size (not
@@ -443,9 +499,9 @@ def _stand_in(node, gm, in_shape, full_shape, got, refused, in_axis, shape_of, b
       (dilation - 1) x (kernel - 1): the same output size and FLOPs.
     - ``nn.ConvTranspose1d`` / ``nn.ConvTranspose2d``: the stride-1 conv of the same kernel whose output has the
       transposed conv's *input* size: the same FLOPs (every input element meets the whole kernel).
-    - ``nn.MultiheadAttention`` outside kind ``mha`` (a mask, ``bias=False``, ``kdim``/``vdim``, keys that are
-      not the values, per-head weights): the input projection (``linear`` d -> 3d; for cross-attention the query
-      projection over the queries and the key and value projections over the keys, from their own widths
+    - ``nn.MultiheadAttention`` outside kind ``mha`` (a key padding or per-sample mask, ``bias=False``,
+      ``kdim``/``vdim``, keys that are not the values, per-head weights): the input projection (``linear``
+      d -> 3d; for cross-attention the query projection over the queries and the key and value projections over the keys, from their own widths
       ``kdim``/``vdim`` where the module has them), the scores and
       the weighted sum as ``linear`` layers of the same FLOPs, their ``softmax``, the output projection.
     - ``torch.einsum`` of two operands, batch first (``"bhqd,bhkd->bhqk"``; an ellipsis spelled out,
@@ -1186,11 +1242,12 @@ def layers_from_module(module, input_shape, input_dtype="float32", vocab=None, s
             if not needs_grad[node] and full_shape(node) is not None:
                 fixed.add(node)
             continue
-        if node.op in ("call_function", "call_method") and not upstream and full_shape(node) is not None \
+        if node.op in ("call_function", "call_method") and full_shape(node) is not None \
                 and at_3.get(node) == full_shape(node) \
-                and all(a in fixed for a in arg_nodes if full_shape(a) is not None):
+                and all(a in fixed for a in arg_nodes if a.meta.get("tensor_meta") is not None):
             # made from sizes, constants and buffers only (a causal mask from generate_square_subsequent_mask,
-            # torch.arange position ids): the same small tensor at every batch size, not a cost of the batch
+            # torch.arange position ids): the same small tensor at every batch size, not a cost of the batch;
+            # a size read off a tensor that needs a gradient (h.size(1)) carries none
             needs_grad[node] = False
             fixed.add(node)
             continue
@@ -1201,7 +1258,8 @@ def layers_from_module(module, input_shape, input_dtype="float32", vocab=None, s
         n_unsupported = len(unsupported)
         if node.op == "call_module":
             mod = gm.get_submodule(node.target)
-            parts = _encoder_parts(node, mod, in_shape, in_axis, unsupported, fixed_shape, values.get)
+            parts = _transformer_parts(node, mod, in_shape, in_axis, unsupported, fixed_shape, values.get, shape_of,
+                                   batch_axis)
             if parts is not None:  # an encoder layer (or stack): its attention, norms and feed-forward layers
                 for suffix, part, reads_input in parts:
                     add_layer(layers, str(node.target) + suffix, part, upstream or not reads_input,
