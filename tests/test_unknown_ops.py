@@ -349,6 +349,32 @@ def test_a_transformer_decoder_is_its_self_attention_cross_attention_norms_and_f
         layers_of(_Decoder(stack, padding=True), input_shape=[20, 16])
 
 
+def test_a_full_transformer_is_its_encoder_then_its_decoder_over_the_encoders_output():
+    """nn.Transformer (a seq2seq model: 8 source tokens, 12 targets under the causal mask) is its encoder stack's
+    layers, the encoder's final norm, then its decoder stack's, whose cross-attention reads the encoder's output
+    (8 keys); the source stack has no mask, the target stack is causal (read from the mask's value)."""
+
+    class Seq2Seq(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.src, self.tgt = nn.Linear(16, 32), nn.Linear(16, 32)
+            self.tr = nn.Transformer(32, 4, 2, 1, 64, batch_first=True)
+            self.fc = nn.Linear(32, 5)
+
+        def forward(self, x):
+            mask = nn.Transformer.generate_square_subsequent_mask(12)
+            return self.fc(self.tr(self.src(x[:, :8]), self.tgt(x[:, 8:]), tgt_mask=mask).mean(dim=1))
+
+    layers = layers_of(Seq2Seq(), input_shape=[20, 16]).layers
+    att = [(l["name"], l["config"]["seq_len"], l["config"]["kv_len"], l["config"]["cross"], l["config"]["causal"])
+           for l in layers if l["kind"] == "mha"]
+    assert att == [("tr.encoder.layers.0.self_attn", 8, 8, 0, 0), ("tr.encoder.layers.1.self_attn", 8, 8, 0, 0),
+                   ("tr.decoder.layers.0.self_attn", 12, 12, 0, 1), ("tr.decoder.layers.0.multihead_attn", 12, 8, 1, 0)]
+    names = [l["name"] for l in layers]
+    assert names.index("tr.encoder.norm") < names.index("tr.decoder.layers.0.self_attn")
+    assert names[-3:] == ["tr.decoder.norm", "mean", "fc"] and all("approx" not in l for l in layers)
+
+
 def test_an_encoder_layer_with_a_key_padding_mask_stands_in_as_a_transformer_block_under_approx():
     """A key padding mask (per sample) is not what kind mha measures: refused by default, the transformer_block of
     the same sizes under approx (marked, so the runtime widens its std); a sequence-first one fed batch first stays

@@ -235,19 +235,18 @@ def _mha_layer(node, att, shape_of, batch_axis, unsupported, fixed_shape=lambda 
 
 
 def _mask_arguments(gm):
-    """The nodes passed as (target) masks to ``nn.TransformerEncoder`` and ``nn.TransformerDecoder`` calls in
-    ``gm``: the stack decides from the mask's value whether its layers run causally, so ``layers_from_module``
-    keeps their values."""
+    """The nodes passed as (source or target) masks to ``nn.TransformerEncoder``, ``nn.TransformerDecoder`` and
+    ``nn.Transformer`` calls in ``gm``: a stack decides from the mask's value whether its layers run causally, so
+    ``layers_from_module`` keeps their values."""
     from torch import nn
 
     out = set()
     for node in gm.graph.nodes:
         mod = gm.get_submodule(node.target) if node.op == "call_module" else None
-        if isinstance(mod, (nn.TransformerEncoder, nn.TransformerDecoder)):
-            got = _transformer_args(node, mod)
-            mask = got[1]["tgt_mask"] if got else None
-            if hasattr(mask, "meta"):
-                out.add(mask)
+        if isinstance(mod, (nn.TransformerEncoder, nn.TransformerDecoder, nn.Transformer)):
+            for _, _, _, options, _, _ in _transformer_args(node, mod):
+                if hasattr(options["tgt_mask"], "meta"):
+                    out.add(options["tgt_mask"])
     return out
 
 
@@ -335,12 +334,22 @@ _TRANSFORMER_ARGS = {
 
 
 def _transformer_args(node, mod):
-    """``(stack, options)`` of a call of an ``nn.TransformerEncoder``/``Decoder`` or one of their layers: the
-    layers it runs and its arguments under the names of ``_TRANSFORMER_ARGS`` (masks, hints, a decoder's memory),
-    PyTorch's defaults filled in (a stack's causal hint None: it reads its mask; a layer's False); None for any
-    other module."""
+    """The stacks an ``nn.TransformerEncoder``/``Decoder``, one of their layers or an ``nn.Transformer`` runs, as
+    ``[(suffix, module, layers, options, sequence, memory)]``: each stack's layers and its arguments under the names
+    of ``_TRANSFORMER_ARGS`` (masks, hints), PyTorch's defaults filled in (a stack's causal hint None: it reads its
+    mask; a layer's False), the node of its own sequence, and a decoder's memory (a node, or ``"src"``: an
+    ``nn.Transformer``'s decoder reads its encoder's output, of the source's shape). None for any other module."""
     from torch import nn
 
+    if isinstance(mod, nn.Transformer):
+        names = ("src", "tgt", "src_mask", "tgt_mask", "memory_mask", "src_key_padding_mask", "tgt_key_padding_mask",
+                 "memory_key_padding_mask", "src_is_causal", "tgt_is_causal", "memory_is_causal")
+        a = {name: _arg(node, i, name, False if name == "memory_is_causal" else None) for i, name in enumerate(names)}
+        enc = {"tgt_mask": a["src_mask"], "tgt_key_padding_mask": a["src_key_padding_mask"],
+               "tgt_is_causal": a["src_is_causal"]}
+        dec = {k: a[k] for k in names[3:] if not k.startswith("src")}
+        return [(".encoder", mod.encoder, list(getattr(mod.encoder, "layers", [])), enc, a["src"], None),
+                (".decoder", mod.decoder, list(getattr(mod.decoder, "layers", [])), dec, a["tgt"], "src")]
     kinds = ((nn.TransformerEncoder, "encoder"), (nn.TransformerEncoderLayer, "encoder_layer"),
              (nn.TransformerDecoder, "decoder"), (nn.TransformerDecoderLayer, "decoder"))
     kind = next((k for t, k in kinds if isinstance(mod, t)), None)
@@ -350,46 +359,63 @@ def _transformer_args(node, mod):
     defaults = {"tgt_is_causal": None if stacked else False, "memory_is_causal": False}
     options = {ours: _arg(node, i + 1, theirs, defaults.get(ours))
                for i, (theirs, ours) in enumerate(_TRANSFORMER_ARGS[kind])}
-    return (list(mod.layers) if stacked else [mod]), options
+    return [("", mod, list(mod.layers) if stacked else [mod], options, _arg(node, 0, "src" if "encoder" in kind
+                                                                             else "tgt"), options.get("memory"))]
 
 
-def _transformer_parts(node, mod, in_shape, in_axis, unsupported, fixed_shape=lambda n: None, value_of=lambda n: None,
-                   shape_of=lambda n: None, batch_axis=lambda n: 0):
+def _transformer_parts(node, mod, unsupported, fixed_shape=lambda n: None, value_of=lambda n: None,
+                       shape_of=lambda n: None, batch_axis=lambda n: 0):
     """The layers of an ``nn.TransformerEncoderLayer`` or ``nn.TransformerDecoderLayer`` (or an
-    ``nn.TransformerEncoder``'s or ``nn.TransformerDecoder``'s stack of them and its final norm) called without a
-    key padding mask, as ``[(suffix, (kind, config), reads_input)]``: its self-attention (kind ``mha``,
-    need_weights off, as the layer calls it), a decoder's cross-attention over its memory (``mha`` with ``cross``:
-    the memory's tokens are the keys and values), the dropouts, residual adds and layer norms, and the
-    feed-forward linears with their ReLU or GELU, in the order of ``norm_first``; the same modules the layer runs,
-    so not a stand-in. A mask of one fixed tensor (``_fixed_mask``) is the attention's ``mask``, or ``causal``
-    where the layer runs the fused kernel causally: the hint ``is_causal``/``tgt_is_causal``/``memory_is_causal``
-    given True, or a stack's (target) mask that is PyTorch's causal mask (the stack checks its value,
-    ``value_of``). None for any other module; None with the reason recorded unsupported for a layer outside that
-    (a key padding mask, bias=False, another activation), which its stand-in may then take."""
+    ``nn.TransformerEncoder``'s or ``nn.TransformerDecoder``'s stack of them and its final norm, or an
+    ``nn.Transformer``'s encoder then decoder) called without a key padding mask, as
+    ``[(suffix, (kind, config), reads_input)]``: its self-attention (kind ``mha``, need_weights off, as the layer
+    calls it), a decoder's cross-attention over its memory (``mha`` with ``cross``: the memory's tokens are the
+    keys and values), the dropouts, residual adds and layer norms, and the feed-forward linears with their ReLU or
+    GELU, in the order of ``norm_first``; the same modules the layer runs, so not a stand-in. A mask of one fixed
+    tensor (``_fixed_mask``) is the attention's ``mask``, or ``causal`` where the layer runs the fused kernel
+    causally: the hint (``is_causal``, ``tgt_is_causal``, ...) given True, or a stack's mask that is PyTorch's
+    causal mask (the stack checks its value, ``value_of``). None for any other module; None with the reason
+    recorded unsupported for a layer outside that (a key padding mask, bias=False, another activation), which its
+    stand-in may then take."""
+    calls = _transformer_args(node, mod)
+    if calls is None:
+        return None
+    why, parts, src = [], [], calls[0][4]
+    for suffix, stack_mod, stack, options, seq, memory in calls:
+        seq_shape = shape_of(seq) if hasattr(seq, "meta") else None
+        if memory == "src":  # an nn.Transformer's decoder reads its encoder's output: the source's tokens
+            memory = src
+        mem = (shape_of(memory), batch_axis(memory)) if hasattr(memory, "meta") else None
+        parts += [(suffix + s, part, reads) for s, part, reads in
+                  _stack_parts(stack_mod, stack, options, seq_shape, batch_axis(seq) if seq_shape else 0, mem,
+                               fixed_shape, value_of, why)]
+    if why:
+        unsupported.append(f"{type(mod).__name__}({'; '.join(dict.fromkeys(why))})")
+        return None
+    return parts
+
+
+def _stack_parts(mod, stack, options, in_shape, in_axis, memory, fixed_shape, value_of, why):
+    """``_transformer_parts`` of one stack (or layer) ``mod`` running ``stack`` on a sequence of per-sample
+    ``in_shape`` (batch at ``in_axis``); ``memory``: a decoder's memory as (per-sample shape, batch axis). Appends
+    to ``why`` what it cannot take."""
     from torch import nn
     from torch.nn import functional as F
 
-    got = _transformer_args(node, mod)
-    if got is None:
-        return None
-    stack, options = got
-    decoder = "memory" in options
+    decoder = "memory" in options or "memory_mask" in options
     layer_type = nn.TransformerDecoderLayer if decoder else nn.TransformerEncoderLayer
-    label = type(mod).__name__
-    why = []
+    n_why = len(why)
     if any(options.get(p) is not None for p in ("tgt_key_padding_mask", "memory_key_padding_mask")):
         why.append("a key padding mask")
     if any(options.get(h, False) not in (True, False, None) for h in ("tgt_is_causal", "memory_is_causal")):
         why.append("a computed is_causal")
     masked = mem_masked = False
-    mem_shape = None
+    mem_shape, mem_axis = memory if memory is not None else (None, 0)
     if in_shape is None or len(in_shape) != 2:
         why.append("input not (tokens, features) per sample")
     else:
         masked = _fixed_mask(options["tgt_mask"], in_shape[0], in_shape[0], fixed_shape, why)
     if decoder:
-        memory = options["memory"]
-        mem_shape = shape_of(memory) if hasattr(memory, "meta") else None
         if mem_shape is None or len(mem_shape) != 2:
             why.append("memory not (tokens, features) per sample")
         elif in_shape is not None and len(in_shape) == 2:
@@ -405,10 +431,10 @@ def _transformer_parts(node, mod, in_shape, in_axis, unsupported, fixed_shape=la
         atts = [layer.self_attn] + ([layer.multihead_attn] if decoder else [])
         if in_shape is not None and not _batch_first_ok(atts[0].batch_first, in_axis):
             why.append(f"batch_first={atts[0].batch_first} on an input whose batch is axis {in_axis}")
-        if decoder and mem_shape is not None and not _batch_first_ok(atts[0].batch_first, batch_axis(memory)):
-            why.append(f"batch_first={atts[0].batch_first} on a memory whose batch is axis {batch_axis(memory)}")
+        if decoder and mem_shape is not None and not _batch_first_ok(atts[0].batch_first, mem_axis):
+            why.append(f"batch_first={atts[0].batch_first} on a memory whose batch is axis {mem_axis}")
         if not all(_plain_attention(a) for a in atts) or layer.linear1.bias is None \
-                or decoder and mem_shape is not None and mem_shape[1] != atts[1].embed_dim:
+                or decoder and mem_shape is not None and mem_shape[-1] != atts[1].embed_dim:
             why.append("bias=False or another attention layout")
         act = layer.activation
         act_kind = ("relu" if act is F.relu or isinstance(act, nn.ReLU) else
@@ -416,10 +442,10 @@ def _transformer_parts(node, mod, in_shape, in_axis, unsupported, fixed_shape=la
                     == "none" else None)
         if act_kind is None:
             why.append("an activation other than ReLU or GELU")
-        if why:
+        if len(why) > n_why:
             break
         t, d, ff = in_shape[0], atts[0].embed_dim, layer.linear1.out_features
-        pre = f".layers.{n}" if len(stack) > 1 or mod is not layer else ""
+        pre = f".layers.{n}" if mod is not layer else ""
 
         def drop(name, numel, p):
             return pre + name, ("dropout", {"numel": numel, "p": float(p)}), False
@@ -450,14 +476,11 @@ def _transformer_parts(node, mod, in_shape, in_axis, unsupported, fixed_shape=la
         if n == 0:  # the stack's first layer reads the stack's input
             block[0] = (block[0][0], block[0][1], True)
         parts += block
-    if not why and len(stack) and mod is not stack[0] and getattr(mod, "norm", None) is not None:
+    if len(why) == n_why and stack and mod is not stack[0] and getattr(mod, "norm", None) is not None:
         if isinstance(mod.norm, nn.LayerNorm) and tuple(mod.norm.normalized_shape) == (in_shape[1],):
             parts.append((".norm", ("layernorm", {"normalized": in_shape[1], "tokens": in_shape[0]}), False))
         else:
             why.append("a final norm other than a LayerNorm over the features")
-    if why:
-        unsupported.append(f"{label}({'; '.join(dict.fromkeys(why))})")
-        return None
     return parts
 
 
@@ -1258,8 +1281,7 @@ def layers_from_module(module, input_shape, input_dtype="float32", vocab=None, s
         n_unsupported = len(unsupported)
         if node.op == "call_module":
             mod = gm.get_submodule(node.target)
-            parts = _transformer_parts(node, mod, in_shape, in_axis, unsupported, fixed_shape, values.get, shape_of,
-                                   batch_axis)
+            parts = _transformer_parts(node, mod, unsupported, fixed_shape, values.get, shape_of, batch_axis)
             if parts is not None:  # an encoder layer (or stack): its attention, norms and feed-forward layers
                 for suffix, part, reads_input in parts:
                     add_layer(layers, str(node.target) + suffix, part, upstream or not reads_input,
