@@ -523,11 +523,12 @@ class _PositionalEncoding(nn.Module):
 
 def word_lm_tiny(spec):
     """The transformer language model of PyTorch's word_language_model example (``TransformerModel``), batch first
-    and scaled to a phone: embedding 64 (the example's scale by its square root left out: a product with a
-    constant has no kind), sinusoidal positions, 2 ``nn.TransformerEncoder``
+    and scaled to a phone: embedding 64 (scaled by its square root), sinusoidal positions, 2 ``nn.TransformerEncoder``
     layers of 2 heads with a ReLU feed-forward of 128 and dropout 0.2, under the causal mask
     ``nn.Transformer.generate_square_subsequent_mask`` makes in forward (the stack recognises it and runs its
     attention causally), and the decoder over the vocabulary; 35 tokens (the example's bptt)."""
+    import math
+
     t, dim = spec.input_shape[0], 64
     layer = nn.TransformerEncoderLayer(dim, 2, 128, dropout=0.2, batch_first=True)
 
@@ -541,7 +542,7 @@ def word_lm_tiny(spec):
 
         def forward(self, src):
             mask = nn.Transformer.generate_square_subsequent_mask(src.size(1))
-            h = self.pos_encoder(self.encoder(src))
+            h = self.pos_encoder(self.encoder(src) * math.sqrt(dim))
             return self.decoder(self.transformer_encoder(h, mask=mask))
 
     return _WordLM()

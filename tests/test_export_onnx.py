@@ -47,6 +47,7 @@ KIND_PROBES = {
     "dropout-hidden": Probe("dropout", dict(numel=32, p=0.0), 3, "hidden"),
     "flatten-hidden": Probe("flatten", dict(numel=24), 3, "hidden"),
     "add-hidden": Probe("add", dict(numel=24), 3, "hidden"),
+    "scale-hidden": Probe("scale", dict(numel=24), 3, "hidden"),
     "embedding-input": Probe("embedding", dict(num_embeddings=20, embedding_dim=8, seq_len=4, positional=0), 2,
                              "input"),
     "embedding-positional-input": Probe("embedding", dict(num_embeddings=20, embedding_dim=8, seq_len=4,

@@ -58,6 +58,7 @@ CONFIGS = {
     "cat": [dict(numel=12, parts=2), dict(numel=13, parts=3)],
     "permute": [dict(numel=12), dict(numel=13)],
     "elementwise": [dict(numel=24)],
+    "scale": [dict(numel=24)],
     "mha": [dict(embed_dim=8, num_heads=2, seq_len=5, kv_len=5, cross=0, need_weights=1, p=0.0, mask=0, causal=0),
             dict(embed_dim=8, num_heads=4, seq_len=5, kv_len=3, cross=1, need_weights=0, p=0.1, mask=0, causal=0),
             dict(embed_dim=8, num_heads=2, seq_len=5, kv_len=5, cross=0, need_weights=1, p=0.0, mask=1, causal=0),
@@ -344,10 +345,22 @@ class _Bad(nn.Module):
         return self.fc(self.f(x))
 
 
+@pytest.mark.parametrize("f", [lambda x: x * 2.0, lambda x: 0.5 * x, lambda x: x / 3, lambda x: -x,
+                               lambda x: torch.mul(x, 0.5), lambda x: x.div(2.0), lambda x: torch.div(x, 4),
+                               lambda x: x * x.size(-1) ** -0.5])
+def test_a_tensor_times_a_number_is_kind_scale(f):
+    """x * c, c * x, x / c and -x (the number a constant or computed from sizes, as attention scales its scores)
+    are kind scale over the output's elements, not refused and not approx."""
+    layers = layers_of(_Bad(lambda x: f(x).mean((2, 3))), input_shape=[8, 2, 4]).layers
+    scale = [l for l in layers if l["kind"] == "scale"]
+    assert len(scale) == 1 and scale[0]["config"] == {"numel": 64} and "approx" not in scale[0]
+
+
 @pytest.mark.parametrize("f, name", [
     (lambda x: torch.softmax(x, dim=1).mean((2, 3)), "softmax(dim=1, not the last dimension)"),
     (lambda x: F.interpolate(x, scale_factor=2, mode="bilinear").mean((2, 3)), "interpolate(mode='bilinear'"),
-    (lambda x: (x * 2.0).mean((2, 3)), "x * constant"),
+    (lambda x: (x - 1.0).mean((2, 3)), "x - y"),
+    (lambda x: (1.0 / x).mean((2, 3)), "x / y"),
     (lambda x: torch.cat([x, x], 0).mean((2, 3))[:2], "torch.cat(along the batch)"),
     (lambda x: x.mean(1).flatten(1), "Tensor.mean(dim=(1,))"),
 ])

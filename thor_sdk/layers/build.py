@@ -71,6 +71,14 @@ class Permute(nn.Module):
         return x.reshape(b, g, n // g).transpose(1, 2).reshape(b, n)
 
 
+class Scale(nn.Module):
+    """Kind ``scale``: the input times a Python number (``x * 0.5``), as ``x * math.sqrt(d)`` or ``x / t`` in a
+    network."""
+
+    def forward(self, x):
+        return x * 0.5
+
+
 class Elementwise(nn.Module):
     """The generic elementwise op of kind ``elementwise``: softplus, a transcendental pointwise op
     (what an operator without a kind of its own is estimated as, with a wider uncertainty)."""
@@ -184,6 +192,8 @@ def build_layer(kind, c):
         return Cat(_i(c["parts"]))
     if kind == "permute":
         return Permute()
+    if kind == "scale":
+        return Scale()
     if kind == "elementwise":
         return Elementwise()
     if kind == "sdpa":

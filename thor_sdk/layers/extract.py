@@ -971,9 +971,22 @@ _ELEMENTWISE_METHODS = {"relu": "relu", "relu_": "relu", "tanh": "tanh", "sigmoi
 _PERMUTE_METHODS = {"transpose", "permute"}
 
 
+def _is_constant(a):
+    """Whether an operand is a number for the step: a Python number, or a node computing one (from sizes:
+    ``x.size(-1) ** -0.5``), not a tensor."""
+    if isinstance(a, bool):
+        return False
+    return isinstance(a, (int, float)) or hasattr(a, "meta") and a.op != "placeholder" \
+        and a.meta.get("tensor_meta") is None and a.meta.get("type") in (None, int, float)
+
+
 def _mul_layer(node, out_shape, full_shape, unsupported, label):
-    """``a * b`` of two tensors: numel of the output; broadcast when one operand is smaller (a scale)."""
-    shapes = [full_shape(a) for a in node.args[:2]]
+    """``a * b`` of two tensors: numel of the output; broadcast when one operand is smaller (a scale). A tensor
+    times a number is kind ``scale``."""
+    args = list(node.args[:2])
+    shapes = [full_shape(a) for a in args]
+    if len(shapes) == 2 and sum(s is not None for s in shapes) == 1 and any(_is_constant(a) for a in args):
+        return "scale", {"numel": _prod(out_shape)}
     if len(shapes) < 2 or any(s is None for s in shapes):
         unsupported.append("x * constant" if label == "x * y" else f"{label}(by a constant)")
         return None
@@ -1022,6 +1035,8 @@ def _function_layer(node, in_shape, out_shape, unsupported, full_shape=lambda n:
             return "add", {"numel": _prod(out_shape)}
         if t in ("mul", "mul_"):
             return _mul_layer(node, out_shape, full_shape, unsupported, f"Tensor.{t}")
+        if t in ("div", "div_", "true_divide") and _is_constant(_arg(node, 1, "other")) or t in ("neg", "neg_"):
+            return "scale", {"numel": _prod(out_shape)}
         if t in _PERMUTE_METHODS:
             return "permute", {"numel": _prod(in_shape)}
         if t == "softmax":
@@ -1036,6 +1051,10 @@ def _function_layer(node, in_shape, out_shape, unsupported, full_shape=lambda n:
         return "add", {"numel": _prod(out_shape)}
     if t in (operator.mul, operator.imul, torch.mul):
         return _mul_layer(node, out_shape, full_shape, unsupported, op_label(node))
+    if t in (operator.truediv, operator.itruediv, torch.div, torch.true_divide) and len(node.args) > 1 \
+            and full_shape(node.args[0]) is not None and _is_constant(node.args[1]) and "rounding_mode" not in \
+            node.kwargs or t in (operator.neg, torch.neg):
+        return "scale", {"numel": _prod(out_shape)}
     if t in (torch.cat, torch.concat, torch.concatenate):
         return _cat_layer(node, out_shape, unsupported, "torch.cat", axis)
     if t in (torch.transpose, torch.permute):

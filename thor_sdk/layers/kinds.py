@@ -203,7 +203,7 @@ def _numel(c):
 
 _ACTIVATIONS = ("hardswish", "hardsigmoid", "silu", "leaky_relu", "elu")
 _ELEMENTWISE = ("relu", "relu6", "gelu", "tanh", "sigmoid", "dropout", "flatten", "add", "mul", "cat",
-                "permute", "elementwise") + _ACTIVATIONS
+                "permute", "elementwise", "scale") + _ACTIVATIONS
 
 KINDS = {
     k.name: k
@@ -260,6 +260,10 @@ KINDS = {
         Kind("permute", ("numel",),
              "transpose/permute copied to contiguous memory (channel shuffle); numel = elements per sample",
              False),
+        Kind("scale", ("numel",),
+             "a tensor times a Python number (x * c, c * x, x / c, -x: an embedding scaled by the square root of "
+             "its width, attention scores by their temperature); numel = elements per sample; the backward scales "
+             "the gradient by the same number", False),
         Kind("elementwise", ("numel",),
              "a generic elementwise op standing in for operators without a kind of their own (--unknown-ops "
              "approx): one tensor of numel elements per sample in, one out; probed as softplus, a "
@@ -404,7 +408,7 @@ _FLOPS = {
     # data movement only: one operation per element written
     "upsample": lambda c: _prod(_SHAPES["upsample"][1](c)),
 }
-for _k in ("relu", "relu6", "add", "mul", "cat", "permute"):
+for _k in ("relu", "relu6", "add", "mul", "cat", "permute", "scale"):
     _FLOPS[_k] = lambda c: float(c["numel"])
 
 _PARAMS = {
