@@ -538,3 +538,37 @@ def test_coverage_score_is_highest_far_from_the_samples():
     near, far = Probe("relu", {"numel": 2000}, 8, "hidden"), Probe("relu", {"numel": 4_000_000}, 8, "hidden")
     s = coverage_score(gp, [near, far])
     assert s[1] > s[0] >= 0
+
+
+def test_a_campaign_written_before_kind_mha_had_masks_reads_and_fits_as_unmasked(tmp_path):
+    """Kind mha gained mask and causal after campaigns had stored mha samples without them: such a stored sample
+    reads as unmasked (ADDED_FEATURES), so fit works on it (it had failed with a KeyError) and the estimator serves
+    masked and unmasked layers alike. Its probes keep their stored configs (their ids hash them), so resuming such
+    a campaign is one clear error naming the missing features, not a second measurement of each probe."""
+    import sqlite3
+
+    from thor_sdk.probes import Probe
+    from thor_sdk.runtime import load_estimator
+
+    path = str(tmp_path / "old.db")
+    c = Campaign.create(path, {"metric": "time", "protocol": {}, "device": {"name": "synthetic"}, "runtime": "torch"})
+    for i, t in enumerate((8, 12, 16, 24, 32, 48)):
+        p = Probe("mha", {"embed_dim": 32, "num_heads": 4, "seq_len": t, "kv_len": t, "cross": 0, "need_weights": i % 2,
+                          "p": 0.0, "mask": 0, "causal": 0}, 8, "hidden")
+        c.plan(p)
+        c.complete(p.id, [{"metric": "time", "value": 1e-4 * t, "std": 1e-6 * t, "n": 5, "flagged": False,
+                           "flag_reason": None, "parts": {}}])
+    c.close()
+    with sqlite3.connect(path) as db:  # as an older thor-sdk stored them: without the two features
+        for pid, cfg in db.execute("SELECT id, config FROM probes").fetchall():
+            old = {k: v for k, v in json.loads(cfg).items() if k not in ("mask", "causal")}
+            db.execute("UPDATE probes SET config = ? WHERE id = ?", (json.dumps(old, sort_keys=True), pid))
+    with Campaign.open(path) as c:
+        assert all(s["config"]["mask"] == 0 and s["config"]["causal"] == 0 for s in c.samples())
+        with pytest.raises(UsageError, match="lacks config features: mask, causal"):
+            c.probes()
+    est = load_estimator(fit(path, out=str(tmp_path / "old.json")))
+    layer = {"embed_dim": 32, "num_heads": 4, "seq_len": 20, "kv_len": 20, "cross": 0, "need_weights": 1, "p": 0.0}
+    for masks in ({"mask": 0, "causal": 0}, {"mask": 1, "causal": 0}):
+        mean, std = est.predict_layer("mha", dict(layer, **masks, batch_size=8, role="hidden"))
+        assert 0 < mean < 1 and std > 0

@@ -182,6 +182,19 @@ class Kind:
         }
 
 
+#: features a kind gained after campaigns had been written, with the value every older sample of it had: a stored
+#: config without one reads as that value (``with_added_features``). Kind ``mha``'s masks came on 2026-11-27; its
+#: samples before them were all unmasked.
+ADDED_FEATURES = {"mha": {"mask": 0, "causal": 0}}
+
+
+def with_added_features(kind, config):
+    """``config`` of a layer of ``kind`` as stored by an older campaign, with the features the kind gained since
+    (``ADDED_FEATURES``) at the value its samples then had; unchanged otherwise."""
+    added = ADDED_FEATURES.get(kind)
+    return {**added, **config} if added and isinstance(config, dict) else config
+
+
 #: bounds of a layer config (see ``Kind.check_config``)
 MAX_FEATURE = 1e9
 MAX_NUMEL = 1e10

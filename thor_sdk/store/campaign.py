@@ -441,9 +441,12 @@ class Campaign:
         if cond:
             q += " WHERE " + " AND ".join(cond)
         q += " ORDER BY p.seq"
+        from thor_sdk.layers.kinds import with_added_features
+
         out = []
         for pid, kind, role, b, cfg, m, v, sd, n, fl, why, parts, noisy, nwhy, done in self.conn.execute(q, args):
-            out.append({"probe_id": pid, "kind": kind, "role": role, "batch_size": b, "config": json.loads(cfg),
+            out.append({"probe_id": pid, "kind": kind, "role": role, "batch_size": b,
+                        "config": with_added_features(kind, json.loads(cfg)),
                         "metric": m, "value": v, "std": sd, "n": n, "flagged": bool(fl), "flag_reason": why,
                         "parts": json.loads(parts), "noisy": None if noisy is None else bool(noisy),
                         "noise_reason": nwhy, "measured_utc": done})
