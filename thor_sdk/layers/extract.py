@@ -383,7 +383,7 @@ def _transformer_parts(node, mod, unsupported, fixed_shape=lambda n: None, value
     why, parts, src = [], [], calls[0][4]
     for suffix, stack_mod, stack, options, seq, memory in calls:
         seq_shape = shape_of(seq) if hasattr(seq, "meta") else None
-        if memory == "src":  # an nn.Transformer's decoder reads its encoder's output: the source's tokens
+        if isinstance(memory, str):  # "src": an nn.Transformer's decoder reads its encoder's output
             memory = src
         mem = (shape_of(memory), batch_axis(memory)) if hasattr(memory, "meta") else None
         parts += [(suffix + s, part, reads) for s, part, reads in
