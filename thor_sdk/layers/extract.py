@@ -402,7 +402,7 @@ def _stack_parts(mod, stack, options, in_shape, in_axis, memory, fixed_shape, va
     from torch import nn
     from torch.nn import functional as F
 
-    decoder = "memory" in options or "memory_mask" in options
+    decoder = "memory_mask" in options  # every decoder's options name its memory's mask
     layer_type = nn.TransformerDecoderLayer if decoder else nn.TransformerEncoderLayer
     n_why = len(why)
     if any(options.get(p) is not None for p in ("tgt_key_padding_mask", "memory_key_padding_mask")):
@@ -980,6 +980,12 @@ def _is_constant(a):
         and a.meta.get("tensor_meta") is None and a.meta.get("type") in (None, int, float)
 
 
+def _by_number(divisor, node):
+    """Whether a division ``node`` divides by a number (``_is_constant``) as true division (no ``rounding_mode``):
+    kind ``scale``, as the product with its inverse."""
+    return _is_constant(divisor) and "rounding_mode" not in node.kwargs
+
+
 def _mul_layer(node, out_shape, full_shape, unsupported, label):
     """``a * b`` of two tensors: numel of the output; broadcast when one operand is smaller (a scale). A tensor
     times a number is kind ``scale``."""
@@ -1035,7 +1041,7 @@ def _function_layer(node, in_shape, out_shape, unsupported, full_shape=lambda n:
             return "add", {"numel": _prod(out_shape)}
         if t in ("mul", "mul_"):
             return _mul_layer(node, out_shape, full_shape, unsupported, f"Tensor.{t}")
-        if t in ("div", "div_", "true_divide") and _is_constant(_arg(node, 1, "other")) or t in ("neg", "neg_"):
+        if t in ("neg", "neg_") or t in ("div", "div_", "true_divide") and _by_number(_arg(node, 1, "other"), node):
             return "scale", {"numel": _prod(out_shape)}
         if t in _PERMUTE_METHODS:
             return "permute", {"numel": _prod(in_shape)}
@@ -1051,9 +1057,8 @@ def _function_layer(node, in_shape, out_shape, unsupported, full_shape=lambda n:
         return "add", {"numel": _prod(out_shape)}
     if t in (operator.mul, operator.imul, torch.mul):
         return _mul_layer(node, out_shape, full_shape, unsupported, op_label(node))
-    if t in (operator.truediv, operator.itruediv, torch.div, torch.true_divide) and len(node.args) > 1 \
-            and full_shape(node.args[0]) is not None and _is_constant(node.args[1]) and "rounding_mode" not in \
-            node.kwargs or t in (operator.neg, torch.neg):
+    if t in (operator.neg, torch.neg) or t in (operator.truediv, operator.itruediv, torch.div, torch.true_divide) \
+            and full_shape(_arg(node, 0, "input")) is not None and _by_number(_arg(node, 1, "other"), node):
         return "scale", {"numel": _prod(out_shape)}
     if t in (torch.cat, torch.concat, torch.concatenate):
         return _cat_layer(node, out_shape, unsupported, "torch.cat", axis)
