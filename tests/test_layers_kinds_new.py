@@ -368,3 +368,125 @@ def test_unsupported_variants_are_named(f, name):
     with pytest.raises(UnsupportedOperatorError) as err:
         layers_of(_Bad(f), input_shape=[8, 2, 4])
     assert any(op.startswith(name) for op in err.value.ops), err.value.ops
+
+
+class _Image(nn.Module):
+    """Conv(3 -> 4, 3x3, padding 1) on 3x8x8 (or ``d`` x 8 when ``seq``), one op ``f``, flattened, a Linear head."""
+
+    def __init__(self, f, seq=False):
+        super().__init__()
+        self.f = f
+        self.inp = nn.Conv1d(3, 4, 3, padding=1) if seq else nn.Conv2d(3, 4, 3, padding=1)
+        self.fc = nn.LazyLinear(2)
+
+    def forward(self, x):
+        return self.fc(torch.flatten(self.f(self.inp(x)), 1))
+
+
+def _image_middle(f, seq=False):
+    model = _Image(f, seq)
+    shape = [3, 8] if seq else [3, 8, 8]
+    model(torch.zeros(1, *shape))  # the head's width
+    layers = layers_of(model, input_shape=shape).layers
+    return [l for l in layers[1:-1] if l["kind"] != "flatten"]
+
+
+@pytest.mark.parametrize("f, module", [
+    (lambda x: F.max_pool2d(x, 2), nn.MaxPool2d(2)),
+    (lambda x: torch.max_pool2d(x, 2), nn.MaxPool2d(2)),
+    (lambda x: F.max_pool2d(x, kernel_size=3, stride=2, padding=1), nn.MaxPool2d(3, 2, 1)),
+    (lambda x: F.max_pool2d(x, (2, 2), (2, 2)), nn.MaxPool2d(2)),
+    (lambda x: F.avg_pool2d(x, 2), nn.AvgPool2d(2)),
+    (lambda x: F.avg_pool2d(x, 3, 1, 1, count_include_pad=False), nn.AvgPool2d(3, 1, 1)),
+    (lambda x: F.max_pool2d(x, 2, ceil_mode=True), nn.MaxPool2d(2)),  # 8 -> 4 either way
+])
+def test_a_pooling_function_is_the_layer_of_its_module(f, module):
+    """PyTorch's MNIST example pools with F.max_pool2d: the function reads as its module does, whatever way its
+    arguments are passed; ceil_mode where it leaves the output's size as is."""
+    (got,) = _image_middle(f)
+    (want,) = _image_middle(module)
+    assert got["kind"] == want["kind"] and got["config"] == want["config"] and "approx" not in got
+
+
+def test_a_1d_pooling_function_is_maxpool1d():
+    (got,) = _image_middle(lambda x: F.max_pool1d(x, 2), seq=True)
+    assert got["kind"] == "maxpool1d" and got["config"] == {"channels": 4, "length": 8, "kernel": 2, "stride": 2,
+                                                           "padding": 0}
+
+
+@pytest.mark.parametrize("f, name", [
+    (lambda x: F.max_pool2d(x, 3, 2, ceil_mode=True), "F.max_pool2d(ceil_mode)"),  # 8 -> 4, not 3
+    (lambda x: F.avg_pool2d(x, 3, 2, 0, True), "F.avg_pool2d(ceil_mode)"),
+    (lambda x: F.max_pool2d(x, 2, dilation=2), "F.max_pool2d(dilation"),
+    (lambda x: F.avg_pool2d(x, 2, divisor_override=3), "F.avg_pool2d(dilation or divisor_override)"),
+    (lambda x: F.max_pool2d(x, 2, return_indices=True)[0], "F.max_pool2d_with_indices"),
+])
+def test_pooling_outside_its_kind_is_named(f, name):
+    model = _Bad(lambda x: f(x).mean((2, 3)))
+    with pytest.raises(UnsupportedOperatorError) as err:
+        layers_of(model, input_shape=[8, 8, 8])
+    assert any(op.startswith(name) for op in err.value.ops), err.value.ops
+
+
+class _Pool(nn.Module):
+    def __init__(self, pool):
+        super().__init__()
+        self.pool, self.fc = pool, nn.Linear(8, 2)
+
+    def forward(self, x):
+        return self.fc(self.pool(x).mean((2, 3)))
+
+
+@pytest.mark.parametrize("pool, ok", [(nn.AvgPool2d(3, 2, ceil_mode=True), False), (nn.AvgPool2d(2, ceil_mode=True), True),
+                                      (nn.MaxPool2d(3, 2, ceil_mode=True), False), (nn.MaxPool2d(2, ceil_mode=True), True)])
+def test_a_pooling_module_with_ceil_mode_is_its_kind_only_where_the_output_is_the_same(pool, ok):
+    if ok:
+        (layer,) = [l for l in layers_of(_Pool(pool), input_shape=[8, 8, 8]).layers if l["kind"] in ("maxpool2d", "avgpool2d")]
+        assert layer["config"]["kernel"] == 2 and get_kind(layer["kind"]).out_shape(layer["config"]) == (8, 4, 4)
+    else:
+        with pytest.raises(UnsupportedOperatorError) as err:
+            layers_of(_Pool(pool), input_shape=[8, 8, 8])
+        assert err.value.ops == [f"{type(pool).__name__}(ceil_mode)"]
+
+
+@pytest.mark.parametrize("conv, padding", [
+    (nn.Conv2d(3, 4, 3, padding="same"), 1), (nn.Conv2d(3, 4, 5, padding="same"), 2),
+    (nn.Conv2d(3, 4, 3, padding="valid"), 0), (nn.Conv1d(3, 4, 7, padding="same"), 3),
+])
+def test_conv_padding_same_and_valid_are_their_numbers(conv, padding):
+    shape = [3, 8] if isinstance(conv, nn.Conv1d) else [3, 8, 8]
+    model = nn.Sequential(conv, nn.Flatten(), nn.LazyLinear(2))
+    model(torch.zeros(1, *shape))
+    (layer,) = [l for l in layers_of(model, input_shape=shape).layers if l["kind"].startswith("conv")]
+    assert layer["config"]["padding"] == padding
+    assert tuple(get_kind(layer["kind"]).out_shape(layer["config"])) == tuple(conv(torch.zeros(1, *shape)).shape[1:])
+
+
+def test_conv_padding_same_with_an_even_kernel_is_refused_as_uneven():
+    model = nn.Sequential(nn.Conv2d(3, 4, 2, padding="same"), nn.Flatten(), nn.Linear(256, 2))
+    with pytest.raises(UnsupportedOperatorError) as err:
+        layers_of(model, input_shape=[3, 8, 8])
+    assert err.value.ops == ["Conv2d(padding='same', uneven)"]
+
+
+def test_dilated_same_conv_stands_in_with_the_output_size_it_has():
+    from thor_sdk.layers.extract import layers_from_module
+
+    model = nn.Sequential(nn.Conv2d(3, 4, 3, padding="same", dilation=2), nn.Flatten(), nn.Linear(256, 2))
+    layers = layers_from_module(model, [3, 8, 8], unknown_ops="approx")
+    (conv,) = [l for l in layers if l["kind"] == "conv2d"]
+    assert conv["approx"] and tuple(get_kind("conv2d").out_shape(conv["config"])) == (4, 8, 8)
+
+
+@pytest.mark.parametrize("f", [nn.Hardtanh(), nn.Hardtanh(0.0, 6.0), lambda x: F.hardtanh(x, -2.0, 2.0),
+                               F.relu6, nn.ReLU6()])
+def test_hardtanh_is_relu6_the_kernel_relu6_runs(f):
+    (layer,) = _middle(layers_of(_One(f), input_shape=[8]).layers)
+    assert layer["kind"] == "relu6" and layer["config"] == {"numel": 8}
+
+
+@pytest.mark.parametrize("f", [lambda x: x.unsqueeze(1).squeeze(1), lambda x: torch.unsqueeze(x, -1),
+                               lambda x: x.unflatten(1, (2, 4)), lambda x: torch.squeeze(x.view(-1, 1, 8), 1)])
+def test_unsqueeze_and_squeeze_are_reshapes(f):
+    layers = layers_of(_One(f), input_shape=[8]).layers
+    assert [l["kind"] for l in layers if l["kind"] != "flatten"] == ["linear", "output"]

@@ -26,20 +26,56 @@ def _pair(v, what, unsupported, label):
 
 
 def _conv_layer(mod, kind, sides, unsupported, label):
-    """(kind, config) of an nn.Conv1d / nn.Conv2d with int padding and no dilation (else recorded unsupported)."""
+    """(kind, config) of an nn.Conv1d / nn.Conv2d with no dilation (else recorded unsupported). Its padding a
+    number per side, or ``"valid"`` (none) or ``"same"`` where that is one number per side (PyTorch pads
+    ``dilation x (kernel - 1)`` in all, the odd element at the end: an even kernel pads unevenly, recorded
+    unsupported)."""
     name = "Conv1d" if kind == "conv1d" else "Conv2d"
-    if isinstance(mod.padding, str):
-        unsupported.append(f"{name}(padding={mod.padding!r})")
-        return None
-    if _pair(mod.dilation, "dilation", unsupported, label) != 1:
+    dilation = _pair(mod.dilation, "dilation", unsupported, label)
+    if dilation != 1:
         unsupported.append(f"{name}(dilation>1)")
+    kernel = _pair(mod.kernel_size, "kernel", unsupported, label)
+    padding = mod.padding
+    if padding == "valid":
+        padding = 0
+    elif padding == "same" and dilation * (kernel - 1) % 2 == 0:
+        padding = dilation * (kernel - 1) // 2
+    elif isinstance(padding, str):
+        unsupported.append(f"{name}(padding={padding!r}, uneven)")
+        return None
     return kind, {
-        "in_channels": mod.in_channels, "out_channels": mod.out_channels,
-        "kernel": _pair(mod.kernel_size, "kernel", unsupported, label),
+        "in_channels": mod.in_channels, "out_channels": mod.out_channels, "kernel": kernel,
         "stride": _pair(mod.stride, "stride", unsupported, label),
-        "padding": _pair(mod.padding, "padding", unsupported, label),
+        "padding": _pair(padding, "padding", unsupported, label),
         "groups": mod.groups, **sides, "bias": int(mod.bias is not None),
     }
+
+
+def _pool_layer(kind, kernel, stride, padding, dilation, ceil_mode, in_shape, out_shape, unsupported, label,
+                divisor_override=None):
+    """(kind, config) of a max or average pooling (module or function: ``nn.MaxPool2d`` and ``F.max_pool2d`` alike)
+    over (C, H, W) or (C, L) per sample; recorded unsupported with dilation, a divisor override, or a
+    ``ceil_mode`` that changes the output's shape (where it does not, the pooling is the same)."""
+    if not isinstance(kernel, (int, tuple, list)):
+        unsupported.append(f"{label}(kernel not a number)")
+        return None
+    k = _pair(kernel, "kernel", unsupported, label)
+    stride = k if stride is None or isinstance(stride, (tuple, list)) and not stride else stride
+    sides = len(in_shape) - 1
+    if sides not in (1, 2) or len(out_shape) != len(in_shape):
+        unsupported.append(f"{label}({len(in_shape)}-D per sample)")
+        return None
+    if _pair(dilation, "dilation", unsupported, label) != 1 or divisor_override:
+        unsupported.append(f"{label}(dilation or divisor_override)")
+        return None
+    c = {"channels": in_shape[0], **({"height": in_shape[1], "width": in_shape[2]} if sides == 2 else
+                                     {"length": in_shape[1]}),
+         "kernel": k, "stride": _pair(stride, "stride", unsupported, label),
+         "padding": _pair(padding, "padding", unsupported, label)}
+    if ceil_mode and tuple(get_kind(kind).out_shape(c)) != tuple(out_shape):
+        unsupported.append(f"{label}(ceil_mode)")
+        return None
+    return kind, c
 
 
 def _batch_first_ok(rnn_batch_first, in_axis):
@@ -62,13 +98,8 @@ def _module_layer(mod, in_shape, out_shape, unsupported, in_axis=0):
     if isinstance(mod, nn.BatchNorm1d):
         return "batchnorm1d", {"channels": in_shape[0], "length": in_shape[1] if len(in_shape) > 1 else 1}
     if isinstance(mod, nn.MaxPool1d):
-        if _pair(mod.dilation, "dilation", unsupported, label) != 1 or mod.ceil_mode:
-            unsupported.append("MaxPool1d(dilation/ceil_mode)")
-        k = _pair(mod.kernel_size, "kernel", unsupported, label)
-        return "maxpool1d", {"channels": in_shape[0], "length": in_shape[1], "kernel": k,
-                             "stride": _pair(mod.stride if mod.stride is not None else k, "stride", unsupported,
-                                             label),
-                             "padding": _pair(mod.padding, "padding", unsupported, label)}
+        return _pool_layer("maxpool1d", mod.kernel_size, mod.stride, mod.padding, mod.dilation, mod.ceil_mode,
+                           in_shape, out_shape, unsupported, label)
     if isinstance(mod, nn.AdaptiveAvgPool1d):
         return "adaptive_avgpool1d", {"channels": in_shape[0], "length": in_shape[1],
                                       "out_size": _pair(mod.output_size, "output size", unsupported, label)}
@@ -92,15 +123,12 @@ def _module_layer(mod, in_shape, out_shape, unsupported, in_axis=0):
     if isinstance(mod, nn.Linear):
         return "linear", {"in_features": mod.in_features, "out_features": mod.out_features,
                           "tokens": _prod(in_shape[:-1]), "bias": int(mod.bias is not None)}
-    if isinstance(mod, (nn.MaxPool2d, nn.AvgPool2d)):
-        if isinstance(mod, nn.MaxPool2d) and (_pair(mod.dilation, "dilation", unsupported, label) != 1 or mod.ceil_mode):
-            unsupported.append("MaxPool2d(dilation/ceil_mode)")
-        k = _pair(mod.kernel_size, "kernel", unsupported, label)
-        return ("maxpool2d" if isinstance(mod, nn.MaxPool2d) else "avgpool2d"), {
-            "channels": in_shape[0], "height": in_shape[1], "width": in_shape[2], "kernel": k,
-            "stride": _pair(mod.stride if mod.stride is not None else k, "stride", unsupported, label),
-            "padding": _pair(mod.padding, "padding", unsupported, label),
-        }
+    if isinstance(mod, nn.MaxPool2d):
+        return _pool_layer("maxpool2d", mod.kernel_size, mod.stride, mod.padding, mod.dilation, mod.ceil_mode,
+                           in_shape, out_shape, unsupported, label)
+    if isinstance(mod, nn.AvgPool2d):
+        return _pool_layer("avgpool2d", mod.kernel_size, mod.stride, mod.padding, 1, mod.ceil_mode, in_shape,
+                           out_shape, unsupported, label, mod.divisor_override)
     if isinstance(mod, nn.AdaptiveAvgPool2d):
         return "adaptive_avgpool2d", {"channels": in_shape[0], "height": in_shape[1], "width": in_shape[2],
                                       "out_size": _pair(mod.output_size, "output size", unsupported, label)}
@@ -131,7 +159,7 @@ def _module_layer(mod, in_shape, out_shape, unsupported, in_axis=0):
         return "flatten", {"numel": _prod(in_shape)}
     if isinstance(mod, nn.Identity):
         return None
-    simple = {nn.ReLU: "relu", nn.ReLU6: "relu6", nn.GELU: "gelu", nn.Tanh: "tanh", nn.Sigmoid: "sigmoid",
+    simple = {nn.ReLU: "relu", nn.ReLU6: "relu6", nn.Hardtanh: "relu6", nn.GELU: "gelu", nn.Tanh: "tanh", nn.Sigmoid: "sigmoid",
               nn.Hardswish: "hardswish", nn.Hardsigmoid: "hardsigmoid", nn.SiLU: "silu", nn.LeakyReLU: "leaky_relu",
               nn.ELU: "elu"}
     for cls, kind in simple.items():
@@ -966,7 +994,7 @@ def _arg(node, i, name, default=None):
 _FREE_FUNCS = {operator.getitem, getattr}
 _FREE_METHODS = {"size", "dim", "contiguous", "clone", "detach", "float", "type_as", "to", "chunk", "split",
                  "tensor_split"}
-_RESHAPE_METHODS = {"view", "reshape", "flatten"}
+_RESHAPE_METHODS = {"view", "reshape", "flatten", "unsqueeze", "squeeze", "unflatten", "view_as", "reshape_as"}
 _ELEMENTWISE_METHODS = {"relu": "relu", "relu_": "relu", "tanh": "tanh", "sigmoid": "sigmoid"}
 _PERMUTE_METHODS = {"transpose", "permute"}
 
@@ -1016,6 +1044,17 @@ def _cat_layer(node, out_shape, unsupported, label, axis=0):
         unsupported.append(f"{label}(of an unknown number of tensors)")
         return None
     return "cat", {"numel": _prod(out_shape), "parts": len(tensors)}
+
+
+def _pool_functions():
+    """The pooling functions with a kind: ``{function: (kind, is a max pooling)}`` (``F.max_pool2d`` and its
+    ``torch.max_pool2d`` alias, ``F.avg_pool2d``, ``F.max_pool1d``)."""
+    import torch
+    from torch.nn import functional as F
+
+    return {F.max_pool2d: ("maxpool2d", True), torch.max_pool2d: ("maxpool2d", True),
+            F.avg_pool2d: ("avgpool2d", False), F.max_pool1d: ("maxpool1d", True),
+            torch.max_pool1d: ("maxpool1d", True)}
 
 
 def _function_layer(node, in_shape, out_shape, unsupported, full_shape=lambda n: None, axis=0):
@@ -1070,14 +1109,23 @@ def _function_layer(node, in_shape, out_shape, unsupported, full_shape=lambda n:
         return _mean_layer(dim_arg(1, "dim"), in_shape, unsupported, "torch.mean")
     if t is F.interpolate:
         return _upsample_layer(_arg(node, 3, "mode", "nearest"), in_shape, out_shape, unsupported, "interpolate")
-    if t in (torch.flatten, torch.reshape):
+    if t in (torch.flatten, torch.reshape, torch.unsqueeze, torch.squeeze, torch.unflatten):
         return "flatten", {"numel": _prod(in_shape)}
-    table = {F.relu: "relu", torch.relu: "relu", F.relu6: "relu6", F.gelu: "gelu", torch.tanh: "tanh",
+    table = {F.relu: "relu", torch.relu: "relu", F.relu6: "relu6", F.hardtanh: "relu6", F.hardtanh_: "relu6",
+             F.gelu: "gelu", torch.tanh: "tanh",
              torch.sigmoid: "sigmoid", F.sigmoid: "sigmoid", F.tanh: "tanh", F.hardswish: "hardswish",
              F.hardsigmoid: "hardsigmoid", F.silu: "silu", F.leaky_relu: "leaky_relu", F.leaky_relu_: "leaky_relu",
              F.elu: "elu", F.elu_: "elu"}
     if t in table:
         return table[t], {"numel": _prod(in_shape)}
+    pool = _pool_functions().get(t)
+    if pool:
+        kind, max_pool = pool
+        name = f"F.{'max' if max_pool else 'avg'}_pool{kind[-2:]}"  # with return_indices, torch calls another
+        return _pool_layer(kind, _arg(node, 1, "kernel_size"), _arg(node, 2, "stride"), _arg(node, 3, "padding", 0),
+                           _arg(node, 4, "dilation", 1) if max_pool else 1,
+                           _arg(node, 5 if max_pool else 4, "ceil_mode", False), in_shape, out_shape, unsupported,
+                           name, None if max_pool else _arg(node, 6, "divisor_override"))
     if t is F.dropout:
         p = node.kwargs.get("p", node.args[1] if len(node.args) > 1 else 0.5)
         return "dropout", {"numel": _prod(in_shape), "p": float(p)}
