@@ -490,3 +490,37 @@ def test_hardtanh_is_relu6_the_kernel_relu6_runs(f):
 def test_unsqueeze_and_squeeze_are_reshapes(f):
     layers = layers_of(_One(f), input_shape=[8]).layers
     assert [l["kind"] for l in layers if l["kind"] != "flatten"] == ["linear", "output"]
+
+
+class _Classifier(nn.Module):
+    """Linear(8 -> 16), ReLU, Linear(16 -> 4), then ``f`` (the model's output)."""
+
+    def __init__(self, f):
+        super().__init__()
+        self.f = f
+        self.a, self.b = nn.Linear(8, 16), nn.Linear(16, 4)
+
+    def forward(self, x):
+        return self.f(self.b(torch.relu(self.a(x))))
+
+
+@pytest.mark.parametrize("f", [lambda x: F.log_softmax(x, dim=1), nn.LogSoftmax(dim=-1), lambda x: x.log_softmax(-1),
+                               lambda x: torch.log_softmax(x, 1), lambda x: F.log_softmax(x.view(-1, 2, 2), -1)])
+def test_a_log_softmax_output_is_the_heads_loss(f):
+    """A classifier returning log-probabilities (PyTorch's MNIST example, trained with nll_loss) costs what one
+    returning logits trained with cross-entropy does: its final Linear is the output head, no layer of its own."""
+    got = layers_of(_Classifier(f), input_shape=[8]).layers
+    want = layers_of(_Classifier(lambda x: x), input_shape=[8]).layers
+    assert [(l["kind"], l["config"]) for l in got] == [(l["kind"], l["config"]) for l in want]
+    assert got[-1]["kind"] == "output" and got[-1]["config"]["out_features"] == 4
+
+
+@pytest.mark.parametrize("f, name", [
+    (lambda x: F.log_softmax(x, dim=-1) * 2.0, "log_softmax(not the model's output)"),
+    (lambda x: (x.log_softmax(-1), x), "Tensor.log_softmax(not the model's output)"),
+    (lambda x: F.log_softmax(x.view(-1, 2, 2), 1), "log_softmax(dim=1, not the last dimension)"),
+])
+def test_a_log_softmax_elsewhere_is_named(f, name):
+    with pytest.raises(UnsupportedOperatorError) as err:
+        layers_of(_Classifier(f), input_shape=[8])
+    assert name in err.value.ops, err.value.ops

@@ -955,6 +955,40 @@ def _softmax_layer(dim, in_shape, unsupported, label):
     return "softmax", {"numel": _prod(in_shape), "last_dim": int(in_shape[-1])}
 
 
+def _log_softmax_dim(node, gm):
+    """``(label, dim)`` of a log-softmax node (``nn.LogSoftmax``, ``F.log_softmax``, ``torch.log_softmax``,
+    ``Tensor.log_softmax``), None for any other node."""
+    import torch
+    from torch import nn
+    from torch.nn import functional as F
+
+    if node.op == "call_module":
+        mod = gm.get_submodule(node.target)
+        return ("LogSoftmax", mod.dim) if isinstance(mod, nn.LogSoftmax) else None
+    if node.op == "call_method" and node.target == "log_softmax":
+        return "Tensor.log_softmax", _arg(node, 1, "dim")
+    if node.op == "call_function" and node.target in (F.log_softmax, torch.log_softmax):
+        return "log_softmax", _arg(node, 1, "dim")
+    return None
+
+
+def _loss_log_softmax(node, gm, in_shape, in_axis, unsupported):
+    """Whether ``node`` is a log-softmax over the last axis whose value is the model's output, alone (PyTorch's MNIST
+    example ends in ``F.log_softmax(x, dim=1)`` and trains with ``F.nll_loss``): the log-softmax of the
+    cross-entropy that the ``output`` head's cost already holds (as a trailing Softmax or LogSoftmax of an ONNX
+    model is), so no layer of its own. A log-softmax elsewhere, or over another axis, is recorded unsupported
+    (and True returned: nothing else reads it). False for any other node."""
+    found = _log_softmax_dim(node, gm)
+    if found is None:
+        return False
+    label, dim = found
+    ndim = len(in_shape or ()) + 1
+    if _softmax_layer(_batch_first_dims(dim, in_axis, ndim), in_shape, unsupported, label) is not None \
+            and not all(u.op == "output" and u.args[0] is node for u in node.users):
+        unsupported.append(f"{label}(not the model's output)")
+    return True
+
+
 def _upsample_layer(mode, in_shape, out_shape, unsupported, label):
     """Nearest-neighbour upsampling of (C, H, W) by one integer scale (read from the shapes)."""
     if mode != "nearest" or len(in_shape) != 3 or len(out_shape) != 3:
@@ -1351,6 +1385,9 @@ def layers_from_module(module, input_shape, input_dtype="float32", vocab=None, s
         in_axis = batch_axis(tensor_args[0]) if tensor_args else 0
         out_shape = shape_of(node)
         n_unsupported = len(unsupported)
+        if _loss_log_softmax(node, gm, in_shape, in_axis, unsupported):
+            needs_grad[node] = upstream
+            continue
         if node.op == "call_module":
             mod = gm.get_submodule(node.target)
             parts = _transformer_parts(node, mod, unsupported, fixed_shape, values.get, shape_of, batch_axis)
