@@ -524,3 +524,37 @@ def test_a_log_softmax_elsewhere_is_named(f, name):
     with pytest.raises(UnsupportedOperatorError) as err:
         layers_of(_Classifier(f), input_shape=[8])
     assert name in err.value.ops, err.value.ops
+
+
+class _TextCNN(nn.Module):
+    """Kim's text CNN pattern: embeddings, a Conv1d, max over time as ``F.max_pool1d(x, x.size(2))``."""
+
+    def __init__(self, pool):
+        super().__init__()
+        self.pool = pool
+        self.emb, self.conv, self.fc = nn.Embedding(50, 8), nn.Conv1d(8, 6, 3), nn.Linear(6, 2)
+
+    def forward(self, x):
+        h = torch.relu(self.conv(self.emb(x).transpose(1, 2)))
+        return self.fc(self.pool(h))
+
+
+@pytest.mark.parametrize("pool", [lambda h: F.max_pool1d(h, h.size(2)).squeeze(2),
+                                  lambda h: F.max_pool1d(h, h.shape[-1]).squeeze(2)])
+def test_a_pooling_sized_from_its_input_reads_that_size(pool):
+    layers = layers_of(_TextCNN(pool), input_shape=[12], input_dtype="int64").layers
+    (got,) = [l for l in layers if l["kind"] == "maxpool1d"]
+    assert got["config"] == {"channels": 6, "length": 10, "kernel": 10, "stride": 10, "padding": 0}
+
+
+def test_a_global_average_pool_sized_from_its_input_is_avgpool2d():
+    (got,) = _image_middle(lambda x: F.avg_pool2d(x, x.size()[2:]))
+    assert got["kind"] == "avgpool2d" and got["config"] == {"channels": 4, "height": 8, "width": 8, "kernel": 8,
+                                                           "stride": 8, "padding": 0}
+
+
+def test_a_pooling_sized_by_the_batch_is_refused():
+    with pytest.raises(UnsupportedOperatorError) as err:
+        layers_of(_TextCNN(lambda h: F.max_pool1d(h[:, :, :6], h.size(0)).mean(2)), input_shape=[12],
+                  input_dtype="int64")
+    assert "F.max_pool1d(kernel not a number)" in err.value.ops

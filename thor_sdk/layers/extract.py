@@ -1091,9 +1091,10 @@ def _pool_functions():
             torch.max_pool1d: ("maxpool1d", True)}
 
 
-def _function_layer(node, in_shape, out_shape, unsupported, full_shape=lambda n: None, axis=0):
+def _function_layer(node, in_shape, out_shape, unsupported, full_shape=lambda n: None, axis=0, size_of=lambda a: a):
     """(kind, config) of a function or method node, None when free or unsupported (recorded). ``axis``: the
-    batch axis of its input; a ``dim`` argument is read relative to it."""
+    batch axis of its input; a ``dim`` argument is read relative to it. ``size_of``: a pooling's kernel, stride
+    or padding computed from sizes (``F.max_pool1d(x, x.size(2))``, a text CNN's max over time) as its value."""
     import torch
     from torch.nn import functional as F
 
@@ -1156,7 +1157,8 @@ def _function_layer(node, in_shape, out_shape, unsupported, full_shape=lambda n:
     if pool:
         kind, max_pool = pool
         name = f"F.{'max' if max_pool else 'avg'}_pool{kind[-2:]}"  # with return_indices, torch calls another
-        return _pool_layer(kind, _arg(node, 1, "kernel_size"), _arg(node, 2, "stride"), _arg(node, 3, "padding", 0),
+        return _pool_layer(kind, size_of(_arg(node, 1, "kernel_size")), size_of(_arg(node, 2, "stride")),
+                           size_of(_arg(node, 3, "padding", 0)),
                            _arg(node, 4, "dilation", 1) if max_pool else 1,
                            _arg(node, 5 if max_pool else 4, "ceil_mode", False), in_shape, out_shape, unsupported,
                            name, None if max_pool else _arg(node, 6, "divisor_override"))
@@ -1303,13 +1305,20 @@ def layers_from_module(module, input_shape, input_dtype="float32", vocab=None, s
             return None
         return tuple(int(s) for s in meta.shape)
 
-    wanted, values = _mask_arguments(gm), {}
+    wanted, values, sizes = _mask_arguments(gm), {}, {2: {}, 3: {}}
 
-    class _Prop(ShapeProp):  # keeps the values of the mask arguments of attention layers
+    class _Prop(ShapeProp):  # keeps the values of the mask arguments of attention layers, and of sizes
+        def __init__(self, module, batch):
+            super().__init__(module)
+            self.sizes = sizes[batch]
+
         def run_node(self, n):
             result = super().run_node(n)
             if n in wanted and isinstance(result, torch.Tensor):
                 values[n] = result.detach().clone()
+            if isinstance(result, int) and not isinstance(result, bool) or isinstance(result, tuple) \
+                    and result and all(isinstance(v, int) and not isinstance(v, bool) for v in result):
+                self.sizes[n] = tuple(result) if isinstance(result, tuple) else result
             return result
 
     was_training = module.training
@@ -1318,11 +1327,11 @@ def layers_from_module(module, input_shape, input_dtype="float32", vocab=None, s
         # ShapeProp prints the traceback of a failing node itself; keep it off the user's terminal
         with torch.no_grad(), contextlib.redirect_stderr(io.StringIO()):
             try:  # node -> its shape at batch 3: the axis that differs from batch 2 is the batch axis
-                ShapeProp(gm).propagate(example(3))
+                _Prop(gm, 3).propagate(example(3))
                 at_3 = {n: full_shape(n) for n in gm.graph.nodes}
             except Exception:  # batch 2 says why below, or the batch axis is taken as axis 0
                 at_3 = {}
-            _Prop(gm).propagate(example(2))
+            _Prop(gm, 2).propagate(example(2))
     except Exception as e:
         cause = e.__cause__ or e  # ShapeProp wraps the model's own error in a RuntimeError naming the node
         lines = str(cause).strip().splitlines() or [""]
@@ -1330,6 +1339,13 @@ def layers_from_module(module, input_shape, input_dtype="float32", vocab=None, s
                          f"({type(cause).__name__}: {lines[0]})") from e
     finally:
         module.train(was_training)
+
+    def size_of(a):
+        """``a`` itself, or where it is a node computing a size (``x.size(2)``, ``x.size()[2:]``), that size: one
+        that is the same at both batch sizes (else the node)."""
+        if isinstance(a, fx.Node) and a in sizes[2] and sizes[2][a] == sizes[3].get(a):
+            return sizes[2][a]
+        return a
 
     def batch_axis(n):
         """The axis of ``n``'s value that is the batch: the one axis whose size went from 3 to 2 with the
@@ -1411,7 +1427,7 @@ def layers_from_module(module, input_shape, input_dtype="float32", vocab=None, s
         elif _view_into_attention(node):
             got, has_params = None, False
         else:
-            got = _function_layer(node, in_shape or (), out_shape or (), unsupported, full_shape, in_axis)
+            got = _function_layer(node, in_shape or (), out_shape or (), unsupported, full_shape, in_axis, size_of)
             has_params = False
         needs_grad[node] = upstream or has_params
         approx = None
