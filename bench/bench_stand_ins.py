@@ -8,7 +8,7 @@ LSTM/GRU as one layer per direction and a ``cat``; a projected LSTM as the lstm 
 projection, per direction; a dilated conv as the undilated conv of the same output
 size; a transposed conv as the stride-1 conv of the same FLOPs; nn.MultiheadAttention outside kind ``mha``
 (``bias=False``), ``x @ y``, ``torch.einsum`` and F.scaled_dot_product_attention with a mask as ``linear``
-layers of the same FLOPs and a ``softmax``; an instance norm as the batch norm of the same sizes; GroupNorm as the layernorm of the same
+layers of the same FLOPs and a ``softmax``; an instance norm as the batch norm of the same sizes; GroupNorm without its affine as the layernorm of the same
 statistics. Also timed against the layers they are read as: a LayerNorm over several trailing dimensions (its own
 kind, over their product), nn.MultiheadAttention (kind ``mha``, self and cross), F.scaled_dot_product_attention
 (kind ``sdpa``) and nn.TransformerEncoderLayer and nn.TransformerDecoderLayer (their
@@ -185,9 +185,10 @@ def _cases():
          Op(nn.LSTM(40, 128, proj_size=32, batch_first=True, bidirectional=True), True), (50, 40), 16),
         ("LayerNorm over [H, W] 16x32x32 (its own kind)", Op(nn.LayerNorm([32, 32])), (16, 32, 32), 16),
         ("LayerNorm over [C, H, W] 16x32x32 (its own kind)", Op(nn.LayerNorm([16, 32, 32])), (16, 32, 32), 16),
-        ("GroupNorm 4 groups 32x16x16", Op(nn.GroupNorm(4, 32)), (32, 16, 16), 16),
-        ("GroupNorm 8 groups 64x8x8", Op(nn.GroupNorm(8, 64)), (64, 8, 8), 16),
-        ("GroupNorm 2 groups 16x32x32", Op(nn.GroupNorm(2, 16)), (16, 32, 32), 16),
+        ("GroupNorm 4 groups 32x16x16 (its own kind)", Op(nn.GroupNorm(4, 32)), (32, 16, 16), 16),
+        ("GroupNorm 8 groups 64x8x8 (its own kind)", Op(nn.GroupNorm(8, 64)), (64, 8, 8), 16),
+        ("GroupNorm 2 groups 16x32x32 (its own kind)", Op(nn.GroupNorm(2, 16)), (16, 32, 32), 16),
+        ("GroupNorm 4 groups 32x16x16 without affine", Op(nn.GroupNorm(4, 32, affine=False)), (32, 16, 16), 16),
         ("InstanceNorm2d affine 32x16x16", Op(nn.InstanceNorm2d(32, affine=True)), (32, 16, 16), 16),
         ("InstanceNorm2d 16x32x32", Op(nn.InstanceNorm2d(16)), (16, 32, 32), 16),
         ("InstanceNorm1d affine 32xL128", Op(nn.InstanceNorm1d(32, affine=True)), (32, 128), 16),

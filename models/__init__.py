@@ -90,6 +90,8 @@ _ZOO = (
          (3, 64, 64), 200),
     _zoo("resnet50_half", "ResNet-50 bottlenecks (3,4,6,3), widths halved, on 3x64x64 images, 200 classes",
          (3, 64, 64), 200),
+    _zoo("resnet20_gn", "CIFAR ResNet-20 (16/32/64) with GroupNorm of 2 groups in place of batch norm, as federated "
+         "learning trains it on non-IID clients, on 3x32x32 images, 10 classes", (3, 32, 32)),
     _zoo("mobilenetv2_96", "MobileNetV2 (ImageNet strides, width 0.5) on 3x96x96 images, 10 classes", (3, 96, 96)),
     _zoo("mobilenetv3_small", "MobileNetV3-Small (hardswish, SE with hardsigmoid) on 3x96x96 images, 10 classes",
          (3, 96, 96)),

@@ -124,6 +124,37 @@ def resnet50_half(spec):
     return _ResNet(_Bottleneck, (3, 4, 6, 3), (32, 64, 128, 256), 32, spec.num_classes)
 
 
+class _GNBasic(nn.Module):
+    """Basic residual block with GroupNorm in place of batch norm; a 1x1 conv + GroupNorm shortcut where the
+    shape changes."""
+
+    def __init__(self, cin, cout, stride, groups):
+        super().__init__()
+        self.conv1 = nn.Conv2d(cin, cout, 3, stride, 1, bias=False)
+        self.gn1, self.relu1 = nn.GroupNorm(groups, cout), nn.ReLU()
+        self.conv2 = nn.Conv2d(cout, cout, 3, 1, 1, bias=False)
+        self.gn2 = nn.GroupNorm(groups, cout)
+        self.shortcut = nn.Sequential()
+        if stride != 1 or cin != cout:
+            self.shortcut = nn.Sequential(nn.Conv2d(cin, cout, 1, stride, bias=False), nn.GroupNorm(groups, cout))
+        self.relu2 = nn.ReLU()
+
+    def forward(self, x):
+        return self.relu2(self.gn2(self.conv2(self.relu1(self.gn1(self.conv1(x))))) + self.shortcut(x))
+
+
+def resnet20_gn(spec):
+    """CIFAR ResNet-20 (3x3 stem of 16, three stages of three basic blocks, 16/32/64) with GroupNorm of 2 groups
+    in place of batch norm, as federated learning on non-IID clients trains it (Hsieh et al., ICML 2020: batch
+    statistics differ across devices); projection shortcuts where the shape changes (the paper's option A pads)."""
+    layers, c = [nn.Conv2d(3, 16, 3, 1, 1, bias=False), nn.GroupNorm(2, 16), nn.ReLU()], 16
+    for cout, stride in ((16, 1), (32, 2), (64, 2)):
+        for j in range(3):
+            layers.append(_GNBasic(c, cout, stride if j == 0 else 1, 2))
+            c = cout
+    return nn.Sequential(*layers, _Head(c, spec.num_classes))
+
+
 class _MobileNetV2(nn.Module):
     CFG = ((1, 16, 1, 1), (6, 24, 2, 2), (6, 32, 3, 2), (6, 64, 4, 2), (6, 96, 3, 1), (6, 160, 3, 2), (6, 320, 1, 1))
 

@@ -43,6 +43,7 @@ CONFIGS = {
     "conv1d": [dict(in_channels=3, out_channels=4, kernel=3, stride=1, padding=1, groups=1, length=10, bias=1),
                dict(in_channels=4, out_channels=4, kernel=5, stride=2, padding=2, groups=4, length=9, bias=0)],
     "batchnorm1d": [dict(channels=4, length=7), dict(channels=6, length=1)],
+    "groupnorm": [dict(channels=6, num_groups=3, spatial=10), dict(channels=4, num_groups=1, spatial=1)],
     "maxpool1d": [dict(channels=3, length=9, kernel=3, stride=2, padding=1)],
     "adaptive_avgpool1d": [dict(channels=3, length=9, out_size=1), dict(channels=3, length=9, out_size=3)],
     "gru": [dict(input_size=4, hidden_size=6, seq_len=5, num_layers=1),

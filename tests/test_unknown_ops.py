@@ -919,8 +919,8 @@ def test_conv_stand_ins_keep_the_flops_of_any_conv_they_accept(what, cin, cout, 
 
 def test_an_instance_norm_stands_in_as_the_batch_norm_of_the_same_sizes():
     """torch computes nn.InstanceNorm1d/2d as a batch norm over the (1, B x C, ...) view: under approx it is the
-    batchnorm1d/2d of the same sizes, marked approx; without approx it stays refused by name. GroupNorm is the
-    layernorm of the same statistics, one row per group."""
+    batchnorm1d/2d of the same sizes, marked approx; without approx it stays refused by name. GroupNorm without its
+    affine is the layernorm of the same statistics, one row per group; with it, kind groupnorm."""
     class Net(nn.Module):
         def __init__(self, norm, out):
             super().__init__()
@@ -939,9 +939,13 @@ def test_an_instance_norm_stands_in_as_the_batch_norm_of_the_same_sizes():
         first = layers_of(net, input_shape=shape, unknown_ops="approx").layers[0]
         assert (first["kind"], first["config"], first["op"]) == (kind, config, type(norm).__name__)
         assert first["approx"].startswith(f"{type(norm).__name__} has no kind")
-    gn = layers_of(Net(nn.GroupNorm(2, 8), 288), input_shape=[8, 6, 6], unknown_ops="approx").layers[0]
+    gn = layers_of(Net(nn.GroupNorm(2, 8, affine=False), 288), input_shape=[8, 6, 6],
+                   unknown_ops="approx").layers[0]
     assert (gn["kind"], gn["config"]) == ("layernorm", {"normalized": 4 * 36, "tokens": 2})  # a row per group
-    assert gn["approx"].startswith("GroupNorm has no kind")
+    assert gn["approx"].startswith("GroupNorm without its affine has no kind")
+    gn = layers_of(Net(nn.GroupNorm(2, 8), 288), input_shape=[8, 6, 6]).layers[0]  # with it: its own kind
+    assert (gn["kind"], gn["config"]) == ("groupnorm", {"channels": 8, "num_groups": 2, "spatial": 36})
+    assert "approx" not in gn
 
 
 def _prod_of(shape):

@@ -21,7 +21,7 @@ valid integer configs. Structural features (kernel, stride, padding, groups patt
 those of a real zoo layer, but for a quarter of the candidates: the next odd kernel size of a conv, or
 the other role of a recurrent layer whose zoo layers all have one, or the other ``bias`` of a kind whose
 zoo layers all have one, or the other path of an attention layer (``need_weights``) and, independently, its
-other masking (none, a mask tensor, or causal) (``NEIGHBOUR_SHARE``).
+other masking (none, a mask tensor, or causal), or twice or half a group norm's groups (``NEIGHBOUR_SHARE``).
 A self-attention layer's key length stays its sequence length (``TIED``).
 The alignment of widths is kept (a channel count divisible by 8 scales to multiples of 8:
 ``ALIGNED_FEATURES``), so every candidate is a layer someone builds.
@@ -42,7 +42,7 @@ SIZE_FACTOR = 2.0
 #: features scaled by the size factor (others are structural and kept as in the zoo layer)
 SIZE_FEATURES = {"in_channels", "out_channels", "channels", "height", "width", "length", "in_features",
                  "out_features", "tokens", "numel", "seq_len", "hidden_size", "input_size", "d_model", "d_ff",
-                 "normalized", "embedding_dim", "embed_dim", "kv_len"}
+                 "normalized", "embedding_dim", "embed_dim", "kv_len", "spatial"}
 #: widths whose alignment the scaling keeps: a zoo layer's value divisible by 8 scales to multiples of 8.
 #: oneDNN convolutions run 1.4-1.8x slower on unaligned channel counts (host, one thread, 3x3 at 16x16:
 #: 32->32 61 GFLOP/s, 31->33 44; 16->88 76, 17->87 42); real nets use multiples of 8, and candidates of
@@ -57,7 +57,7 @@ GENERIC_WEIGHT = 0.1
 TIED = (("height", "width"), ("seq_len", "kv_len"))
 #: sequence lengths and 1-D windows scale by a wider factor: an app picks its window (1 s or 4 s of sensor
 #: data, 32 or 128 tokens) more freely than a net's widths, and the zoo's sequences are long (64-128 steps)
-SEQUENCE_FEATURES = {"seq_len", "tokens", "length", "kv_len"}
+SEQUENCE_FEATURES = {"seq_len", "tokens", "length", "kv_len", "spatial"}  # spatial (H x W): a side's factor squared
 SEQUENCE_FACTOR = 4.0
 #: this share of a kind's candidates takes a structural neighbour of its zoo layer, so that a profile also
 #: measures what an unseen net builds from the same kind: the next odd kernel size up or down
@@ -216,6 +216,10 @@ def _scaled(kind, base, factors):
         c["numel"] = c["parts"] * max(1, round(c["numel"] / c["parts"]))
     if kind == "transformer_block" and "d_model" in c:
         c["d_model"] = max(c["d_model"], 8)
+    if kind == "groupnorm" and "channels" in c:  # whole groups, of an aligned width where the zoo layer's is
+        g = c["num_groups"]
+        step = math.lcm(ALIGN, g) if base["channels"] % math.lcm(ALIGN, g) == 0 else g
+        c["channels"] = step * max(1, round(c["channels"] / step))
     if kind == "mha" and "embed_dim" in c:  # whole heads, of an aligned width where the zoo layer's is
         h = c["num_heads"]
         step = math.lcm(ALIGN, h) if base["embed_dim"] % math.lcm(ALIGN, h) == 0 else h
@@ -279,6 +283,16 @@ def _attention_neighbour(config, path, masking):
     return c
 
 
+def _groups_neighbour(config, more):
+    """A ``groupnorm`` config with twice (``more``) or half the groups, where they still divide its channels
+    (else None): a net's group count is a choice its author makes (2 in federated ResNets, 32 in the GroupNorm
+    paper), and a profile whose samples kept the zoo's one would extrapolate every other."""
+    g = config["num_groups"] * 2 if more else config["num_groups"] // 2
+    if g < 1 or g == config["num_groups"] or config["channels"] % g:
+        return None
+    return dict(config, num_groups=g)
+
+
 def candidates(prior, kind, n, seed=0):
     """``n`` probe candidates ``(config, batch_size, role)`` for ``kind``, in Sobol order (deterministic)."""
     from scipy.stats import qmc
@@ -315,6 +329,9 @@ def candidates(prior, kind, n, seed=0):
             config = dict(base["config"])
         if kernels and p[3] < share:
             near = _kernel_neighbour(config, down=p[3] < share / 2)
+            config = near if near is not None and _valid(kind, near) else config
+        if kind == "groupnorm" and p[3] < share:
+            near = _groups_neighbour(config, more=p[3] < share / 2)
             config = near if near is not None and _valid(kind, near) else config
         if kind == "mha":
             config = _attention_neighbour(config, p[3] / share if p[3] < share else None,

@@ -132,6 +132,12 @@ def _module_layer(mod, in_shape, out_shape, unsupported, in_axis=0):
     if isinstance(mod, nn.AdaptiveAvgPool2d):
         return "adaptive_avgpool2d", {"channels": in_shape[0], "height": in_shape[1], "width": in_shape[2],
                                       "out_size": _pair(mod.output_size, "output size", unsupported, label)}
+    if isinstance(mod, nn.GroupNorm):
+        if not mod.affine or in_axis != 0 or not in_shape or in_shape[0] != mod.num_channels:
+            unsupported.append("GroupNorm(without its affine, or not channels first)")
+            return None
+        return "groupnorm", {"channels": mod.num_channels, "num_groups": mod.num_groups,
+                             "spatial": _prod(in_shape[1:])}
     if isinstance(mod, nn.BatchNorm2d):
         return "batchnorm2d", {"channels": in_shape[0], "height": in_shape[1], "width": in_shape[2]}
     if isinstance(mod, nn.LayerNorm):
@@ -563,7 +569,8 @@ def _stand_in(node, gm, in_shape, full_shape, got, refused, in_axis, shape_of, b
     - ``F.scaled_dot_product_attention`` outside kind ``sdpa`` (a mask tensor, other widths): scores, ``softmax``,
       weighted sum, as above.
     - ``nn.InstanceNorm1d`` / ``nn.InstanceNorm2d`` (batch first): the ``batchnorm1d`` / ``batchnorm2d`` of the same
-      sizes (``instance_norm_stand_in``); ``nn.GroupNorm``: the ``layernorm`` of the same statistics.
+      sizes (``instance_norm_stand_in``); ``nn.GroupNorm`` without its affine: the ``layernorm`` of the same
+      statistics.
     """
     import torch
     from torch import nn
@@ -643,8 +650,8 @@ def _group_norm_stand_in(mod, in_shape):
     config = {"normalized": int(in_shape[0]) // mod.num_groups * _prod(in_shape[1:]), "tokens": mod.num_groups}
     if not valid_config("layernorm", config):
         return None
-    return ("layernorm", config), "GroupNorm has no kind: estimated as the layernorm of the same statistics " \
-                                  "(one row per group)"
+    return ("layernorm", config), "GroupNorm without its affine has no kind: estimated as the layernorm of the same " \
+                                  "statistics (one row per group)"
 
 
 def instance_norm_stand_in(shape, label):

@@ -154,6 +154,9 @@ class Kind:
                 raise UsageError("layer of kind 'mha': causal = 1 is the fused kernel without a mask tensor "
                                  "(need_weights = 0, mask = 0); with the weights returned the mask is added "
                                  "(mask = 1)")
+        if self.name == "groupnorm" and config["channels"] % config["num_groups"]:
+            raise UsageError(f"layer of kind 'groupnorm': num_groups ({config['num_groups']:g}) must divide channels "
+                             f"({config['channels']:g})")
         if "groups" in self.features:
             g = config["groups"]
             if config["in_channels"] % g or config["out_channels"] % g:
@@ -253,6 +256,9 @@ KINDS = {
              "1-D batch normalisation (training mode) of (channels, length), or of (channels,) vectors when "
              "length == 1", True),
         Kind("maxpool1d", ("channels", "length", "kernel", "stride", "padding"), "1-D max pooling", False),
+        Kind("groupnorm", ("channels", "num_groups", "spatial"),
+             "group normalisation with its per-channel affine (nn.GroupNorm) of channels in num_groups groups, "
+             "spatial elements per channel (H x W of an image, a length, 1)", True),
         Kind("adaptive_avgpool1d", ("channels", "length", "out_size"),
              "adaptive average pooling of (channels, length) to out_size (global pooling when 1)", False),
         Kind("gru", ("input_size", "hidden_size", "seq_len", "num_layers"),
@@ -322,6 +328,7 @@ _SHAPES = {
     "conv1d": (lambda c: (c["in_channels"], c["length"]),
                lambda c: (c["out_channels"], _conv_out(c["length"], c["kernel"], c["stride"], c["padding"]))),
     "batchnorm1d": (lambda c: (c["channels"], c["length"]) if c["length"] > 1 else (c["channels"],),) * 2,
+    "groupnorm": (lambda c: (c["channels"], c["spatial"]),) * 2,
     "maxpool1d": (lambda c: (c["channels"], c["length"]),
                   lambda c: (c["channels"], _conv_out(c["length"], c["kernel"], c["stride"], c["padding"]))),
     "adaptive_avgpool1d": (lambda c: (c["channels"], c["length"]), lambda c: (c["channels"], c["out_size"])),
@@ -407,6 +414,7 @@ _FLOPS = {
     "flatten": lambda c: 0.0,
     "conv1d": _conv1d_flops,
     "batchnorm1d": lambda c: 8.0 * c["channels"] * c["length"],
+    "groupnorm": lambda c: 8.0 * c["channels"] * c["spatial"],
     "maxpool1d": lambda c: _prod(_SHAPES["maxpool1d"][1](c)) * c["kernel"],
     "adaptive_avgpool1d": lambda c: c["channels"] * c["length"],
     # 3 gates x 2 matmuls per time step and layer (multiply-add = 2), plus ~10 elementwise ops per unit
@@ -441,6 +449,7 @@ _PARAMS = {
     "conv1d": lambda c: (c["out_channels"] * (c["in_channels"] // c["groups"]) * c["kernel"]
                          + c["out_channels"] * c["bias"]),
     "batchnorm1d": lambda c: 2 * c["channels"],
+    "groupnorm": lambda c: 2 * c["channels"],
     # in_proj (3d x d) and out_proj (d x d) weights and biases
     "mha": lambda c: 4 * c["embed_dim"] * c["embed_dim"] + 4 * c["embed_dim"],
     "gru": lambda c: sum(3 * c["hidden_size"] * (i + c["hidden_size"] + 2) for i in _rnn_layer_inputs(c)),
