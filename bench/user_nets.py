@@ -275,6 +275,33 @@ class MnistExample(nn.Module):
         return output
 
 
+class GNConvNet(nn.Module):
+    """A federated-learning CNN with GroupNorm of 8 groups (not the zoo's 2) and functional max pooling."""
+
+    def __init__(self):
+        super().__init__()
+        self.c1, self.n1 = nn.Conv2d(3, 32, 3, padding=1), nn.GroupNorm(8, 32)
+        self.c2, self.n2 = nn.Conv2d(32, 64, 3, padding=1), nn.GroupNorm(8, 64)
+        self.fc = nn.Linear(64 * 8 * 8, 10)
+
+    def forward(self, x):
+        x = F.max_pool2d(F.relu(self.n1(self.c1(x))), 2)
+        x = F.max_pool2d(F.relu(self.n2(self.c2(x))), 2)
+        return self.fc(torch.flatten(x, 1))
+
+
+class PReLUMLP(nn.Module):
+    """A tabular MLP with PyTorch's default nn.PReLU() (one shared slope), batch norm and dropout."""
+
+    def __init__(self):
+        super().__init__()
+        self.net = nn.Sequential(nn.Linear(40, 192), nn.BatchNorm1d(192), nn.PReLU(), nn.Dropout(0.2),
+                                 nn.Linear(192, 96), nn.BatchNorm1d(96), nn.PReLU(), nn.Linear(96, 4))
+
+    def forward(self, x):
+        return self.net(x)
+
+
 #: nets whose architecture joined the zoo after they had shown it missing (docs/model-zoo.md): no longer clean
 #: no longer unseen cases, reported apart: SeqLSTM read 1.95x before lstm_har joined the zoo; SdpaBlock calls
 #: F.scaled_dot_product_attention, as vit_tiny (in the zoo since 2026-11-27) does; MHA, Encoder and CrossAttn
@@ -287,4 +314,4 @@ NETS = (("UNetTiny", (3, 32, 32)), ("BiLSTM", (32,)), ("GRU2", (50, 12)), ("MHA"
         ("DilatedTCN", (3, 128)), ("MobileBlock", (3, 64, 64)), ("Deconv", (3, 32, 32)), ("TextGRU", (40,)),
         ("ManualAttn", (16, 32)), ("Encoder", (32, 16)), ("SdpaBlock", (24, 20)), ("EinsumAttn", (20, 16)),
         ("CrossAttn", (30, 24)), ("SeqLSTM", (64, 9)), ("StyleBlock", (3, 32, 32)), ("CausalMHA", (40, 16)),
-        ("MnistExample", (1, 28, 28)))
+        ("MnistExample", (1, 28, 28)), ("GNConvNet", (3, 32, 32)), ("PReLUMLP", (40,)))

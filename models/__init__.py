@@ -92,6 +92,8 @@ _ZOO = (
          (3, 64, 64), 200),
     _zoo("resnet20_gn", "CIFAR ResNet-20 (16/32/64) with GroupNorm of 2 groups in place of batch norm, as federated "
          "learning trains it on non-IID clients, on 3x32x32 images, 10 classes", (3, 32, 32)),
+    _zoo("mobilefacenet_64", "MobileFaceNet (PReLU, MobileNetV2 bottlenecks, global depthwise conv to a 128-d "
+         "embedding) on 3x64x64 faces, 100 identities", (3, 64, 64), 100),
     _zoo("mobilenetv2_96", "MobileNetV2 (ImageNet strides, width 0.5) on 3x96x96 images, 10 classes", (3, 96, 96)),
     _zoo("mobilenetv3_small", "MobileNetV3-Small (hardswish, SE with hardsigmoid) on 3x96x96 images, 10 classes",
          (3, 96, 96)),

@@ -155,6 +155,55 @@ def resnet20_gn(spec):
     return nn.Sequential(*layers, _Head(c, spec.num_classes))
 
 
+def _cbp(cin, cout, k, stride=1, groups=1, prelu=True):
+    """Conv (no bias), batch norm and, unless ``prelu`` is False (a linear layer), a PReLU per channel."""
+    layers = [nn.Conv2d(cin, cout, k, stride, k // 2, groups=groups, bias=False), nn.BatchNorm2d(cout)]
+    return nn.Sequential(*layers, nn.PReLU(cout)) if prelu else nn.Sequential(*layers)
+
+
+class _FaceBottleneck(nn.Module):
+    """MobileFaceNet's bottleneck: MobileNetV2's inverted residual with PReLU in place of ReLU6."""
+
+    def __init__(self, cin, cout, stride, expand):
+        super().__init__()
+        hidden = cin * expand
+        self.use_res = stride == 1 and cin == cout
+        self.conv = nn.Sequential(_cbp(cin, hidden, 1), _cbp(hidden, hidden, 3, stride, hidden),
+                                  _cbp(hidden, cout, 1, prelu=False))
+
+    def forward(self, x):
+        return x + self.conv(x) if self.use_res else self.conv(x)
+
+
+class _MobileFaceNet(nn.Module):
+    #: (expansion, out channels, repeats, stride), Chen et al. 2018, Table 1
+    CFG = ((2, 64, 5, 2), (4, 128, 1, 2), (2, 128, 6, 1), (4, 128, 1, 2), (2, 128, 2, 1))
+
+    def __init__(self, num_classes, side):
+        super().__init__()
+        layers, c = [_cbp(3, 64, 3, 2), _cbp(64, 64, 3, 1, 64)], 64
+        for t, cout, n, s in self.CFG:
+            for i in range(n):
+                layers.append(_FaceBottleneck(c, cout, s if i == 0 else 1, t))
+                c = cout
+        gd = side // 16
+        layers += [_cbp(c, 512, 1),  # the global depthwise conv (GDConv) over the last map, then a linear 1x1
+                   nn.Sequential(nn.Conv2d(512, 512, gd, groups=512, bias=False), nn.BatchNorm2d(512)),
+                   _cbp(512, 128, 1, prelu=False), nn.Flatten()]
+        self.features = nn.Sequential(*layers)
+        self.fc = nn.Linear(128, num_classes)
+
+    def forward(self, x):
+        return self.fc(self.features(x))
+
+
+def mobilefacenet_64(spec):
+    """MobileFaceNet (Chen et al. 2018: PReLU per channel, MobileNetV2 bottlenecks, a global depthwise conv to a
+    128-d embedding) at full widths on 3x64x64 faces (the paper's 112x112 scaled down, so its GDConv is 4x4 not
+    7x7), with a Linear classifier over identities on the embedding (softmax training, not ArcFace's margin)."""
+    return _MobileFaceNet(spec.num_classes, spec.input_shape[1])
+
+
 class _MobileNetV2(nn.Module):
     CFG = ((1, 16, 1, 1), (6, 24, 2, 2), (6, 32, 3, 2), (6, 64, 4, 2), (6, 96, 3, 1), (6, 160, 3, 2), (6, 320, 1, 1))
 

@@ -419,6 +419,16 @@ def test_group_norm_candidates_keep_whole_groups_and_take_other_group_counts():
     assert len({c["spatial"] for c, _, _ in got}) > 20
 
 
+def test_prelu_candidates_take_the_shared_slope_the_zoo_lacks():
+    """The zoo's PReLUs (MobileFaceNet's) have one slope per channel; nn.PReLU() shares one: a share of the
+    candidates takes it, the rest keep the zoo's."""
+    prior = load_prior()
+    assert {e["config"]["shared"] for e in prior["kinds"]["prelu"]["configs"]} == {0}
+    got = candidates(prior, "prelu", 60, seed=0)
+    shared = [c["shared"] for c, _, _ in got]
+    assert 0 < sum(shared) < len(shared) / 2
+
+
 def test_sequence_lengths_spread_wider_than_widths_and_old_priors_keep_their_candidates():
     prior = load_prior()
     zoo = [e["config"]["seq_len"] for e in prior["kinds"]["gru"]["configs"]]

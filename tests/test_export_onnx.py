@@ -43,6 +43,8 @@ KIND_PROBES = {
     "batchnorm2d-hidden": Probe("batchnorm2d", dict(channels=4, height=4, width=4), 3, "hidden"),
     "layernorm-hidden": Probe("layernorm", dict(normalized=16, tokens=4), 2, "hidden"),
     "groupnorm-hidden": Probe("groupnorm", dict(channels=6, num_groups=3, spatial=5), 2, "hidden"),
+    "prelu-hidden": Probe("prelu", dict(channels=4, spatial=6, shared=0), 3, "hidden"),
+    "prelu-shared-input": Probe("prelu", dict(channels=4, spatial=6, shared=1), 3, "input"),
     "relu-hidden": Probe("relu", dict(numel=32), 3, "hidden"),
     "relu6-hidden": Probe("relu6", dict(numel=32), 3, "hidden"),
     "dropout-hidden": Probe("dropout", dict(numel=32, p=0.0), 3, "hidden"),

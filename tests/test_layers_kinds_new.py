@@ -44,6 +44,7 @@ CONFIGS = {
                dict(in_channels=4, out_channels=4, kernel=5, stride=2, padding=2, groups=4, length=9, bias=0)],
     "batchnorm1d": [dict(channels=4, length=7), dict(channels=6, length=1)],
     "groupnorm": [dict(channels=6, num_groups=3, spatial=10), dict(channels=4, num_groups=1, spatial=1)],
+    "prelu": [dict(channels=6, spatial=10, shared=0), dict(channels=4, spatial=1, shared=1)],
     "maxpool1d": [dict(channels=3, length=9, kernel=3, stride=2, padding=1)],
     "adaptive_avgpool1d": [dict(channels=3, length=9, out_size=1), dict(channels=3, length=9, out_size=3)],
     "gru": [dict(input_size=4, hidden_size=6, seq_len=5, num_layers=1),
@@ -559,3 +560,28 @@ def test_a_pooling_sized_by_the_batch_is_refused():
         layers_of(_TextCNN(lambda h: F.max_pool1d(h[:, :, :6], h.size(0)).mean(2)), input_shape=[12],
                   input_dtype="int64")
     assert "F.max_pool1d(kernel not a number)" in err.value.ops
+
+
+@pytest.mark.parametrize("act, shape, config", [
+    (nn.PReLU(8), [8, 4, 4], {"channels": 8, "spatial": 16, "shared": 0}),
+    (nn.PReLU(), [8, 4, 4], {"channels": 8, "spatial": 16, "shared": 1}),
+    (nn.PReLU(), [12], {"channels": 12, "spatial": 1, "shared": 1}),
+    (nn.PReLU(12), [12], {"channels": 12, "spatial": 1, "shared": 0}),
+])
+def test_prelu_is_its_kind_per_channel_or_shared(act, shape, config):
+    model = nn.Sequential(nn.Flatten(), nn.Linear(_n(shape), _n(shape)), nn.Unflatten(1, shape), act, nn.Flatten(),
+                          nn.Linear(_n(shape), 2))
+    (layer,) = [l for l in layers_of(model, input_shape=shape).layers if l["kind"] == "prelu"]
+    assert layer["config"] == config and layer["role"] == "hidden"
+    built = build_layer("prelu", config)
+    assert sum(p.numel() for p in built.parameters()) == get_kind("prelu").num_params(config)
+
+
+def test_prelu_with_slopes_along_another_axis_is_refused():
+    model = nn.Sequential(nn.Linear(6, 6), nn.Unflatten(1, (2, 3)), nn.PReLU(3), nn.Flatten(), nn.Linear(6, 2))
+    with pytest.raises(Exception):  # torch itself refuses 3 slopes on 2 channels
+        layers_of(model, input_shape=[6])
+
+
+def _n(shape):
+    return math.prod(shape)

@@ -21,7 +21,8 @@ valid integer configs. Structural features (kernel, stride, padding, groups patt
 those of a real zoo layer, but for a quarter of the candidates: the next odd kernel size of a conv, or
 the other role of a recurrent layer whose zoo layers all have one, or the other ``bias`` of a kind whose
 zoo layers all have one, or the other path of an attention layer (``need_weights``) and, independently, its
-other masking (none, a mask tensor, or causal), or twice or half a group norm's groups (``NEIGHBOUR_SHARE``).
+other masking (none, a mask tensor, or causal), or twice or half a group norm's groups, or the other ``shared`` of
+a PReLU (``NEIGHBOUR_SHARE``).
 A self-attention layer's key length stays its sequence length (``TIED``).
 The alignment of widths is kept (a channel count divisible by 8 scales to multiples of 8:
 ``ALIGNED_FEATURES``), so every candidate is a layer someone builds.
@@ -242,13 +243,15 @@ def _kernel_neighbour(config, down):
     return c
 
 
-def _other_bias(configs):
-    """The ``bias`` value none of a kind's zoo ``configs`` has, when they all have one (else None).
+def _other_flag(configs, flag="bias"):
+    """The value of ``flag`` (``bias``, ``shared``) none of a kind's zoo ``configs`` has, when they all have one
+    (else None).
 
     A neighbour share of such a kind's candidates takes it: every zoo linear has a bias, but attention
     projections are often built without one (and the linear stand-ins of ``x @ y`` have none); profiles
-    without bias-free samples left those layers outside what the samples covered."""
-    seen = {c["config"].get("bias") for c in configs}
+    without bias-free samples left those layers outside what the samples covered. The zoo's PReLUs have a
+    slope per channel, and ``nn.PReLU()`` (PyTorch's default) shares one."""
+    seen = {c["config"].get(flag) for c in configs}
     return 1 - seen.pop() if len(seen) == 1 and seen <= {0, 1} else None
 
 
@@ -311,7 +314,8 @@ def candidates(prior, kind, n, seed=0):
     share = float(prior.get("neighbour_share", 0.0))
     other_role = _other_role(kind, configs) if share > 0 else None
     kernels = share > 0 and kind in KERNEL_NEIGHBOUR_KINDS
-    other_bias = _other_bias(configs) if share > 0 else None
+    other_bias = _other_flag(configs) if share > 0 else None
+    other_shared = _other_flag(configs, "shared") if share > 0 else None
     dims = 4 + len(size_feats)
     sob = qmc.Sobol(d=dims, scramble=True, seed=seed)
     pts = sob.random(1 << max(1, math.ceil(math.log2(max(2 * n, 2)))))
@@ -338,6 +342,8 @@ def candidates(prior, kind, n, seed=0):
                                           p[2] / share if p[2] < share else None)
         if other_bias is not None and p[2] < share:  # (p[2] also picks a role: recurrent kinds have no bias)
             config = dict(config, bias=other_bias)
+        if other_shared is not None and p[2] < share:
+            config = dict(config, shared=other_shared)
         role = other_role if other_role and p[2] < share else base["role"]
         key = json.dumps([config, batch, role], sort_keys=True)
         if key in seen:

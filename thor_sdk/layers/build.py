@@ -176,6 +176,8 @@ def build_layer(kind, c):
                          _i(c["padding"]), groups=_i(c["groups"]), bias=bool(c["bias"]))
     if kind == "batchnorm1d":
         return nn.BatchNorm1d(_i(c["channels"]))
+    if kind == "prelu":
+        return nn.PReLU(1 if c["shared"] else _i(c["channels"]))
     if kind == "groupnorm":
         return nn.GroupNorm(_i(c["num_groups"]), _i(c["channels"]))
     if kind == "maxpool1d":

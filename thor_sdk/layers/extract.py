@@ -132,6 +132,12 @@ def _module_layer(mod, in_shape, out_shape, unsupported, in_axis=0):
     if isinstance(mod, nn.AdaptiveAvgPool2d):
         return "adaptive_avgpool2d", {"channels": in_shape[0], "height": in_shape[1], "width": in_shape[2],
                                       "out_size": _pair(mod.output_size, "output size", unsupported, label)}
+    if isinstance(mod, nn.PReLU):
+        shared = mod.num_parameters == 1
+        if not in_shape or not shared and (in_axis != 0 or in_shape[0] != mod.num_parameters):
+            unsupported.append("PReLU(its slopes not along the channels)")
+            return None
+        return "prelu", {"channels": int(in_shape[0]), "spatial": _prod(in_shape[1:]), "shared": int(shared)}
     if isinstance(mod, nn.GroupNorm):
         if not mod.affine or in_axis != 0 or not in_shape or in_shape[0] != mod.num_channels:
             unsupported.append("GroupNorm(without its affine, or not channels first)")
@@ -161,7 +167,7 @@ def _module_layer(mod, in_shape, out_shape, unsupported, in_axis=0):
                                      "head_dim": mod.head_dim, "d_ff": mod.ff1.out_features, "seq_len": in_shape[0]}
     if isinstance(mod, nn.Dropout):
         return "dropout", {"numel": _prod(in_shape), "p": float(mod.p)}
-    if isinstance(mod, nn.Flatten):
+    if isinstance(mod, (nn.Flatten, nn.Unflatten)):
         return "flatten", {"numel": _prod(in_shape)}
     if isinstance(mod, nn.Identity):
         return None

@@ -201,7 +201,7 @@ def with_added_features(kind, config):
 #: bounds of a layer config (see ``Kind.check_config``)
 MAX_FEATURE = 1e9
 MAX_NUMEL = 1e10
-_FLAGS = ("bias", "positional", "broadcast", "cross", "need_weights", "causal", "mask")
+_FLAGS = ("bias", "positional", "broadcast", "cross", "need_weights", "causal", "mask", "shared")
 _MAY_BE_ZERO = ("padding",)
 
 
@@ -256,6 +256,9 @@ KINDS = {
              "1-D batch normalisation (training mode) of (channels, length), or of (channels,) vectors when "
              "length == 1", True),
         Kind("maxpool1d", ("channels", "length", "kernel", "stride", "padding"), "1-D max pooling", False),
+        Kind("prelu", ("channels", "spatial", "shared"),
+             "PReLU (nn.PReLU): a learned slope per channel (shared 0: nn.PReLU(channels)) or one for all (shared 1: "
+             "nn.PReLU()), on channels x spatial elements per sample (spatial: H x W, a length, or 1)", True),
         Kind("groupnorm", ("channels", "num_groups", "spatial"),
              "group normalisation with its per-channel affine (nn.GroupNorm) of channels in num_groups groups, "
              "spatial elements per channel (H x W of an image, a length, 1)", True),
@@ -329,6 +332,7 @@ _SHAPES = {
                lambda c: (c["out_channels"], _conv_out(c["length"], c["kernel"], c["stride"], c["padding"]))),
     "batchnorm1d": (lambda c: (c["channels"], c["length"]) if c["length"] > 1 else (c["channels"],),) * 2,
     "groupnorm": (lambda c: (c["channels"], c["spatial"]),) * 2,
+    "prelu": (lambda c: (c["channels"], c["spatial"]),) * 2,
     "maxpool1d": (lambda c: (c["channels"], c["length"]),
                   lambda c: (c["channels"], _conv_out(c["length"], c["kernel"], c["stride"], c["padding"]))),
     "adaptive_avgpool1d": (lambda c: (c["channels"], c["length"]), lambda c: (c["channels"], c["out_size"])),
@@ -415,6 +419,7 @@ _FLOPS = {
     "conv1d": _conv1d_flops,
     "batchnorm1d": lambda c: 8.0 * c["channels"] * c["length"],
     "groupnorm": lambda c: 8.0 * c["channels"] * c["spatial"],
+    "prelu": lambda c: 2.0 * c["channels"] * c["spatial"],  # compare, multiply
     "maxpool1d": lambda c: _prod(_SHAPES["maxpool1d"][1](c)) * c["kernel"],
     "adaptive_avgpool1d": lambda c: c["channels"] * c["length"],
     # 3 gates x 2 matmuls per time step and layer (multiply-add = 2), plus ~10 elementwise ops per unit
@@ -450,6 +455,7 @@ _PARAMS = {
                          + c["out_channels"] * c["bias"]),
     "batchnorm1d": lambda c: 2 * c["channels"],
     "groupnorm": lambda c: 2 * c["channels"],
+    "prelu": lambda c: 1 if c["shared"] else c["channels"],
     # in_proj (3d x d) and out_proj (d x d) weights and biases
     "mha": lambda c: 4 * c["embed_dim"] * c["embed_dim"] + 4 * c["embed_dim"],
     "gru": lambda c: sum(3 * c["hidden_size"] * (i + c["hidden_size"] + 2) for i in _rnn_layer_inputs(c)),
