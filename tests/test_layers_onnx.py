@@ -582,3 +582,20 @@ def test_an_einsum_of_three_activations_stands_in_as_two_contractions_under_appr
         (".contract1", "hidden", {"in_features": 4, "out_features": 8, "tokens": 4, "bias": 0})]  # (4x4)(4x8)
     assert all("pairwise contractions (left to right)" in l["approx"] for l in ein)
     assert layers[-1]["kind"] == "output"
+
+
+@pytest.mark.parametrize("prelu", ["per-channel", "shared"])
+def test_an_exported_prelu_reads_as_the_fx_path_reads_it(tmp_path, prelu):
+    """torch.onnx writes nn.PReLU as PRelu with a [C, 1, 1] slope (per channel) or a [1] one (nn.PReLU()): kind
+    prelu either way, as the torch.fx path gives it."""
+    import torch
+    from torch import nn
+
+    from thor_sdk.layers import layers_of
+
+    act = nn.PReLU(8) if prelu == "per-channel" else nn.PReLU()
+    net = nn.Sequential(nn.Conv2d(3, 8, 3, padding=1), act, nn.Flatten(), nn.Linear(8 * 6 * 6, 4))
+    ml = layers_from_onnx(_export(net, torch.randn(2, 3, 6, 6), tmp_path / "p.onnx"))
+    want = layers_of(net, input_shape=[3, 6, 6]).layers
+    assert _summary(ml.layers) == _summary(want)
+    assert ml.layers[1]["config"] == {"channels": 8, "spatial": 36, "shared": int(prelu == "shared")}

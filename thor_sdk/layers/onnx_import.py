@@ -619,6 +619,13 @@ def _node_layer(g, node, extra, unsupported):
             unsupported.append("Clip(other than ReLU6 / ReLU bounds)")
             return None
         return kind, {"numel": _prod(g.per_sample(first))}
+    if op == "PRelu":  # torch's nn.PReLU: a slope per channel ([C, 1, 1] or [C]) or one for all ([1])
+        xs, slope = g.per_sample(first), g.shapes.get(node.input[1]) if len(node.input) > 1 else None
+        n = _prod(slope) if slope is not None and g.is_const(node.input[1]) else None
+        if not xs or n not in (1, xs[0]) or n != 1 and any(int(d) != 1 for d in slope[1:]):
+            unsupported.append("PRelu(its slopes not one, nor one per channel)")
+            return None
+        return "prelu", {"channels": xs[0], "spatial": _prod(xs[1:]), "shared": int(n == 1 and xs[0] != 1)}
     if op == "Dropout":
         if len(node.input) > 1 and node.input[1]:
             p = g.scalar(node.input[1])
