@@ -403,6 +403,41 @@ def test_attention_candidates_keep_whole_heads_self_attention_keys_and_take_the_
     assert len({c["seq_len"] for c, _, _ in got}) > 40  # sizes spread, not the three zoo layers
 
 
+def test_attention_candidates_and_integration_points_take_the_other_dropout():
+    """Most of the zoo's attention layers drop out their probabilities (nn.TransformerEncoderLayer's 0.1);
+    nn.MultiheadAttention's default drops none, and dropout costs much: a share of mha candidates takes the other
+    dropout, and the kind's integration points hold each zoo config with it at half weight. Other kinds' candidate
+    streams are those of before (a dimension of its own)."""
+    from thor_sdk.campaign.profile import OTHER_ROLE_WEIGHT, ProfilePlan
+
+    prior = load_prior()
+    zoo = prior["kinds"]["mha"]["configs"]
+    from thor_sdk.probes import canonical_config
+
+    zoo_keys = {json.dumps(canonical_config(e["config"]), sort_keys=True) for e in zoo}
+    got = candidates(prior, "mha", 200, seed=0)
+    flipped = [c for c, _, _ in got if (c["p"] == 0) != any(e["config"]["p"] == 0 and e["config"]["embed_dim"] ==
+                                                           c["embed_dim"] and e["config"]["num_heads"] ==
+                                                           c["num_heads"] and e["config"]["cross"] == c["cross"]
+                                                           for e in zoo)]
+    assert 0.1 < len(flipped) / len(got) < 0.4
+    assert {c["p"] for c, _, _ in got} >= {0, 0.1}
+    plan = ProfilePlan(prior, kinds=["mha"])
+    pts = plan.integration["mha"]
+    def key(config):
+        return json.dumps(canonical_config(config), sort_keys=True)
+
+    zoo_pts = [w for p, w, _ in pts if key(p.config) in zoo_keys]
+    other = [w for p, w, _ in pts if key(p.config) not in zoo_keys]
+    assert len(other) == len(zoo_pts) and sum(other) == pytest.approx(OTHER_ROLE_WEIGHT * sum(zoo_pts))
+    for p, _, _ in pts:
+        if key(p.config) not in zoo_keys:  # a zoo config but for its dropout, which is on one side only
+            same = [e["config"] for e in zoo if key(dict(e["config"], p=p.config["p"])) == key(p.config)]
+            assert same and all((c["p"] == 0) != (p.config["p"] == 0) for c in same)
+    conv = candidates(prior, "conv2d", 20, seed=0)  # unchanged by the extra dimension of mha
+    assert conv == candidates(prior, "conv2d", 20, seed=0)
+
+
 def test_group_norm_candidates_keep_whole_groups_and_take_other_group_counts():
     """Kind groupnorm's candidates: channels a multiple of the groups (aligned to 8 where the zoo layer's are);
     the zoo's one group count (resnet20_gn's 2) and, in a share, twice or half of it, so a net of 4 or 32 groups

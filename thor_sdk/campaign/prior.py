@@ -21,8 +21,8 @@ valid integer configs. Structural features (kernel, stride, padding, groups patt
 those of a real zoo layer, but for a quarter of the candidates: the next odd kernel size of a conv, or
 the other role of a recurrent layer whose zoo layers all have one, or the other ``bias`` of a kind whose
 zoo layers all have one, or the other path of an attention layer (``need_weights``) and, independently, its
-other masking (none, a mask tensor, or causal), or twice or half a group norm's groups, or the other ``shared`` of
-a PReLU (``NEIGHBOUR_SHARE``).
+other masking (none, a mask tensor, or causal) and, independently, its other dropout (none or 0.1), or twice or
+half a group norm's groups, or the other ``shared`` of a PReLU (``NEIGHBOUR_SHARE``).
 A self-attention layer's key length stays its sequence length (``TIED``).
 The alignment of widths is kept (a channel count divisible by 8 scales to multiples of 8:
 ``ALIGNED_FEATURES``), so every candidate is a layer someone builds.
@@ -68,6 +68,12 @@ SEQUENCE_FACTOR = 4.0
 NEIGHBOUR_SHARE = 0.25
 KERNEL_NEIGHBOUR_KINDS = ("conv1d", "conv2d")
 ROLE_NEIGHBOUR_KINDS = ("gru", "lstm")
+#: kinds whose attention dropout ``p`` a neighbour share flips (a dropout to none, none to 0.1), drawn from a
+#: Sobol dimension of its own: ``nn.MultiheadAttention`` defaults to none and ``nn.TransformerEncoderLayer`` to
+#: 0.1, and dropout on the attention probabilities costs much (profile 25's mha GP, its self-attention samples
+#: with dropout but two, read user nets' dropout-free MHA layers at 1.40-1.66x their own probes)
+DROPOUT_NEIGHBOUR_KINDS = ("mha",)
+DROPOUT_NEIGHBOUR_P = 0.1
 
 
 def proxy_cost_s(kind, config, role, batch_size=PROXY_BATCH):
@@ -266,6 +272,11 @@ def _other_role(kind, configs):
     return other[0] if len(seen) == 1 and other else None
 
 
+def _other_dropout(config):
+    """``config`` with the other attention dropout: none for a layer with dropout, DROPOUT_NEIGHBOUR_P without."""
+    return dict(config, p=0 if config["p"] > 0 else DROPOUT_NEIGHBOUR_P)
+
+
 def _attention_neighbour(config, path, masking):
     """An ``mha`` config on the other attention path (``path`` not None: the weights returned or the fused
     kernel) and/or with the other masking (``masking`` not None: an unmasked layer takes a mask, causal on the
@@ -316,14 +327,15 @@ def candidates(prior, kind, n, seed=0):
     kernels = share > 0 and kind in KERNEL_NEIGHBOUR_KINDS
     other_bias = _other_flag(configs) if share > 0 else None
     other_shared = _other_flag(configs, "shared") if share > 0 else None
-    dims = 4 + len(size_feats)
+    first_size = 5 if kind in DROPOUT_NEIGHBOUR_KINDS else 4  # a dimension of its own for the dropout flip
+    dims = first_size + len(size_feats)
     sob = qmc.Sobol(d=dims, scramble=True, seed=seed)
     pts = sob.random(1 << max(1, math.ceil(math.log2(max(2 * n, 2)))))
     out, seen = [], set()
     for p in pts:
         i = min(next((j for j, c in enumerate(cum) if p[0] * acc <= c), len(cum) - 1), len(configs) - 1)
         base = configs[i]
-        factors = {f: (seq_factor if f in SEQUENCE_FEATURES else factor) ** (2.0 * p[4 + j] - 1.0)
+        factors = {f: (seq_factor if f in SEQUENCE_FEATURES else factor) ** (2.0 * p[first_size + j] - 1.0)
                    for j, f in enumerate(size_feats) if f in base["config"]}
         if "height" in factors and "width" in base["config"]:
             factors["width"] = factors["height"]
@@ -337,6 +349,8 @@ def candidates(prior, kind, n, seed=0):
         if kind == "groupnorm" and p[3] < share:
             near = _groups_neighbour(config, more=p[3] < share / 2)
             config = near if near is not None and _valid(kind, near) else config
+        if kind in DROPOUT_NEIGHBOUR_KINDS and p[4] < share:
+            config = _other_dropout(config)
         if kind == "mha":
             config = _attention_neighbour(config, p[3] / share if p[3] < share else None,
                                           p[2] / share if p[2] < share else None)

@@ -51,7 +51,8 @@ CANDIDATE_SHARE_UNIT = 0.1
 #: mean-function error) keeps a wide prior everywhere and would otherwise absorb the whole budget
 SHARE_CAP = 4.0
 #: weight of a recurrent kind's zoo configs in the role its zoo layers never have (prior.py's
-#: ROLE_NEIGHBOUR_KINDS) among its integration points, relative to the zoo's own role
+#: ROLE_NEIGHBOUR_KINDS) among its integration points, relative to the zoo's own role; and of an attention
+#: layer's zoo configs with their other dropout (DROPOUT_NEIGHBOUR_KINDS)
 OTHER_ROLE_WEIGHT = 0.5
 MIN_CAP = 6
 #: every kind takes at least this fraction of its relative share of the probes: a kind whose mean function
@@ -100,7 +101,7 @@ class ProfilePlan:
     """The candidates and integration points of every kind of a prior (deterministic for a seed)."""
 
     def __init__(self, prior, kinds=None, seed=0, per_kind=CANDIDATES_PER_KIND):
-        from .prior import _other_role, candidates, kind_share
+        from .prior import DROPOUT_NEIGHBOUR_KINDS, _other_dropout, _other_role, candidates, kind_share
 
         self.prior = prior
         names = [k for k in prior["kinds"] if kinds is None or k in kinds]
@@ -134,11 +135,16 @@ class ProfilePlan:
                 by_share = sorted(configs, key=lambda e: -e.get("rel_share", e["share"]))
                 other = _other_role(k, configs) if prior.get("neighbour_share", 0) > 0 else None
                 roles = [(None, 1.0)] + ([(other, OTHER_ROLE_WEIGHT)] if other else [])
+                flip = k in DROPOUT_NEIGHBOUR_KINDS and prior.get("neighbour_share", 0) > 0
                 for e in by_share[:MAX_INTEGRATION_CONFIGS]:
-                    for role, scale in roles:
+                    # the zoo config and, for an attention layer, the same with its other dropout (half weight)
+                    variants = [(e["config"], 1.0)] + ([(_other_dropout(e["config"]), OTHER_ROLE_WEIGHT)] if flip
+                                                       else [])
+                    for (config, weight), (role, scale) in ((v, r) for v in variants for r in roles):
+                        scale *= weight
                         for b in INTEGRATION_BATCHES:
                             try:  # (probe, count weight, relative-variance weight) per batch size
-                                pts.append((_probe(k, e["config"], b, role or e["role"]),
+                                pts.append((_probe(k, config, b, role or e["role"]),
                                             scale * e["count"] / len(INTEGRATION_BATCHES),
                                             scale * e.get("rel_weight", e["count"]) / len(INTEGRATION_BATCHES)))
                             except Exception:
