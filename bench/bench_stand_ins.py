@@ -8,10 +8,10 @@ LSTM/GRU as one layer per direction and a ``cat``; a projected LSTM as the lstm 
 projection, per direction; a dilated conv as the undilated conv of the same output
 size; a transposed conv as the stride-1 conv of the same FLOPs; nn.MultiheadAttention outside kind ``mha``
 (``bias=False``), ``x @ y``, ``torch.einsum`` and F.scaled_dot_product_attention with a mask as ``linear``
-layers of the same FLOPs and a ``softmax``; an instance norm as the batch norm of the same sizes; GroupNorm without its affine as the layernorm of the same
-statistics. Also timed against the layers they are read as: a LayerNorm over several trailing dimensions (its own
-kind, over their product), nn.MultiheadAttention (kind ``mha``, self and cross), F.scaled_dot_product_attention
-(kind ``sdpa``) and nn.TransformerEncoderLayer and nn.TransformerDecoderLayer (their
+layers of the same FLOPs and a ``softmax``; an instance norm as the batch norm of the same sizes; GroupNorm without
+its affine as the layernorm of the same statistics. Also timed against the layers they are read as: a LayerNorm over
+several trailing dimensions (its own kind, over their product), a GroupNorm with its affine (kind ``groupnorm``),
+nn.MultiheadAttention (kind ``mha``, self and cross), F.scaled_dot_product_attention (kind ``sdpa``) and nn.TransformerEncoderLayer and nn.TransformerDecoderLayer (their
 attention, norms and feed-forward, each of its own kind), with or without a causal mask.
 
 Each case is a small module holding the operator (and a cheap ReLU after it, so no linear stand-in becomes the

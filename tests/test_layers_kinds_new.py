@@ -439,11 +439,14 @@ class _Pool(nn.Module):
         return self.fc(self.pool(x).mean((2, 3)))
 
 
-@pytest.mark.parametrize("pool, ok", [(nn.AvgPool2d(3, 2, ceil_mode=True), False), (nn.AvgPool2d(2, ceil_mode=True), True),
-                                      (nn.MaxPool2d(3, 2, ceil_mode=True), False), (nn.MaxPool2d(2, ceil_mode=True), True)])
+@pytest.mark.parametrize("pool, ok", [(nn.AvgPool2d(3, 2, ceil_mode=True), False),
+                                      (nn.AvgPool2d(2, ceil_mode=True), True),
+                                      (nn.MaxPool2d(3, 2, ceil_mode=True), False),
+                                      (nn.MaxPool2d(2, ceil_mode=True), True)])
 def test_a_pooling_module_with_ceil_mode_is_its_kind_only_where_the_output_is_the_same(pool, ok):
     if ok:
-        (layer,) = [l for l in layers_of(_Pool(pool), input_shape=[8, 8, 8]).layers if l["kind"] in ("maxpool2d", "avgpool2d")]
+        layers = layers_of(_Pool(pool), input_shape=[8, 8, 8]).layers
+        (layer,) = [l for l in layers if l["kind"] in ("maxpool2d", "avgpool2d")]
         assert layer["config"]["kernel"] == 2 and get_kind(layer["kind"]).out_shape(layer["config"]) == (8, 4, 4)
     else:
         with pytest.raises(UnsupportedOperatorError) as err:

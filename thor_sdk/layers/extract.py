@@ -171,8 +171,8 @@ def _module_layer(mod, in_shape, out_shape, unsupported, in_axis=0):
         return "flatten", {"numel": _prod(in_shape)}
     if isinstance(mod, nn.Identity):
         return None
-    simple = {nn.ReLU: "relu", nn.ReLU6: "relu6", nn.Hardtanh: "relu6", nn.GELU: "gelu", nn.Tanh: "tanh", nn.Sigmoid: "sigmoid",
-              nn.Hardswish: "hardswish", nn.Hardsigmoid: "hardsigmoid", nn.SiLU: "silu", nn.LeakyReLU: "leaky_relu",
+    simple = {nn.ReLU: "relu", nn.ReLU6: "relu6", nn.Hardtanh: "relu6", nn.GELU: "gelu", nn.Tanh: "tanh",
+              nn.Sigmoid: "sigmoid", nn.Hardswish: "hardswish", nn.Hardsigmoid: "hardsigmoid", nn.SiLU: "silu", nn.LeakyReLU: "leaky_relu",
               nn.ELU: "elu"}
     for cls, kind in simple.items():
         if type(mod) is cls:
@@ -1104,7 +1104,8 @@ def _pool_functions():
             torch.max_pool1d: ("maxpool1d", True)}
 
 
-def _function_layer(node, in_shape, out_shape, unsupported, full_shape=lambda n: None, axis=0, size_of=lambda a: a):
+def _function_layer(node, in_shape, out_shape, unsupported, full_shape=lambda n: None, axis=0,
+                    size_of=lambda a: a):
     """(kind, config) of a function or method node, None when free or unsupported (recorded). ``axis``: the
     batch axis of its input; a ``dim`` argument is read relative to it. ``size_of``: a pooling's kernel, stride
     or padding computed from sizes (``F.max_pool1d(x, x.size(2))``, a text CNN's max over time) as its value."""
