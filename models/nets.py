@@ -51,16 +51,18 @@ def transformer(spec):
 
 
 class BasicBlock(nn.Module):
-    def __init__(self, cin, cout, stride):
+    """ResNet basic block; ``norm(channels)`` makes its normalisations (batch norm, or a GroupNorm)."""
+
+    def __init__(self, cin, cout, stride, norm=nn.BatchNorm2d):
         super().__init__()
         self.conv1 = nn.Conv2d(cin, cout, 3, stride, 1, bias=False)
-        self.bn1 = nn.BatchNorm2d(cout)
+        self.bn1 = norm(cout)
         self.relu1 = nn.ReLU()
         self.conv2 = nn.Conv2d(cout, cout, 3, 1, 1, bias=False)
-        self.bn2 = nn.BatchNorm2d(cout)
+        self.bn2 = norm(cout)
         self.shortcut = nn.Sequential()
         if stride != 1 or cin != cout:
-            self.shortcut = nn.Sequential(nn.Conv2d(cin, cout, 1, stride, bias=False), nn.BatchNorm2d(cout))
+            self.shortcut = nn.Sequential(nn.Conv2d(cin, cout, 1, stride, bias=False), norm(cout))
         self.relu2 = nn.ReLU()
 
     def forward(self, x):

@@ -124,25 +124,6 @@ def resnet50_half(spec):
     return _ResNet(_Bottleneck, (3, 4, 6, 3), (32, 64, 128, 256), 32, spec.num_classes)
 
 
-class _GNBasic(nn.Module):
-    """Basic residual block with GroupNorm in place of batch norm; a 1x1 conv + GroupNorm shortcut where the
-    shape changes."""
-
-    def __init__(self, cin, cout, stride, groups):
-        super().__init__()
-        self.conv1 = nn.Conv2d(cin, cout, 3, stride, 1, bias=False)
-        self.gn1, self.relu1 = nn.GroupNorm(groups, cout), nn.ReLU()
-        self.conv2 = nn.Conv2d(cout, cout, 3, 1, 1, bias=False)
-        self.gn2 = nn.GroupNorm(groups, cout)
-        self.shortcut = nn.Sequential()
-        if stride != 1 or cin != cout:
-            self.shortcut = nn.Sequential(nn.Conv2d(cin, cout, 1, stride, bias=False), nn.GroupNorm(groups, cout))
-        self.relu2 = nn.ReLU()
-
-    def forward(self, x):
-        return self.relu2(self.gn2(self.conv2(self.relu1(self.gn1(self.conv1(x))))) + self.shortcut(x))
-
-
 def resnet20_gn(spec):
     """CIFAR ResNet-20 (3x3 stem of 16, three stages of three basic blocks, 16/32/64) with GroupNorm of 2 groups
     in place of batch norm, as federated learning on non-IID clients trains it (Hsieh et al., ICML 2020: batch
@@ -150,15 +131,15 @@ def resnet20_gn(spec):
     layers, c = [nn.Conv2d(3, 16, 3, 1, 1, bias=False), nn.GroupNorm(2, 16), nn.ReLU()], 16
     for cout, stride in ((16, 1), (32, 2), (64, 2)):
         for j in range(3):
-            layers.append(_GNBasic(c, cout, stride if j == 0 else 1, 2))
+            layers.append(BasicBlock(c, cout, stride if j == 0 else 1, norm=lambda ch: nn.GroupNorm(2, ch)))
             c = cout
     return nn.Sequential(*layers, _Head(c, spec.num_classes))
 
 
 def _cbp(cin, cout, k, stride=1, groups=1, prelu=True):
-    """Conv (no bias), batch norm and, unless ``prelu`` is False (a linear layer), a PReLU per channel."""
-    layers = [nn.Conv2d(cin, cout, k, stride, k // 2, groups=groups, bias=False), nn.BatchNorm2d(cout)]
-    return nn.Sequential(*layers, nn.PReLU(cout)) if prelu else nn.Sequential(*layers)
+    """``_conv_bn`` with, unless ``prelu`` is False (a linear layer), a PReLU per channel."""
+    conv_bn = _conv_bn(cin, cout, k, stride, groups, act=None)
+    return nn.Sequential(*conv_bn, nn.PReLU(cout)) if prelu else conv_bn
 
 
 class _FaceBottleneck(nn.Module):

@@ -249,6 +249,10 @@ def _kernel_neighbour(config, down):
     return c
 
 
+#: flags of which a neighbour share takes the value none of a kind's zoo layers has (``_other_flag``)
+NEIGHBOUR_FLAGS = ("bias", "shared")
+
+
 def _other_flag(configs, flag="bias"):
     """The value of ``flag`` (``bias``, ``shared``) none of a kind's zoo ``configs`` has, when they all have one
     (else None).
@@ -325,8 +329,7 @@ def candidates(prior, kind, n, seed=0):
     share = float(prior.get("neighbour_share", 0.0))
     other_role = _other_role(kind, configs) if share > 0 else None
     kernels = share > 0 and kind in KERNEL_NEIGHBOUR_KINDS
-    other_bias = _other_flag(configs) if share > 0 else None
-    other_shared = _other_flag(configs, "shared") if share > 0 else None
+    other_flags = {f: v for f in NEIGHBOUR_FLAGS if (v := _other_flag(configs, f)) is not None} if share > 0 else {}
     first_size = 5 if kind in DROPOUT_NEIGHBOUR_KINDS else 4  # a dimension of its own for the dropout flip
     dims = first_size + len(size_feats)
     sob = qmc.Sobol(d=dims, scramble=True, seed=seed)
@@ -354,10 +357,8 @@ def candidates(prior, kind, n, seed=0):
         if kind == "mha":
             config = _attention_neighbour(config, p[3] / share if p[3] < share else None,
                                           p[2] / share if p[2] < share else None)
-        if other_bias is not None and p[2] < share:  # (p[2] also picks a role: recurrent kinds have no bias)
-            config = dict(config, bias=other_bias)
-        if other_shared is not None and p[2] < share:
-            config = dict(config, shared=other_shared)
+        if other_flags and p[2] < share:  # (p[2] also picks a role: recurrent kinds have no such flag)
+            config = dict(config, **other_flags)
         role = other_role if other_role and p[2] < share else base["role"]
         key = json.dumps([config, batch, role], sort_keys=True)
         if key in seen:

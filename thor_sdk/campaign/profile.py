@@ -29,6 +29,7 @@ below ``target_rel_std``. The store is the same SQLite campaign as ``probe`` (pl
 measured first after a crash; each probe is measured exactly once).
 """
 
+import itertools
 import math
 import time
 from collections import Counter
@@ -140,8 +141,8 @@ class ProfilePlan:
                     # the zoo config and, for an attention layer, the same with its other dropout (half weight)
                     variants = [(e["config"], 1.0)] + ([(_other_dropout(e["config"]), OTHER_ROLE_WEIGHT)] if flip
                                                        else [])
-                    for (config, weight), (role, scale) in ((v, r) for v in variants for r in roles):
-                        scale *= weight
+                    for (config, weight), (role, role_weight) in itertools.product(variants, roles):
+                        scale = weight * role_weight
                         for b in INTEGRATION_BATCHES:
                             try:  # (probe, count weight, relative-variance weight) per batch size
                                 pts.append((_probe(k, config, b, role or e["role"]),

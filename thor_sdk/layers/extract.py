@@ -1055,6 +1055,14 @@ def _is_constant(a):
         and a.meta.get("tensor_meta") is None and a.meta.get("type") in (None, int, float)
 
 
+def _is_size(v):
+    """Whether a traced value is a size: an int (not a bool), or a non-empty tuple of them (a ``torch.Size``)."""
+    def one(x):
+        return isinstance(x, int) and not isinstance(x, bool)
+
+    return one(v) or isinstance(v, tuple) and bool(v) and all(one(x) for x in v)
+
+
 def _by_number(divisor, node):
     """Whether a division ``node`` divides by a number (``_is_constant``) as true division (no ``rounding_mode``):
     kind ``scale``, as the product with its inverse."""
@@ -1321,17 +1329,16 @@ def layers_from_module(module, input_shape, input_dtype="float32", vocab=None, s
 
     wanted, values, sizes = _mask_arguments(gm), {}, {2: {}, 3: {}}
 
-    class _Prop(ShapeProp):  # keeps the values of the mask arguments of attention layers, and of sizes
+    class _Prop(ShapeProp):  # keeps the sizes it computes and, at batch 2, the values of attention masks
         def __init__(self, module, batch):
             super().__init__(module)
-            self.sizes = sizes[batch]
+            self.batch, self.sizes = batch, sizes[batch]
 
         def run_node(self, n):
             result = super().run_node(n)
-            if n in wanted and isinstance(result, torch.Tensor):
+            if self.batch == 2 and n in wanted and isinstance(result, torch.Tensor):
                 values[n] = result.detach().clone()
-            if isinstance(result, int) and not isinstance(result, bool) or isinstance(result, tuple) \
-                    and result and all(isinstance(v, int) and not isinstance(v, bool) for v in result):
+            if _is_size(result):
                 self.sizes[n] = tuple(result) if isinstance(result, tuple) else result
             return result
 
