@@ -302,6 +302,40 @@ class PReLUMLP(nn.Module):
         return self.net(x)
 
 
+class ERFBlockNet(nn.Module):
+    """ERFNet's non-bottleneck-1D blocks (a 3x3 conv factorised into 3x1 and 1x3, batch norm, a residual) on 3x32x32
+    images, 10 classes: rectangular kernels none of the zoo's nets has."""
+
+    def __init__(self):
+        super().__init__()
+        self.stem = nn.Sequential(nn.Conv2d(3, 32, 3, 2, 1), nn.BatchNorm2d(32), nn.ReLU())
+        self.blocks = nn.ModuleList(nn.Sequential(
+            nn.Conv2d(32, 32, (3, 1), padding=(1, 0)), nn.ReLU(), nn.Conv2d(32, 32, (1, 3), padding=(0, 1)),
+            nn.BatchNorm2d(32), nn.ReLU(), nn.Conv2d(32, 32, (3, 1), padding=(1, 0)), nn.ReLU(),
+            nn.Conv2d(32, 32, (1, 3), padding=(0, 1)), nn.BatchNorm2d(32)) for _ in range(2))
+        self.fc = nn.Linear(32, 10)
+
+    def forward(self, x):
+        x = self.stem(x)
+        for block in self.blocks:
+            x = F.relu(x + block(x))
+        return self.fc(x.mean(dim=(2, 3)))
+
+
+class CnnOneFstride4(nn.Module):
+    """Sainath and Parada's small-footprint keyword spotter "cnn-one-fstride4": one 32x8 conv striding 4 along
+    frequency over 98x40 log-mel frames, then dense layers, 12 classes."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(1, 54, (32, 8), stride=(1, 4))
+        self.fc = nn.Sequential(nn.Flatten(), nn.Linear(54 * 67 * 9, 128), nn.ReLU(), nn.Linear(128, 128), nn.ReLU(),
+                                nn.Linear(128, 12))
+
+    def forward(self, x):
+        return self.fc(F.relu(self.conv(x)))
+
+
 #: nets whose architecture joined the zoo after they had shown it missing (docs/model-zoo.md): no longer clean
 #: no longer unseen cases, reported apart: SeqLSTM read 1.95x before lstm_har joined the zoo; SdpaBlock calls
 #: F.scaled_dot_product_attention, as vit_tiny (in the zoo since 2026-11-27) does; MHA, Encoder and CrossAttn
@@ -314,4 +348,5 @@ NETS = (("UNetTiny", (3, 32, 32)), ("BiLSTM", (32,)), ("GRU2", (50, 12)), ("MHA"
         ("DilatedTCN", (3, 128)), ("MobileBlock", (3, 64, 64)), ("Deconv", (3, 32, 32)), ("TextGRU", (40,)),
         ("ManualAttn", (16, 32)), ("Encoder", (32, 16)), ("SdpaBlock", (24, 20)), ("EinsumAttn", (20, 16)),
         ("CrossAttn", (30, 24)), ("SeqLSTM", (64, 9)), ("StyleBlock", (3, 32, 32)), ("CausalMHA", (40, 16)),
-        ("MnistExample", (1, 28, 28)), ("GNConvNet", (3, 32, 32)), ("PReLUMLP", (40,)))
+        ("MnistExample", (1, 28, 28)), ("GNConvNet", (3, 32, 32)), ("PReLUMLP", (40,)), ("ERFBlockNet", (3, 32, 32)),
+        ("CnnOneFstride4", (1, 98, 40)))

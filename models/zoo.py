@@ -723,9 +723,10 @@ def fpn_lite(spec):
 
 
 def dscnn_kws(spec):
-    """DS-CNN-S keyword spotting (64 channels, 4 depthwise-separable blocks) on 1x49x10 MFCCs; the first conv
-    is 3x3 stride 2 instead of 10x4 (THOR's conv2d kind is square)."""
-    layers = [_conv_bn(1, 64, 3, 2)]
+    """DS-CNN-S keyword spotting (64 channels, 4 depthwise-separable blocks) on 1x49x10 MFCCs, as Hello Edge and
+    MLPerf Tiny build it: a 10x4 first conv of stride 2 (padded 5 and 1: 25x5 out, TF's "same"), then 3x3
+    depthwise and pointwise convs."""
+    layers = [nn.Sequential(nn.Conv2d(1, 64, (10, 4), 2, (5, 1), bias=False), nn.BatchNorm2d(64), nn.ReLU())]
     for _ in range(4):
         layers += [_conv_bn(64, 64, 3, groups=64), _conv_bn(64, 64, 1)]
     return nn.Sequential(*layers, _Head(64, spec.num_classes, dropout=0.4))

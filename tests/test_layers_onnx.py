@@ -63,11 +63,13 @@ def test_conv_pool_flatten_gemm(tmp_path):
     assert ml.name == "small" and ml.input_shape == [3, 8, 8] and ml.input_dtype == "float32"
     assert _summary(ml.layers) == [
         ("conv2d", "input", {"in_channels": 3, "out_channels": 4, "kernel": 3, "stride": 1, "padding": 1,
-                             "groups": 1, "height": 8, "width": 8, "bias": 1}),
+                             "groups": 1, "height": 8, "width": 8, "bias": 1, "kernel_w": 3, "stride_w": 1,
+                             "padding_w": 1}),
         ("relu", "hidden", {"numel": 256}),
         ("maxpool2d", "hidden", {"channels": 4, "height": 8, "width": 8, "kernel": 2, "stride": 2, "padding": 0}),
         ("conv2d", "hidden", {"in_channels": 4, "out_channels": 4, "kernel": 3, "stride": 1, "padding": 1,
-                              "groups": 4, "height": 4, "width": 4, "bias": 0}),
+                              "groups": 4, "height": 4, "width": 4, "bias": 0, "kernel_w": 3, "stride_w": 1,
+                              "padding_w": 1}),
         ("flatten", "hidden", {"numel": 64}),
         ("output", "output", {"in_features": 64, "out_features": 10, "tokens": 1}),
     ]
@@ -251,7 +253,8 @@ def test_every_unsupported_operator_in_one_error(tmp_path):
 @pytest.mark.parametrize("node, label", [
     (helper.make_node("Conv", ["x", "w"], ["c"], pads=[0, 0, 1, 1]), "Conv(asymmetric padding)"),
     (helper.make_node("Conv", ["x", "w"], ["c"], dilations=[2, 2]), "Conv(dilation>1)"),
-    (helper.make_node("Conv", ["x", "w"], ["c"], strides=[1, 2]), "Conv(non-square stride)"),
+    (helper.make_node("Conv", ["x", "w"], ["c"], dilations=[2, 1]), "Conv(dilation>1)"),
+    (helper.make_node("MaxPool", ["x"], ["c"], kernel_shape=[2, 2], strides=[1, 2]), "MaxPool(non-square stride)"),
     (helper.make_node("MaxPool", ["x"], ["c"], kernel_shape=[2, 2], ceil_mode=1), "MaxPool(ceil_mode or dilation)"),
     (helper.make_node("Clip", ["x", "lo"], ["c"]), "Clip(other than ReLU6 / ReLU bounds)"),
 ])

@@ -86,7 +86,7 @@ def _numpy_total(ref, doc, layers, b):
         ls = [l for l in layers if entry(l) == name]
         if not ls:
             continue
-        X = [feature_vector(l["kind"], l["config"], b, l["role"]) for l in ls]
+        X = [feature_vector(l["kind"], l["config"], b, l["role"], gp.features) for l in ls]
         T = [at_batch(cost_terms(l["kind"], l["config"], l["role"]), b) for l in ls]
         m, cov = gp.predict(X, terms=T, return_cov=True)
         mean += float(m.sum())
@@ -95,7 +95,7 @@ def _numpy_total(ref, doc, layers, b):
     for i, l in enumerate(layers):
         if "approx" in l:
             gp = ref[entry(l)]
-            m = gp.predict([feature_vector(l["kind"], l["config"], b, l["role"])],
+            m = gp.predict([feature_vector(l["kind"], l["config"], b, l["role"], gp.features)],
                            terms=[at_batch(cost_terms(l["kind"], l["config"], l["role"]), b)])
             by_op.setdefault(l.get("op", i), []).append(0.5 * float(m[0]))
     var += sum(sum(e) ** 2 for e in by_op.values())
@@ -327,9 +327,11 @@ def test_padded_features_are_derived_from_their_base_never_read():
     # a config that carries the padded feature itself changes nothing: the reader derives it
     assert est.estimate([_conv_layer(in_channels_pad8=1.0, out_channels_pad8=5.0)], 16)["total"]["mean"] == base
     # and it is what the fit's feature_vector computes: 3 channels padded to 8 is 8/3, to 16 is 16/3
-    x = feature_vector("conv2d", _conv_layer()["config"], 16, "input")
-    assert x[9:13] == [8 / 3, 1.0, 16 / 3, 1.0]
     gp = KindGP.from_dict(json.loads((VECTORS / "estimator_time_profile.json").read_text())["kinds"]["conv2d"])
+    x = feature_vector("conv2d", _conv_layer()["config"], 16, "input", gp.features)  # (fitted before kernel_w)
+    assert x[9:13] == [8 / 3, 1.0, 16 / 3, 1.0]
+    now = feature_vector("conv2d", _conv_layer()["config"], 16, "input")  # the kind's inputs today
+    assert now[12:16] == [8 / 3, 1.0, 16 / 3, 1.0] and now[9:12] == [now[2], now[3], now[4]]  # square: _w = h
     m = gp.predict([x], terms=[at_batch(cost_terms("conv2d", _conv_layer()["config"], "input"), 16)])
     assert close(base, float(m[0]), 1e-9)
     feats = dict(_conv_layer()["config"], batch_size=16, role="input")

@@ -22,7 +22,7 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(HERE)))
 from thor_sdk.fitting.estimator import build_estimator, dumps_estimator  # noqa: E402
 from thor_sdk.fitting.gp import KindGP  # noqa: E402
 from thor_sdk.layers import ModelLayers  # noqa: E402
-from thor_sdk.layers.kinds import feature_vector, get_kind, gp_features  # noqa: E402
+from thor_sdk.layers.kinds import complete_config, feature_vector, get_kind, gp_features  # noqa: E402
 from thor_sdk.runtime.terms import at_batch, cost_terms  # noqa: E402
 
 DEVICE = {"name": "synthetic-phone", "note": "SYNTHETIC example, not a measurement: made-up costs"}
@@ -53,7 +53,7 @@ def example_layers():
         ("head", "output", "output", {"in_features": 128, "out_features": 10, "tokens": 1}),
     ]
     return ModelLayers("example_cnn", [3, 32, 32], "float32",
-                       [{"name": n, "kind": k, "role": r, "config": c} for n, k, r, c in layers])
+                       [{"name": n, "kind": k, "role": r, "config": complete_config(k, c)} for n, k, r, c in layers])
 
 
 def _config(kind, rng):

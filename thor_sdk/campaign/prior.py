@@ -18,7 +18,8 @@ takes the configs of the zoo's pointwise activations at a tenth of their weight.
 (which zoo config, a log-uniform size factor in [1/2, 2] per size feature and [1/4, 4] per sequence
 length, a log-uniform batch size in [1, 128], and whether to take a structural neighbour), snapped to
 valid integer configs. Structural features (kernel, stride, padding, groups pattern, heads, layers) stay
-those of a real zoo layer, but for a quarter of the candidates: the next odd kernel size of a conv, or
+those of a real zoo layer, but for a quarter of the candidates: the next odd kernel size of a conv (for a
+conv2d a third of them its square kernel's factorised k x 1 or 1 x k half instead), or
 the other role of a recurrent layer whose zoo layers all have one, or the other ``bias`` of a kind whose
 zoo layers all have one, or the other path of an attention layer (``need_weights``) and, independently, its
 other masking (none, a mask tensor, or causal) and, independently, its other dropout (none or 0.1), or twice or
@@ -67,6 +68,8 @@ SEQUENCE_FACTOR = 4.0
 #: read the data directly). Without them an unseen CRNN's GRU and a 7-tap conv1d were extrapolations.
 NEIGHBOUR_SHARE = 0.25
 KERNEL_NEIGHBOUR_KINDS = ("conv1d", "conv2d")
+#: kinds a third of whose kernel neighbours are a square kernel's factorised half (``_rect_neighbour``)
+RECT_NEIGHBOUR_KINDS = ("conv2d",)
 ROLE_NEIGHBOUR_KINDS = ("gru", "lstm")
 #: kinds whose attention dropout ``p`` a neighbour share flips (a dropout to none, none to 0.1), drawn from a
 #: Sobol dimension of its own: ``nn.MultiheadAttention`` defaults to none and ``nn.TransformerEncoderLayer`` to
@@ -190,6 +193,9 @@ def _valid(kind, config):
     if "kernel" in config and "height" in config:
         if config["kernel"] > config["height"] + 2 * config.get("padding", 0):
             return False
+        if config.get("kernel_w", config["kernel"]) > config["width"] + 2 * config.get("padding_w",
+                                                                                        config.get("padding", 0)):
+            return False
     if "kernel" in config and "length" in config:
         if config["kernel"] > config["length"] + 2 * config.get("padding", 0):
             return False
@@ -236,17 +242,37 @@ def _scaled(kind, base, factors):
 
 def _kernel_neighbour(config, down):
     """``config`` with the next odd kernel size down (or up; up from 1), its padding kept "same" where it
-    was, else no wider than half the kernel; None for an even kernel or a patchify layer (kernel = stride:
-    structural, as a ViT's patch embedding)."""
+    was, else no wider than half the kernel; None for an even kernel, a patchify layer (kernel = stride:
+    structural, as a ViT's patch embedding) or a rectangular kernel (its shape is the structure: a 10x4 over
+    MFCCs, a 1x7 of a factorised pair). A square conv2d's kernel stays square."""
     k = config.get("kernel")
     if not isinstance(k, int) or k % 2 == 0 or (k > 1 and k == config.get("stride", 1)):
+        return None
+    if "kernel_w" in config and (config["kernel_w"], config["padding_w"]) != (k, config["padding"]):
         return None
     k2 = k - 2 if down and k >= 3 else k + 2
     c = dict(config, kernel=k2)
     if "padding" in config:
         p = config["padding"]
         c["padding"] = k2 // 2 if p == k // 2 else min(p, k2 // 2)
+    if "kernel_w" in config:
+        c.update(kernel_w=c["kernel"], padding_w=c["padding"])
     return c
+
+
+def _rect_neighbour(config, tall):
+    """A square odd ``conv2d`` kernel k >= 3 as its factorised half: k x 1 (``tall``) or 1 x k, padded "same" along
+    k where it was, and not along the 1; None for any other (an even, a 1x1, a patchify or a rectangular kernel).
+    The zoo's one rectangular kernel (a keyword spotter's 10x4) alone left every other shape an extrapolation:
+    Inception's and ERFNet's 1x7/7x1 pairs, an audio net's 3x1 over time."""
+    k = config["kernel"]
+    square = (config["kernel_w"], config["padding_w"]) == (k, config["padding"])
+    if k < 3 or k % 2 == 0 or k == config["stride"] or not square:
+        return None
+    p = config["padding"]
+    p = k // 2 if p == k // 2 else min(p, k // 2)
+    return dict(config, kernel=k, padding=p, kernel_w=1, padding_w=0) if tall else \
+        dict(config, kernel=1, padding=0, kernel_w=k, padding_w=p)
 
 
 #: flags of which a neighbour share takes the value none of a kind's zoo layers has (``_other_flag``)
@@ -347,7 +373,11 @@ def candidates(prior, kind, n, seed=0):
         if not _valid(kind, config):
             config = dict(base["config"])
         if kernels and p[3] < share:
-            near = _kernel_neighbour(config, down=p[3] < share / 2)
+            if kind in RECT_NEIGHBOUR_KINDS and p[3] < share / 3:
+                near = _rect_neighbour(config, tall=p[2] < 0.5)
+            else:
+                down = p[3] < (2 * share / 3 if kind in RECT_NEIGHBOUR_KINDS else share / 2)
+                near = _kernel_neighbour(config, down=down)
             config = near if near is not None and _valid(kind, near) else config
         if kind == "groupnorm" and p[3] < share:
             near = _groups_neighbour(config, more=p[3] < share / 2)

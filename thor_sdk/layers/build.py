@@ -4,6 +4,7 @@ import torch
 from torch import nn
 
 from thor_sdk.models.blocks import GRUSequence, LSTMSequence, TokenPositionalEmbedding, TransformerBlock
+from thor_sdk.layers.kinds import complete_config
 
 
 class Add(nn.Module):
@@ -141,8 +142,10 @@ def _i(v):
 
 def build_layer(kind, c):
     if kind == "conv2d":
-        return nn.Conv2d(_i(c["in_channels"]), _i(c["out_channels"]), _i(c["kernel"]), _i(c["stride"]),
-                         _i(c["padding"]), groups=_i(c["groups"]), bias=bool(c["bias"]))
+        c = complete_config(kind, c)
+        return nn.Conv2d(_i(c["in_channels"]), _i(c["out_channels"]), (_i(c["kernel"]), _i(c["kernel_w"])),
+                         (_i(c["stride"]), _i(c["stride_w"])), (_i(c["padding"]), _i(c["padding_w"])),
+                         groups=_i(c["groups"]), bias=bool(c["bias"]))
     if kind == "linear":
         return nn.Linear(_i(c["in_features"]), _i(c["out_features"]), bias=bool(c["bias"]))
     if kind == "output":

@@ -6,7 +6,7 @@ import operator
 
 from thor_sdk.errors import ModelError, UnsupportedOperatorError, UsageError
 
-from .kinds import get_kind
+from .kinds import complete_config, get_kind
 
 
 def _prod(shape):
@@ -26,29 +26,38 @@ def _pair(v, what, unsupported, label):
 
 
 def _conv_layer(mod, kind, sides, unsupported, label):
-    """(kind, config) of an nn.Conv1d / nn.Conv2d with no dilation (else recorded unsupported). Its padding a
-    number per side, or ``"valid"`` (none) or ``"same"`` where that is one number per side (PyTorch pads
+    """(kind, config) of an nn.Conv1d / nn.Conv2d with no dilation (else recorded unsupported). A conv2d's kernel,
+    stride and padding may differ along height and width (``kernel`` and ``kernel_w``, ...). Its padding a number
+    per side, or ``"valid"`` (none) or ``"same"`` where that is one number per side (PyTorch pads
     ``dilation x (kernel - 1)`` in all, the odd element at the end: an even kernel pads unevenly, recorded
     unsupported)."""
     name = "Conv1d" if kind == "conv1d" else "Conv2d"
     dilation = _pair(mod.dilation, "dilation", unsupported, label)
     if dilation != 1:
         unsupported.append(f"{name}(dilation>1)")
-    kernel = _pair(mod.kernel_size, "kernel", unsupported, label)
+    kernels = _sides(mod.kernel_size)
     padding = mod.padding
     if padding == "valid":
         padding = 0
-    elif padding == "same" and dilation * (kernel - 1) % 2 == 0:
-        padding = dilation * (kernel - 1) // 2
+    elif padding == "same" and all(dilation * (k - 1) % 2 == 0 for k in kernels):
+        padding = tuple(dilation * (k - 1) // 2 for k in kernels)
     elif isinstance(padding, str):
         unsupported.append(f"{name}(padding={padding!r}, uneven)")
         return None
-    return kind, {
-        "in_channels": mod.in_channels, "out_channels": mod.out_channels, "kernel": kernel,
-        "stride": _pair(mod.stride, "stride", unsupported, label),
-        "padding": _pair(padding, "padding", unsupported, label),
-        "groups": mod.groups, **sides, "bias": int(mod.bias is not None),
-    }
+    (kernel, kernel_w), (stride, stride_w), (pad, pad_w) = kernels, _sides(mod.stride), _sides(padding)
+    c = {"in_channels": mod.in_channels, "out_channels": mod.out_channels, "kernel": kernel, "stride": stride,
+         "padding": pad, "groups": mod.groups, **sides, "bias": int(mod.bias is not None)}
+    if kind == "conv2d":
+        c.update(kernel_w=kernel_w, stride_w=stride_w, padding_w=pad_w)
+    return kind, c
+
+
+def _sides(v):
+    """A conv's kernel, stride or padding as (along the height, along the width): a number is both, a pair is
+    (height, width), a conv1d's 1-tuple its one side twice."""
+    if isinstance(v, (tuple, list)):
+        return int(v[0]), int(v[-1])
+    return int(v), int(v)
 
 
 def _pool_layer(kind, kernel, stride, padding, dilation, ceil_mode, in_shape, out_shape, unsupported, label,
@@ -731,12 +740,13 @@ def _one(stand_in):
 
 def dilated_conv_stand_in(got, dilation, label):
     """``((kind, config), reason)``: the undilated conv standing in for a dilated one (``got``: its ``(kind,
-    config)``, square ``dilation``), on an input shortened by (dilation - 1) x (kernel - 1): the same output size
-    and FLOPs; None where that input would be too short. Both readers (torch.fx and ONNX) use it."""
+    config)``, square ``dilation``), on an input shortened along each side by (dilation - 1) x (that side's kernel
+    - 1): the same output size and FLOPs; None where that input would be too short. Both readers (torch.fx and
+    ONNX) use it."""
     kind, c = got[0], dict(got[1])
-    shrink = (dilation - 1) * (c["kernel"] - 1)
-    for side in ("length",) if kind == "conv1d" else ("height", "width"):
-        c[side] -= shrink
+    sides = (("length", "kernel"),) if kind == "conv1d" else (("height", "kernel"), ("width", "kernel_w"))
+    for side, kernel in sides:
+        c[side] -= (dilation - 1) * (c.get(kernel, c["kernel"]) - 1)
     if not valid_config(kind, c):
         return None
     return (kind, c), (f"{label}(dilation={dilation}) has no kind: estimated as the undilated {kind} of the same "
@@ -1509,6 +1519,7 @@ def finish_layers(layers, source="model"):
     if not layers:
         raise ModelError(f"{source} has no layers with a cost (only free reshapes or none at all)")
     for layer in layers:
+        layer["config"] = complete_config(layer["kind"], layer["config"])  # every feature spelled out, as written
         get_kind(layer["kind"]).check_config(layer["config"])
     last = layers[-1]
     if last["kind"] == "linear" and "approx" not in last:  # a stand-in (a matmul of two activations) has no weights

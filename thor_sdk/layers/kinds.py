@@ -123,6 +123,7 @@ class Kind:
         number in range (integers but ``p``; flags 0 or 1; sizes >= 1 and at most MAX_FEATURE), shapes
         that exist (a kernel no larger than its padded input), groups that divide the channels, and at
         most MAX_NUMEL elements per sample in and out."""
+        config = complete_config(self.name, config)
         missing = [f for f in self.features if f not in config]
         if missing:
             raise UsageError(f"layer of kind {self.name!r} lacks config features: {', '.join(missing)}")
@@ -189,20 +190,43 @@ class Kind:
 #: config without one reads as that value (``with_added_features``). Kind ``mha``'s masks came on 2026-11-27; its
 #: samples before them were all unmasked.
 ADDED_FEATURES = {"mha": {"mask": 0, "causal": 0}}
+#: features a config may leave out, each read as the value of another (``complete_config``): a conv2d's kernel,
+#: stride and padding along its width are those along its height unless given (a square kernel, as every conv2d
+#: was before 2026-11-27, when rectangular kernels came: a keyword spotter's 10x4 over MFCCs, Inception's 1x7)
+OPTIONAL_FEATURES = {"conv2d": {"kernel_w": "kernel", "stride_w": "stride", "padding_w": "padding"}}
+
+
+def complete_config(kind, config):
+    """``config`` with each optional feature it leaves out (``OPTIONAL_FEATURES``) at the value it reads as; the
+    same dict when there is none to add (or it is not a dict: the checks that follow say why)."""
+    optional = OPTIONAL_FEATURES.get(kind)
+    if not optional or not isinstance(config, dict) or all(f in config for f in optional):
+        return config
+    return {**config, **{f: config[base] for f, base in optional.items() if f not in config and base in config}}
+
+
+def minimal_config(kind, config):
+    """``config`` without the optional features (``OPTIONAL_FEATURES``) that equal what they read as: a probe keeps
+    its config so, and a square conv2d probe has the id it had before kernel_w existed (old campaigns resume)."""
+    optional = OPTIONAL_FEATURES.get(kind)
+    if not optional or not isinstance(config, dict) or not any(f in config for f in optional):
+        return config
+    return {k: v for k, v in config.items()
+            if k not in optional or optional[k] not in config or v != config[optional[k]]}
 
 
 def with_added_features(kind, config):
     """``config`` of a layer of ``kind`` as stored by an older campaign, with the features the kind gained since
-    (``ADDED_FEATURES``) at the value its samples then had; unchanged otherwise."""
+    (``ADDED_FEATURES``, ``OPTIONAL_FEATURES``) at the value its samples then had; unchanged otherwise."""
     added = ADDED_FEATURES.get(kind)
-    return {**added, **config} if added and isinstance(config, dict) else config
+    return complete_config(kind, {**added, **config} if added and isinstance(config, dict) else config)
 
 
 #: bounds of a layer config (see ``Kind.check_config``)
 MAX_FEATURE = 1e9
 MAX_NUMEL = 1e10
 _FLAGS = ("bias", "positional", "broadcast", "cross", "need_weights", "causal", "mask", "shared")
-_MAY_BE_ZERO = ("padding",)
+_MAY_BE_ZERO = ("padding", "padding_w")
 
 
 def _is_number(v):
@@ -211,6 +235,11 @@ def _is_number(v):
 
 def _conv_out(size, k, s, p, d=1):
     return (size + 2 * p - d * (k - 1) - 1) // s + 1
+
+
+def _width_side(c):
+    """A conv2d's (kernel, stride, padding) along its width: ``*_w``, else those along its height (square)."""
+    return (c.get("kernel_w", c["kernel"]), c.get("stride_w", c["stride"]), c.get("padding_w", c["padding"]))
 
 
 def _numel(c):
@@ -224,8 +253,11 @@ _ELEMENTWISE = ("relu", "relu6", "gelu", "tanh", "sigmoid", "dropout", "flatten"
 KINDS = {
     k.name: k
     for k in [
-        Kind("conv2d", ("in_channels", "out_channels", "kernel", "stride", "padding", "groups", "height", "width", "bias"),
-             "2-D convolution (square kernel); depthwise when groups == in_channels", True),
+        Kind("conv2d", ("in_channels", "out_channels", "kernel", "stride", "padding", "groups", "height", "width",
+                        "bias", "kernel_w", "stride_w", "padding_w"),
+             "2-D convolution; depthwise when groups == in_channels. kernel, stride and padding are along the "
+             "height, kernel_w, stride_w and padding_w along the width (a config may leave those out: the same, "
+             "a square kernel)", True),
         Kind("linear", ("in_features", "out_features", "tokens", "bias"),
              "fully connected layer; tokens = positions it is applied to per sample (1 for a vector)", True),
         Kind("maxpool2d", ("channels", "height", "width", "kernel", "stride", "padding"), "2-D max pooling", False),
@@ -313,7 +345,7 @@ KINDS = {
 _SHAPES = {
     "conv2d": (lambda c: (c["in_channels"], c["height"], c["width"]),
                lambda c: (c["out_channels"], _conv_out(c["height"], c["kernel"], c["stride"], c["padding"]),
-                          _conv_out(c["width"], c["kernel"], c["stride"], c["padding"]))),
+                          _conv_out(c["width"], *_width_side(c)))),
     "linear": (lambda c: ((c["tokens"], c["in_features"]) if c["tokens"] > 1 else (c["in_features"],)),
                lambda c: ((c["tokens"], c["out_features"]) if c["tokens"] > 1 else (c["out_features"],))),
     "output": (lambda c: ((c["tokens"], c["in_features"]) if c["tokens"] > 1 else (c["in_features"],)),
@@ -366,7 +398,7 @@ def _prod(shape):
 
 def _conv_flops(c):
     oc, oh, ow = _SHAPES["conv2d"][1](c)
-    return 2.0 * oc * oh * ow * (c["in_channels"] / c["groups"]) * c["kernel"] ** 2
+    return 2.0 * oc * oh * ow * (c["in_channels"] / c["groups"]) * c["kernel"] * _width_side(c)[0]
 
 
 def _tb_flops(c):
@@ -439,7 +471,8 @@ for _k in ("relu", "relu6", "add", "mul", "cat", "permute", "scale"):
     _FLOPS[_k] = lambda c: float(c["numel"])
 
 _PARAMS = {
-    "conv2d": lambda c: c["out_channels"] * (c["in_channels"] // c["groups"]) * c["kernel"] ** 2 + c["out_channels"] * c["bias"],
+    "conv2d": lambda c: (c["out_channels"] * (c["in_channels"] // c["groups"]) * c["kernel"] * _width_side(c)[0]
+                         + c["out_channels"] * c["bias"]),
     "linear": lambda c: c["in_features"] * c["out_features"] + c["out_features"] * c["bias"],
     "output": lambda c: c["in_features"] * c["out_features"] + c["out_features"],
     "batchnorm2d": lambda c: 2 * c["channels"],
@@ -560,10 +593,11 @@ def gp_features(kind_name):
     return list(kind.features) + padded + list(extra)
 
 
-def feature_vector(kind_name, config, batch_size, role):
-    """The raw (untransformed) GP input vector for one layer; role encoded input=1, hidden=0."""
-    names = gp_features(kind_name)
-    values = dict(config, batch_size=batch_size, role=1 if role == "input" else 0)
+def feature_vector(kind_name, config, batch_size, role, names=None):
+    """The raw (untransformed) GP input vector for one layer; role encoded input=1, hidden=0. ``names``: the
+    inputs of a GP fitted earlier (its ``features``, before a kind gained one), else ``gp_features`` now."""
+    names = gp_features(kind_name) if names is None else names
+    values = dict(complete_config(kind_name, config), batch_size=batch_size, role=1 if role == "input" else 0)
     out = []
     for n in names:
         p = parse_padded(n)

@@ -429,24 +429,30 @@ def _square(vals, what, op, unsupported):
 
 def _padding(a, size, kernel, stride, op, unsupported):
     """Symmetric square padding from ``pads``/``auto_pad`` (None when unsupported)."""
+    pads = _side_padding(a, size, [kernel] * len(size), [stride] * len(size), op, unsupported)
+    return None if pads is None else _square(pads or [0], "padding", op, unsupported)
+
+
+def _side_padding(a, size, kernels, strides, op, unsupported):
+    """Symmetric padding per spatial side from ``pads``/``auto_pad`` (None when unsupported)."""
     auto = _decode(a.get("auto_pad", "NOTSET"))
     if auto == "VALID":
-        return 0
+        return [0] * len(size)
     if auto in ("SAME_UPPER", "SAME_LOWER"):
         pads = []
-        for s in size:
+        for s, kernel, stride in zip(size, kernels, strides):
             total = max((-(-s // stride) - 1) * stride + kernel - s, 0)
             if total % 2:
                 unsupported.append(f"{op}(auto_pad={auto} with odd padding)")
                 return None
             pads.append(total // 2)
-        return _square(pads, "padding", op, unsupported)
-    pads = list(a.get("pads", [0, 0, 0, 0]))
+        return pads
+    pads = [int(p) for p in a.get("pads", [0] * 2 * len(size))]
     half = len(pads) // 2
     if pads[:half] != pads[half:]:
         unsupported.append(f"{op}(asymmetric padding)")
         return None
-    return _square(pads[:half] or [0], "padding", op, unsupported)
+    return pads[:half] or [0] * len(size)
 
 
 def _conv(g, node, a, unsupported):
@@ -464,14 +470,18 @@ def _conv(g, node, a, unsupported):
         return None
     if any(int(d) != 1 for d in a.get("dilations", [1, 1])):
         unsupported.append("Conv(dilation>1)")
-    kernel = _square(a.get("kernel_shape", ws[2:]), "kernel", "Conv", unsupported)
-    stride = _square(a.get("strides", [1, 1]), "stride", "Conv", unsupported)
-    padding = _padding(a, xs[1:], kernel, stride, "Conv", unsupported)
-    if padding is None:
+    kernels = [int(k) for k in a.get("kernel_shape", ws[2:])]
+    strides = [int(s) for s in a.get("strides", [1, 1])]
+    if len(kernels) != 2 or len(strides) != 2:
+        unsupported.append("Conv(kernel or strides not 2-D)")
         return None
-    return "conv2d", {"in_channels": xs[0], "out_channels": ws[0], "kernel": kernel, "stride": stride,
-                      "padding": padding, "groups": int(a.get("group", 1)), "height": xs[1], "width": xs[2],
-                      "bias": int(len(node.input) > 2 and bool(node.input[2]))}
+    pads = _side_padding(a, xs[1:], kernels, strides, "Conv", unsupported)
+    if pads is None or len(pads) != 2:
+        return None
+    return "conv2d", {"in_channels": xs[0], "out_channels": ws[0], "kernel": kernels[0], "stride": strides[0],
+                      "padding": pads[0], "groups": int(a.get("group", 1)), "height": xs[1], "width": xs[2],
+                      "bias": int(len(node.input) > 2 and bool(node.input[2])), "kernel_w": kernels[1],
+                      "stride_w": strides[1], "padding_w": pads[1]}
 
 
 def _pool(g, node, a, unsupported):

@@ -19,7 +19,7 @@ import json
 from dataclasses import dataclass, field
 
 from thor_sdk.errors import UsageError
-from thor_sdk.layers.kinds import get_kind, model_key
+from thor_sdk.layers.kinds import get_kind, minimal_config, model_key
 
 PROBE_CLASSES = 10
 PARTS = ("head", "input", "hidden")
@@ -59,7 +59,7 @@ class Probe:
             object.__setattr__(self, "role", "output")
         elif self.role not in k.roles:
             raise UsageError(f"kind {self.kind} cannot have role {self.role!r} (roles: {', '.join(k.roles)})")
-        object.__setattr__(self, "config", canonical_config(self.config))
+        object.__setattr__(self, "config", canonical_config(minimal_config(self.kind, self.config)))
 
     @property
     def key(self):

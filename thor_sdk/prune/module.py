@@ -23,14 +23,22 @@ def _i(v):
     return int(round(v))
 
 
+def _side(c, feature):
+    """A conv's ``feature`` (kernel, stride, padding) as source: one number, or (height, width) where a conv2d's
+    ``<feature>_w`` differs."""
+    h, w = _i(c[feature]), _i(c.get(f"{feature}_w", c[feature]))
+    return str(h) if h == w else f"({h}, {w})"
+
+
 def _expr(kind, c):
     """The Python expression building one layer (``None``: no plain ``torch.nn`` module for it)."""
     if kind in _PLAIN:
         return _PLAIN[kind]
     if kind in ("conv2d", "conv1d"):
         cls = "nn.Conv2d" if kind == "conv2d" else "nn.Conv1d"
-        return (f"{cls}({_i(c['in_channels'])}, {_i(c['out_channels'])}, {_i(c['kernel'])}, stride={_i(c['stride'])}, "
-                f"padding={_i(c['padding'])}, groups={_i(c['groups'])}, bias={bool(c['bias'])})")
+        kernel, stride, padding = (_side(c, f) for f in ("kernel", "stride", "padding"))
+        return (f"{cls}({_i(c['in_channels'])}, {_i(c['out_channels'])}, {kernel}, stride={stride}, "
+                f"padding={padding}, groups={_i(c['groups'])}, bias={bool(c['bias'])})")
     if kind == "linear":
         return f"nn.Linear({_i(c['in_features'])}, {_i(c['out_features'])}, bias={bool(c['bias'])})"
     if kind == "output":
