@@ -1,4 +1,5 @@
-"""Rectangular conv2d kernels: ``kernel``/``stride``/``padding`` along the height, ``*_w`` along the width.
+"""Rectangular conv2d and 2-D pooling kernels: ``kernel``/``stride``/``padding`` along the height, ``*_w`` along the
+width.
 
 Read from torch.fx and ONNX, built as probes, costed by the same FLOPs and bytes as torch's own conv, stored
 and read back by older campaigns (whose conv2d samples had no ``*_w``: square), written back as source by the
@@ -147,7 +148,8 @@ def test_the_zoo_keyword_spotter_has_its_10x4_conv_and_the_prior_keeps_it():
     assert (first["kernel"], first["kernel_w"], first["stride"], first["stride_w"]) == (10, 4, 2, 2)
     assert CONV.out_shape(first)[1:] == (25, 5)
     prior = load_prior()
-    assert any(c["config"]["kernel_w"] == 4 and c["config"]["kernel"] == 10 for c in prior["kinds"]["conv2d"]["configs"])
+    convs = prior["kinds"]["conv2d"]["configs"]
+    assert any(c["config"]["kernel_w"] == 4 and c["config"]["kernel"] == 10 for c in convs)
     for entry in prior["kinds"]["conv2d"]["configs"]:  # every zoo conv2d spelled out
         assert {"kernel_w", "stride_w", "padding_w"} <= set(entry["config"])
 
@@ -168,10 +170,13 @@ def test_profile_candidates_take_factorised_halves_of_square_kernels():
             assert pad_1 == 0 and pad_k <= k // 2
     base = dict(in_channels=8, out_channels=8, kernel=5, stride=1, padding=2, groups=1, height=9, width=9, bias=1,
                 kernel_w=5, stride_w=1, padding_w=2)
-    assert _rect_neighbour(base, tall=True) == dict(base, kernel_w=1, padding_w=0)
-    assert _rect_neighbour(base, tall=False) == dict(base, kernel=1, padding=0)
-    assert _rect_neighbour(dict(base, kernel_w=3), tall=True) is None  # already rectangular
-    assert _rect_neighbour(dict(base, kernel=1, kernel_w=1, padding=0, padding_w=0), tall=True) is None
+    assert _rect_neighbour("conv2d", base, tall=True) == dict(base, kernel_w=1, padding_w=0)
+    assert _rect_neighbour("conv2d", base, tall=False) == dict(base, kernel=1, padding=0)
+    assert _rect_neighbour("conv2d", dict(base, kernel_w=3), tall=True) is None  # already rectangular
+    assert _rect_neighbour("conv2d", dict(base, kernel=1, kernel_w=1, padding=0, padding_w=0), tall=True) is None
+    pool = dict(channels=8, height=16, width=16, kernel=2, stride=2, padding=0, kernel_w=2, stride_w=2, padding_w=0)
+    assert _rect_neighbour("maxpool2d", pool, tall=True) == dict(pool, kernel_w=1, stride_w=1)  # (2, 1) over time
+    assert _rect_neighbour("avgpool2d", pool, tall=False) == dict(pool, kernel=1, stride=1)
 
 
 def test_a_layer_list_written_before_rectangular_kernels_reads_square(tmp_path):
@@ -203,3 +208,72 @@ def test_a_square_probe_keeps_the_id_it_had_before_kernel_w():
     from thor_sdk.layers.build import build_layer
 
     assert build_layer("conv2d", rect.config).kernel_size == (3, 1)
+
+
+@pytest.mark.parametrize("make,shape", [
+    (lambda: nn.MaxPool2d((2, 1)), (4, 20, 10)),
+    (lambda: nn.MaxPool2d((1, 3), stride=(1, 2), padding=(0, 1)), (4, 20, 10)),
+    (lambda: nn.AvgPool2d((3, 2), stride=(2, 1)), (4, 20, 10)),
+    (lambda: nn.MaxPool2d(2), (4, 20, 10)),
+])
+def test_a_rectangular_pooling_reads_per_side(make, shape):
+    from thor_sdk.layers.build import build_layer
+
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv, self.pool, self.fc = nn.Conv2d(shape[0], shape[0], 1), make(), nn.Linear(shape[0], 2)
+
+        def forward(self, x):
+            return self.fc(self.pool(self.conv(x)).mean(dim=(2, 3)))
+
+    net = Net()
+    layer = layers_from_module(net, shape)[1]
+    kind, c = layer["kind"], layer["config"]
+    assert kind in ("maxpool2d", "avgpool2d")
+    out = net.pool(torch.randn(1, *shape)).shape[1:]
+    assert tuple(get_kind(kind).out_shape(c)) == tuple(out)
+    rebuilt = build_layer(kind, c)
+    assert tuple(rebuilt(torch.randn(1, *shape)).shape[1:]) == tuple(out)
+    pool = net.pool
+    k = pool.kernel_size if isinstance(pool.kernel_size, tuple) else (pool.kernel_size,) * 2
+    assert get_kind(kind).forward_flops(c) == out.numel() * k[0] * k[1]
+
+
+def test_a_functional_rectangular_pooling_reads_per_side():
+    from torch.nn import functional as F
+
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc = nn.Linear(4 * 10 * 5, 2)
+
+        def forward(self, x):
+            return self.fc(torch.flatten(F.max_pool2d(x, (2, 1)), 1))
+
+    c = layers_from_module(Net(), (4, 20, 5))[0]["config"]
+    assert (c["kernel"], c["kernel_w"], c["stride"], c["stride_w"]) == (2, 1, 2, 1)
+
+
+def test_onnx_reads_a_rectangular_pooling(tmp_path):
+    pytest.importorskip("onnx")
+    from thor_sdk.layers.onnx_import import layers_from_onnx
+
+    net = nn.Sequential(nn.Conv2d(1, 4, 3, padding=1), nn.MaxPool2d((2, 1)), nn.Flatten(), nn.Linear(4 * 10 * 5, 2))
+    path = tmp_path / "pool.onnx"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        torch.onnx.export(net, (torch.randn(2, 1, 20, 5),), str(path), dynamo=False, input_names=["x"],
+                          dynamic_axes={"x": {0: "batch"}})
+    from_onnx = [(l["kind"], l["config"]) for l in layers_from_onnx(str(path)).layers]
+    assert from_onnx == [(l["kind"], l["config"]) for l in layers_from_module(net, (1, 20, 5))]
+    assert from_onnx[1][0] == "maxpool2d" and from_onnx[1][1]["kernel_w"] == 1
+
+
+def test_profile_candidates_take_one_sided_poolings():
+    from thor_sdk.campaign.prior import _valid, candidates, load_prior
+
+    cands = candidates(load_prior(), "maxpool2d", 300)
+    rect = [c for c, _, _ in cands if c["kernel"] != c["kernel_w"]]
+    assert 0.02 * len(cands) < len(rect) < 0.2 * len(cands)
+    assert all(_valid("maxpool2d", c) and 1 in (c["kernel"], c["kernel_w"]) for c in rect)

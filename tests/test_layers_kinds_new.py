@@ -555,7 +555,8 @@ def test_a_pooling_sized_from_its_input_reads_that_size(pool):
 def test_a_global_average_pool_sized_from_its_input_is_avgpool2d():
     (got,) = _image_middle(lambda x: F.avg_pool2d(x, x.size()[2:]))
     assert got["kind"] == "avgpool2d" and got["config"] == {"channels": 4, "height": 8, "width": 8, "kernel": 8,
-                                                           "stride": 8, "padding": 0}
+                                                           "stride": 8, "padding": 0, "kernel_w": 8, "stride_w": 8,
+                                                           "padding_w": 0}
 
 
 def test_a_pooling_sized_by_the_batch_is_refused():

@@ -66,7 +66,8 @@ def test_conv_pool_flatten_gemm(tmp_path):
                              "groups": 1, "height": 8, "width": 8, "bias": 1, "kernel_w": 3, "stride_w": 1,
                              "padding_w": 1}),
         ("relu", "hidden", {"numel": 256}),
-        ("maxpool2d", "hidden", {"channels": 4, "height": 8, "width": 8, "kernel": 2, "stride": 2, "padding": 0}),
+        ("maxpool2d", "hidden", {"channels": 4, "height": 8, "width": 8, "kernel": 2, "stride": 2, "padding": 0,
+                                 "kernel_w": 2, "stride_w": 2, "padding_w": 0}),
         ("conv2d", "hidden", {"in_channels": 4, "out_channels": 4, "kernel": 3, "stride": 1, "padding": 1,
                               "groups": 4, "height": 4, "width": 4, "bias": 0, "kernel_w": 3, "stride_w": 1,
                               "padding_w": 1}),
@@ -254,7 +255,7 @@ def test_every_unsupported_operator_in_one_error(tmp_path):
     (helper.make_node("Conv", ["x", "w"], ["c"], pads=[0, 0, 1, 1]), "Conv(asymmetric padding)"),
     (helper.make_node("Conv", ["x", "w"], ["c"], dilations=[2, 2]), "Conv(dilation>1)"),
     (helper.make_node("Conv", ["x", "w"], ["c"], dilations=[2, 1]), "Conv(dilation>1)"),
-    (helper.make_node("MaxPool", ["x"], ["c"], kernel_shape=[2, 2], strides=[1, 2]), "MaxPool(non-square stride)"),
+    (helper.make_node("MaxPool", ["x"], ["c"], kernel_shape=[2, 2, 1]), "MaxPool(kernel or strides not 2-D)"),
     (helper.make_node("MaxPool", ["x"], ["c"], kernel_shape=[2, 2], ceil_mode=1), "MaxPool(ceil_mode or dilation)"),
     (helper.make_node("Clip", ["x", "lo"], ["c"]), "Clip(other than ReLU6 / ReLU bounds)"),
 ])

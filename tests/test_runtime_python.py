@@ -328,10 +328,9 @@ def test_padded_features_are_derived_from_their_base_never_read():
     assert est.estimate([_conv_layer(in_channels_pad8=1.0, out_channels_pad8=5.0)], 16)["total"]["mean"] == base
     # and it is what the fit's feature_vector computes: 3 channels padded to 8 is 8/3, to 16 is 16/3
     gp = KindGP.from_dict(json.loads((VECTORS / "estimator_time_profile.json").read_text())["kinds"]["conv2d"])
-    x = feature_vector("conv2d", _conv_layer()["config"], 16, "input", gp.features)  # (fitted before kernel_w)
+    x = feature_vector("conv2d", _conv_layer()["config"], 16, "input")
     assert x[9:13] == [8 / 3, 1.0, 16 / 3, 1.0]
-    now = feature_vector("conv2d", _conv_layer()["config"], 16, "input")  # the kind's inputs today
-    assert now[12:16] == [8 / 3, 1.0, 16 / 3, 1.0] and now[9:12] == [now[2], now[3], now[4]]  # square: _w = h
+    assert feature_vector("conv2d", _conv_layer()["config"], 16, "input", gp.features) == x  # the GP's own inputs
     m = gp.predict([x], terms=[at_batch(cost_terms("conv2d", _conv_layer()["config"], "input"), 16)])
     assert close(base, float(m[0]), 1e-9)
     feats = dict(_conv_layer()["config"], batch_size=16, role="input")

@@ -19,7 +19,8 @@ takes the configs of the zoo's pointwise activations at a tenth of their weight.
 length, a log-uniform batch size in [1, 128], and whether to take a structural neighbour), snapped to
 valid integer configs. Structural features (kernel, stride, padding, groups pattern, heads, layers) stay
 those of a real zoo layer, but for a quarter of the candidates: the next odd kernel size of a conv (for a
-conv2d a third of them its square kernel's factorised k x 1 or 1 x k half instead), or
+conv2d a third of them its square kernel's factorised k x 1 or 1 x k half instead; a 2-D pooling's a third of the
+share its k x 1 or 1 x k), or
 the other role of a recurrent layer whose zoo layers all have one, or the other ``bias`` of a kind whose
 zoo layers all have one, or the other path of an attention layer (``need_weights``) and, independently, its
 other masking (none, a mask tensor, or causal) and, independently, its other dropout (none or 0.1), or twice or
@@ -68,8 +69,8 @@ SEQUENCE_FACTOR = 4.0
 #: read the data directly). Without them an unseen CRNN's GRU and a 7-tap conv1d were extrapolations.
 NEIGHBOUR_SHARE = 0.25
 KERNEL_NEIGHBOUR_KINDS = ("conv1d", "conv2d")
-#: kinds a third of whose kernel neighbours are a square kernel's factorised half (``_rect_neighbour``)
-RECT_NEIGHBOUR_KINDS = ("conv2d",)
+#: kinds a third of whose neighbour share is a square kernel's one-sided half (``_rect_neighbour``)
+RECT_NEIGHBOUR_KINDS = ("conv2d", "maxpool2d", "avgpool2d")
 ROLE_NEIGHBOUR_KINDS = ("gru", "lstm")
 #: kinds whose attention dropout ``p`` a neighbour share flips (a dropout to none, none to 0.1), drawn from a
 #: Sobol dimension of its own: ``nn.MultiheadAttention`` defaults to none and ``nn.TransformerEncoderLayer`` to
@@ -260,19 +261,26 @@ def _kernel_neighbour(config, down):
     return c
 
 
-def _rect_neighbour(config, tall):
-    """A square odd ``conv2d`` kernel k >= 3 as its factorised half: k x 1 (``tall``) or 1 x k, padded "same" along
-    k where it was, and not along the 1; None for any other (an even, a 1x1, a patchify or a rectangular kernel).
-    The zoo's one rectangular kernel (a keyword spotter's 10x4) alone left every other shape an extrapolation:
-    Inception's and ERFNet's 1x7/7x1 pairs, an audio net's 3x1 over time."""
-    k = config["kernel"]
-    square = (config["kernel_w"], config["padding_w"]) == (k, config["padding"])
-    if k < 3 or k % 2 == 0 or k == config["stride"] or not square:
+def _rect_neighbour(kind, config, tall):
+    """A square ``conv2d`` kernel k >= 3 as its factorised half: k x 1 (``tall``) or 1 x k, padded "same" along k
+    where it was, and not along the 1; a square 2-D pooling as its one-sided k x 1 or 1 x k (stride and padding
+    along the 1 too: an audio net's (2, 1) pooling over time). None for any other (an even conv kernel, a 1x1, a
+    patchify or a rectangular kernel). The zoo's one rectangular kernel (a keyword spotter's 10x4) alone left every
+    other shape an extrapolation: Inception's and ERFNet's 1x7/7x1 pairs, an audio net's 3x1 over time."""
+    k, s = config["kernel"], config["stride"]
+    square = (config["kernel_w"], config["stride_w"], config["padding_w"]) == (k, s, config["padding"])
+    if not square or k < 2 or (kind == "conv2d" and (k % 2 == 0 or k == s)):
         return None
-    p = config["padding"]
-    p = k // 2 if p == k // 2 else min(p, k // 2)
-    return dict(config, kernel=k, padding=p, kernel_w=1, padding_w=0) if tall else \
-        dict(config, kernel=1, padding=0, kernel_w=k, padding_w=p)
+    if kind == "conv2d":
+        p = config["padding"]
+        p = k // 2 if p == k // 2 else min(p, k // 2)
+        one = {"kernel": 1, "padding": 0}
+        long = {"kernel": k, "padding": p}
+    else:  # a pooling: kernel, stride and padding along the 1 are 1, 1 and 0
+        one = {"kernel": 1, "stride": 1, "padding": 0}
+        long = {"kernel": k, "stride": s, "padding": config["padding"]}
+    tall_side, wide_side = (long, one) if tall else (one, long)
+    return dict(config, **tall_side, **{f"{f}_w": v for f, v in wide_side.items()})
 
 
 #: flags of which a neighbour share takes the value none of a kind's zoo layers has (``_other_flag``)
@@ -372,12 +380,11 @@ def candidates(prior, kind, n, seed=0):
         config = _scaled(kind, base["config"], factors)
         if not _valid(kind, config):
             config = dict(base["config"])
-        if kernels and p[3] < share:
-            if kind in RECT_NEIGHBOUR_KINDS and p[3] < share / 3:
-                near = _rect_neighbour(config, tall=p[2] < 0.5)
-            else:
-                down = p[3] < (2 * share / 3 if kind in RECT_NEIGHBOUR_KINDS else share / 2)
-                near = _kernel_neighbour(config, down=down)
+        if kind in RECT_NEIGHBOUR_KINDS and p[3] < share / 3:
+            near = _rect_neighbour(kind, config, tall=p[2] < 0.5)
+            config = near if near is not None and _valid(kind, near) else config
+        elif kernels and p[3] < share:
+            near = _kernel_neighbour(config, down=p[3] < (2 * share / 3 if kind in RECT_NEIGHBOUR_KINDS else share / 2))
             config = near if near is not None and _valid(kind, near) else config
         if kind == "groupnorm" and p[3] < share:
             near = _groups_neighbour(config, more=p[3] < share / 2)

@@ -150,10 +150,11 @@ def build_layer(kind, c):
         return nn.Linear(_i(c["in_features"]), _i(c["out_features"]), bias=bool(c["bias"]))
     if kind == "output":
         return nn.Linear(_i(c["in_features"]), _i(c["out_features"]))
-    if kind == "maxpool2d":
-        return nn.MaxPool2d(_i(c["kernel"]), _i(c["stride"]), _i(c["padding"]))
-    if kind == "avgpool2d":
-        return nn.AvgPool2d(_i(c["kernel"]), _i(c["stride"]), _i(c["padding"]))
+    if kind in ("maxpool2d", "avgpool2d"):
+        c = complete_config(kind, c)
+        return (nn.MaxPool2d if kind == "maxpool2d" else nn.AvgPool2d)(
+            (_i(c["kernel"]), _i(c["kernel_w"])), (_i(c["stride"]), _i(c["stride_w"])),
+            (_i(c["padding"]), _i(c["padding_w"])))
     if kind == "adaptive_avgpool2d":
         return nn.AdaptiveAvgPool2d(_i(c["out_size"]))
     if kind == "batchnorm2d":

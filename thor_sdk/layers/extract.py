@@ -63,13 +63,13 @@ def _sides(v):
 def _pool_layer(kind, kernel, stride, padding, dilation, ceil_mode, in_shape, out_shape, unsupported, label,
                 divisor_override=None):
     """(kind, config) of a max or average pooling (module or function: ``nn.MaxPool2d`` and ``F.max_pool2d`` alike)
-    over (C, H, W) or (C, L) per sample; recorded unsupported with dilation, a divisor override, or a
-    ``ceil_mode`` that changes the output's shape (where it does not, the pooling is the same)."""
+    over (C, H, W) or (C, L) per sample, a 2-D one's kernel, stride and padding per side (``kernel`` along the
+    height, ``kernel_w`` along the width: an audio net's (2, 1) over time); recorded unsupported with dilation, a
+    divisor override, or a ``ceil_mode`` that changes the output's shape (where it does not, the pooling is the
+    same)."""
     if not isinstance(kernel, (int, tuple, list)):
         unsupported.append(f"{label}(kernel not a number)")
         return None
-    k = _pair(kernel, "kernel", unsupported, label)
-    stride = k if stride is None or isinstance(stride, (tuple, list)) and not stride else stride
     sides = len(in_shape) - 1
     if sides not in (1, 2) or len(out_shape) != len(in_shape):
         unsupported.append(f"{label}({len(in_shape)}-D per sample)")
@@ -77,10 +77,18 @@ def _pool_layer(kind, kernel, stride, padding, dilation, ceil_mode, in_shape, ou
     if _pair(dilation, "dilation", unsupported, label) != 1 or divisor_override:
         unsupported.append(f"{label}(dilation or divisor_override)")
         return None
-    c = {"channels": in_shape[0], **({"height": in_shape[1], "width": in_shape[2]} if sides == 2 else
-                                     {"length": in_shape[1]}),
-         "kernel": k, "stride": _pair(stride, "stride", unsupported, label),
-         "padding": _pair(padding, "padding", unsupported, label)}
+    if sides == 1:
+        k = _pair(kernel, "kernel", unsupported, label)
+        stride = k if stride is None or isinstance(stride, (tuple, list)) and not stride else stride
+        c = {"channels": in_shape[0], "length": in_shape[1], "kernel": k,
+             "stride": _pair(stride, "stride", unsupported, label),
+             "padding": _pair(padding, "padding", unsupported, label)}
+    else:
+        k = _sides(kernel)
+        s = k if stride is None or isinstance(stride, (tuple, list)) and not stride else _sides(stride)
+        p = _sides(padding)
+        c = {"channels": in_shape[0], "height": in_shape[1], "width": in_shape[2], "kernel": k[0], "stride": s[0],
+             "padding": p[0], "kernel_w": k[1], "stride_w": s[1], "padding_w": p[1]}
     if ceil_mode and tuple(get_kind(kind).out_shape(c)) != tuple(out_shape):
         unsupported.append(f"{label}(ceil_mode)")
         return None

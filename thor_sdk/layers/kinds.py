@@ -127,10 +127,11 @@ class Kind:
         missing = [f for f in self.features if f not in config]
         if missing:
             raise UsageError(f"layer of kind {self.name!r} lacks config features: {', '.join(missing)}")
-        bad = [f for f in self.features if not _is_number(config[f]) or config[f] < 0]
+        checked = self.features + tuple(f for f in OPTIONAL_KEYS.get(self.name, ()) if f in config)
+        bad = [f for f in checked if not _is_number(config[f]) or config[f] < 0]
         if bad:
             raise UsageError(f"layer of kind {self.name!r}: features must be non-negative numbers: {', '.join(bad)}")
-        for f in self.features:
+        for f in checked:
             v = config[f]
             if v > MAX_FEATURE:
                 raise UsageError(f"layer of kind {self.name!r}: {f} = {v:g} is above {MAX_FEATURE:g}")
@@ -190,25 +191,31 @@ class Kind:
 #: config without one reads as that value (``with_added_features``). Kind ``mha``'s masks came on 2026-11-27; its
 #: samples before them were all unmasked.
 ADDED_FEATURES = {"mha": {"mask": 0, "causal": 0}}
-#: features a config may leave out, each read as the value of another (``complete_config``): a conv2d's kernel,
-#: stride and padding along its width are those along its height unless given (a square kernel, as every conv2d
-#: was before 2026-11-27, when rectangular kernels came: a keyword spotter's 10x4 over MFCCs, Inception's 1x7)
-OPTIONAL_FEATURES = {"conv2d": {"kernel_w": "kernel", "stride_w": "stride", "padding_w": "padding"}}
+#: config keys that are not GP inputs, each optional and read as the value of a feature when left out
+#: (``complete_config``): a conv2d's or 2-D pooling's kernel, stride and padding along its width are those along
+#: its height unless given (a square kernel, as every one was before 2026-11-27, when rectangular kernels came: a
+#: keyword spotter's 10x4 over MFCCs, Inception's 1x7, an audio net's (2, 1) pooling over time). They shape the
+#: layer (its output, FLOPs and bytes, the probe built) but the GP reads the kernel's shape through those FLOPs
+#: and bytes only: with a profile's few rectangular samples (5 of 161), kernel_w as a GP input read 3x1 convs at
+#: 1.20-1.92x their measured cost where the kind's own inputs read them at 0.91-1.30x, and rectangular convs
+#: overall at 30.5% MAPE against 25.4% (``bench/bench_rect_kernels.py``, ``rect-kernels-host-20261128-0002.md``).
+OPTIONAL_KEYS = {k: {"kernel_w": "kernel", "stride_w": "stride", "padding_w": "padding"}
+                 for k in ("conv2d", "maxpool2d", "avgpool2d")}
 
 
 def complete_config(kind, config):
-    """``config`` with each optional feature it leaves out (``OPTIONAL_FEATURES``) at the value it reads as; the
-    same dict when there is none to add (or it is not a dict: the checks that follow say why)."""
-    optional = OPTIONAL_FEATURES.get(kind)
+    """``config`` with each optional key it leaves out (``OPTIONAL_KEYS``) at the value it reads as; the same dict
+    when there is none to add (or it is not a dict: the checks that follow say why)."""
+    optional = OPTIONAL_KEYS.get(kind)
     if not optional or not isinstance(config, dict) or all(f in config for f in optional):
         return config
     return {**config, **{f: config[base] for f, base in optional.items() if f not in config and base in config}}
 
 
 def minimal_config(kind, config):
-    """``config`` without the optional features (``OPTIONAL_FEATURES``) that equal what they read as: a probe keeps
-    its config so, and a square conv2d probe has the id it had before kernel_w existed (old campaigns resume)."""
-    optional = OPTIONAL_FEATURES.get(kind)
+    """``config`` without the optional keys (``OPTIONAL_KEYS``) that equal what they read as: a probe keeps its
+    config so, and a square conv2d probe has the id it had before kernel_w existed (old campaigns resume)."""
+    optional = OPTIONAL_KEYS.get(kind)
     if not optional or not isinstance(config, dict) or not any(f in config for f in optional):
         return config
     return {k: v for k, v in config.items()
@@ -217,7 +224,8 @@ def minimal_config(kind, config):
 
 def with_added_features(kind, config):
     """``config`` of a layer of ``kind`` as stored by an older campaign, with the features the kind gained since
-    (``ADDED_FEATURES``, ``OPTIONAL_FEATURES``) at the value its samples then had; unchanged otherwise."""
+    (``ADDED_FEATURES``) and its optional keys (``OPTIONAL_KEYS``) at the value its samples then had; unchanged
+    otherwise."""
     added = ADDED_FEATURES.get(kind)
     return complete_config(kind, {**added, **config} if added and isinstance(config, dict) else config)
 
@@ -238,7 +246,8 @@ def _conv_out(size, k, s, p, d=1):
 
 
 def _width_side(c):
-    """A conv2d's (kernel, stride, padding) along its width: ``*_w``, else those along its height (square)."""
+    """A conv2d's or 2-D pooling's (kernel, stride, padding) along its width: ``*_w``, else those along its height
+    (square)."""
     return (c.get("kernel_w", c["kernel"]), c.get("stride_w", c["stride"]), c.get("padding_w", c["padding"]))
 
 
@@ -254,14 +263,19 @@ KINDS = {
     k.name: k
     for k in [
         Kind("conv2d", ("in_channels", "out_channels", "kernel", "stride", "padding", "groups", "height", "width",
-                        "bias", "kernel_w", "stride_w", "padding_w"),
+                        "bias"),
              "2-D convolution; depthwise when groups == in_channels. kernel, stride and padding are along the "
-             "height, kernel_w, stride_w and padding_w along the width (a config may leave those out: the same, "
-             "a square kernel)", True),
+             "height; the config keys kernel_w, stride_w and padding_w along the width (left out: the same, a "
+             "square kernel; not GP inputs: a kernel's shape reaches the estimate through its FLOPs and bytes)",
+             True),
         Kind("linear", ("in_features", "out_features", "tokens", "bias"),
              "fully connected layer; tokens = positions it is applied to per sample (1 for a vector)", True),
-        Kind("maxpool2d", ("channels", "height", "width", "kernel", "stride", "padding"), "2-D max pooling", False),
-        Kind("avgpool2d", ("channels", "height", "width", "kernel", "stride", "padding"), "2-D average pooling", False),
+        Kind("maxpool2d", ("channels", "height", "width", "kernel", "stride", "padding"),
+             "2-D max pooling (kernel, stride, padding along the height; the config keys kernel_w, stride_w, "
+             "padding_w along the width, as conv2d's)", False),
+        Kind("avgpool2d", ("channels", "height", "width", "kernel", "stride", "padding"),
+             "2-D average pooling (kernel, stride, padding along the height; the config keys kernel_w, stride_w, "
+             "padding_w along the width, as conv2d's)", False),
         Kind("adaptive_avgpool2d", ("channels", "height", "width", "out_size"),
              "adaptive average pooling to out_size x out_size (global pooling when 1)", False),
         Kind("batchnorm2d", ("channels", "height", "width"), "2-D batch normalisation (training mode)", True),
@@ -352,7 +366,7 @@ _SHAPES = {
                lambda c: ((c["tokens"], c["out_features"]) if c["tokens"] > 1 else (c["out_features"],))),
     "maxpool2d": (lambda c: (c["channels"], c["height"], c["width"]),
                   lambda c: (c["channels"], _conv_out(c["height"], c["kernel"], c["stride"], c["padding"]),
-                             _conv_out(c["width"], c["kernel"], c["stride"], c["padding"]))),
+                             _conv_out(c["width"], *_width_side(c)))),
     "adaptive_avgpool2d": (lambda c: (c["channels"], c["height"], c["width"]),
                            lambda c: (c["channels"], c["out_size"], c["out_size"])),
     "batchnorm2d": (lambda c: (c["channels"], c["height"], c["width"]),) * 2,
@@ -431,8 +445,8 @@ _FLOPS = {
     "conv2d": _conv_flops,
     "linear": lambda c: 2.0 * c["tokens"] * c["in_features"] * c["out_features"],
     "output": lambda c: 2.0 * c["tokens"] * c["in_features"] * c["out_features"] + 5.0 * c["tokens"] * c["out_features"],
-    "maxpool2d": lambda c: _prod(_SHAPES["maxpool2d"][1](c)) * c["kernel"] ** 2,
-    "avgpool2d": lambda c: _prod(_SHAPES["maxpool2d"][1](c)) * c["kernel"] ** 2,
+    "maxpool2d": lambda c: _prod(_SHAPES["maxpool2d"][1](c)) * c["kernel"] * _width_side(c)[0],
+    "avgpool2d": lambda c: _prod(_SHAPES["maxpool2d"][1](c)) * c["kernel"] * _width_side(c)[0],
     "adaptive_avgpool2d": lambda c: c["channels"] * c["height"] * c["width"],
     "batchnorm2d": lambda c: 8.0 * c["channels"] * c["height"] * c["width"],
     "layernorm": lambda c: 8.0 * c["tokens"] * c["normalized"],

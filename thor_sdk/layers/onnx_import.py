@@ -420,19 +420,6 @@ def _find_patterns(g):
 
 # -- one node -> (kind, config) --------------------------------------------------------------------
 
-def _square(vals, what, op, unsupported):
-    vals = [int(v) for v in vals]
-    if len(set(vals)) > 1:
-        unsupported.append(f"{op}(non-square {what})")
-    return vals[0] if vals else 1
-
-
-def _padding(a, size, kernel, stride, op, unsupported):
-    """Symmetric square padding from ``pads``/``auto_pad`` (None when unsupported)."""
-    pads = _side_padding(a, size, [kernel] * len(size), [stride] * len(size), op, unsupported)
-    return None if pads is None else _square(pads or [0], "padding", op, unsupported)
-
-
 def _side_padding(a, size, kernels, strides, op, unsupported):
     """Symmetric padding per spatial side from ``pads``/``auto_pad`` (None when unsupported)."""
     auto = _decode(a.get("auto_pad", "NOTSET"))
@@ -492,13 +479,17 @@ def _pool(g, node, a, unsupported):
         return None
     if int(a.get("ceil_mode", 0)) or any(int(d) != 1 for d in a.get("dilations", [1, 1])):
         unsupported.append(f"{op}(ceil_mode or dilation)")
-    kernel = _square(a["kernel_shape"], "kernel", op, unsupported)
-    stride = _square(a.get("strides", [1, 1]), "stride", op, unsupported)
-    padding = _padding(a, xs[1:], kernel, stride, op, unsupported)
-    if padding is None:
+    kernels = [int(k) for k in a["kernel_shape"]]
+    strides = [int(s) for s in a.get("strides", [1, 1])]
+    if len(kernels) != 2 or len(strides) != 2:
+        unsupported.append(f"{op}(kernel or strides not 2-D)")
+        return None
+    pads = _side_padding(a, xs[1:], kernels, strides, op, unsupported)
+    if pads is None or len(pads) != 2:
         return None
     return ("maxpool2d" if op == "MaxPool" else "avgpool2d"), {
-        "channels": xs[0], "height": xs[1], "width": xs[2], "kernel": kernel, "stride": stride, "padding": padding}
+        "channels": xs[0], "height": xs[1], "width": xs[2], "kernel": kernels[0], "stride": strides[0],
+        "padding": pads[0], "kernel_w": kernels[1], "stride_w": strides[1], "padding_w": pads[1]}
 
 
 def _linear(g, node, a, extra, unsupported):

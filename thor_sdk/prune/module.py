@@ -24,8 +24,8 @@ def _i(v):
 
 
 def _side(c, feature):
-    """A conv's ``feature`` (kernel, stride, padding) as source: one number, or (height, width) where a conv2d's
-    ``<feature>_w`` differs."""
+    """A conv's or pooling's ``feature`` (kernel, stride, padding) as source: one number, or (height, width) where
+    a 2-D one's ``<feature>_w`` differs."""
     h, w = _i(c[feature]), _i(c.get(f"{feature}_w", c[feature]))
     return str(h) if h == w else f"({h}, {w})"
 
@@ -45,7 +45,7 @@ def _expr(kind, c):
         return f"nn.Linear({_i(c['in_features'])}, {_i(c['out_features'])})"
     if kind in ("maxpool2d", "avgpool2d", "maxpool1d"):
         cls = {"maxpool2d": "nn.MaxPool2d", "avgpool2d": "nn.AvgPool2d", "maxpool1d": "nn.MaxPool1d"}[kind]
-        return f"{cls}({_i(c['kernel'])}, stride={_i(c['stride'])}, padding={_i(c['padding'])})"
+        return f"{cls}({_side(c, 'kernel')}, stride={_side(c, 'stride')}, padding={_side(c, 'padding')})"
     if kind in ("adaptive_avgpool2d", "adaptive_avgpool1d"):
         cls = "nn.AdaptiveAvgPool2d" if kind == "adaptive_avgpool2d" else "nn.AdaptiveAvgPool1d"
         return f"{cls}({_i(c['out_size'])})"
