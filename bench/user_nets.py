@@ -336,6 +336,21 @@ class CnnOneFstride4(nn.Module):
         return self.fc(F.relu(self.conv(x)))
 
 
+class TradFpool3(nn.Module):
+    """Sainath and Parada's "cnn-trad-fpool3" keyword spotter, narrowed to 32 filters over 49x40 log-mel frames: a
+    20x8 conv, max pooling (1, 3) over frequency only, a 10x4 conv, then dense layers, 12 classes."""
+
+    def __init__(self):
+        super().__init__()
+        self.c1, self.c2 = nn.Conv2d(1, 32, (20, 8)), nn.Conv2d(32, 32, (10, 4))
+        self.pool = nn.MaxPool2d((1, 3))
+        self.fc = nn.Sequential(nn.Flatten(), nn.Linear(32 * 21 * 8, 32), nn.Linear(32, 128), nn.ReLU(),
+                                nn.Linear(128, 12))
+
+    def forward(self, x):
+        return self.fc(F.relu(self.c2(self.pool(F.relu(self.c1(x))))))
+
+
 #: nets whose architecture joined the zoo after they had shown it missing (docs/model-zoo.md): no longer clean
 #: no longer unseen cases, reported apart: SeqLSTM read 1.95x before lstm_har joined the zoo; SdpaBlock calls
 #: F.scaled_dot_product_attention, as vit_tiny (in the zoo since 2026-11-27) does; MHA, Encoder and CrossAttn
@@ -349,4 +364,4 @@ NETS = (("UNetTiny", (3, 32, 32)), ("BiLSTM", (32,)), ("GRU2", (50, 12)), ("MHA"
         ("ManualAttn", (16, 32)), ("Encoder", (32, 16)), ("SdpaBlock", (24, 20)), ("EinsumAttn", (20, 16)),
         ("CrossAttn", (30, 24)), ("SeqLSTM", (64, 9)), ("StyleBlock", (3, 32, 32)), ("CausalMHA", (40, 16)),
         ("MnistExample", (1, 28, 28)), ("GNConvNet", (3, 32, 32)), ("PReLUMLP", (40,)), ("ERFBlockNet", (3, 32, 32)),
-        ("CnnOneFstride4", (1, 98, 40)))
+        ("CnnOneFstride4", (1, 98, 40)), ("TradFpool3", (1, 49, 40)))
