@@ -277,3 +277,19 @@ def test_profile_candidates_take_one_sided_poolings():
     rect = [c for c, _, _ in cands if c["kernel"] != c["kernel_w"]]
     assert 0.02 * len(cands) < len(rect) < 0.2 * len(cands)
     assert all(_valid("maxpool2d", c) and 1 in (c["kernel"], c["kernel_w"]) for c in rect)
+
+
+def test_kinds_lists_the_optional_keys_apart_from_the_gp_inputs():
+    from click.testing import CliRunner
+
+    from thor_sdk.cli.main import cli
+
+    res = CliRunner().invoke(cli, ["kinds", "--json"])
+    assert res.exit_code == 0, res.output
+    kinds = {k["name"]: k for k in json.loads(res.output)["kinds"]}
+    for name in ("conv2d", "maxpool2d", "avgpool2d"):
+        assert kinds[name]["optional_keys"] == {"kernel_w": "kernel", "stride_w": "stride", "padding_w": "padding"}
+        assert not {"kernel_w", "stride_w", "padding_w"} & set(kinds[name]["gp_features"])
+    assert kinds["conv1d"]["optional_keys"] == {}
+    text = CliRunner().invoke(cli, ["kinds"]).output
+    assert "[kernel_w]" in text and "optional config key" in text

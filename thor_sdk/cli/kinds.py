@@ -17,5 +17,7 @@ def cmd(as_json):
     if as_json:
         emit_json({"kinds": kinds})
         return
-    click.echo(table([(k["name"], ", ".join(k["features"]), "/".join(k["roles"])) for k in kinds],
-                     ["kind", "features", "roles"]))
+    click.echo(table([(k["name"], ", ".join(k["features"] + [f"[{o}]" for o in k["optional_keys"]]),
+                       "/".join(k["roles"])) for k in kinds], ["kind", "features", "roles"]))
+    click.echo("[key]: an optional config key, not a GP input (a conv's or pooling's width side: the height's when "
+               "left out)")

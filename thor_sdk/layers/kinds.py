@@ -184,6 +184,7 @@ class Kind:
             "has_params": self.has_params,
             "input_dtype": self.input_dtype,
             "roles": list(self.roles),
+            "optional_keys": dict(OPTIONAL_KEYS.get(self.name, {})),  # config keys, not GP inputs: key -> read as
         }
 
 
