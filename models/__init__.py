@@ -92,6 +92,9 @@ _ZOO = (
          (3, 64, 64), 200),
     _zoo("resnet20_gn", "CIFAR ResNet-20 (16/32/64) with GroupNorm of 2 groups in place of batch norm, as federated "
          "learning trains it on non-IID clients, on 3x32x32 images, 10 classes", (3, 32, 32)),
+    _zoo("mnist_classic", "PyTorch's MNIST example as it stood until 2020: two 5x5 convs, channel dropout "
+         "(nn.Dropout2d) on the second, functional max pooling, F.dropout, a log-softmax output, on 1x28x28 digits, "
+         "10 classes", (1, 28, 28)),
     _zoo("mobilefacenet_64", "MobileFaceNet (PReLU, MobileNetV2 bottlenecks, global depthwise conv to a 128-d "
          "embedding) on 3x64x64 faces, 100 identities", (3, 64, 64), 100),
     _zoo("mobilenetv2_96", "MobileNetV2 (ImageNet strides, width 0.5) on 3x96x96 images, 10 classes", (3, 96, 96)),

@@ -136,6 +136,31 @@ def resnet20_gn(spec):
     return nn.Sequential(*layers, _Head(c, spec.num_classes))
 
 
+class _MnistClassic(nn.Module):
+    """The ``Net`` of PyTorch's examples/mnist until 2020, as written there (``conv2_drop`` an ``nn.Dropout2d``)."""
+
+    def __init__(self, num_classes):
+        super().__init__()
+        self.conv1 = nn.Conv2d(1, 10, kernel_size=5)
+        self.conv2 = nn.Conv2d(10, 20, kernel_size=5)
+        self.conv2_drop = nn.Dropout2d()
+        self.fc1 = nn.Linear(320, 50)
+        self.fc2 = nn.Linear(50, num_classes)
+
+    def forward(self, x):
+        x = F.relu(F.max_pool2d(self.conv1(x), 2))
+        x = F.relu(F.max_pool2d(self.conv2_drop(self.conv2(x)), 2))
+        x = x.view(-1, 320)
+        x = F.relu(self.fc1(x))
+        x = F.dropout(x, training=self.training)
+        return F.log_softmax(self.fc2(x), dim=1)
+
+
+def mnist_classic(spec):
+    """PyTorch's MNIST example net before 2020: the channel dropout of most tutorial CNNs of that time."""
+    return _MnistClassic(spec.num_classes)
+
+
 def _cbp(cin, cout, k, stride=1, groups=1, prelu=True):
     """``_conv_bn`` with, unless ``prelu`` is False (a linear layer), a PReLU per channel."""
     conv_bn = _conv_bn(cin, cout, k, stride, groups, act=None)

@@ -163,6 +163,8 @@ def build_layer(kind, c):
         return nn.LayerNorm(_i(c["normalized"]))
     if kind == "dropout":
         return nn.Dropout(float(c["p"]))
+    if kind == "dropout2d":  # on (N, channels, spatial): the channel dropout nn.Dropout2d runs on (N, C, H, W)
+        return nn.Dropout1d(float(c["p"]))
     if kind == "flatten":
         return Flatten()
     if kind == "add":

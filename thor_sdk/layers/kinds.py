@@ -288,6 +288,10 @@ KINDS = {
         Kind("tanh", ("numel",), "tanh; numel = elements per sample", False),
         Kind("sigmoid", ("numel",), "sigmoid; numel = elements per sample", False),
         Kind("dropout", ("numel", "p"), "dropout (training mode)", False),
+        Kind("dropout2d", ("channels", "spatial", "p"),
+             "channel dropout (training mode: nn.Dropout1d/2d/3d, F.dropout1d/2d/3d): whole channels of channels x "
+             "spatial elements per sample zeroed, one mask value per sample and channel (spatial: H x W, a length)",
+             False),
         Kind("flatten", ("numel",), "flatten / reshape to a vector", False),
         Kind("add", ("numel",), "residual addition of two tensors of numel elements per sample", False),
         Kind("embedding", ("num_embeddings", "embedding_dim", "seq_len", "positional"),
@@ -380,6 +384,7 @@ _SHAPES = {
     "batchnorm1d": (lambda c: (c["channels"], c["length"]) if c["length"] > 1 else (c["channels"],),) * 2,
     "groupnorm": (lambda c: (c["channels"], c["spatial"]),) * 2,
     "prelu": (lambda c: (c["channels"], c["spatial"]),) * 2,
+    "dropout2d": (lambda c: (c["channels"], c["spatial"]),) * 2,
     "maxpool1d": (lambda c: (c["channels"], c["length"]),
                   lambda c: (c["channels"], _conv_out(c["length"], c["kernel"], c["stride"], c["padding"]))),
     "adaptive_avgpool1d": (lambda c: (c["channels"], c["length"]), lambda c: (c["channels"], c["out_size"])),
@@ -462,6 +467,7 @@ _FLOPS = {
     "tanh": lambda c: 4.0 * c["numel"],
     "sigmoid": lambda c: 4.0 * c["numel"],
     "dropout": lambda c: 2.0 * c["numel"],
+    "dropout2d": lambda c: 2.0 * c["channels"] * c["spatial"],  # scale, multiply (the mask is per channel)
     "flatten": lambda c: 0.0,
     "conv1d": _conv1d_flops,
     "batchnorm1d": lambda c: 8.0 * c["channels"] * c["length"],
@@ -536,6 +542,7 @@ _EXTRA_BYTES = {
     "maxpool2d": lambda c, runs: 2 * 8.0 * _prod(_SHAPES["maxpool2d"][1](c)) if runs else 0.0,
     "maxpool1d": lambda c, runs: 2 * 8.0 * _prod(_SHAPES["maxpool1d"][1](c)) if runs else 0.0,
     "dropout": lambda c, runs: (2.0 if runs else 1.0) * c["numel"],
+    "dropout2d": lambda c, runs: (2.0 if runs else 1.0) * 4.0 * c["channels"],  # its float mask, one per channel
     "add": lambda c, runs: 4.0 * c["numel"],
     "mul": lambda c, runs: 0.0 if c["broadcast"] else 4.0 * c["numel"] * (3.0 if runs else 1.0),
 }
