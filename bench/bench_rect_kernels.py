@@ -15,7 +15,6 @@ Writes ``rect-kernels-host-<stamp>.md`` and ``.json``.
 import argparse
 import datetime
 import json
-import math
 import os
 import statistics
 import sys
@@ -72,16 +71,6 @@ def _variants():
             "+ kernel_w, stride_w, padding_w": shipped[:at] + ["kernel_w", "stride_w", "padding_w"] + shipped[at:]}
 
 
-def _fit(rows, names, drift_var):
-    from thor_sdk.fitting.gp import KindGP
-    from thor_sdk.fitting.pipeline import sample_terms
-    from thor_sdk.layers.kinds import feature_vector
-
-    X = [feature_vector("conv2d", r["config"], r["batch_size"], r["role"], names) for r in rows]
-    return KindGP(names, random_state=0).fit(X, [r["value"] for r in rows], noise_std=[r["std"] for r in rows],
-                                             terms=sample_terms(rows), extra_log_var=drift_var)
-
-
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--campaign", required=True, help="a host profile's campaign (thor-sdk profile --out)")
@@ -93,7 +82,7 @@ def main(argv=None):
         ap.error("--repeats 1-5, --batch-size 1-128")
     import subprocess
 
-    from thor_sdk.fitting.pipeline import at_campaign_level, drift_log_var
+    from thor_sdk.fitting.pipeline import at_campaign_level, drift_log_var, fit_kind
     from thor_sdk.layers.kinds import complete_config, feature_vector
     from thor_sdk.runtime.terms import at_batch, cost_terms
     from thor_sdk.store.campaign import Campaign
@@ -105,7 +94,8 @@ def main(argv=None):
                                  if s["value"] is not None], runs, "time")
     rows = [s for s in good if s["kind"] == "conv2d" and s["config"]["groups"] == 1]
     n_rect = sum(r["config"]["kernel"] != r["config"]["kernel_w"] for r in rows)
-    gps = {v: (names, _fit(rows, names, drift_var)) for v, names in _variants().items()}
+    gps = {v: (names, fit_kind("conv2d", rows, extra_log_var=drift_var, features=names))
+           for v, names in _variants().items()}
 
     truth = []
     with tempfile.TemporaryDirectory() as tmp:

@@ -384,7 +384,8 @@ def candidates(prior, kind, n, seed=0):
             near = _rect_neighbour(kind, config, tall=p[2] < 0.5)
             config = near if near is not None and _valid(kind, near) else config
         elif kernels and p[3] < share:
-            near = _kernel_neighbour(config, down=p[3] < (2 * share / 3 if kind in RECT_NEIGHBOUR_KINDS else share / 2))
+            split = 2 * share / 3 if kind in RECT_NEIGHBOUR_KINDS else share / 2  # down below it, up above
+            near = _kernel_neighbour(config, down=p[3] < split)
             config = near if near is not None and _valid(kind, near) else config
         if kind == "groupnorm" and p[3] < share:
             near = _groups_neighbour(config, more=p[3] < share / 2)

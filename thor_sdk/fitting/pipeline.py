@@ -87,14 +87,17 @@ def _centred(logs):
     return [x - mu for x in logs]
 
 
-def fit_kind(kind, rows, random_state=0, extra_log_var=0.0, n_restarts_optimizer=1, max_inducing=None):
+def fit_kind(kind, rows, random_state=0, extra_log_var=0.0, n_restarts_optimizer=1, max_inducing=None,
+             features=None):
     """A fitted ``KindGP`` from the samples of one kind (the campaign's working models and ``fit`` alike);
-    ``max_inducing``: a lower cap on its inducing points than the GP's own (``fit``'s size budget)."""
+    ``max_inducing``: a lower cap on its inducing points than the GP's own (``fit``'s size budget);
+    ``features``: GP inputs other than the kind's (``gp_features``), as a benchmark compares them."""
     from thor_sdk.fitting.gp import MAX_INDUCING, KindGP
     from thor_sdk.layers.kinds import feature_vector, gp_features
 
-    X = [feature_vector(kind, r["config"], r["batch_size"], r["role"]) for r in rows]
-    return KindGP(gp_features(kind), random_state=random_state, n_restarts_optimizer=n_restarts_optimizer,
+    features = gp_features(kind) if features is None else features
+    X = [feature_vector(kind, r["config"], r["batch_size"], r["role"], features) for r in rows]
+    return KindGP(features, random_state=random_state, n_restarts_optimizer=n_restarts_optimizer,
                   max_inducing=MAX_INDUCING if max_inducing is None else max_inducing).fit(
         X, [r["value"] for r in rows], noise_std=[r["std"] for r in rows], terms=sample_terms(rows),
         extra_log_var=extra_log_var)

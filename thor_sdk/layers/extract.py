@@ -95,20 +95,16 @@ def _pool_layer(kind, kernel, stride, padding, dilation, ceil_mode, in_shape, ou
     return kind, c
 
 
-#: the per-sample rank (channels and spatial axes) each channel dropout zeroes channels of, by its digit
-_CHANNEL_DROPOUT_RANK = {"1": 2, "2": 3, "3": 4}
-
-
-def _channel_dropout(label, p, in_shape, unsupported):
-    """(kind, config) of a channel dropout (``nn.Dropout2d``, ``F.dropout1d``, ...): kind ``dropout2d`` over the
-    channels (axis 0 per sample) and the rest as ``spatial``; None (free: PyTorch returns its input) at p = 0.
-    Recorded unsupported on an input of another rank than its own (``nn.Dropout2d`` on (C, L) per sample reads
-    it as one unbatched image, as PyTorch warns) or a p that is not a number in [0, 1)."""
-    digit = next(ch for ch in label if ch in "123")
+def _channel_dropout(label, p, spatial_axes, in_shape, unsupported):
+    """(kind, config) of a channel dropout (``nn.Dropout2d``, ``F.dropout1d``, ...) over ``spatial_axes`` (1, 2 or
+    3: its digit): kind ``dropout2d`` over the channels (axis 0 per sample) and the rest as ``spatial``; None
+    (free: PyTorch returns its input) at p = 0. Recorded unsupported on an input of another rank than its own
+    (``nn.Dropout2d`` on (C, L) per sample reads it as one unbatched image, as PyTorch warns) or a p that is not a
+    number in [0, 1)."""
     if not isinstance(p, (int, float)) or isinstance(p, bool) or not 0 <= p < 1:
         unsupported.append(f"{label}(p not a number in [0, 1))")
         return None
-    if len(in_shape) != _CHANNEL_DROPOUT_RANK[digit]:
+    if len(in_shape) != 1 + spatial_axes:
         unsupported.append(f"{label}(an input of {len(in_shape)} axes per sample)")
         return None
     if p == 0:
@@ -205,15 +201,16 @@ def _module_layer(mod, in_shape, out_shape, unsupported, in_axis=0):
                                      "head_dim": mod.head_dim, "d_ff": mod.ff1.out_features, "seq_len": in_shape[0]}
     if isinstance(mod, nn.Dropout):
         return "dropout", {"numel": _prod(in_shape), "p": float(mod.p)}
-    if isinstance(mod, (nn.Dropout1d, nn.Dropout2d, nn.Dropout3d)):
-        return _channel_dropout(type(mod).__name__, mod.p, in_shape, unsupported)
+    for axes, cls in enumerate((nn.Dropout1d, nn.Dropout2d, nn.Dropout3d), 1):
+        if isinstance(mod, cls):
+            return _channel_dropout(type(mod).__name__, mod.p, axes, in_shape, unsupported)
     if isinstance(mod, (nn.Flatten, nn.Unflatten)):
         return "flatten", {"numel": _prod(in_shape)}
     if isinstance(mod, nn.Identity):
         return None
     simple = {nn.ReLU: "relu", nn.ReLU6: "relu6", nn.Hardtanh: "relu6", nn.GELU: "gelu", nn.Tanh: "tanh",
-              nn.Sigmoid: "sigmoid", nn.Hardswish: "hardswish", nn.Hardsigmoid: "hardsigmoid", nn.SiLU: "silu", nn.LeakyReLU: "leaky_relu",
-              nn.ELU: "elu"}
+              nn.Sigmoid: "sigmoid", nn.Hardswish: "hardswish", nn.Hardsigmoid: "hardsigmoid", nn.SiLU: "silu",
+              nn.LeakyReLU: "leaky_relu", nn.ELU: "elu"}
     for cls, kind in simple.items():
         if type(mod) is cls:
             return kind, {"numel": _prod(in_shape)}
@@ -1229,7 +1226,8 @@ def _function_layer(node, in_shape, out_shape, unsupported, full_shape=lambda n:
         p = node.kwargs.get("p", node.args[1] if len(node.args) > 1 else 0.5)
         return "dropout", {"numel": _prod(in_shape), "p": float(p)}
     if t in (F.dropout1d, F.dropout2d, F.dropout3d):
-        return _channel_dropout(f"F.{t.__name__}", _arg(node, 1, "p", 0.5), in_shape, unsupported)
+        axes = (F.dropout1d, F.dropout2d, F.dropout3d).index(t) + 1
+        return _channel_dropout(f"F.{t.__name__}", _arg(node, 1, "p", 0.5), axes, in_shape, unsupported)
     if t is F.adaptive_avg_pool1d:
         size = _arg(node, 1, "output_size")
         return "adaptive_avgpool1d", {"channels": in_shape[0], "length": in_shape[1],

@@ -94,7 +94,8 @@ class Kind:
         and for its dropout mask (p > 0), the attention probabilities (``num_heads*seq_len*kv_len`` each), times
         ``2*4``; ``sdpa`` its softmax's row statistics (``num_heads*seq_len``) and with dropout its probabilities
         and their mask (``2*num_heads*seq_len*kv_len``), times ``2*4``; max pooling its
-        int64 argmax indices (``2*8*O``), dropout its byte mask (``2*numel``); ``add`` and a full-size
+        int64 argmax indices (``2*8*O``), dropout its byte mask (``2*numel``), dropout2d its float mask
+        of one value per channel (``2*4*channels``); ``add`` and a full-size
         ``mul`` read a second operand (``4*numel``; ``mul`` also saves it for the backward and writes
         its gradient, ``+8*numel``). Affine in ``b`` (per-sample + per-step terms), as the runtime needs.
         """
@@ -616,8 +617,8 @@ def gp_features(kind_name):
 
 
 def feature_vector(kind_name, config, batch_size, role, names=None):
-    """The raw (untransformed) GP input vector for one layer; role encoded input=1, hidden=0. ``names``: the
-    inputs of a GP fitted earlier (its ``features``, before a kind gained one), else ``gp_features`` now."""
+    """The raw (untransformed) GP input vector for one layer; role encoded input=1, hidden=0. ``names``: another
+    set of inputs (a GP's own ``features``; ``bench/bench_rect_kernels.py``'s variants), else ``gp_features``."""
     names = gp_features(kind_name) if names is None else names
     values = dict(complete_config(kind_name, config), batch_size=batch_size, role=1 if role == "input" else 0)
     out = []

@@ -442,6 +442,20 @@ def _side_padding(a, size, kernels, strides, op, unsupported):
     return pads[:half] or [0] * len(size)
 
 
+def _window(a, kernel_shape, xs, op, unsupported):
+    """A 2-D Conv's or pooling's ``(kernels, strides, pads)``, each (along the height, along the width), from its
+    attributes on a per-sample input ``xs`` = [C, H, W]; None when unsupported (recorded)."""
+    kernels = [int(k) for k in kernel_shape]
+    strides = [int(s) for s in a.get("strides", [1, 1])]
+    if len(kernels) != 2 or len(strides) != 2:
+        unsupported.append(f"{op}(kernel or strides not 2-D)")
+        return None
+    pads = _side_padding(a, xs[1:], kernels, strides, op, unsupported)
+    if pads is None or len(pads) != 2:
+        return None
+    return kernels, strides, pads
+
+
 def _conv(g, node, a, unsupported):
     x, w = node.input[0], node.input[1]
     if not g.is_const(w):
@@ -457,14 +471,10 @@ def _conv(g, node, a, unsupported):
         return None
     if any(int(d) != 1 for d in a.get("dilations", [1, 1])):
         unsupported.append("Conv(dilation>1)")
-    kernels = [int(k) for k in a.get("kernel_shape", ws[2:])]
-    strides = [int(s) for s in a.get("strides", [1, 1])]
-    if len(kernels) != 2 or len(strides) != 2:
-        unsupported.append("Conv(kernel or strides not 2-D)")
+    window = _window(a, a.get("kernel_shape", ws[2:]), xs, "Conv", unsupported)
+    if window is None:
         return None
-    pads = _side_padding(a, xs[1:], kernels, strides, "Conv", unsupported)
-    if pads is None or len(pads) != 2:
-        return None
+    kernels, strides, pads = window
     return "conv2d", {"in_channels": xs[0], "out_channels": ws[0], "kernel": kernels[0], "stride": strides[0],
                       "padding": pads[0], "groups": int(a.get("group", 1)), "height": xs[1], "width": xs[2],
                       "bias": int(len(node.input) > 2 and bool(node.input[2])), "kernel_w": kernels[1],
@@ -479,14 +489,10 @@ def _pool(g, node, a, unsupported):
         return None
     if int(a.get("ceil_mode", 0)) or any(int(d) != 1 for d in a.get("dilations", [1, 1])):
         unsupported.append(f"{op}(ceil_mode or dilation)")
-    kernels = [int(k) for k in a["kernel_shape"]]
-    strides = [int(s) for s in a.get("strides", [1, 1])]
-    if len(kernels) != 2 or len(strides) != 2:
-        unsupported.append(f"{op}(kernel or strides not 2-D)")
+    window = _window(a, a["kernel_shape"], xs, op, unsupported)
+    if window is None:
         return None
-    pads = _side_padding(a, xs[1:], kernels, strides, op, unsupported)
-    if pads is None or len(pads) != 2:
-        return None
+    kernels, strides, pads = window
     return ("maxpool2d" if op == "MaxPool" else "avgpool2d"), {
         "channels": xs[0], "height": xs[1], "width": xs[2], "kernel": kernels[0], "stride": strides[0],
         "padding": pads[0], "kernel_w": kernels[1], "stride_w": strides[1], "padding_w": pads[1]}
