@@ -2,9 +2,9 @@
 
 The ONNX translation library (onnxscript's torch_lib) has no implementations of most *backward*
 ATen ops, so the traced step must be written in forward ops only. torch ships decompositions for
-many backward ops; the ones it lacks for CPU tracing (``convolution_backward``,
-``avg_pool2d_backward``, ``_adaptive_avg_pool2d_backward``) are written here in terms of plain
-(transposed) convolutions, which every ONNX runtime executes.
+many backward ops; the ones it lacks for CPU tracing (``convolution_backward``, plain and transposed,
+``avg_pool2d_backward``, ``_adaptive_avg_pool2d_backward``, ``upsample_bilinear2d_backward``) are written here
+in terms of plain (transposed) convolutions and matrix products, which every ONNX runtime executes.
 
 Only backward ops are decomposed, plus forward ops ONNX has no (correct) translation for, so the
 forward part of the exported graph keeps its natural ONNX ops (Conv, MaxPool, Gemm, ...). Training-mode
@@ -23,42 +23,95 @@ def _pair(v):
 
 def convolution_backward(grad_output, input, weight, bias_sizes, stride, padding, dilation, transposed,
                          output_padding, groups, output_mask):
-    """``aten.convolution_backward`` for 2-D, non-transposed convolutions as two convolutions.
+    """``aten.convolution_backward`` for 2-D convolutions, plain or transposed, as two convolutions.
 
-    grad_input is the transposed convolution of grad_output with the weight; grad_weight is a
+    Plain: grad_input is the transposed convolution of grad_output with the weight; grad_weight is a
     grouped convolution of the input (batch moved into channels) with grad_output used as the
-    kernel (stride and dilation swap roles); grad_bias is a sum.
+    kernel (stride and dilation swap roles); grad_bias is a sum. Transposed (``nn.ConvTranspose2d``): the
+    roles of input and output swap: grad_input is the plain convolution of grad_output with the weight, and
+    grad_weight is the plain convolution's weight gradient with grad_output as its input and the input as its
+    output's gradient (the weight, ``(C_in, C_out / groups, kH, kW)``, is that convolution's).
     """
     import torch
 
     aten = torch.ops.aten
-    if transposed or input.dim() != 4:
+    if input.dim() != 4:
         return NotImplemented
     stride, padding, dilation = _pair(stride), _pair(padding), _pair(dilation)
-    n, c_in, h, w = input.shape
-    c_out, cig, kh, kw = weight.shape
+    h, w = input.shape[2], input.shape[3]
+    kh, kw = weight.shape[2], weight.shape[3]
     ho, wo = grad_output.shape[2], grad_output.shape[3]
     g = int(groups)
     grad_input = grad_weight = grad_bias = None
     if output_mask[0]:
-        out_pad = [
-            h - ((ho - 1) * stride[0] - 2 * padding[0] + dilation[0] * (kh - 1) + 1),
-            w - ((wo - 1) * stride[1] - 2 * padding[1] + dilation[1] * (kw - 1) + 1),
-        ]
-        if any(p < 0 or (p >= s and p >= d) for p, s, d in zip(out_pad, stride, dilation)):
-            return NotImplemented
-        grad_input = aten.convolution(grad_output, weight, None, stride, padding, dilation, True, out_pad, g)
+        if transposed:
+            grad_input = aten.convolution(grad_output, weight, None, stride, padding, dilation, False, [0, 0], g)
+            if tuple(grad_input.shape[2:]) != (h, w):
+                return NotImplemented
+        else:
+            out_pad = [
+                h - ((ho - 1) * stride[0] - 2 * padding[0] + dilation[0] * (kh - 1) + 1),
+                w - ((wo - 1) * stride[1] - 2 * padding[1] + dilation[1] * (kw - 1) + 1),
+            ]
+            if any(p < 0 or (p >= s and p >= d) for p, s, d in zip(out_pad, stride, dilation)):
+                return NotImplemented
+            grad_input = aten.convolution(grad_output, weight, None, stride, padding, dilation, True, out_pad, g)
     if output_mask[1]:
-        cog = c_out // g
-        # input (N, g*cig, H, W) -> (cig, g*N, H, W): batch = cig, channels = (group, sample)
-        x = input.reshape(n, g, cig, h, w).permute(2, 1, 0, 3, 4).reshape(cig, g * n, h, w)
-        # grad_output (N, g*cog, Ho, Wo) -> kernel (g*cog, N, Ho, Wo)
-        k = grad_output.reshape(n, g, cog, ho, wo).permute(1, 2, 0, 3, 4).reshape(g * cog, n, ho, wo)
-        gw = aten.convolution(x, k, None, dilation, padding, stride, False, [0, 0], g)
-        grad_weight = gw[:, :, :kh, :kw].permute(1, 0, 2, 3).contiguous()
+        x, gy = (grad_output, input) if transposed else (input, grad_output)
+        grad_weight = _weight_grad(x, gy, weight.shape, stride, padding, dilation, g)
     if output_mask[2]:
         grad_bias = grad_output.sum(dim=(0, 2, 3))
     return grad_input, grad_weight, grad_bias
+
+
+def _weight_grad(x, gy, weight_shape, stride, padding, dilation, g):
+    """The weight gradient of the plain 2-D convolution of ``x`` (N, C_in, H, W) by a weight of ``weight_shape``
+    (C_out, C_in / g, kH, kW) whose output's gradient is ``gy``: a grouped convolution of ``x`` (batch moved into
+    channels) with ``gy`` as the kernel (stride and dilation swap roles), cropped to the kernel."""
+    import torch
+
+    aten = torch.ops.aten
+    n, _, h, w = x.shape
+    c_out, cig, kh, kw = weight_shape
+    ho, wo = gy.shape[2], gy.shape[3]
+    cog = c_out // g
+    # x (N, g*cig, H, W) -> (cig, g*N, H, W): batch = cig, channels = (group, sample)
+    x = x.reshape(n, g, cig, h, w).permute(2, 1, 0, 3, 4).reshape(cig, g * n, h, w)
+    # gy (N, g*cog, Ho, Wo) -> kernel (g*cog, N, Ho, Wo)
+    k = gy.reshape(n, g, cog, ho, wo).permute(1, 2, 0, 3, 4).reshape(g * cog, n, ho, wo)
+    gw = aten.convolution(x, k, None, dilation, padding, stride, False, [0, 0], g)
+    return gw[:, :, :kh, :kw].permute(1, 0, 2, 3).contiguous()
+
+
+def _interpolation_matrix(out_size, in_size, align_corners, scale, like):
+    """The (out_size, in_size) matrix of 1-D linear interpolation as PyTorch's ``upsample_bilinear2d`` computes it
+    along one axis (``area_pixel_compute_source_index``: source = scale x destination with ``align_corners``, else
+    scale x (destination + 1/2) - 1/2 clamped at 0; scale = 1 / the given scale factor, else in / out), built from
+    traced arange and comparison ops (no data of its own)."""
+    import torch
+
+    if align_corners:
+        step = (in_size - 1) / (out_size - 1) if out_size > 1 else 0.0
+    else:
+        step = 1.0 / scale if scale is not None and scale > 0 else in_size / out_size
+    dst = torch.arange(out_size, dtype=like.dtype, device=like.device)
+    src = dst * step if align_corners else torch.clamp((dst + 0.5) * step - 0.5, min=0.0)
+    i0 = torch.floor(src)
+    frac = (src - i0).unsqueeze(1)
+    i1 = torch.clamp(i0 + 1, max=in_size - 1).unsqueeze(1)
+    cols = torch.arange(in_size, dtype=like.dtype, device=like.device).unsqueeze(0)
+    return (cols == i0.unsqueeze(1)).to(like.dtype) * (1 - frac) + (cols == i1).to(like.dtype) * frac
+
+
+def upsample_bilinear2d_backward(grad_output, output_size, input_size, align_corners, scales_h=None, scales_w=None):
+    """``aten.upsample_bilinear2d_backward`` as two matrix products: bilinear upsampling is linear and separable,
+    ``out = A_h x A_w^T`` per channel, so ``grad_x = A_h^T grad_out A_w`` (onnxscript has no translation of the
+    backward op; MatMul is in every runtime)."""
+    ho, wo = int(output_size[0]), int(output_size[1])
+    hi, wi = int(input_size[2]), int(input_size[3])
+    a_h = _interpolation_matrix(ho, hi, align_corners, scales_h, grad_output)
+    a_w = _interpolation_matrix(wo, wi, align_corners, scales_w, grad_output)
+    return a_h.transpose(0, 1) @ grad_output @ a_w
 
 
 def native_batch_norm(input, weight, bias, running_mean, running_var, training, momentum, eps):
@@ -188,5 +241,6 @@ def decomposition_table():
     table[aten._native_batch_norm_legit.default] = native_batch_norm
     table[aten.convolution_backward.default] = convolution_backward
     table[aten.avg_pool2d_backward.default] = avg_pool2d_backward
+    table[aten.upsample_bilinear2d_backward.default] = upsample_bilinear2d_backward
     table[aten._adaptive_avg_pool2d_backward.default] = adaptive_avg_pool2d_backward
     return table

@@ -124,6 +124,12 @@ _ZOO = (
          (3, 64, 64)),
     _zoo("fpn_lite", "conv backbone + FPN-style top-down neck (nearest upsample, add) on 3x96x96 images, 10 classes",
          (3, 96, 96)),
+    _zoo("unet_small", "U-Net (milesial/Pytorch-UNet: transposed-conv ups, F.pad to the skip, cat), widths 16-256, on "
+         "3x64x64 images, 2 classes per pixel", (3, 64, 64), 2, label_shape=(64 * 64,)),
+    _zoo("lraspp_mbv3_small", "LR-ASPP segmentation head on MobileNetV3-Small (pooled sigmoid gate, bilinear "
+         "upsampling) on 3x96x96 images, 2 classes per pixel", (3, 96, 96), 2, label_shape=(96 * 96,)),
+    _zoo("resnet20_cifar", "CIFAR ResNet-20 (16/32/64) with option-A shortcuts (strided slice, F.pad of the channels) "
+         "as akamaster/pytorch_resnet_cifar10 writes it, on 3x32x32 images, 10 classes", (3, 32, 32)),
     _zoo("dscnn_kws", "DS-CNN-S keyword spotting on 1x49x10 MFCCs, 12 classes", (1, 49, 10), 12),
     _zoo("cnn1d_har", "1-D CNN on raw inertial windows, 9x128 (UCI HAR), 6 classes", (9, 128), 6),
     _zoo("deepconvlstm", "DeepConvLSTM (4 conv1d + 2-layer LSTM 128) on 113x24 sensor windows, 18 classes",

@@ -3,7 +3,8 @@
 Common on-device architectures written with plain ``torch.nn`` (no torchvision), scaled to phone-ish
 inputs small enough that one training step at batch 16 takes well under 2 s on one CPU thread. Each
 function takes the net's ``ModelSpec`` (see ``models/__init__.py``) and ends in an ``nn.Linear`` that
-produces the class logits (THOR's output head). Only operators with a THOR layer kind are used
+produces the class logits (THOR's output head), per pixel for a segmentation net as per token for a language
+model (LR-ASPP alone ends in its bilinear upsampling of the logits, as its paper's does). Only operators with a THOR layer kind are used
 (``thor-sdk kinds``); no in-place ops and no data-dependent Python control flow, so ``torch.fx`` traces
 every net. Where a net departs from its paper (a square kernel, a Linear head instead of a 1x1-conv
 classifier, fewer repeats) the function's docstring says so.
@@ -745,6 +746,119 @@ def fpn_lite(spec):
     """Small conv backbone with an FPN-style top-down neck (1x1 laterals, nearest 2x upsampling, add),
     classified from the finest level (stride 4) on 96x96 images."""
     return _FPNLite(spec.num_classes)
+
+
+class _DoubleConv(nn.Sequential):
+    """U-Net's (3x3 conv, batch norm, ReLU) twice, the convs without bias."""
+
+    def __init__(self, cin, cout):
+        super().__init__(nn.Conv2d(cin, cout, 3, padding=1, bias=False), nn.BatchNorm2d(cout), nn.ReLU(),
+                         nn.Conv2d(cout, cout, 3, padding=1, bias=False), nn.BatchNorm2d(cout), nn.ReLU())
+
+
+class _Up(nn.Module):
+    """U-Net's up step as milesial/Pytorch-UNet writes it: a 2x2 stride-2 transposed conv halving the channels,
+    ``F.pad`` to the skip's size (computed from both sizes), ``torch.cat`` with the skip, a double conv."""
+
+    def __init__(self, cin, cout):
+        super().__init__()
+        self.up = nn.ConvTranspose2d(cin, cin // 2, 2, stride=2)
+        self.conv = _DoubleConv(cin, cout)
+
+    def forward(self, x, skip):
+        x = self.up(x)
+        dy, dx = skip.size()[2] - x.size()[2], skip.size()[3] - x.size()[3]
+        x = F.pad(x, [dx // 2, dx - dx // 2, dy // 2, dy - dy // 2])
+        return self.conv(torch.cat([skip, x], dim=1))
+
+
+class _UNet(nn.Module):
+    def __init__(self, cin, width, num_classes):
+        super().__init__()
+        w = [width * 2 ** i for i in range(5)]
+        self.inc = _DoubleConv(cin, w[0])
+        self.downs = nn.ModuleList(nn.Sequential(nn.MaxPool2d(2), _DoubleConv(w[i], w[i + 1])) for i in range(4))
+        self.ups = nn.ModuleList(_Up(w[i + 1], w[i]) for i in reversed(range(4)))
+        self.fc = nn.Linear(w[0], num_classes)
+
+    def forward(self, x):
+        skips = [self.inc(x)]
+        for down in self.downs:
+            skips.append(down(skips[-1]))
+        x = skips.pop()
+        for up in self.ups:
+            x = up(x, skips.pop())
+        return self.fc(x.permute(0, 2, 3, 1).flatten(1, 2))  # per pixel: (B, H x W, classes)
+
+
+def unet_small(spec):
+    """U-Net as milesial/Pytorch-UNet writes it (its default transposed-conv ups, F.pad to each skip's size, cat),
+    widths quartered (16-256), four levels, on 64x64 images, two classes per pixel (a person mask). The 1x1-conv
+    classifier is a Linear over each pixel's channels (the same product), so its logits are (B, H x W, classes)
+    and its loss the per-pixel cross-entropy THOR's output head costs (as a language model's per token)."""
+    return _UNet(spec.input_shape[0], 16, spec.num_classes)
+
+
+class _LRASPP(nn.Module):
+    """MobileNetV3-Small features and the LR-ASPP head (Howard et al. 2019; torchvision's LRASPPHead): the high
+    branch's 1x1 conv, gated by a pooled sigmoid, bilinearly upsampled to the stride-8 features, classified and
+    added to their own classifier's logits; the sum upsampled bilinearly to the input."""
+
+    def __init__(self, num_classes, inter=128):
+        super().__init__()
+        net = _MobileNetV3Small(num_classes)
+        blocks = list(net.features)
+        self.low = nn.Sequential(*blocks[:3])  # stem and the blocks down to stride 8 (24 channels)
+        self.high = nn.Sequential(*blocks[3:])  # on to stride 32 and the 576-channel 1x1 conv
+        self.cbr = _conv_bn(576, inter, 1)
+        self.scale = nn.Sequential(nn.AdaptiveAvgPool2d(1), nn.Conv2d(576, inter, 1, bias=False), nn.Sigmoid())
+        self.low_classifier, self.high_classifier = nn.Conv2d(24, num_classes, 1), nn.Conv2d(inter, num_classes, 1)
+
+    def forward(self, x):
+        low = self.low(x)
+        high = self.high(low)
+        h = self.cbr(high) * self.scale(high)
+        h = F.interpolate(h, size=low.shape[-2:], mode="bilinear", align_corners=False)
+        out = self.low_classifier(low) + self.high_classifier(h)
+        out = F.interpolate(out, size=x.shape[-2:], mode="bilinear", align_corners=False)
+        return out.permute(0, 2, 3, 1).flatten(1, 2)  # per pixel: (B, H x W, classes)
+
+
+def lraspp_mbv3_small(spec):
+    """LR-ASPP on MobileNetV3-Small (torchvision's lraspp_mobilenet_v3 head, the on-device segmentation net) on
+    96x96 images, two classes per pixel. Departs from torchvision: the last stage is not dilated (output stride 32,
+    not 16: dilated convs have no kind), so the high branch is upsampled x4; the logits are returned per pixel,
+    (B, H x W, classes), for the per-pixel cross-entropy (a loss outside THOR's sum: no Linear head)."""
+    return _LRASPP(spec.num_classes)
+
+
+class _BasicA(nn.Module):
+    """The CIFAR ResNet basic block with the paper's option-A shortcut as akamaster/pytorch_resnet_cifar10 writes
+    it: where the shape changes, the input subsampled by a strided slice and zero-padded to the new channels."""
+
+    def __init__(self, cin, cout, stride):
+        super().__init__()
+        self.conv1, self.bn1 = nn.Conv2d(cin, cout, 3, stride, 1, bias=False), nn.BatchNorm2d(cout)
+        self.conv2, self.bn2 = nn.Conv2d(cout, cout, 3, 1, 1, bias=False), nn.BatchNorm2d(cout)
+        self.pad = (cout - cin) // 2 if stride != 1 or cin != cout else None
+
+    def forward(self, x):
+        out = F.relu(self.bn1(self.conv1(x)))
+        out = self.bn2(self.conv2(out))
+        short = x if self.pad is None else F.pad(x[:, :, ::2, ::2], (0, 0, 0, 0, self.pad, self.pad), "constant", 0)
+        return F.relu(out + short)
+
+
+def resnet20_cifar(spec):
+    """CIFAR ResNet-20 (He et al. 2016, 16/32/64, three blocks a stage) with the option-A shortcuts of
+    akamaster/pytorch_resnet_cifar10 (the implementation federated and on-device papers train): functional ReLUs,
+    F.pad of a strided slice, global average pooling, Linear."""
+    layers, c = [_conv_bn(3, 16, 3)], 16
+    for cout, stride in ((16, 1), (32, 2), (64, 2)):
+        for j in range(3):
+            layers.append(_BasicA(c, cout, stride if j == 0 else 1))
+            c = cout
+    return nn.Sequential(*layers, _Head(c, spec.num_classes))
 
 
 def dscnn_kws(spec):

@@ -480,7 +480,7 @@ def test_meter_log_reader(data):
 
 # -- ONNX graphs: random chains of the operators the importer reads, stands in for or refuses ---------------------
 _ONNX_OPS = ("Relu", "Softmax", "Transpose", "MatMulW", "MatMulSelf", "Conv", "ConvTranspose", "Flatten", "Split",
-             "Einsum")
+             "Einsum", "Pad", "PadFromShape", "Resize", "Concat", "Mul", "HardSwish")
 
 
 @st.composite
@@ -522,6 +522,36 @@ def onnx_graphs(draw):
                                           num_outputs=2))
         elif op == "Einsum":
             nodes.append(helper.make_node("Einsum", [cur, cur], [out], equation="...i,...i->...i"))
+        elif op == "Pad":  # constant pads, maybe negative, in any mode
+            pads = f"p{i}"
+            inits.append(numpy_helper.from_array(
+                np.array([draw(st.integers(-1, 2)) for _ in range(2 * rank)], np.int64), pads))
+            nodes.append(helper.make_node("Pad", [cur, pads], [out],
+                                          mode=draw(st.sampled_from(["constant", "reflect", "edge"]))))
+        elif op == "PadFromShape":  # pads computed from the input's shape: folded before shape inference knows them
+            one = f"one{i}"
+            inits.append(numpy_helper.from_array(np.array(draw(st.integers(0, 1)), np.int64), one))
+            nodes += [helper.make_node("Shape", [cur], [f"{out}s"]),
+                      helper.make_node("Sub", [f"{out}s", f"{out}s"], [f"{out}z"]),
+                      helper.make_node("Add", [f"{out}z", one], [f"{out}o"]),
+                      helper.make_node("Concat", [f"{out}z", f"{out}o"], [f"{out}p"], axis=0),
+                      helper.make_node("Pad", [cur, f"{out}p"], [out])]
+        elif op == "Resize":
+            scales = f"r{i}"
+            inits.append(numpy_helper.from_array(
+                np.array([1.0] * (rank - 2) + [draw(st.sampled_from([1.0, 1.5, 2.0, 3.0])) for _ in range(2)],
+                         np.float32), scales))
+            nodes.append(helper.make_node("Resize", [cur, "", scales], [out],
+                                          mode=draw(st.sampled_from(["nearest", "linear", "cubic"]))))
+        elif op == "Concat":
+            nodes.append(helper.make_node("Concat", [cur, cur], [out], axis=draw(st.integers(-rank, rank - 1))))
+        elif op == "Mul":
+            other = draw(st.sampled_from(["self", "scalar", "tensor"]))
+            if other != "self":
+                c = f"c{i}"
+                inits.append(numpy_helper.from_array(
+                    np.ones(() if other == "scalar" else (draw(small),), np.float32), c))
+            nodes.append(helper.make_node("Mul", [cur, cur if other == "self" else c], [out]))
         else:
             nodes.append(helper.make_node(op, [cur], [out]))
         cur = out

@@ -241,14 +241,37 @@ def test_every_unsupported_operator_in_one_error(tmp_path):
     nodes = [
         helper.make_node("Einsum", ["x", "x"], ["e"], equation="bi,bi->bi"),
         helper.make_node("Softmax", ["e"], ["s"], axis=0),  # mid-graph, over the batch axis
-        helper.make_node("Mul", ["s", "s"], ["m"]),
+        helper.make_node("Sub", ["s", "s"], ["m"]),
         helper.make_node("Gemm", ["m", "wf"], ["y"]),
     ]
     path = _save(tmp_path / "bad.onnx", nodes, ["N", 4], [_init("wf", (4, 2))])
     with pytest.raises(UnsupportedOperatorError) as err:
         layers_from_onnx(path)
-    assert err.value.ops == ["Einsum", "Mul", "Softmax(not over the last axis)"]
-    assert str(err.value).startswith("bad.onnx uses operators with no thor-sdk layer kind: Einsum, Mul, Softmax")
+    assert err.value.ops == ["Einsum", "Softmax(not over the last axis)", "Sub"]
+    assert str(err.value).startswith("bad.onnx uses operators with no thor-sdk layer kind: Einsum, Softmax")
+
+
+def test_a_mul_of_two_activations_a_gate_and_a_scale(tmp_path):
+    """Mul as torch's x * y: two activations of one size (broadcast 0), a smaller gate (broadcast 1, a squeeze-and-
+    excitation), an activation times a constant scalar (kind scale); by a constant tensor it is refused."""
+    nodes = [
+        helper.make_node("Conv", ["x", "w1"], ["c"], kernel_shape=[1, 1]),
+        helper.make_node("Mul", ["c", "c"], ["m1"]),
+        helper.make_node("GlobalAveragePool", ["m1"], ["g"]),
+        helper.make_node("Mul", ["m1", "g"], ["m2"]),
+        _const("half", 0.5),
+        helper.make_node("Mul", ["half", "m2"], ["m3"]),
+        helper.make_node("Flatten", ["m3"], ["f"]),
+        helper.make_node("Gemm", ["f", "wf"], ["y"]),
+    ]
+    inits = [_init("w1", (4, 3, 1, 1)), _init("wf", (64, 2))]
+    layers = layers_from_onnx(_save(tmp_path / "mul.onnx", nodes, ["N", 3, 4, 4], inits)).layers
+    assert [(l["kind"], l["config"]) for l in layers if l["kind"] in ("mul", "scale")] == [
+        ("mul", {"numel": 64, "broadcast": 0}), ("mul", {"numel": 64, "broadcast": 1}), ("scale", {"numel": 64})]
+    nodes[4] = helper.make_node("Constant", [], ["half"], value=numpy_helper.from_array(np.ones((4, 1, 1), np.float32)))
+    with pytest.raises(UnsupportedOperatorError) as err:
+        layers_from_onnx(_save(tmp_path / "mul2.onnx", nodes, ["N", 3, 4, 4], inits))
+    assert err.value.ops == ["Mul(by a constant tensor)"]
 
 
 @pytest.mark.parametrize("node, label", [

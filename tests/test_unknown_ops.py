@@ -588,8 +588,8 @@ def test_a_dilated_conv_stands_in_as_the_undilated_conv_of_the_same_output_and_f
     assert layer["config"]["kernel"] == conv.kernel_size[0] and "dilation" in layer["approx"]
 
 
-@pytest.mark.parametrize("conv, shape", [
-    (nn.ConvTranspose2d(8, 4, 2, stride=2), [8, 10, 10]),
+@pytest.mark.parametrize("conv, shape", [  # a 2-D one without groups or dilation is kind conv_transpose2d
+    (nn.ConvTranspose2d(8, 4, 2, stride=(2, 1)), [8, 10, 10]),
     (nn.ConvTranspose2d(16, 8, 4, stride=2, padding=1, groups=2), [16, 7, 7]),
     (nn.ConvTranspose1d(6, 3, 3, stride=2, padding=1, output_padding=1), [6, 20]),
 ])
@@ -822,7 +822,7 @@ def test_stand_in_layers_are_estimated_with_the_wider_std_of_approximated_layers
     from thor_sdk.runtime.estimator import APPROX_OP_REL_STD
 
     est = load_estimator(VECTORS)  # conv2d, maxpool2d, output, relu
-    net = nn.Sequential(nn.Conv2d(3, 4, 3, padding=1), nn.ReLU(), nn.ConvTranspose2d(4, 4, 2, stride=2), nn.ReLU())
+    net = nn.Sequential(nn.Conv2d(3, 4, 3, padding=1), nn.ReLU(), nn.ConvTranspose2d(4, 4, 2, stride=2, groups=2), nn.ReLU())
     ml = layers_of(net, input_shape=[3, 8, 8], unknown_ops="approx")
     r = est.estimate(ml.layers, 8)
     stand_in = r["layers"][2]
@@ -840,8 +840,8 @@ def test_the_added_std_of_one_operator_type_adds_up_linearly():
     from thor_sdk.runtime.estimator import APPROX_OP_REL_STD
 
     est = load_estimator(VECTORS)  # conv2d, maxpool2d, output, relu
-    net = nn.Sequential(nn.Conv2d(3, 4, 3, padding=1), nn.ReLU(), nn.ConvTranspose2d(4, 4, 2, stride=2), nn.ReLU(),
-                        nn.ConvTranspose2d(4, 4, 2, stride=2), nn.ReLU())
+    net = nn.Sequential(nn.Conv2d(3, 4, 3, padding=1), nn.ReLU(), nn.ConvTranspose2d(4, 4, 2, stride=2, groups=2), nn.ReLU(),
+                        nn.ConvTranspose2d(4, 4, 2, stride=2, groups=2), nn.ReLU())
     layers = layers_of(net, input_shape=[3, 8, 8], unknown_ops="approx").layers
     idx = [i for i, l in enumerate(layers) if "approx" in l]
     assert len(idx) == 2 and len({layers[i]["op"] for i in idx}) == 1
@@ -863,7 +863,7 @@ def test_stand_ins_and_generic_approximations_are_warned_apart(tmp_path):
     from thor_sdk.api import estimate_layers
 
     est = load_estimator(VECTORS)  # conv2d, maxpool2d, output, relu
-    net = nn.Sequential(nn.Conv2d(3, 4, 3, padding=1), nn.Mish(), nn.ConvTranspose2d(4, 4, 2, stride=2), nn.ReLU())
+    net = nn.Sequential(nn.Conv2d(3, 4, 3, padding=1), nn.Mish(), nn.ConvTranspose2d(4, 4, 2, stride=2, groups=2), nn.ReLU())
     ml = layers_of(net, input_shape=[3, 8, 8], unknown_ops="approx")
     warnings = estimate_layers(est, ml, 8, unknown_ops="approx")["warnings"]
     stand_in = [w for w in warnings if "stand in" in w]
@@ -914,6 +914,12 @@ def test_conv_stand_ins_keep_the_flops_of_any_conv_they_accept(what, cin, cout, 
         assert list(k.out_shape(layer["config"])) == list(out.shape[1:])
     else:  # every input element meets the whole kernel of its group
         want = 2 * torch.zeros(shape).numel() * conv.weight[0].numel()
+    if what == "transposed2d" and groups == 1:  # kind conv_transpose2d itself: its own output, parameters, FLOPs
+        assert layer["kind"] == "conv_transpose2d" and "approx" not in layer
+        assert list(k.out_shape(layer["config"])) == list(out.shape[1:])
+        assert k.num_params(layer["config"]) == sum(p.numel() for p in conv.parameters())
+        assert k.forward_flops(layer["config"]) == want
+        return
     assert k.forward_flops(layer["config"]) == want and "approx" in layer
 
 

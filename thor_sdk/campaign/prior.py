@@ -24,7 +24,9 @@ share its k x 1 or 1 x k), or
 the other role of a recurrent layer whose zoo layers all have one, or the other ``bias`` of a kind whose
 zoo layers all have one, or the other path of an attention layer (``need_weights``) and, independently, its
 other masking (none, a mask tensor, or causal) and, independently, its other dropout (none or 0.1), or twice or
-half a group norm's groups, or the other ``shared`` of a PReLU (``NEIGHBOUR_SHARE``).
+half a group norm's groups, or the other ``shared`` of a PReLU, or another of the three ways a transposed conv
+upsamples by 2 (``DECONV_SHAPES``), or other axes padded by a ``pad``, or another upsampling factor
+(``NEIGHBOUR_SHARE``).
 A self-attention layer's key length stays its sequence length (``TIED``).
 The alignment of widths is kept (a channel count divisible by 8 scales to multiples of 8:
 ``ALIGNED_FEATURES``), so every candidate is a layer someone builds.
@@ -191,7 +193,7 @@ def _valid(kind, config):
         return False
     if not all(isinstance(s, (int, float)) and s >= 1 for s in shapes):
         return False
-    if "kernel" in config and "height" in config:
+    if "kernel" in config and "height" in config and kind != "conv_transpose2d":  # (a transposed one grows)
         if config["kernel"] > config["height"] + 2 * config.get("padding", 0):
             return False
         if config.get("kernel_w", config["kernel"]) > config["width"] + 2 * config.get("padding_w",
@@ -281,6 +283,43 @@ def _rect_neighbour(kind, config, tall):
         long = {"kernel": k, "stride": s, "padding": config["padding"]}
     tall_side, wide_side = (long, one) if tall else (one, long)
     return dict(config, **tall_side, **{f"{f}_w": v for f, v in wide_side.items()})
+
+
+#: the transposed convs that upsample by 2 as nets build them (kernel, padding, output_padding at stride 2): U-Net's
+#: 2x2, ERFNet's and autoencoders' 3x3 with output padding, DCGAN's and pix2pix's 4x4. A neighbour share of
+#: ``conv_transpose2d`` candidates takes another of them (``_deconv_neighbour``): the zoo has U-Net's alone
+DECONV_SHAPES = ((2, 0, 0), (3, 1, 1), (4, 1, 0))
+
+
+def _deconv_neighbour(config, u):
+    """A stride-2 ``conv_transpose2d`` config with another of ``DECONV_SHAPES`` (``u`` in [0, 1) picks which), the
+    same input and so the same 2x output; None for another stride."""
+    if config["stride"] != 2:
+        return None
+    others = [sh for sh in DECONV_SHAPES if sh != (config["kernel"], config["padding"], config["output_padding"])]
+    k, p, op = others[min(int(u * len(others)), len(others) - 1)]
+    return dict(config, kernel=k, padding=p, output_padding=op)
+
+
+#: kinds a neighbour share of whose candidates takes another upsampling factor (``_scale_neighbour``)
+SCALE_NEIGHBOUR_KINDS = ("upsample", "upsample_bilinear")
+
+
+def _scale_neighbour(config):
+    """An upsampling config by 2 where its zoo layer's factor is larger (LR-ASPP's bilinear x4 and x8; a U-Net or an
+    FPN upsamples by 2), else by 4: the input kept."""
+    return dict(config, scale=2 if config["scale"] > 2 else 4)
+
+
+def _pad_neighbour(config, u):
+    """A ``pad`` config padding other axes than its zoo layer's: a channel padding (a ResNet's option-A shortcut)
+    as a spatial one, a spatial one (U-Net's to its skip) as ``nn.ZeroPad2d(1)`` (``u`` < 1/2: 2 along each axis)
+    or TensorFlow's "same" before a strided conv (one after: 1), with no channel padding."""
+    if config["pad_c"]:
+        return dict(config, pad_c=0, pad_h=2, pad_w=2)
+    side = 2 if u < 0.5 else 1
+    return dict(config, pad_h=side, pad_w=side) if (config["pad_h"], config["pad_w"]) != (side, side) \
+        else dict(config, pad_h=0, pad_w=0)
 
 
 #: flags of which a neighbour share takes the value none of a kind's zoo layers has (``_other_flag``)
@@ -390,6 +429,15 @@ def candidates(prior, kind, n, seed=0):
         if kind == "groupnorm" and p[3] < share:
             near = _groups_neighbour(config, more=p[3] < share / 2)
             config = near if near is not None and _valid(kind, near) else config
+        if kind == "conv_transpose2d" and p[3] < share:
+            near = _deconv_neighbour(config, p[3] / share)
+            config = near if near is not None and _valid(kind, near) else config
+        if kind in SCALE_NEIGHBOUR_KINDS and p[3] < share:
+            near = _scale_neighbour(config)
+            config = near if _valid(kind, near) else config
+        if kind == "pad" and p[3] < share:
+            near = _pad_neighbour(config, p[3] / share)
+            config = near if _valid(kind, near) else config
         if kind in DROPOUT_NEIGHBOUR_KINDS and p[4] < share:
             config = _other_dropout(config)
         if kind == "mha":

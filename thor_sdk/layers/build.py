@@ -80,6 +80,18 @@ class Scale(nn.Module):
         return x * 0.5
 
 
+class Pad(nn.Module):
+    """Kind ``pad``: constant (zero) padding of a (channels, height, width) input by ``pad_c``, ``pad_h`` and
+    ``pad_w`` elements along each axis, half before and the rest after (``F.pad``, as ``nn.ZeroPad2d`` runs it)."""
+
+    def __init__(self, pad_c, pad_h, pad_w):
+        super().__init__()
+        self.pads = tuple(p for n in (pad_w, pad_h, pad_c) for p in (n // 2, n - n // 2))
+
+    def forward(self, x):
+        return torch.nn.functional.pad(x, self.pads)
+
+
 class Elementwise(nn.Module):
     """The generic elementwise op of kind ``elementwise``: softplus, a transcendental pointwise op
     (what an operator without a kind of its own is estimated as, with a wider uncertainty)."""
@@ -196,6 +208,13 @@ def build_layer(kind, c):
         return nn.Softmax(dim=-1)
     if kind == "upsample":
         return nn.Upsample(scale_factor=_i(c["scale"]), mode="nearest")
+    if kind == "upsample_bilinear":
+        return nn.Upsample(scale_factor=_i(c["scale"]), mode="bilinear", align_corners=False)
+    if kind == "conv_transpose2d":
+        return nn.ConvTranspose2d(_i(c["in_channels"]), _i(c["out_channels"]), _i(c["kernel"]), _i(c["stride"]),
+                                  _i(c["padding"]), _i(c["output_padding"]), bias=bool(c["bias"]))
+    if kind == "pad":
+        return Pad(_i(c["pad_c"]), _i(c["pad_h"]), _i(c["pad_w"]))
     if kind == "mul":
         return Mul(bool(c["broadcast"]))
     if kind == "cat":

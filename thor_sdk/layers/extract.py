@@ -149,7 +149,11 @@ def _module_layer(mod, in_shape, out_shape, unsupported, in_axis=0):
         return _softmax_layer(_batch_first_dims(mod.dim, in_axis, len(in_shape) + 1), in_shape, unsupported,
                               "Softmax")
     if isinstance(mod, nn.Upsample):
-        return _upsample_layer(mod.mode, in_shape, out_shape, unsupported, "Upsample")
+        return _upsample_layer(mod.mode, in_shape, out_shape, unsupported, type(mod).__name__)
+    if isinstance(mod, nn.ConvTranspose2d):
+        return _deconv_layer(mod, in_shape, in_axis, unsupported)
+    if isinstance(mod, nn.modules.padding._ConstantPadNd):
+        return _pad_layer(mod.padding, "constant", in_shape, out_shape, in_axis, unsupported, label)
     if isinstance(mod, nn.ChannelShuffle):
         return "permute", {"numel": _prod(in_shape)}
     if isinstance(mod, nn.Conv2d):
@@ -1041,8 +1045,9 @@ def _loss_log_softmax(node, gm, in_shape, in_axis, unsupported):
 
 
 def _upsample_layer(mode, in_shape, out_shape, unsupported, label):
-    """Nearest-neighbour upsampling of (C, H, W) by one integer scale (read from the shapes)."""
-    if mode != "nearest" or len(in_shape) != 3 or len(out_shape) != 3:
+    """Nearest-neighbour (kind ``upsample``) or bilinear (kind ``upsample_bilinear``, either ``align_corners``)
+    upsampling of (C, H, W) by one integer scale (read from the shapes)."""
+    if mode not in _UPSAMPLE_KINDS or len(in_shape) != 3 or len(out_shape) != 3:
         unsupported.append(f"{label}(mode={mode!r}, {len(in_shape)}-D per sample)")
         return None
     scales = {o / i for o, i in zip(out_shape[1:], in_shape[1:]) if i}
@@ -1050,7 +1055,68 @@ def _upsample_layer(mode, in_shape, out_shape, unsupported, label):
     if scale < 1 or scale != int(scale):
         unsupported.append(f"{label}(scale not one integer)")
         return None
-    return "upsample", {"channels": in_shape[0], "height": in_shape[1], "width": in_shape[2], "scale": int(scale)}
+    return _UPSAMPLE_KINDS[mode], {"channels": in_shape[0], "height": in_shape[1], "width": in_shape[2],
+                                   "scale": int(scale)}
+
+
+_UPSAMPLE_KINDS = {"nearest": "upsample", "bilinear": "upsample_bilinear"}
+
+
+def _deconv_layer(mod, in_shape, in_axis, unsupported):
+    """(kind, config) of an ``nn.ConvTranspose2d`` on (C, H, W) per sample, batch first: kind ``conv_transpose2d``
+    for a square kernel, stride, padding and output padding without groups or dilation; else recorded unsupported
+    (``--unknown-ops approx`` then takes the stride-1 conv of the same FLOPs, ``_transposed_stand_in``)."""
+    why = [what for what, bad in (
+        ("groups>1", mod.groups != 1), ("dilation>1", any(int(d) != 1 for d in mod.dilation)),
+        ("non-square kernel, stride or padding",
+         any(len({int(v) for v in t}) != 1 for t in (mod.kernel_size, mod.stride, mod.padding, mod.output_padding))),
+        ("not batch first (C, H, W)", in_axis != 0 or len(in_shape) != 3)) if bad]
+    if why:
+        unsupported.append(f"ConvTranspose2d({', '.join(why)})")
+        return None
+    return "conv_transpose2d", {"in_channels": mod.in_channels, "out_channels": mod.out_channels,
+                                "kernel": int(mod.kernel_size[0]), "stride": int(mod.stride[0]),
+                                "padding": int(mod.padding[0]), "output_padding": int(mod.output_padding[0]),
+                                "height": int(in_shape[1]), "width": int(in_shape[2]),
+                                "bias": int(mod.bias is not None)}
+
+
+def pad_config(pads, in_shape, out_shape):
+    """The kind ``pad`` config of a constant padding ``pads`` (F.pad's order: the last axis' before and after, then
+    the axis before it's, ...) of a per-sample ``in_shape``, or the reason it is not one: the last three axes are
+    (channels, height, width) (fewer: leading 1s; more: the leading ones merged into the channels, unpadded). Both
+    readers (torch.fx and ONNX) use it."""
+    if not isinstance(pads, (tuple, list)) or len(pads) % 2 or not pads \
+            or not all(isinstance(p, int) and not isinstance(p, bool) for p in pads):
+        return "pads not constant integers"
+    if any(p < 0 for p in pads):
+        return "a negative pad (a crop)"
+    if len(pads) // 2 > len(in_shape):
+        return "pads the batch axis"
+    totals = [pads[2 * i] + pads[2 * i + 1] for i in range(len(pads) // 2)] + [0, 0, 0]
+    if any(totals[3:]) or len(in_shape) > 3 and totals[2]:
+        return "pads an axis merged into the channels (an input of more than three axes)"
+    shape = (1, 1, *in_shape)[-3:] if len(in_shape) < 3 else (_prod(in_shape[:-2]), *in_shape[-2:])
+    c = {"channels": int(shape[0]), "height": int(shape[1]), "width": int(shape[2]), "pad_c": totals[2],
+         "pad_h": totals[1], "pad_w": totals[0]}
+    if out_shape is not None and _prod(get_kind("pad").out_shape(c)) != _prod(out_shape):
+        return "an output of another size"
+    return c
+
+
+def _pad_layer(pads, mode, in_shape, out_shape, in_axis, unsupported, label):
+    """(kind, config) of a constant padding (``F.pad``, ``nn.ZeroPad2d``, ``nn.ConstantPad1d`` ...): kind ``pad``;
+    another mode (reflect, replicate, circular: other kernels) or a padding ``pad_config`` refuses is recorded
+    unsupported."""
+    if mode != "constant":
+        unsupported.append(f"{label}(mode={mode!r}: only constant padding has a kind)")
+        return None
+    got = pad_config(list(pads) if isinstance(pads, (tuple, list)) else pads, in_shape or (), out_shape) \
+        if in_axis == 0 else "not batch first"
+    if isinstance(got, str):
+        unsupported.append(f"{label}({got})")
+        return None
+    return "pad", got
 
 
 def _mean_layer(dims, in_shape, unsupported, label):
@@ -1202,6 +1268,10 @@ def _function_layer(node, in_shape, out_shape, unsupported, full_shape=lambda n:
         return _softmax_layer(dim_arg(1, "dim"), in_shape, unsupported, "softmax")
     if t is torch.mean:
         return _mean_layer(dim_arg(1, "dim"), in_shape, unsupported, "torch.mean")
+    if t is F.pad:  # pads computed from sizes (a U-Net's to match its skip's: diff // 2) as their values
+        pads = _arg(node, 1, "pad")
+        pads = [size_of(p) for p in pads] if isinstance(pads, (tuple, list)) else pads
+        return _pad_layer(pads, _arg(node, 2, "mode", "constant"), in_shape, out_shape, axis, unsupported, "F.pad")
     if t is F.interpolate:
         return _upsample_layer(_arg(node, 3, "mode", "nearest"), in_shape, out_shape, unsupported, "interpolate")
     if t in (torch.flatten, torch.reshape, torch.unsqueeze, torch.squeeze, torch.unflatten):

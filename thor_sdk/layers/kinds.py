@@ -157,6 +157,9 @@ class Kind:
                 raise UsageError("layer of kind 'mha': causal = 1 is the fused kernel without a mask tensor "
                                  "(need_weights = 0, mask = 0); with the weights returned the mask is added "
                                  "(mask = 1)")
+        if self.name == "conv_transpose2d" and not config["output_padding"] < config["stride"]:
+            raise UsageError(f"layer of kind 'conv_transpose2d': output_padding ({config['output_padding']:g}) must be "
+                             f"smaller than stride ({config['stride']:g})")
         if self.name == "groupnorm" and config["channels"] % config["num_groups"]:
             raise UsageError(f"layer of kind 'groupnorm': num_groups ({config['num_groups']:g}) must divide channels "
                              f"({config['channels']:g})")
@@ -236,7 +239,7 @@ def with_added_features(kind, config):
 MAX_FEATURE = 1e9
 MAX_NUMEL = 1e10
 _FLAGS = ("bias", "positional", "broadcast", "cross", "need_weights", "causal", "mask", "shared")
-_MAY_BE_ZERO = ("padding", "padding_w")
+_MAY_BE_ZERO = ("padding", "padding_w", "output_padding", "pad_c", "pad_h", "pad_w")
 
 
 def _is_number(v):
@@ -245,6 +248,11 @@ def _is_number(v):
 
 def _conv_out(size, k, s, p, d=1):
     return (size + 2 * p - d * (k - 1) - 1) // s + 1
+
+
+def _deconv_out(c, size):
+    """A transposed conv's output side from its input ``size`` (PyTorch's formula, no dilation)."""
+    return (size - 1) * c["stride"] - 2 * c["padding"] + c["kernel"] + c["output_padding"]
 
 
 def _width_side(c):
@@ -356,6 +364,18 @@ KINDS = {
              "F.scaled_dot_product_attention of num_heads heads: seq_len queries over kv_len keys and values, "
              "each head_dim wide; causal = is_causal, p = dropout_p. The input is the queries, keys and values "
              "along the tokens (seq_len + 2 kv_len tokens of num_heads x head_dim)", False),
+        Kind("conv_transpose2d", ("in_channels", "out_channels", "kernel", "stride", "padding", "output_padding",
+                                  "height", "width", "bias"),
+             "2-D transposed convolution (nn.ConvTranspose2d: a decoder's learned upsampling) of a square kernel, "
+             "stride and padding, no groups or dilation; output side (side - 1) x stride - 2 x padding + kernel + "
+             "output_padding", True),
+        Kind("upsample_bilinear", ("channels", "height", "width", "scale"),
+             "bilinear upsampling of (channels, height, width) by an integer scale (either align_corners: the same "
+             "kernel, timed within 3% here)", False),
+        Kind("pad", ("channels", "height", "width", "pad_c", "pad_h", "pad_w"),
+             "constant padding (F.pad, nn.ZeroPad2d, nn.ConstantPad1d/2d/3d) of (channels, height, width) per sample "
+             "(a 1-D input is (1, 1, length), leading axes beyond three are the channels) by pad_c, pad_h and pad_w "
+             "elements along each axis, both sides together", False),
         Kind("output", ("in_features", "out_features", "tokens"),
              "the output head: Linear + softmax cross-entropy loss (cost includes the loss and the "
              "per-step fixed work of the optimizer)", True, roles=("output",)),
@@ -393,6 +413,12 @@ _SHAPES = {
     "softmax": (lambda c: _softmax_shape(c),) * 2,
     "upsample": (lambda c: (c["channels"], c["height"], c["width"]),
                  lambda c: (c["channels"], c["height"] * c["scale"], c["width"] * c["scale"])),
+    "conv_transpose2d": (lambda c: (c["in_channels"], c["height"], c["width"]),
+                         lambda c: (c["out_channels"], _deconv_out(c, c["height"]), _deconv_out(c, c["width"]))),
+    "upsample_bilinear": (lambda c: (c["channels"], c["height"], c["width"]),
+                          lambda c: (c["channels"], c["height"] * c["scale"], c["width"] * c["scale"])),
+    "pad": (lambda c: (c["channels"], c["height"], c["width"]),
+            lambda c: (c["channels"] + c["pad_c"], c["height"] + c["pad_h"], c["width"] + c["pad_w"])),
     "sdpa": (lambda c: (c["seq_len"] + 2 * c["kv_len"], c["num_heads"], c["head_dim"]),
              lambda c: (c["num_heads"], c["seq_len"], c["head_dim"])),
     "mha": (lambda c: (c["seq_len"] + c["cross"] * c["kv_len"], c["embed_dim"]),
@@ -488,6 +514,12 @@ _FLOPS = {
     "elementwise": lambda c: 4.0 * c["numel"],
     # data movement only: one operation per element written
     "upsample": lambda c: _prod(_SHAPES["upsample"][1](c)),
+    "pad": lambda c: _prod(_SHAPES["pad"][1](c)),
+    # four neighbours weighed and summed per output element
+    "upsample_bilinear": lambda c: 8.0 * _prod(_SHAPES["upsample_bilinear"][1](c)),
+    # every input element meets the whole kernel for every output channel
+    "conv_transpose2d": lambda c: 2.0 * c["in_channels"] * c["height"] * c["width"] * c["out_channels"]
+    * c["kernel"] * c["kernel"],
 }
 for _k in ("relu", "relu6", "add", "mul", "cat", "permute", "scale"):
     _FLOPS[_k] = lambda c: float(c["numel"])
@@ -508,6 +540,8 @@ _PARAMS = {
                                     + 3 * c["n_heads"] * c["head_dim"] + 2 * c["d_model"] + c["d_ff"]),
     "conv1d": lambda c: (c["out_channels"] * (c["in_channels"] // c["groups"]) * c["kernel"]
                          + c["out_channels"] * c["bias"]),
+    "conv_transpose2d": lambda c: (c["in_channels"] * c["out_channels"] * c["kernel"] * c["kernel"]
+                                   + c["out_channels"] * c["bias"]),
     "batchnorm1d": lambda c: 2 * c["channels"],
     "groupnorm": lambda c: 2 * c["channels"],
     "prelu": lambda c: 1 if c["shared"] else c["channels"],
@@ -578,6 +612,7 @@ def cost_terms(kind_name, config, batch_size, role):
 PADDED_FEATURES = {
     "conv1d": (("in_channels", 8), ("out_channels", 8), ("in_channels", 16), ("out_channels", 16)),
     "conv2d": (("in_channels", 8), ("out_channels", 8), ("in_channels", 16), ("out_channels", 16)),
+    "conv_transpose2d": (("in_channels", 8), ("out_channels", 8), ("in_channels", 16), ("out_channels", 16)),
 }
 PAD_MARK = "_pad"
 MAX_PAD_BLOCK = 1024

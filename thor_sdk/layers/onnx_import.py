@@ -17,19 +17,20 @@ import os
 
 from thor_sdk.errors import FormatError, ModelError, NotFoundError, UsageError
 
-from .extract import (add_layer, add_stand_in_layers, dilated_conv_stand_in, einsum_chain_stand_in, einsum_stand_in,
-                      finish_layers, instance_norm_stand_in, layernorm_layer, matmul_stand_in, refuse_unsupported,
-                      transposed_conv_stand_in)
+from .extract import (_upsample_layer, add_layer, add_stand_in_layers, dilated_conv_stand_in, einsum_chain_stand_in,
+                      einsum_stand_in, finish_layers, instance_norm_stand_in, layernorm_layer, matmul_stand_in,
+                      pad_config, refuse_unsupported, transposed_conv_stand_in)
 
 _BATCH = 2  # batch size substituted for a symbolic batch dimension before shape inference
 
 _ALWAYS_FREE = {"Identity", "Cast", "CastLike", "Constant", "Shape", "Size"}
 _CONTROL_FLOW = {"If", "Loop", "Scan", "SequenceMap"}
-_SIMPLE = {"Relu": "relu", "Tanh": "tanh", "Sigmoid": "sigmoid", "Gelu": "gelu"}
+_SIMPLE = {"Relu": "relu", "Tanh": "tanh", "Sigmoid": "sigmoid", "Gelu": "gelu", "HardSwish": "hardswish",
+           "HardSigmoid": "hardsigmoid", "LeakyRelu": "leaky_relu", "Elu": "elu"}
 _RESHAPES = {"Flatten", "Reshape", "Squeeze", "Unsqueeze"}
 _LAYOUT = {"Transpose", "Reshape", "Squeeze", "Unsqueeze"}
 _SLICING = {"Gather", "Slice"}  # indexing an activation with constant indices: free, like getitem in fx
-_PARAM_KINDS = {"conv2d", "linear", "batchnorm2d", "layernorm", "embedding", "lstm"}
+_PARAM_KINDS = {"conv2d", "conv_transpose2d", "linear", "batchnorm2d", "layernorm", "embedding", "lstm", "prelu"}
 
 
 class _UnknownShape(Exception):
@@ -138,6 +139,121 @@ def _fix_batch_annotations(graph, batch_param):
                 d.dim_value = _BATCH
 
 
+#: operators whose output shape depends on the value of other inputs than their data (input index -> what): where an
+#: exporter computes such a value from sizes (torch.onnx writes F.pad's pads and a Resize's sizes so), shape
+#: inference leaves the output's shape unknown until that value is folded (``_infer_folding``)
+_VALUE_INPUTS = {"Pad": (1, 2), "Resize": (1, 2, 3), "Upsample": (1,), "Reshape": (1,), "Expand": (1,), "Tile": (1,),
+                 "Slice": (1, 2, 3, 4), "ConstantOfShape": (0,), "Range": (0, 1, 2)}
+_MAX_FOLDS = 16  # rounds of folding and inference (each folds every value it can)
+_MAX_FOLD_NODES = 256  # nodes computing one folded value, at most
+
+
+def _infer(model, source):
+    import onnx
+
+    try:
+        return onnx.shape_inference.infer_shapes(model, check_type=False, strict_mode=False, data_prop=True)
+    except (onnx.shape_inference.InferenceError, onnx.checker.ValidationError, RuntimeError, ValueError) as e:
+        raise FormatError(f"{source}: ONNX shape inference failed ({_first_line(e)})") from e
+
+
+def _infer_folding(model, source):
+    """``model`` shape-inferred, with the values shape inference needs folded into initializers where they are
+    computed from constants and known shapes only (``Shape`` of a tensor whose shape is known): torch.onnx writes
+    F.pad's pads through ConstantOfShape, Reshape, Slice and Transpose of sizes, which ``data_prop`` does not follow,
+    and everything after such a Pad had no shape. Bounded: ``_MAX_FOLDS`` rounds."""
+    model = _infer(model, source)
+    for _ in range(_MAX_FOLDS):
+        if not _fold_values(model):
+            break
+        model = _infer(model, source)
+    return model
+
+
+def _known_shapes(graph):
+    shapes = {t.name: list(t.dims) for t in graph.initializer}
+    for vi in list(graph.input) + list(graph.value_info) + list(graph.output):
+        tt = vi.type.tensor_type
+        if vi.type.HasField("tensor_type") and tt.HasField("shape") \
+                and all(d.HasField("dim_value") for d in tt.shape.dim):
+            shapes[vi.name] = [int(d.dim_value) for d in tt.shape.dim]
+    return shapes
+
+
+def _fold_values(model):
+    """Replace each value input (``_VALUE_INPUTS``) of a node whose output shape is unknown by an initializer where
+    ``_fold_value`` computes it; whether any was."""
+    from onnx import numpy_helper
+
+    graph = model.graph
+    shapes = _known_shapes(graph)
+    producer = {o: n for n in graph.node for o in n.output if o}
+    inits = {t.name: t for t in graph.initializer}
+    changed = False
+    for node in graph.node:
+        if node.op_type not in _VALUE_INPUTS or all(o in shapes for o in node.output if o):
+            continue
+        for i in _VALUE_INPUTS[node.op_type]:
+            name = node.input[i] if i < len(node.input) else ""
+            if not name or name in inits:
+                continue
+            value = _fold_value(model, producer, inits, shapes, name)
+            if value is None:
+                continue
+            folded = f"{name}::folded"
+            if folded not in inits:
+                inits[folded] = numpy_helper.from_array(value, folded)
+                graph.initializer.append(inits[folded])
+            node.input[i] = folded
+            changed = True
+    return changed
+
+
+def _fold_value(model, producer, inits, shapes, name):
+    """The value of tensor ``name`` where it is computed from initializers, Constants and the shapes of tensors whose
+    shape is known (``Shape``, ``Size``), by onnx's reference evaluator on those nodes alone; None otherwise."""
+    import numpy as np
+    from onnx import TensorProto, helper
+    from onnx.reference import ReferenceEvaluator
+
+    nodes, used, todo, seen = [], set(), [name], set()
+    while todo:
+        t = todo.pop()
+        if t in seen or not t:
+            continue
+        seen.add(t)
+        if t in inits:
+            used.add(t)
+            continue
+        n = producer.get(t)
+        if n is None or len(nodes) >= _MAX_FOLD_NODES or n.op_type in _CONTROL_FLOW:
+            return None  # a graph input, or too far
+        if n.op_type in ("Shape", "Size"):
+            dims = shapes.get(n.input[0])
+            if dims is None:
+                return None
+            if n.op_type == "Size":
+                value = np.array(int(np.prod(dims)), dtype=np.int64)
+            else:
+                a = {x.name: helper.get_attribute_value(x) for x in n.attribute}
+                value = np.array(dims[a.get("start", 0):a.get("end", len(dims))], dtype=np.int64)
+            nodes.append(helper.make_node("Constant", [], [t], value=helper.make_tensor(
+                t, TensorProto.INT64, value.shape, value.reshape(-1).tolist())))
+            continue
+        nodes.append(n)
+        todo.extend(n.input)
+    order = {id(n): k for k, n in enumerate(producer.values())}
+    nodes.sort(key=lambda n: order.get(id(n), -1))  # Constants made here have no producer: first
+    graph = helper.make_graph(nodes, "fold", [], [helper.make_tensor_value_info(name, TensorProto.UNDEFINED, None)],
+                              [inits[u] for u in used])
+    try:
+        value = ReferenceEvaluator(helper.make_model(graph, opset_imports=list(model.opset_import))).run([name], {})[0]
+    except Exception:  # any operator the evaluator cannot run: the shape stays unknown, as before
+        return None
+    value = np.asarray(value)
+    return value if value.dtype.kind in "iuf" and value.size <= 1024 else None
+
+
 class _Graph:
     """The shape-inferred, live, topologically ordered graph and what is known about its tensors."""
 
@@ -148,10 +264,7 @@ class _Graph:
         self.source = source
         graph = model.graph
         _fix_batch_annotations(graph, batch_param)
-        try:
-            model = onnx.shape_inference.infer_shapes(model, check_type=False, strict_mode=False, data_prop=True)
-        except (onnx.shape_inference.InferenceError, onnx.checker.ValidationError, RuntimeError, ValueError) as e:
-            raise FormatError(f"{source}: ONNX shape inference failed ({_first_line(e)})") from e
+        model = _infer_folding(model, source)
         graph = model.graph
         self.graph = graph
         #: the default domain's opset (Softmax's default axis changed at 13)
@@ -481,6 +594,56 @@ def _conv(g, node, a, unsupported):
                       "stride_w": strides[1], "padding_w": pads[1]}
 
 
+def _deconv(g, node, a, unsupported):
+    """A 2-D ConvTranspose as kind ``conv_transpose2d`` (square kernel, stride, padding and output padding, one
+    group, no dilation, no ``output_shape``), as the torch.fx reader takes nn.ConvTranspose2d; else recorded
+    unsupported (``--unknown-ops approx``: the stride-1 conv of the same FLOPs, ``_stand_in``)."""
+    ws, xs = g.shape(node.input[1]), g.per_sample(node.input[0])  # W: [C_in, C_out / group, kH, kW]
+    sides = {"kernel": a.get("kernel_shape", ws[2:]), "stride": a.get("strides", [1, 1]),
+             "output_padding": a.get("output_padding", [0, 0])}
+    pads = [int(p) for p in a.get("pads", [0, 0, 0, 0])]
+    why = [what for what, bad in (
+        ("non-constant weight", not g.is_const(node.input[1])), ("not 2-D", len(ws) != 4 or len(xs) != 3),
+        ("group>1", int(a.get("group", 1)) != 1), ("dilation>1", any(int(d) != 1 for d in a.get("dilations", [1]))),
+        ("auto_pad or output_shape", _decode(a.get("auto_pad", "NOTSET")) != "NOTSET" or "output_shape" in a),
+        ("non-square kernel, stride or padding",
+         any(len({int(v) for v in t}) != 1 for t in (*sides.values(), pads)))) if bad]
+    if why:
+        unsupported.append(f"ConvTranspose({', '.join(why)})")
+        return None
+    return "conv_transpose2d", {"in_channels": xs[0], "out_channels": ws[1], **{k: int(v[0]) for k, v in sides.items()},
+                                "padding": pads[0], "height": xs[1], "width": xs[2],
+                                "bias": int(len(node.input) > 2 and bool(node.input[2]))}
+
+
+def _pad(g, node, a, unsupported):
+    """A constant Pad as kind ``pad``, its pads read off the input's and output's shapes (exporters compute them
+    from sizes: a U-Net's to match its skip), as the torch.fx reader reads F.pad; another mode is recorded
+    unsupported."""
+    mode = _decode(a.get("mode", "constant"))
+    if mode != "constant":
+        unsupported.append(f"Pad(mode={mode!r}: only constant padding has a kind)")
+        return None
+    xs, ys = g.per_sample(node.input[0]), g.per_sample(node.output[0])
+    got = pad_config([p for x, y in zip(xs[::-1], ys[::-1]) for p in (0, y - x)], xs, ys) if len(xs) == len(ys) \
+        else "an output of another rank"
+    if isinstance(got, str):
+        unsupported.append(f"Pad({got})")
+        return None
+    return "pad", got
+
+
+def _resize(g, node, a, unsupported):
+    """A Resize of [C, H, W] by one integer scale along H and W: kind ``upsample`` (mode nearest) or
+    ``upsample_bilinear`` (mode linear), as the torch.fx reader reads nn.Upsample and F.interpolate."""
+    mode = {"nearest": "nearest", "linear": "bilinear"}.get(_decode(a.get("mode", "nearest")), "other")
+    xs, ys = g.per_sample(node.input[0]), g.per_sample(node.output[0])
+    if len(xs) == len(ys) == 3 and xs[0] != ys[0]:
+        unsupported.append("Resize(of the channels)")
+        return None
+    return _upsample_layer(mode, xs, ys, unsupported, "Resize")
+
+
 def _pool(g, node, a, unsupported):
     op = node.op_type
     xs = g.per_sample(node.input[0])
@@ -589,6 +752,12 @@ def _node_layer(g, node, extra, unsupported):
         return _linear(g, node, a, extra, unsupported)
     if op in ("MaxPool", "AveragePool"):
         return _pool(g, node, a, unsupported)
+    if op == "ConvTranspose":
+        return _deconv(g, node, a, unsupported)
+    if op == "Pad":
+        return _pad(g, node, a, unsupported)
+    if op == "Resize":
+        return _resize(g, node, a, unsupported)
     if op == "GlobalAveragePool" or op == "ReduceMean":
         xs = g.per_sample(node.input[0])
         if op == "ReduceMean":
@@ -652,8 +821,23 @@ def _node_layer(g, node, extra, unsupported):
         return "permute", {"numel": _prod(g.per_sample(first))}
     if op == "Split":  # as torch's chunk / split: views, free
         return None
+    if op == "Concat":  # of activations (one computed from constants alone is folded before this), as torch.cat
+        rank = len(g.per_sample(node.output[0])) + 1
+        if int(a.get("axis", 0)) % rank == 0:
+            unsupported.append("Concat(along the batch)")
+            return None
+        return "cat", {"numel": _prod(g.per_sample(node.output[0])), "parts": len([i for i in node.input if i])}
     if op in ("Add", "Sum") and len(node.input) == 2:
         return "add", {"numel": _prod(g.per_sample(node.output[0]))}
+    if op == "Mul" and len(node.input) == 2:  # as torch's x * y: of two activations (one smaller: a gate), or a scale
+        ys = g.per_sample(node.output[0])
+        if len(acts) == 2:
+            return "mul", {"numel": _prod(ys), "broadcast": int(any(_prod(g.per_sample(i)) < _prod(ys) for i in acts))}
+        other = _other(node, first)
+        if len(acts) == 1 and g.scalar(other) is not None:
+            return "scale", {"numel": _prod(ys)}
+        unsupported.append("Mul(by a constant tensor)")
+        return None
     if op == "Gather":
         data, idx = node.input[0], node.input[1]
         if g.is_const(data) and not g.is_const(idx):

@@ -1,14 +1,15 @@
 """Width groups of a layer list: which layers' units can be cut, and the list with one layer's width cut.
 
-A *group* is a **producer** (a ``conv2d``/``conv1d`` with ``groups == 1``: its ``out_channels``; a hidden
-``linear``: its ``out_features``) together with every layer its units flow into up to and including the
+A *group* is a **producer** (a ``conv2d``/``conv1d`` with ``groups == 1`` or a ``conv_transpose2d``: its
+``out_channels``; a hidden ``linear``: its ``out_features``) together with every layer its units flow into up to and including the
 next layer with weights, the **consumer**:
 
 - followers between them keep one value per unit: elementwise kinds (``relu``, ``dropout``, ``flatten``, ...:
   ``numel`` scales with the units), per-channel kinds (``maxpool2d``, ``avgpool2d``, adaptive pools,
-  ``batchnorm2d``/``batchnorm1d``, ``maxpool1d``, ``upsample``: ``channels``) and, after a ``linear``,
+  ``batchnorm2d``/``batchnorm1d``, ``maxpool1d``, ``upsample``, ``upsample_bilinear``: ``channels``) and, after a ``linear``,
   ``layernorm`` (``normalized``);
-- the consumer takes the units as its input: a ``conv2d``/``conv1d`` with ``groups == 1`` (``in_channels``),
+- the consumer takes the units as its input: a ``conv2d``/``conv1d`` with ``groups == 1`` or a
+  ``conv_transpose2d`` (``in_channels``),
   a ``linear`` or the ``output`` head (``in_features``, scaled when a flatten put the spatial positions
   into it), an ``lstm``/``gru`` (``input_size``).
 
@@ -22,13 +23,16 @@ a consumer after it. Plain data, no torch.
 from thor_sdk.errors import ModelError, UsageError
 
 #: producer kind -> the feature holding its units
-PRODUCERS = {"conv2d": "out_channels", "conv1d": "out_channels", "linear": "out_features"}
+PRODUCERS = {"conv2d": "out_channels", "conv1d": "out_channels", "conv_transpose2d": "out_channels",
+             "linear": "out_features"}
 #: follower kinds whose ``numel`` holds every unit's values
 NUMEL_KINDS = ("relu", "relu6", "gelu", "tanh", "sigmoid", "dropout", "flatten", "hardswish", "hardsigmoid", "silu",
                "leaky_relu", "elu", "elementwise")
 #: follower kinds with one channel per unit
 CHANNEL_KINDS = ("maxpool2d", "avgpool2d", "adaptive_avgpool2d", "batchnorm2d", "batchnorm1d", "maxpool1d",
-                 "adaptive_avgpool1d", "upsample")
+                 "adaptive_avgpool1d", "upsample", "upsample_bilinear")
+#: kinds whose input channels are a consumer's units (without groups, or with ``groups == 1``)
+CONV_KINDS = ("conv2d", "conv1d", "conv_transpose2d")
 
 
 def units_of(layer):
@@ -40,7 +44,7 @@ def _is_producer(layer):
     kind = layer["kind"]
     if kind not in PRODUCERS or layer.get("role") == "output":
         return False
-    return kind == "linear" or int(round(layer["config"]["groups"])) == 1
+    return kind == "linear" or int(round(layer["config"].get("groups", 1))) == 1
 
 
 def _follow(layer, producer_kind, old):
@@ -52,8 +56,8 @@ def _follow(layer, producer_kind, old):
         return "follower" if c["channels"] == old else None
     if kind == "layernorm":
         return "follower" if producer_kind == "linear" and c["normalized"] == old else None
-    if kind in ("conv2d", "conv1d"):
-        return "consumer" if int(round(c["groups"])) == 1 and c["in_channels"] == old else None
+    if kind in CONV_KINDS:
+        return "consumer" if int(round(c.get("groups", 1))) == 1 and c["in_channels"] == old else None
     if kind in ("linear", "output"):
         return "consumer" if c["in_features"] % old == 0 else None
     if kind in ("lstm", "gru"):
@@ -122,7 +126,7 @@ def cut(layers, producer, new_units, groups=None):
             edit(j, "channels", new_units)
         elif kind == "layernorm":
             edit(j, "normalized", new_units)
-        elif kind in ("conv2d", "conv1d"):
+        elif kind in CONV_KINDS:
             edit(j, "in_channels", new_units)
         elif kind in ("linear", "output"):
             edit(j, "in_features", _scaled(c["in_features"], old, new_units))

@@ -57,6 +57,12 @@ def _expr(kind, c):
         return f"nn.Dropout({float(c['p'])!r})"
     if kind == "upsample":
         return f"nn.Upsample(scale_factor={_i(c['scale'])}, mode=\"nearest\")"
+    if kind == "upsample_bilinear":
+        return f"nn.Upsample(scale_factor={_i(c['scale'])}, mode=\"bilinear\", align_corners=False)"
+    if kind == "conv_transpose2d":
+        return (f"nn.ConvTranspose2d({_i(c['in_channels'])}, {_i(c['out_channels'])}, {_i(c['kernel'])}, "
+                f"stride={_i(c['stride'])}, padding={_i(c['padding'])}, output_padding={_i(c['output_padding'])}, "
+                f"bias={bool(c['bias'])})")
     return None
 
 
