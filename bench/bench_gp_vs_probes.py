@@ -3,6 +3,7 @@
     thor-sdk probe --device host --model vgg_small --model gru_small ... --batch-size 16 --out exact.db
     python bench/bench_gp_vs_probes.py --estimator host-torch.json --campaign exact.db \
         --model vgg_small --model gru_small ... --batch-size 16
+    python bench/bench_gp_vs_probes.py ... --model bench/user_nets.py:ConvAE=1,28,28   # a file's net, its input shape
 
 A device profile estimates a net never probed as the sum of its layers' GP estimates. When that sum
 misses the net measured whole, either the GP misses the layers' own probes (interpolation, sampling,
@@ -38,7 +39,9 @@ def compare(estimator, campaign, models, batch_size):
     nets, kinds = [], {}
     for m in models:
         rows, unprobed = [], 0
-        for layer in layers_of(m).layers:
+        ref, _, shape = m.partition("=")
+        shape = [int(s) for s in shape.split(",")] if shape else None
+        for layer in layers_of(ref, input_shape=shape).layers:
             key = Probe(layer["kind"], layer["config"], batch_size, layer["role"]).key
             if key not in exact:
                 unprobed += 1
@@ -93,7 +96,8 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--estimator", required=True, help="a device profile's estimator (thor-sdk fit)")
     ap.add_argument("--campaign", required=True, help="a target-driven campaign of the nets (thor-sdk probe --model)")
-    ap.add_argument("--model", action="append", required=True, help="a net the campaign probed (repeatable)")
+    ap.add_argument("--model", action="append", required=True,
+                    help="a net the campaign probed (repeatable); file.py:Class=3,32,32 with its input shape")
     ap.add_argument("--batch-size", type=int, default=16)
     ap.add_argument("--report", default=None, help="also write the Markdown here")
     args = ap.parse_args(argv)

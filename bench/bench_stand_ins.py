@@ -6,7 +6,8 @@ Under ``--unknown-ops approx`` some operators without a kind are estimated as ki
 (``thor_sdk.layers.extract._stand_in``): a bidirectional
 LSTM/GRU as one layer per direction and a ``cat``; a projected LSTM as the lstm of its full hidden size and its
 projection, per direction; a dilated conv as the undilated conv of the same output
-size; a transposed conv as the stride-1 conv of the same FLOPs; nn.MultiheadAttention outside kind ``mha``
+size; a transposed conv (1-D, or 2-D with groups or non-square sides: else kind ``conv_transpose2d``, timed
+here against its own kind) as the stride-1 conv of the same FLOPs; nn.MultiheadAttention outside kind ``mha``
 (``bias=False``), ``x @ y``, ``torch.einsum`` and F.scaled_dot_product_attention with a mask as ``linear``
 layers of the same FLOPs and a ``softmax``; an instance norm as the batch norm of the same sizes; GroupNorm without
 its affine as the layernorm of the same statistics. Also timed against the layers they are read as: a LayerNorm over
@@ -196,11 +197,13 @@ def _cases():
         ("Conv1d 32->32 k3 dilation 4 L128", Op(nn.Conv1d(32, 32, 3, padding=4, dilation=4)), (32, 128), 16),
         ("Conv1d 64->64 k5 dilation 8 L256", Op(nn.Conv1d(64, 64, 5, padding=16, dilation=8)), (64, 256), 16),
         ("Conv2d 32->32 k3 dilation 2 32x32", Op(nn.Conv2d(32, 32, 3, padding=2, dilation=2)), (32, 32, 32), 16),
-        ("ConvTranspose2d 8->4 k2 s2 16x16", Op(nn.ConvTranspose2d(8, 4, 2, stride=2)), (8, 16, 16), 16),
-        ("ConvTranspose2d 64->32 k4 s2 p1 16x16", Op(nn.ConvTranspose2d(64, 32, 4, 2, 1)), (64, 16, 16), 16),
-        ("ConvTranspose2d 32->16 k3 s2 p1 op1 32x32", Op(nn.ConvTranspose2d(32, 16, 3, 2, 1, output_padding=1)),
+        ("ConvTranspose2d 8->4 k2 s2 16x16 (its own kind)", Op(nn.ConvTranspose2d(8, 4, 2, stride=2)), (8, 16, 16), 16),
+        ("ConvTranspose2d 64->32 k4 s2 p1 16x16 (its own kind)", Op(nn.ConvTranspose2d(64, 32, 4, 2, 1)), (64, 16, 16), 16),
+        ("ConvTranspose2d 32->16 k3 s2 p1 op1 32x32 (its own kind)", Op(nn.ConvTranspose2d(32, 16, 3, 2, 1, output_padding=1)),
          (32, 32, 32), 16),
         ("ConvTranspose1d 32->16 k4 s2 p1 L64", Op(nn.ConvTranspose1d(32, 16, 4, 2, 1)), (32, 64), 16),
+        ("ConvTranspose2d 32->16 k2 s2 16x16 groups 2", Op(nn.ConvTranspose2d(32, 16, 2, stride=2, groups=2)),
+         (32, 16, 16), 16),
         ("MultiheadAttention d64 h4 T24 (its own kind)", Op(nn.MultiheadAttention(64, 4, batch_first=True), True, True),
          (24, 64), 16),
         ("MultiheadAttention d128 h8 T64 (its own kind)", Op(nn.MultiheadAttention(128, 8, batch_first=True), True,

@@ -366,12 +366,112 @@ class SpatialDropCNN(nn.Module):
         return self.fc(torch.flatten(self.f(x), 1))
 
 
+class _UpBilinear(nn.Module):
+    def __init__(self, cin, cout):
+        super().__init__()
+        self.up = nn.Upsample(scale_factor=2, mode="bilinear", align_corners=True)
+        self.conv = nn.Sequential(nn.Conv2d(cin, cout, 3, padding=1, bias=False), nn.BatchNorm2d(cout), nn.ReLU(),
+                                  nn.Conv2d(cout, cout, 3, padding=1, bias=False), nn.BatchNorm2d(cout), nn.ReLU())
+
+    def forward(self, x, skip):
+        x = self.up(x)
+        dy, dx = skip.size()[2] - x.size()[2], skip.size()[3] - x.size()[3]
+        x = F.pad(x, [dx // 2, dx - dx // 2, dy // 2, dy - dy // 2])
+        return self.conv(torch.cat([skip, x], dim=1))
+
+
+class UNetBilinear(nn.Module):
+    """milesial/Pytorch-UNet's U-Net with ``bilinear=True`` (bilinear upsampling, F.pad to each skip's size), three
+    levels of widths 16-64 on 3x36x36 crops (36 -> 18 -> 9 -> 4: the first up pads 8 to 9), a 1x1-conv mask of 2
+    classes averaged to a score."""
+
+    def __init__(self):
+        super().__init__()
+        def dc(i, o):
+            return nn.Sequential(nn.Conv2d(i, o, 3, padding=1, bias=False), nn.BatchNorm2d(o), nn.ReLU(),
+                                 nn.Conv2d(o, o, 3, padding=1, bias=False), nn.BatchNorm2d(o), nn.ReLU())
+        self.inc, self.d1, self.d2 = dc(3, 16), nn.Sequential(nn.MaxPool2d(2), dc(16, 32)), nn.Sequential(
+            nn.MaxPool2d(2), dc(32, 64))
+        self.d3 = nn.Sequential(nn.MaxPool2d(2), dc(64, 64))
+        self.u1, self.u2, self.u3 = _UpBilinear(128, 32), _UpBilinear(64, 16), _UpBilinear(32, 16)
+        self.outc = nn.Conv2d(16, 2, 1)
+
+    def forward(self, x):
+        x1 = self.inc(x)
+        x2 = self.d1(x1)
+        x3 = self.d2(x2)
+        x = self.u1(self.d3(x3), x3)
+        x = self.u3(self.u2(x, x2), x1)
+        return self.outc(x)
+
+
+class ConvAE(nn.Module):
+    """The convolutional autoencoder of MNIST tutorials (anomaly detection fine-tunes one on a device's normal data):
+    two stride-2 convs down, two 3x3 stride-2 transposed convs with output padding up, a sigmoid; trained on its
+    reconstruction (the measure's mean-squared loss)."""
+
+    def __init__(self):
+        super().__init__()
+        self.enc = nn.Sequential(nn.Conv2d(1, 16, 3, stride=2, padding=1), nn.ReLU(),
+                                 nn.Conv2d(16, 32, 3, stride=2, padding=1), nn.ReLU())
+        self.dec = nn.Sequential(nn.ConvTranspose2d(32, 16, 3, stride=2, padding=1, output_padding=1), nn.ReLU(),
+                                 nn.ConvTranspose2d(16, 1, 3, stride=2, padding=1, output_padding=1), nn.Sigmoid())
+
+    def forward(self, x):
+        return self.dec(self.enc(x))
+
+
+class ResNet8A(nn.Module):
+    """A CIFAR ResNet-8 of widths 24/48/96 with option-A shortcuts written by hand (F.pad of x[:, :, ::2, ::2] along
+    the channels), functional ReLUs, 10 classes."""
+
+    def __init__(self):
+        super().__init__()
+        self.stem = nn.Sequential(nn.Conv2d(3, 24, 3, padding=1, bias=False), nn.BatchNorm2d(24), nn.ReLU())
+        self.convs = nn.ModuleList()
+        c = 24
+        for w, s in ((24, 1), (48, 2), (96, 2)):
+            self.convs.append(nn.ModuleList([nn.Conv2d(c, w, 3, s, 1, bias=False), nn.BatchNorm2d(w),
+                                             nn.Conv2d(w, w, 3, 1, 1, bias=False), nn.BatchNorm2d(w)]))
+            c = w
+        self.fc = nn.Linear(96, 10)
+
+    def forward(self, x):
+        x = self.stem(x)
+        for conv1, bn1, conv2, bn2 in self.convs:
+            out = bn2(conv2(F.relu(bn1(conv1(x)))))
+            if conv1.stride[0] != 1:
+                p = (conv1.out_channels - conv1.in_channels) // 2
+                x = F.pad(x[:, :, ::2, ::2], (0, 0, 0, 0, p, p))
+            x = F.relu(out + x)
+        return self.fc(x.mean(dim=(2, 3)))
+
+
+class TFSamePadCNN(nn.Module):
+    """A small CNN ported from TensorFlow: nn.ZeroPad2d((0, 1, 0, 1)) before each stride-2 conv ("same" padding,
+    the odd pixel after), batch norm, ReLU6, 10 classes."""
+
+    def __init__(self):
+        super().__init__()
+        layers, c = [], 3
+        for w in (16, 32, 64):
+            layers += [nn.ZeroPad2d((0, 1, 0, 1)), nn.Conv2d(c, w, 3, stride=2, bias=False), nn.BatchNorm2d(w),
+                       nn.ReLU6(), nn.Conv2d(w, w, 3, padding=1, bias=False), nn.BatchNorm2d(w), nn.ReLU6()]
+            c = w
+        self.f = nn.Sequential(*layers)
+        self.fc = nn.Linear(64, 10)
+
+    def forward(self, x):
+        return self.fc(self.f(x).mean(dim=(2, 3)))
+
+
 #: nets whose architecture joined the zoo after they had shown it missing (docs/model-zoo.md): no longer clean
 #: no longer unseen cases, reported apart: SeqLSTM read 1.95x before lstm_har joined the zoo; SdpaBlock calls
 #: F.scaled_dot_product_attention, as vit_tiny (in the zoo since 2026-11-27) does; MHA, Encoder and CrossAttn
 #: read 0.42-1.10x through stand-ins before nn.MultiheadAttention became kind mha and kwt_tiny, attention_har and
-#: pvt_tiny joined the zoo (2026-11-27)
-COVERED_SINCE = {"SeqLSTM", "SdpaBlock", "MHA", "Encoder", "CrossAttn"}
+#: pvt_tiny joined the zoo (2026-11-27); Deconv's 2x2 stride-2 ConvTranspose2d stood in as a stride-1 conv until
+#: kind conv_transpose2d and unet_small, whose ups are such convs, came (2026-11-28)
+COVERED_SINCE = {"SeqLSTM", "SdpaBlock", "MHA", "Encoder", "CrossAttn", "Deconv"}
 
 #: (class name, per-sample input shape): the held-out user nets, in the order they are measured
 NETS = (("UNetTiny", (3, 32, 32)), ("BiLSTM", (32,)), ("GRU2", (50, 12)), ("MHA", (24, 32)),
@@ -379,4 +479,6 @@ NETS = (("UNetTiny", (3, 32, 32)), ("BiLSTM", (32,)), ("GRU2", (50, 12)), ("MHA"
         ("ManualAttn", (16, 32)), ("Encoder", (32, 16)), ("SdpaBlock", (24, 20)), ("EinsumAttn", (20, 16)),
         ("CrossAttn", (30, 24)), ("SeqLSTM", (64, 9)), ("StyleBlock", (3, 32, 32)), ("CausalMHA", (40, 16)),
         ("MnistExample", (1, 28, 28)), ("GNConvNet", (3, 32, 32)), ("PReLUMLP", (40,)), ("ERFBlockNet", (3, 32, 32)),
-        ("CnnOneFstride4", (1, 98, 40)), ("TradFpool3", (1, 49, 40)), ("SpatialDropCNN", (3, 32, 32)))
+        ("CnnOneFstride4", (1, 98, 40)), ("TradFpool3", (1, 49, 40)), ("SpatialDropCNN", (3, 32, 32)),
+        ("UNetBilinear", (3, 36, 36)), ("ConvAE", (1, 28, 28)), ("ResNet8A", (3, 32, 32)),
+        ("TFSamePadCNN", (3, 32, 32)))
