@@ -860,6 +860,107 @@ def resnet20_cifar(spec):
             c = cout
     return nn.Sequential(*layers, _Head(c, spec.num_classes))
 
+class _PointNet(nn.Module):
+    def __init__(self, num_classes, width=512):
+        super().__init__()
+        self.width = width
+        self.feat = nn.Sequential(nn.Conv1d(3, 64, 1), nn.BatchNorm1d(64), nn.ReLU(),
+                                  nn.Conv1d(64, 128, 1), nn.BatchNorm1d(128), nn.ReLU(),
+                                  nn.Conv1d(128, width, 1), nn.BatchNorm1d(width), nn.ReLU())
+        self.head = nn.Sequential(nn.Linear(width, 256), nn.BatchNorm1d(256), nn.ReLU(), nn.Dropout(0.3),
+                                  nn.Linear(256, 128), nn.BatchNorm1d(128), nn.ReLU(), nn.Linear(128, num_classes))
+
+    def forward(self, x):  # (B, 3, points)
+        x = torch.max(self.feat(x), 2, keepdim=True)[0]  # the symmetric function: a max over the points
+        return self.head(x.view(-1, self.width))
+
+
+def pointnet_small(spec):
+    """PointNet's classifier (Qi et al. 2017) as its PyTorch ports write it: a shared MLP of 1x1 conv1d with batch
+    norm over the points, ``torch.max`` over them, an MLP head with dropout, on 512 points of a depth sensor's
+    cloud (ModelNet10's 10 classes). Departs from the paper: no input or feature transform nets (their 3x3 and 64x64
+    matrix products are products of activations, with no kind), the global feature 512 wide, not 1024."""
+    return _PointNet(spec.num_classes)
+
+
+class _TextCNN(nn.Module):
+    def __init__(self, vocab, num_classes, emb=128, filters=100, sizes=(3, 4, 5)):
+        super().__init__()
+        self.emb = nn.Embedding(vocab, emb)
+        self.convs = nn.ModuleList(nn.Conv1d(emb, filters, k) for k in sizes)
+        self.drop, self.fc = nn.Dropout(0.5), nn.Linear(filters * len(sizes), num_classes)
+
+    def forward(self, x):  # (B, T) token ids
+        e = self.emb(x).transpose(1, 2)
+        pooled = [torch.max(F.relu(conv(e)), dim=2)[0] for conv in self.convs]  # max over time
+        return self.fc(self.drop(torch.cat(pooled, 1)))
+
+
+def textcnn_kim(spec):
+    """Kim's CNN for sentence classification (2014) as PyTorch ports write it: embeddings, conv1d of widths 3, 4
+    and 5 (100 filters each), ReLU, ``torch.max`` over time, cat, dropout 0.5, Linear; 64 tokens of a 2,000-word
+    vocabulary, 2 classes."""
+    return _TextCNN(spec.vocab, spec.num_classes)
+
+
+class _Downsampler(nn.Module):
+    """ERFNet's (and ENet's) downsampler: a 3x3 stride-2 conv of out - in channels beside a 2x2 max pool of the
+    input, concatenated, batch norm, ReLU."""
+
+    def __init__(self, cin, cout):
+        super().__init__()
+        self.conv, self.pool = nn.Conv2d(cin, cout - cin, 3, stride=2, padding=1), nn.MaxPool2d(2)
+        self.bn = nn.BatchNorm2d(cout)
+
+    def forward(self, x):
+        return F.relu(self.bn(torch.cat([self.conv(x), self.pool(x)], 1)))
+
+
+class _NonBottleneck1d(nn.Module):
+    """ERFNet's non-bottleneck-1D block: 3x1 and 1x3 convs twice (ReLU between, batch norm after each pair),
+    channel dropout, a residual."""
+
+    def __init__(self, c, p):
+        super().__init__()
+        self.c31a, self.c13a = nn.Conv2d(c, c, (3, 1), padding=(1, 0)), nn.Conv2d(c, c, (1, 3), padding=(0, 1))
+        self.c31b, self.c13b = nn.Conv2d(c, c, (3, 1), padding=(1, 0)), nn.Conv2d(c, c, (1, 3), padding=(0, 1))
+        self.bn1, self.bn2 = nn.BatchNorm2d(c), nn.BatchNorm2d(c)
+        self.drop = nn.Dropout2d(p)
+
+    def forward(self, x):
+        h = F.relu(self.bn1(self.c13a(F.relu(self.c31a(x)))))
+        h = self.drop(self.bn2(self.c13b(F.relu(self.c31b(h)))))
+        return F.relu(h + x)
+
+
+class _ERFNet(nn.Module):
+    def __init__(self, num_classes):
+        super().__init__()
+        self.encoder = nn.Sequential(_Downsampler(3, 16), _Downsampler(16, 64),
+                                     *[_NonBottleneck1d(64, 0.03) for _ in range(3)], _Downsampler(64, 128),
+                                     *[_NonBottleneck1d(128, 0.3) for _ in range(2)])
+        self.decoder = nn.Sequential(
+            nn.ConvTranspose2d(128, 64, 3, stride=2, padding=1, output_padding=1), nn.BatchNorm2d(64), nn.ReLU(),
+            *[_NonBottleneck1d(64, 0.0) for _ in range(2)],
+            nn.ConvTranspose2d(64, 16, 3, stride=2, padding=1, output_padding=1), nn.BatchNorm2d(16), nn.ReLU(),
+            *[_NonBottleneck1d(16, 0.0) for _ in range(2)],
+            nn.ConvTranspose2d(16, num_classes, 2, stride=2))
+
+    def forward(self, x):
+        out = self.decoder(self.encoder(x))
+        return out.permute(0, 2, 3, 1).flatten(1, 2)  # per pixel: (B, H x W, classes)
+
+
+def erfnet_small(spec):
+    """ERFNet (Romera et al. 2017), the real-time segmentation net of cars and phones: downsamplers (a strided conv
+    beside a max pool, cat), non-bottleneck-1D blocks of factorised 3x1/1x3 convs with channel dropout, and a
+    decoder of 3x3 stride-2 transposed convs with output padding, ending in a 2x2 transposed conv to the classes;
+    64x64 images, 2 classes per pixel. Departs from the paper: 3 and 2 encoder blocks instead of 5 and 8, and no
+    dilation (dilated convs have no kind); the logits returned per pixel, (B, H x W, classes), for the per-pixel
+    cross-entropy (a loss outside THOR's sum: no Linear head)."""
+    return _ERFNet(spec.num_classes)
+
+
 
 def dscnn_kws(spec):
     """DS-CNN-S keyword spotting (64 channels, 4 depthwise-separable blocks) on 1x49x10 MFCCs, as Hello Edge and
@@ -900,7 +1001,7 @@ class _AttnRNN(nn.Module):
         h = self.rnn(x)  # (B, T, hidden)
         s = self.att2(self.att_act(self.att1(h))).flatten(1)  # (B, T)
         a = torch.softmax(s, dim=-1).view(x.size(0), -1, 1)
-        pooled = (h * a).mean(dim=1)  # attention-weighted average (up to the factor T)
+        pooled = (h * a).sum(dim=1)  # the attention-weighted sum over time
         return self.fc2(self.act(self.fc1(pooled)))
 
 

@@ -260,7 +260,7 @@ def test_the_prior_places_the_new_kinds_and_their_neighbours():
     prior = load_prior()
     zoo = {(c["config"]["kernel"], c["config"]["padding"], c["config"]["output_padding"])
            for c in prior["kinds"]["conv_transpose2d"]["configs"]}
-    assert zoo == {DECONV_SHAPES[0]}  # U-Net's alone
+    assert zoo == {DECONV_SHAPES[0], DECONV_SHAPES[1]}  # U-Net's and ERFNet's
     got = candidates(prior, "conv_transpose2d", 60, seed=0)
     assert all(_valid("conv_transpose2d", c) for c, _, _ in got)
     assert {(c["kernel"], c["padding"], c["output_padding"]) for c, _, _ in got} == set(DECONV_SHAPES)

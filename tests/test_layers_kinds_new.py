@@ -66,6 +66,8 @@ CONFIGS = {
                               width=5, bias=1),
                          dict(in_channels=3, out_channels=2, kernel=3, stride=2, padding=1, output_padding=1, height=4,
                               width=4, bias=0)],
+    "reduce_sum": [dict(rows=1, reduced=5, inner=4), dict(rows=3, reduced=4, inner=1)],
+    "reduce_max": [dict(rows=3, reduced=5, inner=1, indices=1), dict(rows=1, reduced=4, inner=6, indices=0)],
     "pad": [dict(channels=2, height=3, width=4, pad_c=0, pad_h=2, pad_w=1),
             dict(channels=3, height=1, width=5, pad_c=4, pad_h=0, pad_w=0)],
     "mul": [dict(numel=12, broadcast=0), dict(numel=12, broadcast=1)],

@@ -11,7 +11,7 @@ REFERENCE = ["lenet5", "cnn5", "har", "lstm", "transformer", "resnet18", "mobile
 ZOO_ONLY = [n for n in list_models("zoo") if n not in REFERENCE]
 HELDOUT = list_models("heldout")
 #: segmentation nets that end, as their paper's, in the bilinear upsampling of their per-pixel logits: no Linear head
-NO_HEAD = ("lraspp_mbv3_small",)
+NO_HEAD = ("lraspp_mbv3_small", "erfnet_small")
 
 # operators of the layer kinds added for the zoo (conv1d ... permute): an extraction failure naming only
 # these means those kinds have not landed in thor_sdk.layers yet; anything else is a real failure

@@ -84,7 +84,7 @@ def test_dense_linear_algebra_is_never_approximated_as_an_elementwise_op():
     assert mm["kind"] == "linear" and mm["role"] == "input" and "torch.matmul" in mm["approx"]
     assert mm["config"] == {"in_features": 8, "out_features": 5, "tokens": 5, "bias": 0}
     assert get_kind("linear").forward_flops(mm["config"]) == 2 * 5 * 5 * 8  # (5 x 8) @ (8 x 5)
-    assert [l["op"] for l in ml.layers if l["kind"] == "elementwise"] == ["Tensor.sum"]  # the reduction after it
+    assert [l["kind"] for l in ml.layers if l["op"] == "Tensor.sum"] == ["reduce_sum"]  # the reduction after it
     ein = next(l for l in layers_of(Einsum(), input_shape=[5, 8], unknown_ops="approx").layers
                if l["op"] == "torch.einsum")
     assert ein["kind"] == "linear" and ein["config"] == mm["config"]  # (5 x 8) @ (8 x 5), as the matmul

@@ -24,7 +24,8 @@ share its k x 1 or 1 x k), or
 the other role of a recurrent layer whose zoo layers all have one, or the other ``bias`` of a kind whose
 zoo layers all have one, or the other path of an attention layer (``need_weights``) and, independently, its
 other masking (none, a mask tensor, or causal) and, independently, its other dropout (none or 0.1), or twice or
-half a group norm's groups, or the other ``shared`` of a PReLU, or another of the three ways a transposed conv
+half a group norm's groups, or the other ``shared`` of a PReLU, or the other ``indices`` of a max reduction
+(``torch.max`` or ``amax``), or another of the three ways a transposed conv
 upsamples by 2 (``DECONV_SHAPES``), or other axes padded by a ``pad``, or another upsampling factor
 (``NEIGHBOUR_SHARE``).
 A self-attention layer's key length stays its sequence length (``TIED``).
@@ -47,7 +48,7 @@ SIZE_FACTOR = 2.0
 #: features scaled by the size factor (others are structural and kept as in the zoo layer)
 SIZE_FEATURES = {"in_channels", "out_channels", "channels", "height", "width", "length", "in_features",
                  "out_features", "tokens", "numel", "seq_len", "hidden_size", "input_size", "d_model", "d_ff",
-                 "normalized", "embedding_dim", "embed_dim", "kv_len", "spatial"}
+                 "normalized", "embedding_dim", "embed_dim", "kv_len", "spatial", "rows", "reduced", "inner"}
 #: widths whose alignment the scaling keeps: a zoo layer's value divisible by 8 scales to multiples of 8.
 #: oneDNN convolutions run 1.4-1.8x slower on unaligned channel counts (host, one thread, 3x3 at 16x16:
 #: 32->32 61 GFLOP/s, 31->33 44; 16->88 76, 17->87 42); real nets use multiples of 8, and candidates of
@@ -323,7 +324,7 @@ def _pad_neighbour(config, u):
 
 
 #: flags of which a neighbour share takes the value none of a kind's zoo layers has (``_other_flag``)
-NEIGHBOUR_FLAGS = ("bias", "shared")
+NEIGHBOUR_FLAGS = ("bias", "shared", "indices")
 
 
 def _other_flag(configs, flag="bias"):
@@ -333,7 +334,8 @@ def _other_flag(configs, flag="bias"):
     A neighbour share of such a kind's candidates takes it: every zoo linear has a bias, but attention
     projections are often built without one (and the linear stand-ins of ``x @ y`` have none); profiles
     without bias-free samples left those layers outside what the samples covered. The zoo's PReLUs have a
-    slope per channel, and ``nn.PReLU()`` (PyTorch's default) shares one."""
+    slope per channel, and ``nn.PReLU()`` (PyTorch's default) shares one. The zoo's max reductions keep their argmax
+    (``torch.max(x, dim)``, global max pooling); ``x.amax(dim)`` does not."""
     seen = {c["config"].get(flag) for c in configs}
     return 1 - seen.pop() if len(seen) == 1 and seen <= {0, 1} else None
 

@@ -92,6 +92,20 @@ class Pad(nn.Module):
         return torch.nn.functional.pad(x, self.pads)
 
 
+class Reduce(nn.Module):
+    """Kinds ``reduce_sum`` and ``reduce_max``: a (rows, reduced, inner) input reduced over its middle axis, as
+    ``x.sum(dim)``, ``torch.max(x, dim)[0]`` (``indices``) or ``x.amax(dim)`` run it."""
+
+    def __init__(self, op, indices=False):
+        super().__init__()
+        self.op, self.indices = op, bool(indices)
+
+    def forward(self, x):
+        if self.op == "sum":
+            return x.sum(dim=2)
+        return x.max(dim=2)[0] if self.indices else x.amax(dim=2)
+
+
 class Elementwise(nn.Module):
     """The generic elementwise op of kind ``elementwise``: softplus, a transcendental pointwise op
     (what an operator without a kind of its own is estimated as, with a wider uncertainty)."""
@@ -215,6 +229,10 @@ def build_layer(kind, c):
                                   _i(c["padding"]), _i(c["output_padding"]), bias=bool(c["bias"]))
     if kind == "pad":
         return Pad(_i(c["pad_c"]), _i(c["pad_h"]), _i(c["pad_w"]))
+    if kind == "reduce_sum":
+        return Reduce("sum")
+    if kind == "reduce_max":
+        return Reduce("max", c["indices"])
     if kind == "mul":
         return Mul(bool(c["broadcast"]))
     if kind == "cat":

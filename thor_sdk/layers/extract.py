@@ -1136,6 +1136,47 @@ def _mean_layer(dims, in_shape, unsupported, label):
     return None
 
 
+def reduce_config(dims, in_shape):
+    """``{"rows", "reduced", "inner"}`` of a reduction over ``dims`` (numbered with the batch as axis 0, negative from
+    the end) of a per-sample ``in_shape``: the elements before the reduced axes, of them, and after them; or the
+    reason it is no such reduction (the batch among them, axes that are not adjacent, no axes named)."""
+    ndim = len(in_shape) + 1
+    if dims is None:
+        return "over every axis, the batch's too"
+    dims = (dims,) if isinstance(dims, int) else dims
+    if not isinstance(dims, (tuple, list)) or not dims \
+            or not all(isinstance(d, int) and not isinstance(d, bool) and -ndim <= d < ndim for d in dims):
+        return "its axes not given as integers"
+    axes = sorted({d % ndim for d in dims})
+    if axes[0] == 0:
+        return "over the batch"
+    if axes != list(range(axes[0], axes[-1] + 1)):
+        return "over axes that are not adjacent"
+    first, last = axes[0] - 1, axes[-1]  # per-sample positions of the reduced axes: [first, last)
+    return {"rows": _prod(in_shape[:first]), "reduced": _prod(in_shape[first:last]), "inner": _prod(in_shape[last:])}
+
+
+def _reduce_layer(kind, dims, in_shape, unsupported, label, indices=None):
+    """(kind, config) of a sum (``reduce_sum``) or max (``reduce_max``, ``indices`` 1 with the argmax kept) over
+    adjacent axes, or recorded unsupported with the reason."""
+    got = reduce_config(dims, in_shape)
+    if isinstance(got, str):
+        unsupported.append(f"{label}({got})")
+        return None
+    return kind, got if indices is None else dict(got, indices=int(indices))
+
+
+def _max_layer(node, dim_arg, in_shape, unsupported, label):
+    """``torch.max(x, dim)`` / ``x.max(dim)``: kind ``reduce_max`` with its argmax; the elementwise maximum of two
+    tensors and the max of every element are other operators (recorded unsupported)."""
+    dim = _arg(node, 1, "dim")
+    if dim is None or hasattr(dim, "op"):  # torch.max(x), or torch.max(x, y) (positional, or other=y)
+        two = dim is not None or "other" in node.kwargs
+        unsupported.append(f"{label}({'of two tensors' if two else 'of every element'})")
+        return None
+    return _reduce_layer("reduce_max", dim_arg(1, "dim"), in_shape, unsupported, label, indices=1)
+
+
 def _arg(node, i, name, default=None):
     if len(node.args) > i:
         return node.args[i]
@@ -1249,6 +1290,12 @@ def _function_layer(node, in_shape, out_shape, unsupported, full_shape=lambda n:
             return _softmax_layer(dim_arg(1, "dim"), in_shape, unsupported, "Tensor.softmax")
         if t == "mean":
             return _mean_layer(dim_arg(1, "dim"), in_shape, unsupported, "Tensor.mean")
+        if t == "sum":
+            return _reduce_layer("reduce_sum", dim_arg(1, "dim"), in_shape, unsupported, "Tensor.sum")
+        if t == "amax":
+            return _reduce_layer("reduce_max", dim_arg(1, "dim"), in_shape, unsupported, "Tensor.amax", indices=0)
+        if t == "max":
+            return _max_layer(node, dim_arg, in_shape, unsupported, "Tensor.max")
         unsupported.append(f"Tensor.{t}")
         return None
     if t in _FREE_FUNCS or t in (torch.chunk, torch.split, torch.tensor_split):
@@ -1268,6 +1315,13 @@ def _function_layer(node, in_shape, out_shape, unsupported, full_shape=lambda n:
         return _softmax_layer(dim_arg(1, "dim"), in_shape, unsupported, "softmax")
     if t is torch.mean:
         return _mean_layer(dim_arg(1, "dim"), in_shape, unsupported, "torch.mean")
+    if t is torch.sum:
+        return _reduce_layer("reduce_sum", dim_arg(1, "dim"), in_shape, unsupported, "torch.sum")
+    if t is torch.amax:
+        return _reduce_layer("reduce_max", dim_arg(1, "dim"), in_shape, unsupported, "torch.amax", indices=0)
+    if t is torch.max:
+        return _max_layer(node, dim_arg, in_shape, unsupported, "torch.max")
+
     if t is F.pad:  # pads computed from sizes (a U-Net's to match its skip's: diff // 2) as their values
         pads = _arg(node, 1, "pad")
         pads = [size_of(p) for p in pads] if isinstance(pads, (tuple, list)) else pads

@@ -94,7 +94,8 @@ class Kind:
         and for its dropout mask (p > 0), the attention probabilities (``num_heads*seq_len*kv_len`` each), times
         ``2*4``; ``sdpa`` its softmax's row statistics (``num_heads*seq_len``) and with dropout its probabilities
         and their mask (``2*num_heads*seq_len*kv_len``), times ``2*4``; max pooling its
-        int64 argmax indices (``2*8*O``), dropout its byte mask (``2*numel``), dropout2d its float mask
+        int64 argmax indices (``2*8*O``), ``reduce_max`` with ``indices`` its int64 argmax (``2*8*rows*inner``), dropout its
+        byte mask (``2*numel``), dropout2d its float mask
         of one value per channel (``2*4*channels``); ``add`` and a full-size
         ``mul`` read a second operand (``4*numel``; ``mul`` also saves it for the backward and writes
         its gradient, ``+8*numel``). Affine in ``b`` (per-sample + per-step terms), as the runtime needs.
@@ -238,7 +239,7 @@ def with_added_features(kind, config):
 #: bounds of a layer config (see ``Kind.check_config``)
 MAX_FEATURE = 1e9
 MAX_NUMEL = 1e10
-_FLAGS = ("bias", "positional", "broadcast", "cross", "need_weights", "causal", "mask", "shared")
+_FLAGS = ("bias", "positional", "broadcast", "cross", "need_weights", "causal", "mask", "shared", "indices")
 _MAY_BE_ZERO = ("padding", "padding_w", "output_padding", "pad_c", "pad_h", "pad_w")
 
 
@@ -376,6 +377,14 @@ KINDS = {
              "constant padding (F.pad, nn.ZeroPad2d, nn.ConstantPad1d/2d/3d) of (channels, height, width) per sample "
              "(a 1-D input is (1, 1, length), leading axes beyond three are the channels) by pad_c, pad_h and pad_w "
              "elements along each axis, both sides together", False),
+        Kind("reduce_sum", ("rows", "reduced", "inner"),
+             "a sum over adjacent axes (x.sum(dim), torch.sum): per sample, an input of rows x reduced x inner "
+             "elements (the axes before, the summed ones, those after) to rows x inner; attention pooling "
+             "(weights x states summed over time), a mean over other axes than a pooling's", False),
+        Kind("reduce_max", ("rows", "reduced", "inner", "indices"),
+             "a max over adjacent axes, as reduce_sum's shapes: indices = 1 for torch.max(x, dim) (the argmax kept "
+             "for the backward), 0 for x.amax(dim) (the backward spreads the gradient over ties by comparing with "
+             "the input)", False),
         Kind("output", ("in_features", "out_features", "tokens"),
              "the output head: Linear + softmax cross-entropy loss (cost includes the loss and the "
              "per-step fixed work of the optimizer)", True, roles=("output",)),
@@ -417,6 +426,8 @@ _SHAPES = {
                          lambda c: (c["out_channels"], _deconv_out(c, c["height"]), _deconv_out(c, c["width"]))),
     "upsample_bilinear": (lambda c: (c["channels"], c["height"], c["width"]),
                           lambda c: (c["channels"], c["height"] * c["scale"], c["width"] * c["scale"])),
+    "reduce_sum": (lambda c: (c["rows"], c["reduced"], c["inner"]), lambda c: (c["rows"], c["inner"])),
+    "reduce_max": (lambda c: (c["rows"], c["reduced"], c["inner"]), lambda c: (c["rows"], c["inner"])),
     "pad": (lambda c: (c["channels"], c["height"], c["width"]),
             lambda c: (c["channels"] + c["pad_c"], c["height"] + c["pad_h"], c["width"] + c["pad_w"])),
     "sdpa": (lambda c: (c["seq_len"] + 2 * c["kv_len"], c["num_heads"], c["head_dim"]),
@@ -515,6 +526,9 @@ _FLOPS = {
     # data movement only: one operation per element written
     "upsample": lambda c: _prod(_SHAPES["upsample"][1](c)),
     "pad": lambda c: _prod(_SHAPES["pad"][1](c)),
+    # one add or compare per element read
+    "reduce_sum": lambda c: c["rows"] * c["reduced"] * c["inner"],
+    "reduce_max": lambda c: c["rows"] * c["reduced"] * c["inner"],
     # four neighbours weighed and summed per output element
     "upsample_bilinear": lambda c: 8.0 * _prod(_SHAPES["upsample_bilinear"][1](c)),
     # every input element meets the whole kernel for every output channel
@@ -576,6 +590,8 @@ _EXTRA_BYTES = {
                                       * (c["need_weights"] + (c["p"] > 0))),
     "maxpool2d": lambda c, runs: 2 * 8.0 * _prod(_SHAPES["maxpool2d"][1](c)) if runs else 0.0,
     "maxpool1d": lambda c, runs: 2 * 8.0 * _prod(_SHAPES["maxpool1d"][1](c)) if runs else 0.0,
+    # torch.max's int64 argmax, written in the forward and read by the backward's scatter
+    "reduce_max": lambda c, runs: (2 * 8.0 if runs else 8.0) * c["rows"] * c["inner"] * c["indices"],
     "dropout": lambda c, runs: (2.0 if runs else 1.0) * c["numel"],
     "dropout2d": lambda c, runs: (2.0 if runs else 1.0) * 4.0 * c["channels"],  # its float mask, one per channel
     "add": lambda c, runs: 4.0 * c["numel"],
