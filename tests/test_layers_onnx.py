@@ -626,3 +626,43 @@ def test_an_exported_prelu_reads_as_the_fx_path_reads_it(tmp_path, prelu):
     want = layers_of(net, input_shape=[3, 6, 6]).layers
     assert _summary(ml.layers) == _summary(want)
     assert ml.layers[1]["config"] == {"channels": 8, "spatial": 36, "shared": int(prelu == "shared")}
+
+
+@pytest.mark.parametrize("count, folds", [(4, True), (400_000_000, False)])
+def test_values_computed_from_shapes_fold_within_bounds(tmp_path, count, folds):
+    """Pads computed from the input's shape (torch.onnx writes F.pad's so) are folded and the Pad read as kind pad;
+    a value whose computation would make a tensor of more than _MAX_FOLD_ELEMENTS (a hostile ConstantOfShape) is not
+    computed at all: its Pad's shape stays unknown, one clear error."""
+    from thor_sdk.errors import ModelError
+    from thor_sdk.layers import onnx_import
+
+    nodes = [
+        helper.make_node("Shape", ["x"], ["s"]),
+        helper.make_node("Gather", ["s", "i1"], ["c"], axis=0),  # 3 channels
+        helper.make_node("Div", ["c", "c"], ["one"]),
+        helper.make_node("Mul", ["one", "count"], ["n"]),
+        helper.make_node("ConstantOfShape", ["n"], ["z"], value=numpy_helper.from_array(np.zeros(1, np.int64))),
+        helper.make_node("Add", ["z", "z"], ["z2"]),
+        helper.make_node("Slice", ["z2", "start", "end"], ["head"]),
+        helper.make_node("Concat", ["head", "tail"], ["pads"], axis=0),
+        helper.make_node("Pad", ["x", "pads"], ["p"]),
+        helper.make_node("Flatten", ["p"], ["f"]),
+        helper.make_node("MatMul", ["f", "wf"], ["y"]),
+    ]
+    ints = lambda name, v: numpy_helper.from_array(np.array(v, np.int64), name)  # noqa: E731
+    inits = [ints("i1", [1]), ints("count", [count]), ints("start", [0]), ints("end", [4]),
+             ints("tail", [0, 0, 1, 1]), _init("wf", (3 * 5 * 5, 2))]  # pads H and W after: 4x4 -> 5x5
+    path = _save(tmp_path / "fold.onnx", nodes, [2, 3, 4, 4], inits)
+    model = onnx.load(path)
+    producer = {o: n for n in model.graph.node for o in n.output if o}
+    got = onnx_import._fold_value(model, producer, {t.name: t for t in model.graph.initializer},
+                                  {"x": [2, 3, 4, 4]}, "pads")
+    if folds:
+        assert got.tolist() == [0, 0, 0, 0, 0, 0, 1, 1]
+        layers = layers_from_onnx(path).layers
+        assert [(l["kind"], l["config"]) for l in layers][:1] == [
+            ("pad", {"channels": 3, "height": 4, "width": 4, "pad_c": 0, "pad_h": 1, "pad_w": 1})]
+    else:
+        assert got is None
+        with pytest.raises(ModelError, match="shapes unknown"):
+            layers_from_onnx(path)

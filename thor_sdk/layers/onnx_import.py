@@ -152,7 +152,9 @@ def _infer(model, source):
     import onnx
 
     try:
-        return onnx.shape_inference.infer_shapes(model, check_type=False, strict_mode=False, data_prop=True)
+        # no data_prop: onnx's own propagation of values materialises a ConstantOfShape of any size a file asks for
+        # (a hostile one: std::bad_alloc); the values shapes need are folded by ``_fold_value``, within bounds
+        return onnx.shape_inference.infer_shapes(model, check_type=False, strict_mode=False, data_prop=False)
     except (onnx.shape_inference.InferenceError, onnx.checker.ValidationError, RuntimeError, ValueError) as e:
         raise FormatError(f"{source}: ONNX shape inference failed ({_first_line(e)})") from e
 
@@ -209,49 +211,67 @@ def _fold_values(model):
     return changed
 
 
+#: operators a folded value may be computed by: none makes a tensor larger than its inputs together but
+#: ConstantOfShape, whose requested size is checked first (``_MAX_FOLD_ELEMENTS``); a hostile file asks for no more
+_FOLDABLE = {"Shape", "Size", "Constant", "Identity", "Cast", "Gather", "Slice", "Concat", "Unsqueeze", "Squeeze",
+             "Reshape", "Transpose", "Add", "Sub", "Mul", "Div", "Neg", "Floor", "Ceil", "Max", "Min", "Abs",
+             "ConstantOfShape", "Equal", "Where", "Not"}
+_MAX_FOLD_ELEMENTS = 1024  # elements of any tensor a fold makes
+
+
 def _fold_value(model, producer, inits, shapes, name):
     """The value of tensor ``name`` where it is computed from initializers, Constants and the shapes of tensors whose
-    shape is known (``Shape``, ``Size``), by onnx's reference evaluator on those nodes alone; None otherwise."""
+    shape is known (``Shape``, ``Size``) by ``_FOLDABLE`` operators alone, each run by onnx's reference evaluator
+    with every tensor it makes at most ``_MAX_FOLD_ELEMENTS`` elements; None otherwise (the shape stays unknown)."""
     import numpy as np
-    from onnx import TensorProto, helper
+    from onnx import helper, numpy_helper
     from onnx.reference import ReferenceEvaluator
 
-    nodes, used, todo, seen = [], set(), [name], set()
-    while todo:
+    nodes, todo, seen = [], [name], set()
+    while todo:  # the nodes computing ``name``, back to initializers and shapes
         t = todo.pop()
-        if t in seen or not t:
+        if t in seen or not t or t in inits:
             continue
         seen.add(t)
-        if t in inits:
-            used.add(t)
-            continue
         n = producer.get(t)
-        if n is None or len(nodes) >= _MAX_FOLD_NODES or n.op_type in _CONTROL_FLOW:
-            return None  # a graph input, or too far
-        if n.op_type in ("Shape", "Size"):
-            dims = shapes.get(n.input[0])
-            if dims is None:
-                return None
-            if n.op_type == "Size":
-                value = np.array(int(np.prod(dims)), dtype=np.int64)
-            else:
-                a = {x.name: helper.get_attribute_value(x) for x in n.attribute}
-                value = np.array(dims[a.get("start", 0):a.get("end", len(dims))], dtype=np.int64)
-            nodes.append(helper.make_node("Constant", [], [t], value=helper.make_tensor(
-                t, TensorProto.INT64, value.shape, value.reshape(-1).tolist())))
-            continue
+        if n is None or n.op_type not in _FOLDABLE or n.domain not in ("", "ai.onnx") or len(nodes) >= _MAX_FOLD_NODES:
+            return None  # a graph input, another operator, or too far
         nodes.append(n)
-        todo.extend(n.input)
-    order = {id(n): k for k, n in enumerate(producer.values())}
-    nodes.sort(key=lambda n: order.get(id(n), -1))  # Constants made here have no producer: first
-    graph = helper.make_graph(nodes, "fold", [], [helper.make_tensor_value_info(name, TensorProto.UNDEFINED, None)],
-                              [inits[u] for u in used])
+        if n.op_type not in ("Shape", "Size"):
+            todo.extend(n.input)
+    order = {id(n): k for k, n in enumerate(model.graph.node)}
+    values = {}
+
+    def value_of(t):
+        if t not in values:
+            values[t] = numpy_helper.to_array(inits[t])
+        return values[t]
+
     try:
-        value = ReferenceEvaluator(helper.make_model(graph, opset_imports=list(model.opset_import))).run([name], {})[0]
-    except Exception:  # any operator the evaluator cannot run: the shape stays unknown, as before
+        for n in sorted(nodes, key=lambda n: order.get(id(n), -1)):  # the file's order (shape ops come first)
+            if n.op_type in ("Shape", "Size"):
+                dims = shapes.get(n.input[0])
+                if dims is None:
+                    return None
+                a = {x.name: helper.get_attribute_value(x) for x in n.attribute}
+                values[n.output[0]] = (np.array(int(np.prod(dims)), dtype=np.int64) if n.op_type == "Size" else
+                                       np.array(dims[a.get("start", 0):a.get("end", len(dims))], dtype=np.int64))
+                continue
+            feeds = {t: value_of(t) for t in n.input if t}
+            if n.op_type == "ConstantOfShape" and float(np.prod(feeds[n.input[0]])) > _MAX_FOLD_ELEMENTS:
+                return None
+            one = helper.make_graph([n], "fold", [helper.make_tensor_value_info(t, 0, None) for t in feeds],
+                                    [helper.make_tensor_value_info(o, 0, None) for o in n.output if o])
+            outs = ReferenceEvaluator(helper.make_model(one, opset_imports=list(model.opset_import))).run(None, feeds)
+            for o, v in zip([o for o in n.output if o], outs):
+                v = np.asarray(v)
+                if v.size > _MAX_FOLD_ELEMENTS:
+                    return None
+                values[o] = v
+    except Exception:  # a malformed node, an operator the evaluator cannot run: the shape stays unknown, as before
         return None
-    value = np.asarray(value)
-    return value if value.dtype.kind in "iuf" and value.size <= 1024 else None
+    value = values.get(name)
+    return value if value is not None and value.dtype.kind in "iuf" else None
 
 
 class _Graph:
@@ -623,6 +643,9 @@ def _pad(g, node, a, unsupported):
     mode = _decode(a.get("mode", "constant"))
     if mode != "constant":
         unsupported.append(f"Pad(mode={mode!r}: only constant padding has a kind)")
+        return None
+    if g.shape(node.input[0])[0] != g.shape(node.output[0])[0]:
+        unsupported.append("Pad(pads the batch axis)")
         return None
     xs, ys = g.per_sample(node.input[0]), g.per_sample(node.output[0])
     got = pad_config([p for x, y in zip(xs[::-1], ys[::-1]) for p in (0, y - x)], xs, ys) if len(xs) == len(ys) \
