@@ -4,7 +4,8 @@ Common on-device architectures written with plain ``torch.nn`` (no torchvision),
 inputs small enough that one training step at batch 16 takes well under 2 s on one CPU thread. Each
 function takes the net's ``ModelSpec`` (see ``models/__init__.py``) and ends in an ``nn.Linear`` that
 produces the class logits (THOR's output head), per pixel for a segmentation net as per token for a language
-model (LR-ASPP alone ends in its bilinear upsampling of the logits, as its paper's does). Only operators with a THOR layer kind are used
+model (LR-ASPP and ERFNet end, as their papers' do, in their logits' bilinear upsampling or transposed conv). Only
+operators with a THOR layer kind are used
 (``thor-sdk kinds``); no in-place ops and no data-dependent Python control flow, so ``torch.fx`` traces
 every net. Where a net departs from its paper (a square kernel, a Linear head instead of a 1x1-conv
 classifier, fewer repeats) the function's docstring says so.

@@ -93,7 +93,8 @@ def test_extracts_into_layers(name):
     layers = _layers(name)
     if name in NO_HEAD:  # per-pixel logits (B, H x W, classes), their loss outside THOR's sum
         spec = model_spec(name)
-        assert layers[-1]["kind"] == "permute" and layers[-1]["config"]["numel"] == spec.label_shape[0] * spec.num_classes
+        assert layers[-1]["kind"] == "permute"
+        assert layers[-1]["config"]["numel"] == spec.label_shape[0] * spec.num_classes
         assert not any(l["kind"] == "output" for l in layers)
     else:
         assert layers[-1]["kind"] == "output" and layers[-1]["config"]["out_features"] == model_spec(name).num_classes

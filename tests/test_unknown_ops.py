@@ -822,7 +822,8 @@ def test_stand_in_layers_are_estimated_with_the_wider_std_of_approximated_layers
     from thor_sdk.runtime.estimator import APPROX_OP_REL_STD
 
     est = load_estimator(VECTORS)  # conv2d, maxpool2d, output, relu
-    net = nn.Sequential(nn.Conv2d(3, 4, 3, padding=1), nn.ReLU(), nn.ConvTranspose2d(4, 4, 2, stride=2, groups=2), nn.ReLU())
+    net = nn.Sequential(nn.Conv2d(3, 4, 3, padding=1), nn.ReLU(), nn.ConvTranspose2d(4, 4, 2, stride=2, groups=2),
+                        nn.ReLU())
     ml = layers_of(net, input_shape=[3, 8, 8], unknown_ops="approx")
     r = est.estimate(ml.layers, 8)
     stand_in = r["layers"][2]
@@ -840,8 +841,8 @@ def test_the_added_std_of_one_operator_type_adds_up_linearly():
     from thor_sdk.runtime.estimator import APPROX_OP_REL_STD
 
     est = load_estimator(VECTORS)  # conv2d, maxpool2d, output, relu
-    net = nn.Sequential(nn.Conv2d(3, 4, 3, padding=1), nn.ReLU(), nn.ConvTranspose2d(4, 4, 2, stride=2, groups=2), nn.ReLU(),
-                        nn.ConvTranspose2d(4, 4, 2, stride=2, groups=2), nn.ReLU())
+    net = nn.Sequential(nn.Conv2d(3, 4, 3, padding=1), nn.ReLU(), nn.ConvTranspose2d(4, 4, 2, stride=2, groups=2),
+                        nn.ReLU(), nn.ConvTranspose2d(4, 4, 2, stride=2, groups=2), nn.ReLU())
     layers = layers_of(net, input_shape=[3, 8, 8], unknown_ops="approx").layers
     idx = [i for i, l in enumerate(layers) if "approx" in l]
     assert len(idx) == 2 and len({layers[i]["op"] for i in idx}) == 1
@@ -863,7 +864,8 @@ def test_stand_ins_and_generic_approximations_are_warned_apart(tmp_path):
     from thor_sdk.api import estimate_layers
 
     est = load_estimator(VECTORS)  # conv2d, maxpool2d, output, relu
-    net = nn.Sequential(nn.Conv2d(3, 4, 3, padding=1), nn.Mish(), nn.ConvTranspose2d(4, 4, 2, stride=2, groups=2), nn.ReLU())
+    net = nn.Sequential(nn.Conv2d(3, 4, 3, padding=1), nn.Mish(), nn.ConvTranspose2d(4, 4, 2, stride=2, groups=2),
+                        nn.ReLU())
     ml = layers_of(net, input_shape=[3, 8, 8], unknown_ops="approx")
     warnings = estimate_layers(est, ml, 8, unknown_ops="approx")["warnings"]
     stand_in = [w for w in warnings if "stand in" in w]

@@ -288,7 +288,7 @@ def _rect_neighbour(kind, config, tall):
 
 #: the transposed convs that upsample by 2 as nets build them (kernel, padding, output_padding at stride 2): U-Net's
 #: 2x2, ERFNet's and autoencoders' 3x3 with output padding, DCGAN's and pix2pix's 4x4. A neighbour share of
-#: ``conv_transpose2d`` candidates takes another of them (``_deconv_neighbour``): the zoo has U-Net's alone
+#: ``conv_transpose2d`` candidates takes another of them (``_deconv_neighbour``): the zoo has U-Net's and ERFNet's
 DECONV_SHAPES = ((2, 0, 0), (3, 1, 1), (4, 1, 0))
 
 
@@ -335,7 +335,7 @@ def _other_flag(configs, flag="bias"):
     projections are often built without one (and the linear stand-ins of ``x @ y`` have none); profiles
     without bias-free samples left those layers outside what the samples covered. The zoo's PReLUs have a
     slope per channel, and ``nn.PReLU()`` (PyTorch's default) shares one. The zoo's max reductions keep their argmax
-    (``torch.max(x, dim)``, global max pooling); ``x.amax(dim)`` does not."""
+    (``torch.max(x, dim)``); ``x.amax(dim)`` does not."""
     seen = {c["config"].get(flag) for c in configs}
     return 1 - seen.pop() if len(seen) == 1 and seen <= {0, 1} else None
 

@@ -94,8 +94,8 @@ class Kind:
         and for its dropout mask (p > 0), the attention probabilities (``num_heads*seq_len*kv_len`` each), times
         ``2*4``; ``sdpa`` its softmax's row statistics (``num_heads*seq_len``) and with dropout its probabilities
         and their mask (``2*num_heads*seq_len*kv_len``), times ``2*4``; max pooling its
-        int64 argmax indices (``2*8*O``), ``reduce_max`` with ``indices`` its int64 argmax (``2*8*rows*inner``), dropout its
-        byte mask (``2*numel``), dropout2d its float mask
+        int64 argmax indices (``2*8*O``), ``reduce_max`` with ``indices`` its int64 argmax (``2*8*rows*inner``),
+        dropout its byte mask (``2*numel``), dropout2d its float mask
         of one value per channel (``2*4*channels``); ``add`` and a full-size
         ``mul`` read a second operand (``4*numel``; ``mul`` also saves it for the backward and writes
         its gradient, ``+8*numel``). Affine in ``b`` (per-sample + per-step terms), as the runtime needs.
@@ -380,7 +380,7 @@ KINDS = {
         Kind("reduce_sum", ("rows", "reduced", "inner"),
              "a sum over adjacent axes (x.sum(dim), torch.sum): per sample, an input of rows x reduced x inner "
              "elements (the axes before, the summed ones, those after) to rows x inner; attention pooling "
-             "(weights x states summed over time), a mean over other axes than a pooling's", False),
+             "(weights x states summed over time)", False),
         Kind("reduce_max", ("rows", "reduced", "inner", "indices"),
              "a max over adjacent axes, as reduce_sum's shapes: indices = 1 for torch.max(x, dim) (the argmax kept "
              "for the backward), 0 for x.amax(dim) (the backward spreads the gradient over ties by comparing with "

@@ -1,13 +1,13 @@
 """Width groups of a layer list: which layers' units can be cut, and the list with one layer's width cut.
 
 A *group* is a **producer** (a ``conv2d``/``conv1d`` with ``groups == 1`` or a ``conv_transpose2d``: its
-``out_channels``; a hidden ``linear``: its ``out_features``) together with every layer its units flow into up to and including the
-next layer with weights, the **consumer**:
+``out_channels``; a hidden ``linear``: its ``out_features``) together with every layer its units flow into up to
+and including the next layer with weights, the **consumer**:
 
 - followers between them keep one value per unit: elementwise kinds (``relu``, ``dropout``, ``flatten``, ...:
   ``numel`` scales with the units), per-channel kinds (``maxpool2d``, ``avgpool2d``, adaptive pools,
-  ``batchnorm2d``/``batchnorm1d``, ``maxpool1d``, ``upsample``, ``upsample_bilinear``: ``channels``) and, after a ``linear``,
-  ``layernorm`` (``normalized``);
+  ``batchnorm2d``/``batchnorm1d``, ``maxpool1d``, ``upsample``, ``upsample_bilinear``: ``channels``) and, after a
+  ``linear``, ``layernorm`` (``normalized``);
 - the consumer takes the units as its input: a ``conv2d``/``conv1d`` with ``groups == 1`` or a
   ``conv_transpose2d`` (``in_channels``),
   a ``linear`` or the ``output`` head (``in_features``, scaled when a flatten put the spatial positions
