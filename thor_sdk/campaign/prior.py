@@ -386,6 +386,11 @@ def _groups_neighbour(config, more):
     return dict(config, num_groups=g)
 
 
+def _valid_or(kind, near, config):
+    """A structural neighbour ``near`` where there is one and it is a valid layer, else ``config`` as it was."""
+    return near if near is not None and _valid(kind, near) else config
+
+
 def candidates(prior, kind, n, seed=0):
     """``n`` probe candidates ``(config, batch_size, role)`` for ``kind``, in Sobol order (deterministic)."""
     from scipy.stats import qmc
@@ -422,24 +427,18 @@ def candidates(prior, kind, n, seed=0):
         if not _valid(kind, config):
             config = dict(base["config"])
         if kind in RECT_NEIGHBOUR_KINDS and p[3] < share / 3:
-            near = _rect_neighbour(kind, config, tall=p[2] < 0.5)
-            config = near if near is not None and _valid(kind, near) else config
+            config = _valid_or(kind, _rect_neighbour(kind, config, tall=p[2] < 0.5), config)
         elif kernels and p[3] < share:
             split = 2 * share / 3 if kind in RECT_NEIGHBOUR_KINDS else share / 2  # down below it, up above
-            near = _kernel_neighbour(config, down=p[3] < split)
-            config = near if near is not None and _valid(kind, near) else config
+            config = _valid_or(kind, _kernel_neighbour(config, down=p[3] < split), config)
         if kind == "groupnorm" and p[3] < share:
-            near = _groups_neighbour(config, more=p[3] < share / 2)
-            config = near if near is not None and _valid(kind, near) else config
+            config = _valid_or(kind, _groups_neighbour(config, more=p[3] < share / 2), config)
         if kind == "conv_transpose2d" and p[3] < share:
-            near = _deconv_neighbour(config, p[3] / share)
-            config = near if near is not None and _valid(kind, near) else config
+            config = _valid_or(kind, _deconv_neighbour(config, p[3] / share), config)
         if kind in SCALE_NEIGHBOUR_KINDS and p[3] < share:
-            near = _scale_neighbour(config)
-            config = near if _valid(kind, near) else config
+            config = _valid_or(kind, _scale_neighbour(config), config)
         if kind == "pad" and p[3] < share:
-            near = _pad_neighbour(config, p[3] / share)
-            config = near if _valid(kind, near) else config
+            config = _valid_or(kind, _pad_neighbour(config, p[3] / share), config)
         if kind in DROPOUT_NEIGHBOUR_KINDS and p[4] < share:
             config = _other_dropout(config)
         if kind == "mha":

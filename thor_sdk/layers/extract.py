@@ -1111,8 +1111,7 @@ def _pad_layer(pads, mode, in_shape, out_shape, in_axis, unsupported, label):
     if mode != "constant":
         unsupported.append(f"{label}(mode={mode!r}: only constant padding has a kind)")
         return None
-    got = pad_config(list(pads) if isinstance(pads, (tuple, list)) else pads, in_shape or (), out_shape) \
-        if in_axis == 0 else "not batch first"
+    got = pad_config(pads, in_shape or (), out_shape) if in_axis == 0 else "not batch first"
     if isinstance(got, str):
         unsupported.append(f"{label}({got})")
         return None
@@ -1166,15 +1165,22 @@ def _reduce_layer(kind, dims, in_shape, unsupported, label, indices=None):
     return kind, got if indices is None else dict(got, indices=int(indices))
 
 
-def _max_layer(node, dim_arg, in_shape, unsupported, label):
-    """``torch.max(x, dim)`` / ``x.max(dim)``: kind ``reduce_max`` with its argmax; the elementwise maximum of two
-    tensors and the max of every element are other operators (recorded unsupported)."""
-    dim = _arg(node, 1, "dim")
-    if dim is None or hasattr(dim, "op"):  # torch.max(x), or torch.max(x, y) (positional, or other=y)
-        two = dim is not None or "other" in node.kwargs
-        unsupported.append(f"{label}({'of two tensors' if two else 'of every element'})")
-        return None
-    return _reduce_layer("reduce_max", dim_arg(1, "dim"), in_shape, unsupported, label, indices=1)
+#: reductions read as kinds, by their method's (and torch function's) name: (kind, indices)
+_REDUCTIONS = {"sum": ("reduce_sum", None), "amax": ("reduce_max", 0), "max": ("reduce_max", 1)}
+
+
+def _reduction(name, node, dim_arg, in_shape, unsupported, label):
+    """A ``_REDUCTIONS`` method or function (``x.sum(dim)``, ``torch.amax``, ...) as its kind. ``torch.max(x, dim)`` /
+    ``x.max(dim)`` keeps its argmax; the elementwise maximum of two tensors and the max of every element are other
+    operators (recorded unsupported)."""
+    kind, indices = _REDUCTIONS[name]
+    if name == "max":
+        dim = _arg(node, 1, "dim")
+        if dim is None or hasattr(dim, "op"):  # torch.max(x), or torch.max(x, y) (positional, or other=y)
+            two = dim is not None or "other" in node.kwargs
+            unsupported.append(f"{label}({'of two tensors' if two else 'of every element'})")
+            return None
+    return _reduce_layer(kind, dim_arg(1, "dim"), in_shape, unsupported, label, indices)
 
 
 def _arg(node, i, name, default=None):
@@ -1290,12 +1296,8 @@ def _function_layer(node, in_shape, out_shape, unsupported, full_shape=lambda n:
             return _softmax_layer(dim_arg(1, "dim"), in_shape, unsupported, "Tensor.softmax")
         if t == "mean":
             return _mean_layer(dim_arg(1, "dim"), in_shape, unsupported, "Tensor.mean")
-        if t == "sum":
-            return _reduce_layer("reduce_sum", dim_arg(1, "dim"), in_shape, unsupported, "Tensor.sum")
-        if t == "amax":
-            return _reduce_layer("reduce_max", dim_arg(1, "dim"), in_shape, unsupported, "Tensor.amax", indices=0)
-        if t == "max":
-            return _max_layer(node, dim_arg, in_shape, unsupported, "Tensor.max")
+        if t in _REDUCTIONS:
+            return _reduction(t, node, dim_arg, in_shape, unsupported, f"Tensor.{t}")
         unsupported.append(f"Tensor.{t}")
         return None
     if t in _FREE_FUNCS or t in (torch.chunk, torch.split, torch.tensor_split):
@@ -1315,13 +1317,8 @@ def _function_layer(node, in_shape, out_shape, unsupported, full_shape=lambda n:
         return _softmax_layer(dim_arg(1, "dim"), in_shape, unsupported, "softmax")
     if t is torch.mean:
         return _mean_layer(dim_arg(1, "dim"), in_shape, unsupported, "torch.mean")
-    if t is torch.sum:
-        return _reduce_layer("reduce_sum", dim_arg(1, "dim"), in_shape, unsupported, "torch.sum")
-    if t is torch.amax:
-        return _reduce_layer("reduce_max", dim_arg(1, "dim"), in_shape, unsupported, "torch.amax", indices=0)
-    if t is torch.max:
-        return _max_layer(node, dim_arg, in_shape, unsupported, "torch.max")
-
+    if t in (torch.sum, torch.amax, torch.max):
+        return _reduction(t.__name__, node, dim_arg, in_shape, unsupported, f"torch.{t.__name__}")
     if t is F.pad:  # pads computed from sizes (a U-Net's to match its skip's: diff // 2) as their values
         pads = _arg(node, 1, "pad")
         pads = [size_of(p) for p in pads] if isinstance(pads, (tuple, list)) else pads

@@ -427,7 +427,6 @@ _SHAPES = {
     "upsample_bilinear": (lambda c: (c["channels"], c["height"], c["width"]),
                           lambda c: (c["channels"], c["height"] * c["scale"], c["width"] * c["scale"])),
     "reduce_sum": (lambda c: (c["rows"], c["reduced"], c["inner"]), lambda c: (c["rows"], c["inner"])),
-    "reduce_max": (lambda c: (c["rows"], c["reduced"], c["inner"]), lambda c: (c["rows"], c["inner"])),
     "pad": (lambda c: (c["channels"], c["height"], c["width"]),
             lambda c: (c["channels"] + c["pad_c"], c["height"] + c["pad_h"], c["width"] + c["pad_w"])),
     "sdpa": (lambda c: (c["seq_len"] + 2 * c["kv_len"], c["num_heads"], c["head_dim"]),
@@ -436,6 +435,7 @@ _SHAPES = {
             lambda c: (c["seq_len"], c["embed_dim"])),
 }
 _SHAPES["avgpool2d"] = _SHAPES["maxpool2d"]
+_SHAPES["reduce_max"] = _SHAPES["reduce_sum"]
 for _k in _ELEMENTWISE:
     _SHAPES[_k] = (_numel, _numel)
 
@@ -526,9 +526,8 @@ _FLOPS = {
     # data movement only: one operation per element written
     "upsample": lambda c: _prod(_SHAPES["upsample"][1](c)),
     "pad": lambda c: _prod(_SHAPES["pad"][1](c)),
-    # one add or compare per element read
+    # one add (or compare, reduce_max) per element read
     "reduce_sum": lambda c: c["rows"] * c["reduced"] * c["inner"],
-    "reduce_max": lambda c: c["rows"] * c["reduced"] * c["inner"],
     # four neighbours weighed and summed per output element
     "upsample_bilinear": lambda c: 8.0 * _prod(_SHAPES["upsample_bilinear"][1](c)),
     # every input element meets the whole kernel for every output channel
@@ -537,6 +536,7 @@ _FLOPS = {
 }
 for _k in ("relu", "relu6", "add", "mul", "cat", "permute", "scale"):
     _FLOPS[_k] = lambda c: float(c["numel"])
+_FLOPS["reduce_max"] = _FLOPS["reduce_sum"]
 
 _PARAMS = {
     "conv2d": lambda c: (c["out_channels"] * (c["in_channels"] // c["groups"]) * c["kernel"] * _width_side(c)[0]

@@ -162,8 +162,9 @@ def _infer(model, source):
 def _infer_folding(model, source):
     """``model`` shape-inferred, with the values shape inference needs folded into initializers where they are
     computed from constants and known shapes only (``Shape`` of a tensor whose shape is known): torch.onnx writes
-    F.pad's pads through ConstantOfShape, Reshape, Slice and Transpose of sizes, which ``data_prop`` does not follow,
-    and everything after such a Pad had no shape. Bounded: ``_MAX_FOLDS`` rounds."""
+    F.pad's pads through ConstantOfShape, Reshape, Slice and Transpose of sizes, which shape inference does not
+    follow (nor, before, its ``data_prop``), and everything after such a Pad had no shape. Bounded: ``_MAX_FOLDS``
+    rounds."""
     model = _infer(model, source)
     for _ in range(_MAX_FOLDS):
         if not _fold_values(model):
@@ -172,14 +173,20 @@ def _infer_folding(model, source):
     return model
 
 
-def _known_shapes(graph):
+def _tensor_shapes(graph):
+    """Tensor name -> its shape, as the initializers and the inferred value infos give it (None for an unknown
+    dimension)."""
     shapes = {t.name: list(t.dims) for t in graph.initializer}
     for vi in list(graph.input) + list(graph.value_info) + list(graph.output):
         tt = vi.type.tensor_type
-        if vi.type.HasField("tensor_type") and tt.HasField("shape") \
-                and all(d.HasField("dim_value") for d in tt.shape.dim):
-            shapes[vi.name] = [int(d.dim_value) for d in tt.shape.dim]
+        if vi.type.HasField("tensor_type") and tt.HasField("shape"):
+            shapes[vi.name] = [d.dim_value if d.HasField("dim_value") else None for d in tt.shape.dim]
     return shapes
+
+
+def _known_shapes(graph):
+    """``_tensor_shapes`` of the tensors whose every dimension is known."""
+    return {name: [int(d) for d in s] for name, s in _tensor_shapes(graph).items() if None not in s}
 
 
 def _fold_values(model):
@@ -278,7 +285,6 @@ class _Graph:
     """The shape-inferred, live, topologically ordered graph and what is known about its tensors."""
 
     def __init__(self, model, source, batch_param=None):
-        import onnx
         from onnx import numpy_helper
 
         self.source = source
@@ -291,11 +297,7 @@ class _Graph:
         self.opset = max((int(o.version) for o in model.opset_import if o.domain in ("", "ai.onnx")), default=1)
         self._numpy_helper = numpy_helper
         self.initializers = {t.name: t for t in graph.initializer}
-        self.shapes = {name: list(t.dims) for name, t in self.initializers.items()}
-        for vi in list(graph.input) + list(graph.value_info) + list(graph.output):
-            tt = vi.type.tensor_type
-            if vi.type.HasField("tensor_type") and tt.HasField("shape"):
-                self.shapes[vi.name] = [d.dim_value if d.HasField("dim_value") else None for d in tt.shape.dim]
+        self.shapes = _tensor_shapes(graph)
         self.outputs = {o.name for o in graph.output}
         self.nodes = self._live(self._toposort(list(graph.node)))
         self.producer = {o: n for n in self.nodes for o in n.output if o}
