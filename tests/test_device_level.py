@@ -195,6 +195,9 @@ def test_a_level_only_the_reference_probe_reads_is_not_applied(profiled):
     row = r["rows"][0]
     assert row["thor"] == row["unleveled"]["thor"]  # the estimates stay at the profile's level
     assert any("the reference probe alone moved" in line for line in _facts(r))
+    from thor_sdk.cli.evaluate import relevel_lines
+
+    assert "the reference probe alone moved" in relevel_lines(r) and "lies within" not in relevel_lines(r)
 
 
 def test_a_panel_probe_the_device_cannot_measure_leaves_the_panel_not_the_level(profiled):
@@ -247,6 +250,9 @@ def test_evaluate_relevel_leaves_a_level_within_the_profiles_drift_alone(profile
     assert r["relevel"]["level"] == pytest.approx(0.97, rel=0.02) and r["relevel"]["applied"] is False
     row = r["rows"][0]
     assert row["thor"] == row["unleveled"]["thor"] and row["flops"] == row["unleveled"]["flops"]
+    from thor_sdk.cli.evaluate import relevel_lines
+
+    assert "lies within the profile's own drift" in relevel_lines(r)
 
 
 def test_evaluate_relevel_scores_a_slowed_device_at_its_level(profiled):

@@ -245,10 +245,15 @@ def relevel_lines(r):
     lv, un = r.get("relevel"), r.get("unleveled")
     if not lv or not un:
         return ""
-    text = (f"\nreleveled: THOR and FLOPs scaled by the device's level {lv['level']:.3f} (ln-std {lv['log_std']:.3f}; "
-            f"{lv['readings']} readings of reference probe {lv['probe']} before the run)" if lv.get("applied") else
-            f"\nnot releveled: the device's level {lv['level']:.3f} before the run lies within the profile's own "
-            "drift (the estimates' std covers it)")
+    from thor_sdk.api import level_disagreement
+
+    if lv.get("applied"):
+        text = (f"\nreleveled: THOR and FLOPs scaled by the device's level {lv['level']:.3f} (ln-std "
+                f"{lv['log_std']:.3f}; {lv['readings']} readings of reference probe {lv['probe']} before the run)")
+    else:  # within the drift band, or beyond it while the panel of other probes disagreed (as the report says)
+        why = ("lies within the profile's own drift (the estimates' std covers it)" if not lv.get("beyond_drift")
+               else f"is {level_disagreement(lv)}")
+        text = f"\nnot releveled: the device's level {lv['level']:.3f} before the run {why}"
     for g, m in [("all", un)] + list((un.get("groups") or {}).items()):
         if m.get("thor_mape") is None:
             continue
