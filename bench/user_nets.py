@@ -510,6 +510,47 @@ class TextCNNAmax(nn.Module):
         return self.fc(torch.cat([F.relu(self.c2(e)).amax(dim=2), F.relu(self.c3(e)).amax(dim=2)], dim=1))
 
 
+class CBAMLiteCNN(nn.Module):
+    """A VGG-style CIFAR CNN (32/64/128) with a CBAM-style gate written functionally after each block: channel
+    attention from F.adaptive_avg_pool2d and F.adaptive_max_pool2d through one MLP of Linear layers, spatial
+    attention from x.mean(1) and x.amax(1) through a 5x5 conv."""
+
+    def __init__(self):
+        super().__init__()
+        self.blocks = nn.ModuleList(nn.Sequential(nn.Conv2d(c, o, 3, padding=1), nn.BatchNorm2d(o), nn.ReLU())
+                                    for c, o in ((3, 32), (32, 64), (64, 128)))
+        self.mlps = nn.ModuleList(nn.Sequential(nn.Linear(o, o // 4), nn.ReLU(), nn.Linear(o // 4, o))
+                                  for o in (32, 64, 128))
+        self.spatial = nn.ModuleList(nn.Conv2d(2, 1, 5, padding=2) for _ in range(3))
+        self.fc = nn.Linear(128, 10)
+
+    def forward(self, x):
+        for block, mlp, spatial in zip(self.blocks, self.mlps, self.spatial):
+            x = block(x)
+            gate = mlp(F.adaptive_avg_pool2d(x, 1).flatten(1)) + mlp(F.adaptive_max_pool2d(x, 1).flatten(1))
+            x = x * torch.sigmoid(gate)[:, :, None, None]
+            x = x * torch.sigmoid(spatial(torch.cat([x.mean(1, keepdim=True), x.amax(1, keepdim=True)], 1)))
+            x = F.max_pool2d(x, 2)
+        return self.fc(F.adaptive_avg_pool2d(x, 1).flatten(1))
+
+
+class ConcatPool1d(nn.Module):
+    """A sensor CNN over 6x200 windows with 1-D average pooling between its blocks and fastai's concat pooling at the
+    end (global average and global max over time, concatenated), 7 classes."""
+
+    def __init__(self):
+        super().__init__()
+        self.features = nn.Sequential(nn.Conv1d(6, 32, 5, padding=2), nn.BatchNorm1d(32), nn.ReLU(), nn.AvgPool1d(2),
+                                      nn.Conv1d(32, 64, 5, padding=2), nn.BatchNorm1d(64), nn.ReLU(), nn.AvgPool1d(2),
+                                      nn.Conv1d(64, 96, 3, padding=1), nn.BatchNorm1d(96), nn.ReLU())
+        self.avg, self.max = nn.AdaptiveAvgPool1d(1), nn.AdaptiveMaxPool1d(1)
+        self.fc = nn.Sequential(nn.Dropout(0.3), nn.Linear(192, 7))
+
+    def forward(self, x):
+        h = self.features(x)
+        return self.fc(torch.cat([self.avg(h), self.max(h)], 1).flatten(1))
+
+
 #: nets whose architecture joined the zoo after they had shown it missing (docs/model-zoo.md): no longer clean
 #: no longer unseen cases, reported apart: SeqLSTM read 1.95x before lstm_har joined the zoo; SdpaBlock calls
 #: F.scaled_dot_product_attention, as vit_tiny (in the zoo since 2026-11-27) does; MHA, Encoder and CrossAttn
@@ -527,4 +568,5 @@ NETS = (("UNetTiny", (3, 32, 32)), ("BiLSTM", (32,)), ("GRU2", (50, 12)), ("MHA"
         ("MnistExample", (1, 28, 28)), ("GNConvNet", (3, 32, 32)), ("PReLUMLP", (40,)), ("ERFBlockNet", (3, 32, 32)),
         ("CnnOneFstride4", (1, 98, 40)), ("TradFpool3", (1, 49, 40)), ("SpatialDropCNN", (3, 32, 32)),
         ("UNetBilinear", (3, 36, 36)), ("ConvAE", (1, 28, 28)), ("ResNet8A", (3, 32, 32)),
-        ("TFSamePadCNN", (3, 32, 32)), ("AttnPoolLSTM", (64, 9)), ("PointNetTiny", (3, 256)), ("TextCNNAmax", (48,)))
+        ("TFSamePadCNN", (3, 32, 32)), ("AttnPoolLSTM", (64, 9)), ("PointNetTiny", (3, 256)), ("TextCNNAmax", (48,)),
+        ("CBAMLiteCNN", (3, 32, 32)), ("ConcatPool1d", (6, 200)))

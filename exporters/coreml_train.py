@@ -247,10 +247,11 @@ class _Converter:
                                    exclude_pad_area=not getattr(m, "count_include_pad", True),
                                    padding_top=p[0], padding_bottom=p[0], padding_left=p[1], padding_right=p[1])
                 return self._add(name, "pooling", [src], out)
-            if isinstance(m, nn.AdaptiveAvgPool2d):
+            if isinstance(m, (nn.AdaptiveAvgPool2d, nn.AdaptiveMaxPool2d)):
                 if _pair(m.output_size) != [1, 1]:
                     raise ExportError(f"Core ML export: {name}: only global adaptive pooling (output 1) converts")
-                self.b.add_pooling(name, height=1, width=1, stride_height=1, stride_width=1, layer_type="AVERAGE",
+                self.b.add_pooling(name, height=1, width=1, stride_height=1, stride_width=1,
+                                   layer_type="AVERAGE" if isinstance(m, nn.AdaptiveAvgPool2d) else "MAX",
                                    padding_type="VALID", input_name=src, output_name=out, is_global=True)
                 return self._add(name, "pooling", [src], out)
             if isinstance(m, nn.Flatten) or type(m).__name__ == "Flatten":

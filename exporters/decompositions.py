@@ -3,8 +3,9 @@
 The ONNX translation library (onnxscript's torch_lib) has no implementations of most *backward*
 ATen ops, so the traced step must be written in forward ops only. torch ships decompositions for
 many backward ops; the ones it lacks for CPU tracing (``convolution_backward``, plain and transposed,
-``avg_pool2d_backward``, ``_adaptive_avg_pool2d_backward``, ``upsample_bilinear2d_backward``) are written here
-in terms of plain (transposed) convolutions and matrix products, which every ONNX runtime executes.
+``avg_pool2d_backward``, ``_adaptive_avg_pool2d_backward``, ``upsample_bilinear2d_backward``,
+``adaptive_max_pool2d_backward``) are written here in terms of plain (transposed) convolutions, matrix products and
+scatters, which every ONNX runtime executes.
 
 Only backward ops are decomposed, plus forward ops ONNX has no (correct) translation for, so the
 forward part of the exported graph keeps its natural ONNX ops (Conv, MaxPool, Gemm, ...). Training-mode
@@ -203,6 +204,16 @@ def adaptive_avg_pool2d_backward(grad_output, input):
     return _pool_backward(grad_output, input, kernel, kernel, [0, 0])
 
 
+def adaptive_max_pool2d_backward(grad_output, input, indices):
+    """The argmax's gradient scattered back: ``indices`` are positions within each (sample, channel) plane, as
+    torch's own ``max_pool2d_with_indices_backward`` decomposition reads them (a ScatterElements with add)."""
+    if input.dim() != 4:
+        return NotImplemented
+    b, c = input.shape[0], input.shape[1]
+    flat = grad_output.new_zeros((b, c, input.shape[2] * input.shape[3]))
+    return flat.scatter_add(2, indices.reshape(b, c, -1), grad_output.reshape(b, c, -1)).reshape(input.shape)
+
+
 def decomposition_table():
     """The decomposition table for ``make_fx`` when tracing a training step for ONNX."""
     import torch
@@ -243,4 +254,5 @@ def decomposition_table():
     table[aten.avg_pool2d_backward.default] = avg_pool2d_backward
     table[aten.upsample_bilinear2d_backward.default] = upsample_bilinear2d_backward
     table[aten._adaptive_avg_pool2d_backward.default] = adaptive_avg_pool2d_backward
+    table[aten.adaptive_max_pool2d_backward.default] = adaptive_max_pool2d_backward
     return table

@@ -529,7 +529,9 @@ def cache_dir():
 
 def content_hash(module, x, y, **options):
     """sha256 of everything the exported graph depends on: exporter and library versions, the
-    module's structure, source and tensors, the example batch and the export options."""
+    module's structure (its repr, and each submodule's plain attributes, which a repr may leave out: probes of
+    ``x.sum`` and ``x.mean``, or of a full-size and a broadcast product, are one repr), source and tensors, the
+    example batch and the export options."""
     import inspect
 
     import onnxscript
@@ -546,6 +548,10 @@ def content_hash(module, x, y, **options):
     put(getattr(onnxscript, "__version__", "?"))
     put(json.dumps(options, sort_keys=True))
     put(repr(module))
+    for name, m in module.named_modules():  # plain attributes a repr leaves out (a Reduce's op, a Mul's broadcast)
+        state = {k: v for k, v in vars(m).items()
+                 if not k.startswith("_") and isinstance(v, (bool, int, float, str, tuple, type(None)))}
+        put(f"{name}:{json.dumps(state, sort_keys=True, default=repr)}")
     for cls in sorted({type(m) for m in module.modules()}, key=lambda c: f"{c.__module__}.{c.__qualname__}"):
         put(f"{cls.__module__}.{cls.__qualname__}")
         try:

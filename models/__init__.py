@@ -136,6 +136,11 @@ _ZOO = (
          "clouds, 10 classes", (3, 512)),
     ModelSpec("textcnn_kim", "Kim's CNN for sentences (conv1d 3/4/5 x 100, torch.max over time): seq 64, vocab 2000, "
               "2 classes", (64,), "int64", 2, (), 2000, group="zoo"),
+    _zoo("cbam_resnet_small", "ResNet with CBAM attention (channel gate over average- and max-pooled features, "
+         "spatial gate over the channels' mean and max) in six basic blocks 16-64, on 3x32x32 images, 10 classes",
+         (3, 32, 32)),
+    _zoo("ecg_cnn1d", "1-D CNN on 1x256 ECG windows (conv1d-BN-ReLU, average pooling, global max pooling over time, "
+         "dense 64), 5 classes", (1, 256), 5),
     _zoo("dscnn_kws", "DS-CNN-S keyword spotting on 1x49x10 MFCCs, 12 classes", (1, 49, 10), 12),
     _zoo("cnn1d_har", "1-D CNN on raw inertial windows, 9x128 (UCI HAR), 6 classes", (9, 128), 6),
     _zoo("deepconvlstm", "DeepConvLSTM (4 conv1d + 2-layer LSTM 128) on 113x24 sensor windows, 18 classes",

@@ -1006,6 +1006,58 @@ class _AttnRNN(nn.Module):
         return self.fc2(self.act(self.fc1(pooled)))
 
 
+class _CBAM(nn.Module):
+    """CBAM (Woo et al., 2018) as its common PyTorch ports write it: a channel gate (one shared 1x1-conv MLP over the
+    average- and the max-pooled features, summed, sigmoid) then a spatial gate (the mean and the max over the
+    channels, concatenated, a 7x7 conv with batch norm, sigmoid), each multiplied into the features."""
+
+    def __init__(self, c, reduction=8):
+        super().__init__()
+        self.avg, self.max = nn.AdaptiveAvgPool2d(1), nn.AdaptiveMaxPool2d(1)
+        self.fc1, self.act, self.fc2 = nn.Conv2d(c, c // reduction, 1), nn.ReLU(), nn.Conv2d(c // reduction, c, 1)
+        self.spatial = nn.Sequential(nn.Conv2d(2, 1, 7, padding=3, bias=False), nn.BatchNorm2d(1))
+
+    def forward(self, x):
+        x = x * torch.sigmoid(self.fc2(self.act(self.fc1(self.avg(x)))) + self.fc2(self.act(self.fc1(self.max(x)))))
+        pooled = torch.cat([torch.mean(x, dim=1, keepdim=True), torch.max(x, dim=1, keepdim=True)[0]], dim=1)
+        return x * torch.sigmoid(self.spatial(pooled))
+
+
+class _CBAMBlock(BasicBlock):
+    """A ResNet basic block with CBAM on its residual branch, before the add (the paper's placement)."""
+
+    def __init__(self, cin, cout, stride):
+        super().__init__(cin, cout, stride)
+        self.cbam = _CBAM(cout)
+
+    def forward(self, x):
+        out = self.cbam(self.bn2(self.conv2(self.relu1(self.bn1(self.conv1(x))))))
+        return self.relu2(out + self.shortcut(x))
+
+
+def cbam_resnet_small(spec):
+    """ResNet with CBAM attention on 3x32x32: 3x3 stem (16) and six CBAM basic blocks (16, 16, 32/2, 32, 64/2,
+    64), GAP, Linear; channel-gate reduction 8 (the paper's 16, on these narrow widths)."""
+    layers, c = [_conv_bn(3, 16, 3)], 16
+    for cout, s in ((16, 1), (16, 1), (32, 2), (32, 1), (64, 2), (64, 1)):
+        layers.append(_CBAMBlock(c, cout, s))
+        c = cout
+    return nn.Sequential(*layers, _Head(c, spec.num_classes))
+
+
+def ecg_cnn1d(spec):
+    """1-D CNN for heartbeat classification on 1x256 ECG windows (5 classes, as MIT-BIH's AAMI groups), written as
+    Keras ports write it: conv1d-BN-ReLU blocks with average pooling, global max pooling over time
+    (``nn.AdaptiveMaxPool1d(1)``, Keras' GlobalMaxPooling1D), dropout, a dense layer and the head."""
+    layers, c = [], spec.input_shape[0]
+    for cout, k in ((16, 7), (32, 5), (64, 5), (64, 3)):
+        layers += [nn.Conv1d(c, cout, k, padding=k // 2, bias=False), nn.BatchNorm1d(cout), nn.ReLU()]
+        layers += [nn.AvgPool1d(2)] if cout != 64 or k != 3 else []
+        c = cout
+    return nn.Sequential(*layers, nn.AdaptiveMaxPool1d(1), nn.Flatten(), nn.Dropout(0.2), nn.Linear(c, 64),
+                         nn.ReLU(), nn.Linear(64, spec.num_classes))
+
+
 def gru_kws(spec):
     """Keyword spotting GRU (2 layers, 128 units) over 98 frames of 40 log-mel features, with additive
     attention pooling (tanh, softmax over time, per-frame mul), 12 classes (Speech Commands)."""
@@ -1061,14 +1113,15 @@ def deepconvlstm(spec):
 
 def eegnet1d(spec):
     """EEGNet-style compact EEG classifier on 22 electrodes x 256 samples: depthwise temporal conv1d (2 per
-    electrode), pointwise spatial mix, batchnorm1d, ELU, max-pools (for EEGNet's avg-pools), separable conv."""
+    electrode), pointwise spatial mix, batchnorm1d, ELU, average pools (EEGNet's; max-pools until 2026-11-28, when
+    1-D average pooling had no kind), separable conv."""
     ch = spec.input_shape[0]
     t = spec.input_shape[1]
     return nn.Sequential(
         nn.Conv1d(ch, 2 * ch, 33, padding=16, groups=ch, bias=False), nn.BatchNorm1d(2 * ch),
-        nn.Conv1d(2 * ch, 16, 1, bias=False), nn.BatchNorm1d(16), nn.ELU(), nn.MaxPool1d(4), nn.Dropout(0.25),
+        nn.Conv1d(2 * ch, 16, 1, bias=False), nn.BatchNorm1d(16), nn.ELU(), nn.AvgPool1d(4), nn.Dropout(0.25),
         nn.Conv1d(16, 16, 15, padding=7, groups=16, bias=False), nn.Conv1d(16, 16, 1, bias=False),
-        nn.BatchNorm1d(16), nn.ELU(), nn.MaxPool1d(8), nn.Dropout(0.25),
+        nn.BatchNorm1d(16), nn.ELU(), nn.AvgPool1d(8), nn.Dropout(0.25),
         nn.Flatten(), nn.Linear(16 * (t // 32), spec.num_classes),
     )
 

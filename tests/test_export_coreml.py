@@ -106,3 +106,18 @@ def test_residual_net_export_says_which_layers_stay_frozen(tmp_path):
     assert "only on macOS/iOS" in res.output
     assert validate_updatable(out)["updatable"] == ["fc"]
     assert res.output.count("(convolution): behind") == 20 and res.output.count("(batchnorm):") == 20
+
+
+def test_global_max_pooling_converts_as_a_global_max_pooling_layer(tmp_path):
+    from coremltools.models.utils import load_spec
+    from torch import nn
+
+    net = nn.Sequential(nn.Conv2d(3, 8, 3, padding=1), nn.ReLU(), nn.AdaptiveMaxPool2d(1), nn.Flatten(1),
+                        nn.Linear(8, 4))
+    r = export_coreml(net, (3, 12, 12), 4, str(tmp_path / "g.mlmodel"))
+    assert r["updatable"] == ["0", "4"]
+    pool = {layer.name: layer for layer in load_spec(str(tmp_path / "g.mlmodel")).neuralNetwork.layers}["2"].pooling
+    assert pool.globalPooling and pool.type == pool.MAX
+    with pytest.raises(ExportError, match="only global adaptive pooling"):
+        export_coreml(nn.Sequential(nn.Conv2d(3, 8, 3), nn.AdaptiveMaxPool2d(2), nn.Flatten(1), nn.Linear(32, 4)),
+                      (3, 12, 12), 4, str(tmp_path / "h.mlmodel"))

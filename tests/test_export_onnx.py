@@ -53,6 +53,13 @@ KIND_PROBES = {
     "reduce_sum-hidden": Probe("reduce_sum", dict(rows=1, reduced=5, inner=4), 2, "hidden"),
     "reduce_max-hidden": Probe("reduce_max", dict(rows=3, reduced=5, inner=2, indices=1), 2, "hidden"),
     "reduce_amax-hidden": Probe("reduce_max", dict(rows=3, reduced=5, inner=2, indices=0), 2, "hidden"),
+    "reduce_mean-hidden": Probe("reduce_mean", dict(rows=3, reduced=5, inner=2), 2, "hidden"),
+    "adaptive_maxpool2d-hidden": Probe("adaptive_maxpool2d", dict(channels=3, height=5, width=5, out_size=1), 2,
+                                       "hidden"),
+    "adaptive_maxpool2d-2-hidden": Probe("adaptive_maxpool2d", dict(channels=3, height=6, width=6, out_size=2), 2,
+                                         "hidden"),
+    "adaptive_maxpool1d-hidden": Probe("adaptive_maxpool2d", dict(channels=3, height=1, width=7, out_size=1), 2,
+                                       "hidden"),
     "relu-hidden": Probe("relu", dict(numel=32), 3, "hidden"),
     "relu6-hidden": Probe("relu6", dict(numel=32), 3, "hidden"),
     "dropout-hidden": Probe("dropout", dict(numel=32, p=0.0), 3, "hidden"),
@@ -362,6 +369,22 @@ def test_cache_reuses_identical_exports(exporter, tmp_path):
         pm.module[1].fc.weight.add_(1.0)  # other weights: another file
     p3 = onnx_train.cached_export(pm.module, pm.x, pm.y, x_requires_grad=True, cache=str(tmp_path), exporter=exporter)
     assert p3 != p1 and len(list(tmp_path.glob("*.onnx"))) == 2
+
+
+@pytest.mark.parametrize("a, b", [(("reduce_sum", {}), ("reduce_mean", {})),
+                                  (("reduce_max", dict(indices=1)), ("reduce_max", dict(indices=0))),
+                                  (("mul", dict(numel=12, broadcast=0)), ("mul", dict(numel=12, broadcast=1)))])
+def test_probes_of_one_repr_and_shapes_are_two_cache_entries(a, b):
+    # x.sum and x.mean (torch.max and amax, a full-size and a broadcast product) build modules of one repr,
+    # parameters and batch: the key must still tell them apart, or the second probe's measurement runs the first's
+    # graph
+    base = dict(rows=3, reduced=5, inner=2)
+    pa, pb = (Probe(k, dict(base, **c) if k != "mul" else c, 2, "hidden").build("hidden") for k, c in (a, b))
+    torch.manual_seed(0)
+    pa.module[1].fc.load_state_dict(pb.module[1].fc.state_dict())
+    assert repr(pa.module) == repr(pb.module) and torch.equal(pa.x, pb.x)
+    keys = {onnx_train.content_hash(p.module, p.x, p.y, optimizer="sgd") for p in (pa, pb)}
+    assert len(keys) == 2
 
 
 def test_cache_dir_follows_the_environment(monkeypatch, tmp_path):

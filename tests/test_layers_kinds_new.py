@@ -68,6 +68,10 @@ CONFIGS = {
                               width=4, bias=0)],
     "reduce_sum": [dict(rows=1, reduced=5, inner=4), dict(rows=3, reduced=4, inner=1)],
     "reduce_max": [dict(rows=3, reduced=5, inner=1, indices=1), dict(rows=1, reduced=4, inner=6, indices=0)],
+    "reduce_mean": [dict(rows=1, reduced=5, inner=4), dict(rows=3, reduced=4, inner=1)],
+    "adaptive_maxpool2d": [dict(channels=3, height=5, width=5, out_size=1), dict(channels=2, height=6, width=6,
+                                                                                 out_size=2),
+                           dict(channels=4, height=1, width=9, out_size=1)],
     "pad": [dict(channels=2, height=3, width=4, pad_c=0, pad_h=2, pad_w=1),
             dict(channels=3, height=1, width=5, pad_c=4, pad_h=0, pad_w=0)],
     "mul": [dict(numel=12, broadcast=0), dict(numel=12, broadcast=1)],
@@ -378,7 +382,7 @@ def test_a_tensor_times_a_number_is_kind_scale(f):
     (lambda x: (x - 1.0).mean((2, 3)), "x - y"),
     (lambda x: (1.0 / x).mean((2, 3)), "x / y"),
     (lambda x: torch.cat([x, x], 0).mean((2, 3))[:2], "torch.cat(along the batch)"),
-    (lambda x: x.mean(1).flatten(1), "Tensor.mean(dim=(1,))"),
+    (lambda x: (x * x.mean((1, 3), keepdim=True)).mean((2, 3)), "Tensor.mean(over axes that are not adjacent)"),
 ])
 def test_unsupported_variants_are_named(f, name):
     with pytest.raises(UnsupportedOperatorError) as err:

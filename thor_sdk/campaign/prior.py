@@ -212,6 +212,9 @@ def _scaled(kind, base, factors):
     for f, x in factors.items():
         step = ALIGN if f in ALIGNED_FEATURES and base[f] % ALIGN == 0 else 1
         c[f] = max(step, step * int(round(base[f] * x / step)))
+    for f in ("height", "width"):  # a side of 1 is 1-D data run as a 2-D kind (AvgPool1d, AdaptiveMaxPool1d)
+        if base.get(f) == 1:
+            c[f] = 1
     groups = base.get("groups", 1)
     if groups > 1 and "in_channels" in base:
         if groups == base["in_channels"] == base["out_channels"]:  # depthwise: channels tied to groups

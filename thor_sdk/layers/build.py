@@ -93,8 +93,9 @@ class Pad(nn.Module):
 
 
 class Reduce(nn.Module):
-    """Kinds ``reduce_sum`` and ``reduce_max``: a (rows, reduced, inner) input reduced over its middle axis, as
-    ``x.sum(dim)``, ``torch.max(x, dim)[0]`` (``indices``) or ``x.amax(dim)`` run it."""
+    """Kinds ``reduce_sum``, ``reduce_mean`` and ``reduce_max``: a (rows, reduced, inner) input reduced over its
+    middle axis, as ``x.sum(dim)``, ``x.mean(dim)``, ``torch.max(x, dim)[0]`` (``indices``) or ``x.amax(dim)`` run
+    it."""
 
     def __init__(self, op, indices=False):
         super().__init__()
@@ -103,6 +104,8 @@ class Reduce(nn.Module):
     def forward(self, x):
         if self.op == "sum":
             return x.sum(dim=2)
+        if self.op == "mean":
+            return x.mean(dim=2)
         return x.max(dim=2)[0] if self.indices else x.amax(dim=2)
 
 
@@ -233,6 +236,10 @@ def build_layer(kind, c):
         return Reduce("sum")
     if kind == "reduce_max":
         return Reduce("max", c["indices"])
+    if kind == "reduce_mean":
+        return Reduce("mean")
+    if kind == "adaptive_maxpool2d":
+        return nn.AdaptiveMaxPool2d(_i(c["out_size"]))
     if kind == "mul":
         return Mul(bool(c["broadcast"]))
     if kind == "cat":

@@ -95,6 +95,38 @@ def _pool_layer(kind, kernel, stride, padding, dilation, ceil_mode, in_shape, ou
     return kind, c
 
 
+def _avg_pool1d_layer(kernel, stride, padding, ceil_mode, in_shape, out_shape, unsupported, label):
+    """``nn.AvgPool1d`` / ``F.avg_pool1d`` over (C, L): kind ``avgpool2d`` over (C, 1, L) with a 1 x k kernel, the
+    kernel PyTorch runs it with (``avg_pool1d`` calls ``avg_pool2d`` on the input unsqueezed; timed 0.97-1.04x here,
+    ``bench/results/pool1d-host-20261128.md``)."""
+    if len(in_shape) != 2 or len(out_shape) != 2:
+        unsupported.append(f"{label}({len(in_shape)}-D per sample)")
+        return None
+    one = (lambda v: v[0] if isinstance(v, (tuple, list)) and len(v) == 1 else v)
+    stride = kernel if stride is None or isinstance(stride, (tuple, list)) and not stride else stride
+    return _pool_layer("avgpool2d", (1, one(kernel)), (1, one(stride)), (0, one(padding)), 1, ceil_mode,
+                       (in_shape[0], 1, in_shape[1]), (out_shape[0], 1, out_shape[1]), unsupported, label)
+
+
+def _adaptive_max_layer(output_size, return_indices, in_shape, unsupported, label):
+    """Adaptive max pooling (``nn.AdaptiveMaxPool2d``, ``F.adaptive_max_pool2d`` and their 1-D forms): kind
+    ``adaptive_maxpool2d`` to a square output; a 1-D one only to 1 (global max pooling over time, which PyTorch runs
+    as the 2-D kernel over (C, 1, L)); others, and the indices returned to the caller, recorded unsupported."""
+    if return_indices:
+        unsupported.append(f"{label}(return_indices)")
+        return None
+    sizes = tuple(output_size) if isinstance(output_size, (tuple, list)) else (output_size,)
+    if any(s is None or not isinstance(s, int) for s in sizes) or len(set(sizes)) != 1 \
+            or len(in_shape) not in (2, 3) or len(sizes) not in (1, len(in_shape) - 1):
+        unsupported.append(f"{label}(output size {output_size!r}: only a square one has a kind)")
+        return None
+    if len(in_shape) == 2 and sizes[0] != 1:
+        unsupported.append(f"{label}(1-D to {sizes[0]}: only global max pooling, to 1, has a kind)")
+        return None
+    h, w = (1, in_shape[1]) if len(in_shape) == 2 else in_shape[1:]
+    return "adaptive_maxpool2d", {"channels": in_shape[0], "height": h, "width": w, "out_size": sizes[0]}
+
+
 def _channel_dropout(label, p, spatial_axes, in_shape, unsupported):
     """(kind, config) of a channel dropout (``nn.Dropout2d``, ``F.dropout1d``, ...) over ``spatial_axes`` (1, 2 or
     3: its digit): kind ``dropout2d`` over the channels (axis 0 per sample) and the rest as ``spatial``; None
@@ -137,6 +169,11 @@ def _module_layer(mod, in_shape, out_shape, unsupported, in_axis=0):
     if isinstance(mod, nn.AdaptiveAvgPool1d):
         return "adaptive_avgpool1d", {"channels": in_shape[0], "length": in_shape[1],
                                       "out_size": _pair(mod.output_size, "output size", unsupported, label)}
+    if isinstance(mod, (nn.AdaptiveMaxPool1d, nn.AdaptiveMaxPool2d)):
+        return _adaptive_max_layer(mod.output_size, mod.return_indices, in_shape, unsupported, label)
+    if isinstance(mod, nn.AvgPool1d):
+        return _avg_pool1d_layer(mod.kernel_size, mod.stride, mod.padding, mod.ceil_mode, in_shape, out_shape,
+                                 unsupported, label)
     if isinstance(mod, (GRUSequence, nn.GRU)):
         gru = mod.gru if isinstance(mod, GRUSequence) else mod
         if gru.bidirectional:
@@ -1120,7 +1157,9 @@ def _pad_layer(pads, mode, in_shape, out_shape, in_axis, unsupported, label):
 
 def _mean_layer(dims, in_shape, unsupported, label):
     """``mean`` over the spatial axes of (C, H, W) -> adaptive_avgpool2d; over the last axis of (C, L)
-    -> adaptive_avgpool1d; over the sequence of (T, D) (dim 1) -> adaptive_avgpool1d of D channels."""
+    -> adaptive_avgpool1d; over the sequence of (T, D) (dim 1) -> adaptive_avgpool1d of D channels (the kernels
+    those run); over other adjacent axes (the channels of an image, as CBAM pools them) -> reduce_mean, which
+    took 1.09-1.84x a sum of the same elements here: a kind of its own."""
     ndim = len(in_shape) + 1
     dims = (dims,) if isinstance(dims, int) else tuple(dims or ())
     axes = {d % ndim for d in dims if isinstance(d, int)}
@@ -1131,8 +1170,7 @@ def _mean_layer(dims, in_shape, unsupported, label):
         return "adaptive_avgpool1d", {"channels": in_shape[0], "length": in_shape[1], "out_size": 1}
     if len(in_shape) == 2 and axes == {1}:
         return "adaptive_avgpool1d", {"channels": in_shape[1], "length": in_shape[0], "out_size": 1}
-    unsupported.append(f"{label}(dim={dims or None})")
-    return None
+    return _reduce_layer("reduce_mean", dims or None, in_shape, unsupported, label)
 
 
 def reduce_config(dims, in_shape):
@@ -1353,6 +1391,13 @@ def _function_layer(node, in_shape, out_shape, unsupported, full_shape=lambda n:
         size = _arg(node, 1, "output_size")
         return "adaptive_avgpool1d", {"channels": in_shape[0], "length": in_shape[1],
                                       "out_size": int(size if isinstance(size, int) else size[0])}
+    if t in (F.adaptive_max_pool1d, F.adaptive_max_pool2d):
+        return _adaptive_max_layer(_arg(node, 1, "output_size"), _arg(node, 2, "return_indices", False), in_shape,
+                                   unsupported, f"F.{t.__name__}")
+    if t is F.avg_pool1d:
+        return _avg_pool1d_layer(size_of(_arg(node, 1, "kernel_size")), size_of(_arg(node, 2, "stride")),
+                                 size_of(_arg(node, 3, "padding", 0)), _arg(node, 4, "ceil_mode", False), in_shape,
+                                 out_shape, unsupported, "F.avg_pool1d")
     if t is F.adaptive_avg_pool2d:
         size = node.args[1] if len(node.args) > 1 else node.kwargs["output_size"]
         return "adaptive_avgpool2d", {"channels": in_shape[0], "height": in_shape[1], "width": in_shape[2],

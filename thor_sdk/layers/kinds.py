@@ -94,7 +94,8 @@ class Kind:
         and for its dropout mask (p > 0), the attention probabilities (``num_heads*seq_len*kv_len`` each), times
         ``2*4``; ``sdpa`` its softmax's row statistics (``num_heads*seq_len``) and with dropout its probabilities
         and their mask (``2*num_heads*seq_len*kv_len``), times ``2*4``; max pooling its
-        int64 argmax indices (``2*8*O``), ``reduce_max`` with ``indices`` its int64 argmax (``2*8*rows*inner``),
+        int64 argmax indices (``2*8*O``; ``adaptive_maxpool2d`` too, ``8*O`` without a backward), ``reduce_max`` with
+        ``indices`` its int64 argmax (``2*8*rows*inner``),
         dropout its byte mask (``2*numel``), dropout2d its float mask
         of one value per channel (``2*4*channels``); ``add`` and a full-size
         ``mul`` read a second operand (``4*numel``; ``mul`` also saves it for the backward and writes
@@ -385,6 +386,14 @@ KINDS = {
              "a max over adjacent axes, as reduce_sum's shapes: indices = 1 for torch.max(x, dim) (the argmax kept "
              "for the backward), 0 for x.amax(dim) (the backward spreads the gradient over ties by comparing with "
              "the input)", False),
+        Kind("reduce_mean", ("rows", "reduced", "inner"),
+             "a mean over adjacent axes that no pooling kind runs (x.mean(dim), torch.mean over the channels of an "
+             "image, as CBAM's spatial attention pools them), shaped as reduce_sum's; its backward expands the "
+             "gradient divided by the reduced count", False),
+        Kind("adaptive_maxpool2d", ("channels", "height", "width", "out_size"),
+             "adaptive max pooling to out_size x out_size (global max pooling when 1: nn.AdaptiveMaxPool2d, "
+             "F.adaptive_max_pool2d; a 1-D one to 1, nn.AdaptiveMaxPool1d(1), runs the same kernel over "
+             "(channels, 1, length)); its int64 argmax kept for the backward", False),
         Kind("output", ("in_features", "out_features", "tokens"),
              "the output head: Linear + softmax cross-entropy loss (cost includes the loss and the "
              "per-step fixed work of the optimizer)", True, roles=("output",)),
@@ -436,6 +445,8 @@ _SHAPES = {
 }
 _SHAPES["avgpool2d"] = _SHAPES["maxpool2d"]
 _SHAPES["reduce_max"] = _SHAPES["reduce_sum"]
+_SHAPES["reduce_mean"] = _SHAPES["reduce_sum"]
+_SHAPES["adaptive_maxpool2d"] = _SHAPES["adaptive_avgpool2d"]
 for _k in _ELEMENTWISE:
     _SHAPES[_k] = (_numel, _numel)
 
@@ -537,6 +548,9 @@ _FLOPS = {
 for _k in ("relu", "relu6", "add", "mul", "cat", "permute", "scale"):
     _FLOPS[_k] = lambda c: float(c["numel"])
 _FLOPS["reduce_max"] = _FLOPS["reduce_sum"]
+# the sum, and a division per output element
+_FLOPS["reduce_mean"] = lambda c: c["rows"] * c["inner"] * (c["reduced"] + 1)
+_FLOPS["adaptive_maxpool2d"] = _FLOPS["adaptive_avgpool2d"]
 
 _PARAMS = {
     "conv2d": lambda c: (c["out_channels"] * (c["in_channels"] // c["groups"]) * c["kernel"] * _width_side(c)[0]
@@ -590,6 +604,8 @@ _EXTRA_BYTES = {
                                       * (c["need_weights"] + (c["p"] > 0))),
     "maxpool2d": lambda c, runs: 2 * 8.0 * _prod(_SHAPES["maxpool2d"][1](c)) if runs else 0.0,
     "maxpool1d": lambda c, runs: 2 * 8.0 * _prod(_SHAPES["maxpool1d"][1](c)) if runs else 0.0,
+    # its int64 argmax, written by the forward (always: the kernel returns it) and read by the backward's scatter
+    "adaptive_maxpool2d": lambda c, runs: (2 * 8.0 if runs else 8.0) * c["channels"] * c["out_size"] ** 2,
     # torch.max's int64 argmax, written in the forward and read by the backward's scatter
     "reduce_max": lambda c, runs: (2 * 8.0 if runs else 8.0) * c["rows"] * c["inner"] * c["indices"],
     "dropout": lambda c, runs: (2.0 if runs else 1.0) * c["numel"],

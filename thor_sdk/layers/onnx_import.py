@@ -19,7 +19,7 @@ from thor_sdk.errors import FormatError, ModelError, NotFoundError, UsageError
 
 from .extract import (_upsample_layer, add_layer, add_stand_in_layers, dilated_conv_stand_in, einsum_chain_stand_in,
                       einsum_stand_in, finish_layers, instance_norm_stand_in, layernorm_layer, matmul_stand_in,
-                      pad_config, refuse_unsupported, transposed_conv_stand_in)
+                      pad_config, reduce_config, refuse_unsupported, transposed_conv_stand_in)
 
 _BATCH = 2  # batch size substituted for a symbolic batch dimension before shape inference
 
@@ -669,6 +669,30 @@ def _resize(g, node, a, unsupported):
     return _upsample_layer(mode, xs, ys, unsupported, "Resize")
 
 
+def _reduce_axes(g, node, a):
+    """A Reduce* node's axes: its attribute (older opsets), else its constant second input; None when neither."""
+    axes = a.get("axes")
+    if axes is None and len(node.input) > 1 and node.input[1]:
+        v = g.value(node.input[1])
+        axes = None if v is None else [int(i) for i in v.reshape(-1)]
+    return axes
+
+
+def _reduce(g, node, a, kind, unsupported):
+    """ReduceSum, ReduceMean (over other axes than an image's spatial ones) and ReduceMax over adjacent axes: kinds
+    reduce_sum, reduce_mean and reduce_max (``indices`` 0: ONNX's ReduceMax keeps no argmax, as ``amax``)."""
+    op = node.op_type
+    axes = _reduce_axes(g, node, a)
+    if axes is None or int(a.get("noop_with_empty_axes", 0)):
+        unsupported.append(f"{op}(over axes not known, or every axis)")
+        return None
+    got = reduce_config(tuple(int(i) for i in axes), tuple(g.per_sample(node.input[0])))
+    if isinstance(got, str):
+        unsupported.append(f"{op}({got})")
+        return None
+    return kind, dict(got, indices=0) if kind == "reduce_max" else got
+
+
 def _pool(g, node, a, unsupported):
     op = node.op_type
     xs = g.per_sample(node.input[0])
@@ -783,17 +807,21 @@ def _node_layer(g, node, extra, unsupported):
         return _pad(g, node, a, unsupported)
     if op == "Resize":
         return _resize(g, node, a, unsupported)
+    if op in ("ReduceSum", "ReduceMax"):
+        return _reduce(g, node, a, "reduce_sum" if op == "ReduceSum" else "reduce_max", unsupported)
+    if op == "GlobalMaxPool":
+        xs = g.per_sample(node.input[0])
+        if len(xs) not in (2, 3):
+            unsupported.append(f"{op}({len(xs) - 1}-D)")
+            return None
+        h, w = (1, xs[1]) if len(xs) == 2 else xs[1:]
+        return "adaptive_maxpool2d", {"channels": xs[0], "height": h, "width": w, "out_size": 1}
     if op == "GlobalAveragePool" or op == "ReduceMean":
         xs = g.per_sample(node.input[0])
         if op == "ReduceMean":
-            axes = a.get("axes")
-            if axes is None and len(node.input) > 1 and node.input[1]:
-                v = g.value(node.input[1])
-                axes = None if v is None else [int(i) for i in v.reshape(-1)]
-            rank = len(xs) + 1
-            if len(xs) != 3 or axes is None or sorted(int(i) % rank for i in axes) != [2, 3]:
-                unsupported.append("ReduceMean(not over the spatial axes of an image)")
-                return None
+            axes = _reduce_axes(g, node, a)
+            if axes is None or len(xs) != 3 or sorted(int(i) % (len(xs) + 1) for i in axes) != [2, 3]:
+                return _reduce(g, node, a, "reduce_mean", unsupported)  # a mean that is no pooling's
         if len(xs) != 3:
             unsupported.append(f"{op}({len(xs) - 1}-D)")
             return None

@@ -5,7 +5,7 @@ A *group* is a **producer** (a ``conv2d``/``conv1d`` with ``groups == 1`` or a `
 and including the next layer with weights, the **consumer**:
 
 - followers between them keep one value per unit: elementwise kinds (``relu``, ``dropout``, ``flatten``, ...:
-  ``numel`` scales with the units), per-channel kinds (``maxpool2d``, ``avgpool2d``, adaptive pools,
+  ``numel`` scales with the units), per-channel kinds (``maxpool2d``, ``avgpool2d``, adaptive average and max pools,
   ``batchnorm2d``/``batchnorm1d``, ``maxpool1d``, ``upsample``, ``upsample_bilinear``: ``channels``) and, after a
   ``linear``, ``layernorm`` (``normalized``);
 - the consumer takes the units as its input: a ``conv2d``/``conv1d`` with ``groups == 1`` or a
@@ -29,7 +29,7 @@ PRODUCERS = {"conv2d": "out_channels", "conv1d": "out_channels", "conv_transpose
 NUMEL_KINDS = ("relu", "relu6", "gelu", "tanh", "sigmoid", "dropout", "flatten", "hardswish", "hardsigmoid", "silu",
                "leaky_relu", "elu", "elementwise")
 #: follower kinds with one channel per unit
-CHANNEL_KINDS = ("maxpool2d", "avgpool2d", "adaptive_avgpool2d", "batchnorm2d", "batchnorm1d", "maxpool1d",
+CHANNEL_KINDS = ("maxpool2d", "avgpool2d", "adaptive_avgpool2d", "adaptive_maxpool2d", "batchnorm2d", "batchnorm1d", "maxpool1d",
                  "adaptive_avgpool1d", "upsample", "upsample_bilinear")
 #: kinds whose input channels are a consumer's units (without groups, or with ``groups == 1``)
 CONV_KINDS = ("conv2d", "conv1d", "conv_transpose2d")

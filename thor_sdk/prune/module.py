@@ -46,8 +46,9 @@ def _expr(kind, c):
     if kind in ("maxpool2d", "avgpool2d", "maxpool1d"):
         cls = {"maxpool2d": "nn.MaxPool2d", "avgpool2d": "nn.AvgPool2d", "maxpool1d": "nn.MaxPool1d"}[kind]
         return f"{cls}({_side(c, 'kernel')}, stride={_side(c, 'stride')}, padding={_side(c, 'padding')})"
-    if kind in ("adaptive_avgpool2d", "adaptive_avgpool1d"):
-        cls = "nn.AdaptiveAvgPool2d" if kind == "adaptive_avgpool2d" else "nn.AdaptiveAvgPool1d"
+    if kind in ("adaptive_avgpool2d", "adaptive_avgpool1d", "adaptive_maxpool2d"):
+        cls = {"adaptive_avgpool2d": "nn.AdaptiveAvgPool2d", "adaptive_avgpool1d": "nn.AdaptiveAvgPool1d",
+               "adaptive_maxpool2d": "nn.AdaptiveMaxPool2d"}[kind]
         return f"{cls}({_i(c['out_size'])})"
     if kind in ("batchnorm2d", "batchnorm1d"):
         return f"nn.{'BatchNorm2d' if kind == 'batchnorm2d' else 'BatchNorm1d'}({_i(c['channels'])})"

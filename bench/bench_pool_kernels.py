@@ -1,0 +1,68 @@
+"""Which pooling kernels are the same computation: 1-D average pooling against the 2-D call over one row,
+1-D adaptive max pooling against the 2-D one, and global max pooling against a max pooling of the whole plane and
+``amax`` (the evidence for mapping AvgPool1d to kind avgpool2d and AdaptiveMaxPool1d(1) to adaptive_maxpool2d, and
+for adaptive_maxpool2d being a kind of its own). Training step (forward, backward to the input), one thread, batch
+16, side by side, medians of 40 after 5 warm-ups, each pair twice.
+
+    python bench/bench_pool_kernels.py --out bench/results/pool1d-host-<date>.md
+"""
+
+import argparse
+import statistics
+import time
+
+
+def _step_ms(f, shape, n=40):
+    import torch
+
+    x = torch.randn(*shape).requires_grad_(True)
+
+    def step():
+        x.grad = None
+        f(x).sum().backward()
+
+    for _ in range(5):
+        step()
+    ts = []
+    for _ in range(n):
+        t0 = time.perf_counter()
+        step()
+        ts.append(time.perf_counter() - t0)
+    return statistics.median(ts) * 1e3
+
+
+def main(argv=None):
+    import torch
+    from torch.nn import functional as F
+
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--out", help="Markdown file to write")
+    args = ap.parse_args(argv)
+    torch.set_num_threads(1)
+    rows = ["| input (batch 16) | pair | a (ms) | b (ms) | a / b |", "|---|---|---|---|---|"]
+    pairs_1d = (("F.avg_pool1d(x, 3, 2, 1)", lambda x: F.avg_pool1d(x, 3, 2, 1),
+                 "F.avg_pool2d(x[:, :, None], (1, 3), (1, 2), (0, 1))",
+                 lambda x: F.avg_pool2d(x.unsqueeze(2), (1, 3), (1, 2), (0, 1))),
+                ("F.adaptive_max_pool1d(x, 1)", lambda x: F.adaptive_max_pool1d(x, 1),
+                 "F.adaptive_max_pool2d(x[:, :, None], 1)", lambda x: F.adaptive_max_pool2d(x.unsqueeze(2), 1)))
+    pairs_2d = (("F.adaptive_max_pool2d(x, 1)", lambda x: F.adaptive_max_pool2d(x, 1),
+                 "F.max_pool2d(x, H)", lambda x: F.max_pool2d(x, x.shape[-1])),
+                ("F.adaptive_max_pool2d(x, 1)", lambda x: F.adaptive_max_pool2d(x, 1),
+                 "x.amax((2, 3))", lambda x: x.amax(dim=(2, 3))))
+    for shapes, pairs in (([(16, 64, 128), (16, 128, 32), (16, 32, 512), (16, 256, 16)], pairs_1d),
+                          ([(16, 64, 7, 7), (16, 128, 14, 14), (16, 32, 32, 32), (16, 256, 4, 4)], pairs_2d)):
+        for shape in shapes:
+            for na, fa, nb, fb in pairs:
+                for _ in range(2):
+                    a, b = _step_ms(fa, shape), _step_ms(fb, shape)
+                    rows.append(f"| {'x'.join(map(str, shape[1:]))} | {na} vs {nb} | {a:.3f} | {b:.3f} | {a / b:.2f} |")
+                    print(rows[-1], flush=True)
+    text = "\n".join([f"# Pooling kernels side by side ({time.strftime('%Y-%m-%d %H:%M')} UTC, host, one thread)", "",
+                      "`python bench/bench_pool_kernels.py`", ""] + rows) + "\n"
+    if args.out:
+        with open(args.out, "w") as f:
+            f.write(text)
+
+
+if __name__ == "__main__":
+    main()
