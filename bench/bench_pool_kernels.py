@@ -1,7 +1,7 @@
 """Which pooling kernels are the same computation: 1-D average pooling against the 2-D call over one row,
 1-D adaptive max pooling against the 2-D one, and global max pooling against a max pooling of the whole plane and
 ``amax`` (the evidence for mapping AvgPool1d to kind avgpool2d and AdaptiveMaxPool1d(1) to adaptive_maxpool2d, and
-for adaptive_maxpool2d being a kind of its own). Training step (forward, backward to the input), one thread, batch
+for adaptive_maxpool2d being a kind of its own), and a difference of tensors against their sum (kind sub). Training step (forward, backward to the input), one thread, batch
 16, side by side, medians of 40 after 5 warm-ups, each pair twice.
 
     python bench/bench_pool_kernels.py --out bench/results/pool1d-host-<date>.md
@@ -57,6 +57,12 @@ def main(argv=None):
                     a, b = _step_ms(fa, shape), _step_ms(fb, shape)
                     rows.append(f"| {'x'.join(map(str, shape[1:]))} | {na} vs {nb} | {a:.3f} | {b:.3f} | {a / b:.2f} |")
                     print(rows[-1], flush=True)
+    rows += ["", "| input (batch 16) | pair | a (ms) | b (ms) | a / b |", "|---|---|---|---|---|"]
+    for shape in [(16, 64, 32, 32), (16, 256, 14, 14), (16, 128, 8, 8), (16, 512)]:
+        for _ in range(2):  # x - x and x + x: both operands carry the gradient, as the probes of sub and add
+            a, b = _step_ms(lambda x: x - x, shape), _step_ms(lambda x: x + x, shape)
+            rows.append(f"| {'x'.join(map(str, shape[1:]))} | x - x vs x + x | {a:.3f} | {b:.3f} | {a / b:.2f} |")
+            print(rows[-1], flush=True)
     text = "\n".join([f"# Pooling kernels side by side ({time.strftime('%Y-%m-%d %H:%M')} UTC, host, one thread)", "",
                       "`python bench/bench_pool_kernels.py`", ""] + rows) + "\n"
     if args.out:

@@ -551,6 +551,42 @@ class ConcatPool1d(nn.Module):
         return self.fc(torch.cat([self.avg(h), self.max(h)], 1).flatten(1))
 
 
+class HighPassCNN(nn.Module):
+    """A texture CNN (defect inspection, as a factory camera fine-tunes one) whose blocks convolve a high-pass of
+    their features, the features minus their 3x3 local average, and add it back; 6 classes on 3x48x48."""
+
+    def __init__(self):
+        super().__init__()
+        self.stem = nn.Sequential(nn.Conv2d(3, 24, 3, padding=1), nn.BatchNorm2d(24), nn.ReLU())
+        self.convs = nn.ModuleList(nn.Sequential(nn.Conv2d(c, c, 3, padding=1), nn.BatchNorm2d(c), nn.ReLU())
+                                   for c in (24, 48))
+        self.down = nn.ModuleList([nn.Conv2d(24, 48, 3, stride=2, padding=1), nn.Conv2d(48, 96, 3, stride=2,
+                                                                                        padding=1)])
+        self.fc = nn.Linear(96, 6)
+
+    def forward(self, x):
+        h = self.stem(x)
+        for conv, down in zip(self.convs, self.down):
+            h = down(h + conv(h - F.avg_pool2d(h, 3, 1, 1)))
+        return self.fc(h.mean(dim=(2, 3)))
+
+
+class CenteredMLP(nn.Module):
+    """A sensor-feature MLP that centres each sample's features on their mean (x - x.mean(1, keepdim=True)) and
+    subtracts a learned running template from its hidden layer's output; 64 features, 5 classes."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc1, self.fc2 = nn.Linear(64, 128), nn.Linear(128, 128)
+        self.template = nn.Linear(64, 128)
+        self.fc = nn.Linear(128, 5)
+
+    def forward(self, x):
+        x = x - x.mean(dim=1, keepdim=True)
+        h = torch.relu(self.fc1(x))
+        return self.fc(torch.relu(self.fc2(h) - self.template(x)))
+
+
 #: nets whose architecture joined the zoo after they had shown it missing (docs/model-zoo.md): no longer clean
 #: no longer unseen cases, reported apart: SeqLSTM read 1.95x before lstm_har joined the zoo; SdpaBlock calls
 #: F.scaled_dot_product_attention, as vit_tiny (in the zoo since 2026-11-27) does; MHA, Encoder and CrossAttn
@@ -569,4 +605,5 @@ NETS = (("UNetTiny", (3, 32, 32)), ("BiLSTM", (32,)), ("GRU2", (50, 12)), ("MHA"
         ("CnnOneFstride4", (1, 98, 40)), ("TradFpool3", (1, 49, 40)), ("SpatialDropCNN", (3, 32, 32)),
         ("UNetBilinear", (3, 36, 36)), ("ConvAE", (1, 28, 28)), ("ResNet8A", (3, 32, 32)),
         ("TFSamePadCNN", (3, 32, 32)), ("AttnPoolLSTM", (64, 9)), ("PointNetTiny", (3, 256)), ("TextCNNAmax", (48,)),
-        ("CBAMLiteCNN", (3, 32, 32)), ("ConcatPool1d", (6, 200)))
+        ("CBAMLiteCNN", (3, 32, 32)), ("ConcatPool1d", (6, 200)), ("HighPassCNN", (3, 48, 48)),
+        ("CenteredMLP", (64,)))

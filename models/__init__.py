@@ -139,6 +139,8 @@ _ZOO = (
     _zoo("cbam_resnet_small", "ResNet with CBAM attention (channel gate over average- and max-pooled features, "
          "spatial gate over the channels' mean and max) in six basic blocks 16-64, on 3x32x32 images, 10 classes",
          (3, 32, 32)),
+    _zoo("poolformer_tiny", "PoolFormer (MetaFormer: GroupNorm, pool(x) - x token mixer, GELU 1x1-conv MLP, residuals), "
+         "widths 32-256, blocks 1/1/3/1, on 3x64x64 images, 10 classes", (3, 64, 64)),
     _zoo("ecg_cnn1d", "1-D CNN on 1x256 ECG windows (conv1d-BN-ReLU, average pooling, global max pooling over time, "
          "dense 64), 5 classes", (1, 256), 5),
     _zoo("dscnn_kws", "DS-CNN-S keyword spotting on 1x49x10 MFCCs, 12 classes", (1, 49, 10), 12),

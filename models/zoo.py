@@ -1058,6 +1058,45 @@ def ecg_cnn1d(spec):
                          nn.ReLU(), nn.Linear(64, spec.num_classes))
 
 
+class _PoolMixer(nn.Module):
+    """PoolFormer's token mixer: average pooling minus its input (``pool(x) - x``; the block adds x back)."""
+
+    def __init__(self):
+        super().__init__()
+        self.pool = nn.AvgPool2d(3, 1, 1, count_include_pad=False)
+
+    def forward(self, x):
+        return self.pool(x) - x
+
+
+class _PoolFormerBlock(nn.Module):
+    def __init__(self, c, mlp_ratio=4):
+        super().__init__()
+        self.norm1, self.mixer = nn.GroupNorm(1, c), _PoolMixer()
+        self.norm2 = nn.GroupNorm(1, c)
+        self.mlp = nn.Sequential(nn.Conv2d(c, c * mlp_ratio, 1), nn.GELU(), nn.Conv2d(c * mlp_ratio, c, 1))
+
+    def forward(self, x):
+        x = x + self.mixer(self.norm1(x))
+        return x + self.mlp(self.norm2(x))
+
+
+def poolformer_tiny(spec):
+    """PoolFormer (MetaFormer, Yu et al. 2022) at S12's structure scaled down: a 7x7 stride-4 patch embedding, four
+    stages (32, 64, 128, 256 wide; 1, 1, 3, 1 blocks) joined by 3x3 stride-2 convs, each block a GroupNorm(1) and
+    ``pool(x) - x`` token mixer then a GroupNorm(1) and a GELU MLP of 1x1 convs (ratio 4), each residual; the head's
+    GroupNorm, global average pooling and Linear; on 3x64x64. No layer scale (PoolFormer's option off)."""
+    widths, depths = (32, 64, 128, 256), (1, 1, 3, 1)
+    layers, c = [nn.Conv2d(spec.input_shape[0], widths[0], 7, 4, 2)], widths[0]
+    for i, (w, d) in enumerate(zip(widths, depths)):
+        if i:
+            layers.append(nn.Conv2d(c, w, 3, 2, 1))
+        layers += [_PoolFormerBlock(w) for _ in range(d)]
+        c = w
+    return nn.Sequential(*layers, nn.GroupNorm(1, c), nn.AdaptiveAvgPool2d(1), nn.Flatten(),
+                         nn.Linear(c, spec.num_classes))
+
+
 def gru_kws(spec):
     """Keyword spotting GRU (2 layers, 128 units) over 98 frames of 40 log-mel features, with additive
     attention pooling (tanh, softmax over time, per-frame mul), 12 classes (Speech Commands)."""

@@ -441,12 +441,12 @@ def test_attention_candidates_and_integration_points_take_the_other_dropout():
 
 def test_group_norm_candidates_keep_whole_groups_and_take_other_group_counts():
     """Kind groupnorm's candidates: channels a multiple of the groups (aligned to 8 where the zoo layer's are);
-    the zoo's one group count (resnet20_gn's 2) and, in a share, twice or half of it, so a net of 4 or 32 groups
-    is not an extrapolation in that feature alone."""
+    the zoo's group counts (resnet20_gn's 2, poolformer_tiny's 1) and, in a share, twice or half of them, so a net
+    of 4 or 32 groups is not an extrapolation in that feature alone."""
     from thor_sdk.campaign.prior import _valid
 
     prior = load_prior()
-    assert {e["config"]["num_groups"] for e in prior["kinds"]["groupnorm"]["configs"]} == {2}
+    assert {e["config"]["num_groups"] for e in prior["kinds"]["groupnorm"]["configs"]} == {1, 2}
     got = candidates(prior, "groupnorm", 80, seed=0)
     assert len(got) == 80
     for c, b, role in got:

@@ -68,6 +68,7 @@ CONFIGS = {
                               width=4, bias=0)],
     "reduce_sum": [dict(rows=1, reduced=5, inner=4), dict(rows=3, reduced=4, inner=1)],
     "reduce_max": [dict(rows=3, reduced=5, inner=1, indices=1), dict(rows=1, reduced=4, inner=6, indices=0)],
+    "sub": [dict(numel=12)],
     "reduce_mean": [dict(rows=1, reduced=5, inner=4), dict(rows=3, reduced=4, inner=1)],
     "adaptive_maxpool2d": [dict(channels=3, height=5, width=5, out_size=1), dict(channels=2, height=6, width=6,
                                                                                  out_size=2),
@@ -379,7 +380,7 @@ def test_a_tensor_times_a_number_is_kind_scale(f):
 @pytest.mark.parametrize("f, name", [
     (lambda x: torch.softmax(x, dim=1).mean((2, 3)), "softmax(dim=1, not the last dimension)"),
     (lambda x: F.interpolate(x, scale_factor=2, mode="bicubic").mean((2, 3)), "interpolate(mode='bicubic'"),
-    (lambda x: (x - 1.0).mean((2, 3)), "x - y"),
+    (lambda x: (1.0 - x).mean((2, 3)), "x - y(a number minus a tensor)"),
     (lambda x: (1.0 / x).mean((2, 3)), "x / y"),
     (lambda x: torch.cat([x, x], 0).mean((2, 3))[:2], "torch.cat(along the batch)"),
     (lambda x: (x * x.mean((1, 3), keepdim=True)).mean((2, 3)), "Tensor.mean(over axes that are not adjacent)"),

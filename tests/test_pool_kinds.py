@@ -186,3 +186,73 @@ def test_the_prior_places_the_new_kinds_and_keeps_1d_rows_at_one():
     assert (scaled["height"], scaled["width"], scaled["channels"]) == (1, 435, 32)  # 1-D data stays one row
     square = _scaled("avgpool2d", dict(one_row, height=16, width=16), {"height": 1.7, "width": 1.7})
     assert square["height"] == square["width"] == 27
+
+
+class _Two(nn.Module):
+    """Two Linear branches of one input (both carry gradients), the op ``f`` of them, a Linear head."""
+
+    def __init__(self, f):
+        super().__init__()
+        self.f, self.a, self.b, self.fc = f, nn.Linear(8, 6), nn.Linear(8, 6), nn.Linear(6, 3)
+
+    def forward(self, x):
+        return self.fc(self.f(self.a(x), self.b(x)))
+
+
+@pytest.mark.parametrize("f, kind", [
+    (lambda a, b: a - b, "sub"), (lambda a, b: torch.sub(a, b), "sub"), (lambda a, b: a.sub(b), "sub"),
+    (lambda a, b: a - b.mean(-1, keepdim=True), "sub"),  # broadcast, as add takes it
+    (lambda a, b: a - 1.5 + b, "add"),  # a number subtracted: add's kernel (x + (-c))
+])
+def test_a_difference_of_tensors_is_kind_sub_and_a_number_subtracted_is_add(f, kind):
+    layers = layers_of(_Two(f), input_shape=[8]).layers
+    ops = [l for l in layers if l["op"] in ("x - y", "torch.sub", "Tensor.sub")]
+    assert [l["kind"] for l in ops] == [kind] and ops[0]["config"] == {"numel": 6} and "approx" not in ops[0]
+
+
+@pytest.mark.parametrize("f, why", [(lambda a, b: 1.0 - a + b, "a number minus a tensor"),
+                                    (lambda a, b: torch.sub(a, b, alpha=2), "with alpha")])
+def test_other_subtractions_are_refused_with_the_reason(f, why):
+    with pytest.raises(UnsupportedOperatorError) as err:
+        layers_of(_Two(f), input_shape=[8])
+    assert any(why in op for op in err.value.ops), err.value.ops
+
+
+def test_the_sub_probe_runs_both_gradient_paths_and_costs_more_bytes_than_add():
+    built = build_layer("sub", {"numel": 6})
+    x = torch.randn(2, 6, requires_grad=True)
+    y = built(x)
+    assert tuple(y.shape) == (2, 6) and y.grad_fn.name() == "SubBackward0"
+    y.sum().backward()
+    assert torch.equal(x.grad, torch.zeros(2, 6))  # d(x - x)/dx: the two paths, one negated, cancel
+    sub, add = get_kind("sub"), get_kind("add")
+    c = {"numel": 6}
+    assert sub.train_bytes(c, 4, "hidden") - add.train_bytes(c, 4, "hidden") == pytest.approx(4 * 8 * 6)
+    assert sub.train_flops(c, 4, "hidden") == add.train_flops(c, 4, "hidden")
+
+
+@pytest.mark.parametrize("second, kind", [("act", "sub"), ("scalar", "add"), ("tensor", None)])
+def test_the_onnx_reader_reads_sub(tmp_path, second, kind):
+    import numpy as np
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    from thor_sdk.layers.onnx_import import layers_from_onnx
+
+    relu = helper.make_node("Relu", ["x"], ["r"])
+    inits = []
+    if second == "scalar":
+        inits.append(numpy_helper.from_array(np.array(1.5, dtype=np.float32), "c"))
+    elif second == "tensor":
+        inits.append(numpy_helper.from_array(np.ones((1, 6), dtype=np.float32), "c"))
+    node = helper.make_node("Sub", {"act": ["x", "r"], "scalar": ["r", "c"], "tensor": ["c", "r"]}[second], ["y"])
+    g = helper.make_graph([relu, node], "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 6])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 6])], inits)
+    path = tmp_path / "m.onnx"
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 18)]), str(path))
+    if kind is None:
+        with pytest.raises(UnsupportedOperatorError):
+            layers_from_onnx(str(path))
+        return
+    layers = layers_from_onnx(str(path)).layers
+    assert [(l["kind"], l["config"]) for l in layers] == [("relu", {"numel": 6}), (kind, {"numel": 6})]

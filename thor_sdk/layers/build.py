@@ -15,6 +15,14 @@ class Add(nn.Module):
         return x + x
 
 
+class Sub(nn.Module):
+    """Kind ``sub``: ``x - x`` (two gradient paths into one tensor, as ``pool(x) - x`` has at its fork; the
+    backward negates one of them)."""
+
+    def forward(self, x):
+        return x - x
+
+
 class Flatten(nn.Module):
     def forward(self, x):
         return x.reshape(x.shape[0], -1)
@@ -198,6 +206,8 @@ def build_layer(kind, c):
         return Flatten()
     if kind == "add":
         return Add()
+    if kind == "sub":
+        return Sub()
     if kind == "embedding":
         if c["positional"]:
             return TokenPositionalEmbedding(_i(c["num_embeddings"]), _i(c["embedding_dim"]), _i(c["seq_len"]))

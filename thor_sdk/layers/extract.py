@@ -1273,6 +1273,23 @@ def _mul_layer(node, out_shape, full_shape, unsupported, label):
     return "mul", {"numel": _prod(out_shape), "broadcast": int(any(_prod(s) < full for s in shapes))}
 
 
+def _sub_layer(node, out_shape, full_shape, unsupported, label):
+    """``x - y`` of two tensors: kind ``sub`` over the output's elements (one operand may be smaller, broadcast, as
+    ``add`` takes it). ``x - c``, a number subtracted, runs add's kernel (``x + (-c)``): kind ``add``. ``c - x`` (a
+    number minus a tensor: its backward negates the gradient) and an ``alpha`` are recorded unsupported."""
+    a, b = _arg(node, 0, "input"), _arg(node, 1, "other")
+    if "alpha" in node.kwargs or len(node.args) > 2:
+        unsupported.append(f"{label}(with alpha)")
+        return None
+    tensors = [full_shape(v) is not None for v in (a, b)]
+    if all(tensors):
+        return "sub", {"numel": _prod(out_shape)}
+    if tensors[0] and _is_constant(b):
+        return "add", {"numel": _prod(out_shape)}
+    unsupported.append(f"{label}(a number minus a tensor)" if tensors[1] and _is_constant(a) else label)
+    return None
+
+
 def _cat_layer(node, out_shape, unsupported, label, axis=0):
     """``torch.cat`` of a list of tensors along any axis but the batch (at ``axis``): numel of the output, parts."""
     tensors = _arg(node, 0, "tensors")
@@ -1324,6 +1341,8 @@ def _function_layer(node, in_shape, out_shape, unsupported, full_shape=lambda n:
             return _ELEMENTWISE_METHODS[t], {"numel": _prod(in_shape)}
         if t in ("add", "add_"):
             return "add", {"numel": _prod(out_shape)}
+        if t in ("sub", "sub_", "subtract"):
+            return _sub_layer(node, out_shape, full_shape, unsupported, f"Tensor.{t}")
         if t in ("mul", "mul_"):
             return _mul_layer(node, out_shape, full_shape, unsupported, f"Tensor.{t}")
         if t in ("neg", "neg_") or t in ("div", "div_", "true_divide") and _by_number(_arg(node, 1, "other"), node):
@@ -1342,6 +1361,8 @@ def _function_layer(node, in_shape, out_shape, unsupported, full_shape=lambda n:
         return None
     if t in (operator.add, operator.iadd, torch.add):
         return "add", {"numel": _prod(out_shape)}
+    if t in (operator.sub, operator.isub, torch.sub, torch.subtract):
+        return _sub_layer(node, out_shape, full_shape, unsupported, op_label(node))
     if t in (operator.mul, operator.imul, torch.mul):
         return _mul_layer(node, out_shape, full_shape, unsupported, op_label(node))
     if t in (operator.neg, torch.neg) or t in (operator.truediv, operator.itruediv, torch.div, torch.true_divide) \

@@ -97,9 +97,9 @@ class Kind:
         int64 argmax indices (``2*8*O``; ``adaptive_maxpool2d`` too, ``8*O`` without a backward), ``reduce_max`` with
         ``indices`` its int64 argmax (``2*8*rows*inner``),
         dropout its byte mask (``2*numel``), dropout2d its float mask
-        of one value per channel (``2*4*channels``); ``add`` and a full-size
+        of one value per channel (``2*4*channels``); ``add``, ``sub`` and a full-size
         ``mul`` read a second operand (``4*numel``; ``mul`` also saves it for the backward and writes
-        its gradient, ``+8*numel``). Affine in ``b`` (per-sample + per-step terms), as the runtime needs.
+        its gradient, ``+8*numel``; ``sub``'s backward negates the gradient, ``+8*numel``). Affine in ``b`` (per-sample + per-step terms), as the runtime needs.
         """
         per_sample, fixed = self._bytes_terms(c, role)
         return per_sample * float(batch_size) + fixed
@@ -268,7 +268,7 @@ def _numel(c):
 
 
 _ACTIVATIONS = ("hardswish", "hardsigmoid", "silu", "leaky_relu", "elu")
-_ELEMENTWISE = ("relu", "relu6", "gelu", "tanh", "sigmoid", "dropout", "flatten", "add", "mul", "cat",
+_ELEMENTWISE = ("relu", "relu6", "gelu", "tanh", "sigmoid", "dropout", "flatten", "add", "sub", "mul", "cat",
                 "permute", "elementwise", "scale") + _ACTIVATIONS
 
 KINDS = {
@@ -305,6 +305,10 @@ KINDS = {
              False),
         Kind("flatten", ("numel",), "flatten / reshape to a vector", False),
         Kind("add", ("numel",), "residual addition of two tensors of numel elements per sample", False),
+        Kind("sub", ("numel",),
+             "difference of two tensors (x - y, torch.sub), numel = output elements per sample: PoolFormer's "
+             "pool(x) - x; its backward negates the gradient of y (x - c, a number subtracted, is add's kernel: "
+             "kind add)", False),
         Kind("embedding", ("num_embeddings", "embedding_dim", "seq_len", "positional"),
              "token embedding of seq_len ids (+ learned positional embedding when positional=1)", True,
              input_dtype="int64", roles=("input",)),
@@ -545,7 +549,7 @@ _FLOPS = {
     "conv_transpose2d": lambda c: 2.0 * c["in_channels"] * c["height"] * c["width"] * c["out_channels"]
     * c["kernel"] * c["kernel"],
 }
-for _k in ("relu", "relu6", "add", "mul", "cat", "permute", "scale"):
+for _k in ("relu", "relu6", "add", "sub", "mul", "cat", "permute", "scale"):
     _FLOPS[_k] = lambda c: float(c["numel"])
 _FLOPS["reduce_max"] = _FLOPS["reduce_sum"]
 # the sum, and a division per output element
@@ -611,6 +615,8 @@ _EXTRA_BYTES = {
     "dropout": lambda c, runs: (2.0 if runs else 1.0) * c["numel"],
     "dropout2d": lambda c, runs: (2.0 if runs else 1.0) * 4.0 * c["channels"],  # its float mask, one per channel
     "add": lambda c, runs: 4.0 * c["numel"],
+    # the second operand, and the backward's negated gradient of it (read and written)
+    "sub": lambda c, runs: 4.0 * c["numel"] * (3.0 if runs else 1.0),
     "mul": lambda c, runs: 0.0 if c["broadcast"] else 4.0 * c["numel"] * (3.0 if runs else 1.0),
 }
 

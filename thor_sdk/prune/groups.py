@@ -13,7 +13,7 @@ and including the next layer with weights, the **consumer**:
   a ``linear`` or the ``output`` head (``in_features``, scaled when a flatten put the spatial positions
   into it), an ``lstm``/``gru`` (``input_size``).
 
-Any other layer on the way (``add``, ``cat``, ``mul``: a residual or a branch whose other side the layer
+Any other layer on the way (``add``, ``sub``, ``cat``, ``mul``: a residual or a branch whose other side the layer
 list does not show; ``softmax``, ``permute``, depthwise convolutions, transformer blocks) ends the
 group: its producer is left as it is. The model's input (the first layer's input) and its output (the
 last layer's output: the head's classes, or a final layer's units) are never changed: a producer needs

@@ -23,7 +23,7 @@ from .groups import cut, find_groups, params_of, units_of
 
 CAPACITIES = ("params", "units")
 #: kinds that join two tensors: where they are, the layer list is not the whole dataflow
-BRANCH_KINDS = ("add", "cat", "mul")
+BRANCH_KINDS = ("add", "sub", "cat", "mul")
 ACCURACY_NOTE = ("accuracy after pruning is out of scope: the plan is about cost only; retrain or fine-tune the "
                  "pruned network and check its accuracy yourself")
 
