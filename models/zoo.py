@@ -1035,14 +1035,20 @@ class _CBAMBlock(BasicBlock):
         return self.relu2(out + self.shortcut(x))
 
 
+def _six_block_resnet(block, num_classes):
+    """A 3x3 stem (16) and six residual blocks ``block(cin, cout, stride)`` (16, 16, 32/2, 32, 64/2, 64), GAP,
+    Linear."""
+    layers, c = [_conv_bn(3, 16, 3)], 16
+    for cout, s in ((16, 1), (16, 1), (32, 2), (32, 1), (64, 2), (64, 1)):
+        layers.append(block(c, cout, s))
+        c = cout
+    return nn.Sequential(*layers, _Head(c, num_classes))
+
+
 def cbam_resnet_small(spec):
     """ResNet with CBAM attention on 3x32x32: 3x3 stem (16) and six CBAM basic blocks (16, 16, 32/2, 32, 64/2,
     64), GAP, Linear; channel-gate reduction 8 (the paper's 16, on these narrow widths)."""
-    layers, c = [_conv_bn(3, 16, 3)], 16
-    for cout, s in ((16, 1), (16, 1), (32, 2), (32, 1), (64, 2), (64, 1)):
-        layers.append(_CBAMBlock(c, cout, s))
-        c = cout
-    return nn.Sequential(*layers, _Head(c, spec.num_classes))
+    return _six_block_resnet(_CBAMBlock, spec.num_classes)
 
 
 def ecg_cnn1d(spec):
@@ -1293,11 +1299,7 @@ def transformer_tiny(spec):
 
 def resnet_tiny(spec):
     """3x3 stem (16) and six basic residual blocks (16, 16, 32/2, 32, 64/2, 64) on 3x40x40, GAP, Linear."""
-    layers, c = [_conv_bn(3, 16, 3)], 16
-    for cout, s in ((16, 1), (16, 1), (32, 2), (32, 1), (64, 2), (64, 1)):
-        layers.append(BasicBlock(c, cout, s))
-        c = cout
-    return nn.Sequential(*layers, _Head(c, spec.num_classes))
+    return _six_block_resnet(BasicBlock, spec.num_classes)
 
 
 def se_cnn(spec):
