@@ -480,7 +480,8 @@ def test_meter_log_reader(data):
 
 # -- ONNX graphs: random chains of the operators the importer reads, stands in for or refuses ---------------------
 _ONNX_OPS = ("Relu", "Softmax", "Transpose", "MatMulW", "MatMulSelf", "Conv", "ConvTranspose", "Flatten", "Split",
-             "Einsum", "Pad", "PadFromShape", "Resize", "Concat", "Mul", "HardSwish")
+             "Einsum", "Pad", "PadFromShape", "Resize", "Concat", "Mul", "HardSwish", "Reduce", "GlobalMaxPool",
+             "Sub")
 
 
 @st.composite
@@ -552,6 +553,24 @@ def onnx_graphs(draw):
                 inits.append(numpy_helper.from_array(
                     np.ones(() if other == "scalar" else (draw(small),), np.float32), c))
             nodes.append(helper.make_node("Mul", [cur, cur if other == "self" else c], [out]))
+        elif op == "Reduce":  # axes an attribute (older opsets) or an input, any of them, maybe the batch's
+            red = draw(st.sampled_from(["ReduceSum", "ReduceMean", "ReduceMax"]))
+            axes = draw(st.lists(st.integers(-rank, rank - 1), max_size=3))
+            if draw(st.booleans()):
+                given_axes = {"axes": axes} if axes else {}  # none: every axis
+                nodes.append(helper.make_node(red, [cur], [out], keepdims=draw(st.integers(0, 1)), **given_axes))
+            else:
+                ax = f"a{i}"
+                inits.append(numpy_helper.from_array(np.array(axes, np.int64), ax))
+                nodes.append(helper.make_node(red, [cur, ax], [out], keepdims=draw(st.integers(0, 1))))
+        elif op == "Sub":
+            other = draw(st.sampled_from(["self", "scalar", "tensor"]))
+            if other != "self":
+                c = f"c{i}"
+                inits.append(numpy_helper.from_array(
+                    np.ones(() if other == "scalar" else (draw(small),), np.float32), c))
+            pair = [cur, cur if other == "self" else c]
+            nodes.append(helper.make_node("Sub", pair[::-1] if draw(st.booleans()) else pair, [out]))
         else:
             nodes.append(helper.make_node(op, [cur], [out]))
         cur = out

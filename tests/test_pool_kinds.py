@@ -256,3 +256,25 @@ def test_the_onnx_reader_reads_sub(tmp_path, second, kind):
         return
     layers = layers_from_onnx(str(path)).layers
     assert [(l["kind"], l["config"]) for l in layers] == [("relu", {"numel": 6}), (kind, {"numel": 6})]
+
+
+def test_a_pad_after_a_reduction_to_a_scalar_is_refused_not_a_crash(tmp_path):
+    # found by the fuzz suite once reductions joined it: shape inference makes the Pad's input rank 0, and the
+    # reader indexed its batch axis (IndexError)
+    import numpy as np
+    import onnx
+    from onnx import TensorProto, helper, numpy_helper
+
+    from thor_sdk.errors import ThorError
+    from thor_sdk.layers.onnx_import import layers_from_onnx
+
+    nodes = [helper.make_node("ReduceSum", ["x"], ["s"], keepdims=0),
+             helper.make_node("Pad", ["s", "p"], ["y"])]
+    g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 3, 4])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)],
+                          [numpy_helper.from_array(np.zeros(0, np.int64), "p")])
+    path = tmp_path / "m.onnx"
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 18)]), str(path))
+    with pytest.raises(ThorError) as err:
+        layers_from_onnx(str(path))
+    assert any("without a batch axis" in op or "every axis" in op for op in getattr(err.value, "ops", [str(err.value)]))

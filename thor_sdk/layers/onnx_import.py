@@ -646,7 +646,11 @@ def _pad(g, node, a, unsupported):
     if mode != "constant":
         unsupported.append(f"Pad(mode={mode!r}: only constant padding has a kind)")
         return None
-    if g.shape(node.input[0])[0] != g.shape(node.output[0])[0]:
+    full_in, full_out = g.shape(node.input[0]), g.shape(node.output[0])
+    if not full_in or not full_out:  # a scalar (a reduction over every axis before it): no batch axis to keep
+        unsupported.append("Pad(of a tensor without a batch axis)")
+        return None
+    if full_in[0] != full_out[0]:
         unsupported.append("Pad(pads the batch axis)")
         return None
     xs, ys = g.per_sample(node.input[0]), g.per_sample(node.output[0])
