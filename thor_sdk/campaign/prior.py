@@ -30,7 +30,8 @@ upsamples by 2 (``DECONV_SHAPES``), or other axes padded by a ``pad``, or anothe
 (``NEIGHBOUR_SHARE``).
 A self-attention layer's key length stays its sequence length (``TIED``).
 The alignment of widths is kept (a channel count divisible by 8 scales to multiples of 8:
-``ALIGNED_FEATURES``), so every candidate is a layer someone builds.
+``ALIGNED_FEATURES``), and a spatial side of 1 stays 1 (1-D data run as a 2-D kind, the 1x1 maps of a gate), so
+every candidate is a layer someone builds.
 """
 
 import json
