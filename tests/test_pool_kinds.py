@@ -203,6 +203,7 @@ class _Two(nn.Module):
     (lambda a, b: a - b, "sub"), (lambda a, b: torch.sub(a, b), "sub"), (lambda a, b: a.sub(b), "sub"),
     (lambda a, b: a - b.mean(-1, keepdim=True), "sub"),  # broadcast, as add takes it
     (lambda a, b: a - 1.5 + b, "add"),  # a number subtracted: add's kernel (x + (-c))
+    (lambda a, b: (1.0 - a) * b, "scale"),  # a number minus a tensor (a gate's 1 - z): as -x
 ])
 def test_a_difference_of_tensors_is_kind_sub_and_a_number_subtracted_is_add(f, kind):
     layers = layers_of(_Two(f), input_shape=[8]).layers
@@ -210,8 +211,8 @@ def test_a_difference_of_tensors_is_kind_sub_and_a_number_subtracted_is_add(f, k
     assert [l["kind"] for l in ops] == [kind] and ops[0]["config"] == {"numel": 6} and "approx" not in ops[0]
 
 
-@pytest.mark.parametrize("f, why", [(lambda a, b: 1.0 - a + b, "a number minus a tensor"),
-                                    (lambda a, b: torch.sub(a, b, alpha=2), "with alpha")])
+@pytest.mark.parametrize("f, why", [(lambda a, b: torch.sub(a, b, alpha=2), "with alpha"),
+                                    (lambda a, b: a.sub(b, alpha=0.5), "with alpha")])
 def test_other_subtractions_are_refused_with_the_reason(f, why):
     with pytest.raises(UnsupportedOperatorError) as err:
         layers_of(_Two(f), input_shape=[8])
@@ -231,7 +232,8 @@ def test_the_sub_probe_runs_both_gradient_paths_and_costs_more_bytes_than_add():
     assert sub.train_flops(c, 4, "hidden") == add.train_flops(c, 4, "hidden")
 
 
-@pytest.mark.parametrize("second, kind", [("act", "sub"), ("scalar", "add"), ("tensor", None)])
+@pytest.mark.parametrize("second, kind", [("act", "sub"), ("scalar", "add"), ("scalar-first", "scale"),
+                                          ("tensor", None)])
 def test_the_onnx_reader_reads_sub(tmp_path, second, kind):
     import numpy as np
     import onnx
@@ -241,11 +243,12 @@ def test_the_onnx_reader_reads_sub(tmp_path, second, kind):
 
     relu = helper.make_node("Relu", ["x"], ["r"])
     inits = []
-    if second == "scalar":
+    if second.startswith("scalar"):
         inits.append(numpy_helper.from_array(np.array(1.5, dtype=np.float32), "c"))
     elif second == "tensor":
         inits.append(numpy_helper.from_array(np.ones((1, 6), dtype=np.float32), "c"))
-    node = helper.make_node("Sub", {"act": ["x", "r"], "scalar": ["r", "c"], "tensor": ["c", "r"]}[second], ["y"])
+    node = helper.make_node("Sub", {"act": ["x", "r"], "scalar": ["r", "c"], "scalar-first": ["c", "r"],
+                                    "tensor": ["c", "r"]}[second], ["y"])
     g = helper.make_graph([relu, node], "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["N", 6])],
                           [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["N", 6])], inits)
     path = tmp_path / "m.onnx"

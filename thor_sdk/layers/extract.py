@@ -1275,8 +1275,9 @@ def _mul_layer(node, out_shape, full_shape, unsupported, label):
 
 def _sub_layer(node, out_shape, full_shape, unsupported, label):
     """``x - y`` of two tensors: kind ``sub`` over the output's elements (one operand may be smaller, broadcast, as
-    ``add`` takes it). ``x - c``, a number subtracted, runs add's kernel (``x + (-c)``): kind ``add``. ``c - x`` (a
-    number minus a tensor: its backward negates the gradient) and an ``alpha`` are recorded unsupported."""
+    ``add`` takes it). ``x - c``, a number subtracted, runs add's kernel (``x + (-c)``): kind ``add``. ``c - x``, a
+    number minus a tensor (``1 - z`` of a gate), is one elementwise pass forward and a negation of the gradient
+    backward, as ``-x``: kind ``scale``, as ``-x`` is. An ``alpha`` is recorded unsupported."""
     a, b = _arg(node, 0, "input"), _arg(node, 1, "other")
     if "alpha" in node.kwargs or len(node.args) > 2:
         unsupported.append(f"{label}(with alpha)")
@@ -1286,7 +1287,9 @@ def _sub_layer(node, out_shape, full_shape, unsupported, label):
         return "sub", {"numel": _prod(out_shape)}
     if tensors[0] and _is_constant(b):
         return "add", {"numel": _prod(out_shape)}
-    unsupported.append(f"{label}(a number minus a tensor)" if tensors[1] and _is_constant(a) else label)
+    if tensors[1] and _is_constant(a):
+        return "scale", {"numel": _prod(out_shape)}
+    unsupported.append(label)
     return None
 
 

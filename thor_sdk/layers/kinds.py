@@ -308,7 +308,7 @@ KINDS = {
         Kind("sub", ("numel",),
              "difference of two tensors (x - y, torch.sub), numel = output elements per sample: PoolFormer's "
              "pool(x) - x; its backward negates the gradient of y (x - c, a number subtracted, is add's kernel: "
-             "kind add)", False),
+             "kind add; c - x is scale's, as -x)", False),
         Kind("embedding", ("num_embeddings", "embedding_dim", "seq_len", "positional"),
              "token embedding of seq_len ids (+ learned positional embedding when positional=1)", True,
              input_dtype="int64", roles=("input",)),
@@ -350,9 +350,9 @@ KINDS = {
              "transpose/permute copied to contiguous memory (channel shuffle); numel = elements per sample",
              False),
         Kind("scale", ("numel",),
-             "a tensor times a Python number (x * c, c * x, x / c, -x: an embedding scaled by the square root of "
-             "its width, attention scores by their temperature); numel = elements per sample; the backward scales "
-             "the gradient by the same number", False),
+             "a tensor times a Python number (x * c, c * x, x / c, -x, and c - x, a number minus a tensor: an "
+             "embedding scaled by the square root of its width, attention scores by their temperature, a gate's "
+             "1 - z); numel = elements per sample; the backward scales the gradient by the same number", False),
         Kind("elementwise", ("numel",),
              "a generic elementwise op standing in for operators without a kind of their own (--unknown-ops "
              "approx): one tensor of numel elements per sample in, one out; probed as softplus, a "

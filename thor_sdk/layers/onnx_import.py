@@ -886,12 +886,12 @@ def _node_layer(g, node, extra, unsupported):
         return "cat", {"numel": _prod(g.per_sample(node.output[0])), "parts": len([i for i in node.input if i])}
     if op in ("Add", "Sum") and len(node.input) == 2:
         return "add", {"numel": _prod(g.per_sample(node.output[0]))}
-    if op == "Sub" and len(node.input) == 2:  # as torch's x - y: two activations sub, an activation minus a number add
+    if op == "Sub" and len(node.input) == 2:  # as torch's x - y: two activations sub, minus a number add, from one scale
         if len(acts) == 2:
             return "sub", {"numel": _prod(g.per_sample(node.output[0]))}
-        if len(acts) == 1 and acts[0] == node.input[0] and g.scalar(node.input[1]) is not None:
-            return "add", {"numel": _prod(g.per_sample(node.output[0]))}
-        unsupported.append("Sub(a constant minus an activation, or of a constant tensor)")
+        if len(acts) == 1 and g.scalar(_other(node, acts[0])) is not None:
+            return ("add" if acts[0] == node.input[0] else "scale"), {"numel": _prod(g.per_sample(node.output[0]))}
+        unsupported.append("Sub(of a constant tensor)")
         return None
     if op == "Mul" and len(node.input) == 2:  # as torch's x * y: of two activations (one smaller: a gate), or a scale
         ys = g.per_sample(node.output[0])
