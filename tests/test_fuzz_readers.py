@@ -546,13 +546,14 @@ def onnx_graphs(draw):
                                           mode=draw(st.sampled_from(["nearest", "linear", "cubic"]))))
         elif op == "Concat":
             nodes.append(helper.make_node("Concat", [cur, cur], [out], axis=draw(st.integers(-rank, rank - 1))))
-        elif op == "Mul":
+        elif op in ("Mul", "Sub"):  # of itself, a scalar or a constant tensor; a Sub's operands either way round
             other = draw(st.sampled_from(["self", "scalar", "tensor"]))
             if other != "self":
                 c = f"c{i}"
                 inits.append(numpy_helper.from_array(
                     np.ones(() if other == "scalar" else (draw(small),), np.float32), c))
-            nodes.append(helper.make_node("Mul", [cur, cur if other == "self" else c], [out]))
+            pair = [cur, cur if other == "self" else c]
+            nodes.append(helper.make_node(op, pair[::-1] if op == "Sub" and draw(st.booleans()) else pair, [out]))
         elif op == "Reduce":  # axes an attribute (older opsets) or an input, any of them, maybe the batch's
             red = draw(st.sampled_from(["ReduceSum", "ReduceMean", "ReduceMax"]))
             axes = draw(st.lists(st.integers(-rank, rank - 1), max_size=3))
@@ -563,14 +564,6 @@ def onnx_graphs(draw):
                 ax = f"a{i}"
                 inits.append(numpy_helper.from_array(np.array(axes, np.int64), ax))
                 nodes.append(helper.make_node(red, [cur, ax], [out], keepdims=draw(st.integers(0, 1))))
-        elif op == "Sub":
-            other = draw(st.sampled_from(["self", "scalar", "tensor"]))
-            if other != "self":
-                c = f"c{i}"
-                inits.append(numpy_helper.from_array(
-                    np.ones(() if other == "scalar" else (draw(small),), np.float32), c))
-            pair = [cur, cur if other == "self" else c]
-            nodes.append(helper.make_node("Sub", pair[::-1] if draw(st.booleans()) else pair, [out]))
         else:
             nodes.append(helper.make_node(op, [cur], [out]))
         cur = out
