@@ -141,6 +141,11 @@ def _onnx_graph(op, in_shape, out_shape, **attrs):
     ("GlobalMaxPool", [4, 6, 5], [4, 1, 1], {}, "adaptive_maxpool2d", dict(channels=4, height=6, width=5, out_size=1)),
     ("GlobalMaxPool", [4, 9], [4, 1], {}, "adaptive_maxpool2d", dict(channels=4, height=1, width=9, out_size=1)),
     ("ReduceMean", [4, 6, 5], [1, 6, 5], dict(axes_input=[1]), "reduce_mean", dict(rows=1, reduced=4, inner=30)),
+    # means that are poolings, as torch.fx reads x.mean(-1) of [C, L] and x.mean((2, 3)) of an image
+    ("ReduceMean", [4, 9], [4, 1], dict(axes_input=[-1]), "adaptive_avgpool1d", dict(channels=4, length=9,
+                                                                                  out_size=1)),
+    ("ReduceMean", [4, 6, 5], [4, 1, 1], dict(axes_input=[2, 3]), "adaptive_avgpool2d",
+     dict(channels=4, height=6, width=5, out_size=1)),
     ("ReduceSum", [6, 8], [8], dict(axes_input=[1], keepdims=0), "reduce_sum", dict(rows=1, reduced=6, inner=8)),
     ("ReduceMax", [4, 6, 5], [4, 6], dict(axes_input=[-1], keepdims=0), "reduce_max",
      dict(rows=24, reduced=5, inner=1, indices=0)),

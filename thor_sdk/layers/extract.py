@@ -1194,8 +1194,8 @@ def reduce_config(dims, in_shape):
 
 
 def _reduce_layer(kind, dims, in_shape, unsupported, label, indices=None):
-    """(kind, config) of a sum (``reduce_sum``) or max (``reduce_max``, ``indices`` 1 with the argmax kept) over
-    adjacent axes, or recorded unsupported with the reason."""
+    """(kind, config) of a sum (``reduce_sum``), mean (``reduce_mean``) or max (``reduce_max``, ``indices`` 1 with the
+    argmax kept) over adjacent axes, or recorded unsupported with the reason."""
     got = reduce_config(dims, in_shape)
     if isinstance(got, str):
         unsupported.append(f"{label}({got})")

@@ -95,11 +95,11 @@ class Kind:
         ``2*4``; ``sdpa`` its softmax's row statistics (``num_heads*seq_len``) and with dropout its probabilities
         and their mask (``2*num_heads*seq_len*kv_len``), times ``2*4``; max pooling its
         int64 argmax indices (``2*8*O``; ``adaptive_maxpool2d`` too, ``8*O`` without a backward), ``reduce_max`` with
-        ``indices`` its int64 argmax (``2*8*rows*inner``),
-        dropout its byte mask (``2*numel``), dropout2d its float mask
-        of one value per channel (``2*4*channels``); ``add``, ``sub`` and a full-size
-        ``mul`` read a second operand (``4*numel``; ``mul`` also saves it for the backward and writes
-        its gradient, ``+8*numel``; ``sub``'s backward negates the gradient, ``+8*numel``). Affine in ``b`` (per-sample + per-step terms), as the runtime needs.
+        ``indices`` its int64 argmax (``2*8*rows*inner``), dropout its byte mask (``2*numel``), dropout2d its float
+        mask of one value per channel (``2*4*channels``); ``add``, ``sub`` and a full-size ``mul`` read a second
+        operand (``4*numel``; ``mul`` also saves it for the backward and writes its gradient, ``+8*numel``; ``sub``'s
+        backward negates the gradient, ``+8*numel``). Affine in ``b`` (per-sample + per-step terms), as the runtime
+        needs.
         """
         per_sample, fixed = self._bytes_terms(c, role)
         return per_sample * float(batch_size) + fixed

@@ -19,7 +19,7 @@ from thor_sdk.errors import FormatError, ModelError, NotFoundError, UsageError
 
 from .extract import (_upsample_layer, add_layer, add_stand_in_layers, dilated_conv_stand_in, einsum_chain_stand_in,
                       einsum_stand_in, finish_layers, instance_norm_stand_in, layernorm_layer, matmul_stand_in,
-                      pad_config, reduce_config, refuse_unsupported, transposed_conv_stand_in)
+                      _mean_layer, _reduce_layer, pad_config, refuse_unsupported, transposed_conv_stand_in)
 
 _BATCH = 2  # batch size substituted for a symbolic batch dimension before shape inference
 
@@ -682,19 +682,20 @@ def _reduce_axes(g, node, a):
     return axes
 
 
-def _reduce(g, node, a, kind, unsupported):
-    """ReduceSum, ReduceMean (over other axes than an image's spatial ones) and ReduceMax over adjacent axes: kinds
-    reduce_sum, reduce_mean and reduce_max (``indices`` 0: ONNX's ReduceMax keeps no argmax, as ``amax``)."""
+def _reduce(g, node, a, unsupported):
+    """ReduceSum, ReduceMean and ReduceMax as the torch.fx reader reads ``x.sum(dim)``, ``x.mean(dim)`` and
+    ``x.amax(dim)`` (ONNX's ReduceMax keeps no argmax): a mean over an image's spatial axes or a sequence is the
+    pooling those run, any other reduction over adjacent axes its ``reduce_*`` kind."""
     op = node.op_type
     axes = _reduce_axes(g, node, a)
     if axes is None or int(a.get("noop_with_empty_axes", 0)):
         unsupported.append(f"{op}(over axes not known, or every axis)")
         return None
-    got = reduce_config(tuple(int(i) for i in axes), tuple(g.per_sample(node.input[0])))
-    if isinstance(got, str):
-        unsupported.append(f"{op}({got})")
-        return None
-    return kind, dict(got, indices=0) if kind == "reduce_max" else got
+    dims, xs = tuple(int(i) for i in axes), tuple(g.per_sample(node.input[0]))
+    if op == "ReduceMean":
+        return _mean_layer(dims, xs, unsupported, op)
+    return _reduce_layer("reduce_sum" if op == "ReduceSum" else "reduce_max", dims, xs, unsupported, op,
+                         None if op == "ReduceSum" else 0)
 
 
 def _pool(g, node, a, unsupported):
@@ -811,8 +812,8 @@ def _node_layer(g, node, extra, unsupported):
         return _pad(g, node, a, unsupported)
     if op == "Resize":
         return _resize(g, node, a, unsupported)
-    if op in ("ReduceSum", "ReduceMax"):
-        return _reduce(g, node, a, "reduce_sum" if op == "ReduceSum" else "reduce_max", unsupported)
+    if op in ("ReduceSum", "ReduceMean", "ReduceMax"):
+        return _reduce(g, node, a, unsupported)
     if op == "GlobalMaxPool":
         xs = g.per_sample(node.input[0])
         if len(xs) not in (2, 3):
@@ -820,12 +821,8 @@ def _node_layer(g, node, extra, unsupported):
             return None
         h, w = (1, xs[1]) if len(xs) == 2 else xs[1:]
         return "adaptive_maxpool2d", {"channels": xs[0], "height": h, "width": w, "out_size": 1}
-    if op == "GlobalAveragePool" or op == "ReduceMean":
+    if op == "GlobalAveragePool":
         xs = g.per_sample(node.input[0])
-        if op == "ReduceMean":
-            axes = _reduce_axes(g, node, a)
-            if axes is None or len(xs) != 3 or sorted(int(i) % (len(xs) + 1) for i in axes) != [2, 3]:
-                return _reduce(g, node, a, "reduce_mean", unsupported)  # a mean that is no pooling's
         if len(xs) != 3:
             unsupported.append(f"{op}({len(xs) - 1}-D)")
             return None
@@ -886,7 +883,7 @@ def _node_layer(g, node, extra, unsupported):
         return "cat", {"numel": _prod(g.per_sample(node.output[0])), "parts": len([i for i in node.input if i])}
     if op in ("Add", "Sum") and len(node.input) == 2:
         return "add", {"numel": _prod(g.per_sample(node.output[0]))}
-    if op == "Sub" and len(node.input) == 2:  # as torch's x - y: two activations sub, minus a number add, from one scale
+    if op == "Sub" and len(node.input) == 2:  # as torch's x - y: of two activations sub; x - c add; c - x scale
         if len(acts) == 2:
             return "sub", {"numel": _prod(g.per_sample(node.output[0]))}
         if len(acts) == 1 and g.scalar(_other(node, acts[0])) is not None:
