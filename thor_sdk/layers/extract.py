@@ -115,9 +115,12 @@ def _adaptive_max_layer(output_size, return_indices, in_shape, unsupported, labe
     if return_indices:
         unsupported.append(f"{label}(return_indices)")
         return None
+    if len(in_shape) not in (2, 3):
+        unsupported.append(f"{label}({len(in_shape) - 1}-D)")
+        return None
     sizes = tuple(output_size) if isinstance(output_size, (tuple, list)) else (output_size,)
     if any(s is None or not isinstance(s, int) for s in sizes) or len(set(sizes)) != 1 \
-            or len(in_shape) not in (2, 3) or len(sizes) not in (1, len(in_shape) - 1):
+            or len(sizes) not in (1, len(in_shape) - 1):
         unsupported.append(f"{label}(output size {output_size!r}: only a square one has a kind)")
         return None
     if len(in_shape) == 2 and sizes[0] != 1:

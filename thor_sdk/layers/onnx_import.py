@@ -17,9 +17,10 @@ import os
 
 from thor_sdk.errors import FormatError, ModelError, NotFoundError, UsageError
 
-from .extract import (_upsample_layer, add_layer, add_stand_in_layers, dilated_conv_stand_in, einsum_chain_stand_in,
-                      einsum_stand_in, finish_layers, instance_norm_stand_in, layernorm_layer, matmul_stand_in,
-                      _mean_layer, _reduce_layer, pad_config, refuse_unsupported, transposed_conv_stand_in)
+from .extract import (_adaptive_max_layer, _mean_layer, _reduce_layer, _upsample_layer, add_layer, add_stand_in_layers,
+                      dilated_conv_stand_in, einsum_chain_stand_in, einsum_stand_in, finish_layers,
+                      instance_norm_stand_in, layernorm_layer, matmul_stand_in, pad_config, refuse_unsupported,
+                      transposed_conv_stand_in)
 
 _BATCH = 2  # batch size substituted for a symbolic batch dimension before shape inference
 
@@ -814,13 +815,8 @@ def _node_layer(g, node, extra, unsupported):
         return _resize(g, node, a, unsupported)
     if op in ("ReduceSum", "ReduceMean", "ReduceMax"):
         return _reduce(g, node, a, unsupported)
-    if op == "GlobalMaxPool":
-        xs = g.per_sample(node.input[0])
-        if len(xs) not in (2, 3):
-            unsupported.append(f"{op}({len(xs) - 1}-D)")
-            return None
-        h, w = (1, xs[1]) if len(xs) == 2 else xs[1:]
-        return "adaptive_maxpool2d", {"channels": xs[0], "height": h, "width": w, "out_size": 1}
+    if op == "GlobalMaxPool":  # as torch.fx reads nn.AdaptiveMaxPool2d(1) / nn.AdaptiveMaxPool1d(1)
+        return _adaptive_max_layer(1, False, g.per_sample(node.input[0]), unsupported, op)
     if op == "GlobalAveragePool":
         xs = g.per_sample(node.input[0])
         if len(xs) != 3:
