@@ -587,14 +587,64 @@ class CenteredMLP(nn.Module):
         return self.fc(torch.relu(self.fc2(h) - self.template(x)))
 
 
+class WaveNetKWS(nn.Module):
+    """A WaveNet-style keyword spotter on 40x98 log-mel frames (channels x time): a 1x1 input conv, four gated
+    residual layers of kernel-2 dilated causal convs (tanh(f) * sigmoid(g), dilations 1, 2, 4, 8; left-padded with
+    F.pad), 1x1 residual and skip convs, the skips summed, ReLU, mean over time, 12 classes."""
+
+    def __init__(self, c=32):
+        super().__init__()
+        self.inp = nn.Conv1d(40, c, 1)
+        self.dilations = (1, 2, 4, 8)
+        self.f = nn.ModuleList([nn.Conv1d(c, c, 2, dilation=d) for d in self.dilations])
+        self.g = nn.ModuleList([nn.Conv1d(c, c, 2, dilation=d) for d in self.dilations])
+        self.res = nn.ModuleList([nn.Conv1d(c, c, 1) for _ in self.dilations])
+        self.skip = nn.ModuleList([nn.Conv1d(c, c, 1) for _ in self.dilations])
+        self.fc = nn.Linear(c, 12)
+
+    def forward(self, x):
+        h, skips = self.inp(x), 0
+        for d, f, g, res, skip in zip(self.dilations, self.f, self.g, self.res, self.skip):
+            p = F.pad(h, (d, 0))
+            z = torch.tanh(f(p)) * torch.sigmoid(g(p))
+            skips = skips + skip(z)
+            h = h + res(z)
+        return self.fc(F.relu(skips).mean(dim=2))
+
+
+class AtrousCNN(nn.Module):
+    """A DeepLab-style CNN on 3x64x64 images: a strided conv stem to 16x16, then an ASPP-like head of a 1x1 conv
+    and 3x3 convs dilated 2, 4 and 6 in parallel (each BN-ReLU), concatenated, a 1x1 projection, global average
+    pooling, 10 classes."""
+
+    def __init__(self):
+        super().__init__()
+        self.stem = nn.Sequential(nn.Conv2d(3, 32, 3, 2, 1, bias=False), nn.BatchNorm2d(32), nn.ReLU(),
+                                  nn.Conv2d(32, 64, 3, 2, 1, bias=False), nn.BatchNorm2d(64), nn.ReLU())
+        self.branches = nn.ModuleList(
+            [nn.Sequential(nn.Conv2d(64, 32, 1, bias=False), nn.BatchNorm2d(32), nn.ReLU())]
+            + [nn.Sequential(nn.Conv2d(64, 32, 3, padding=d, dilation=d, bias=False), nn.BatchNorm2d(32), nn.ReLU())
+               for d in (2, 4, 6)])
+        self.project = nn.Sequential(nn.Conv2d(128, 64, 1, bias=False), nn.BatchNorm2d(64), nn.ReLU())
+        self.fc = nn.Linear(64, 10)
+
+    def forward(self, x):
+        h = self.stem(x)
+        h = self.project(torch.cat([b(h) for b in self.branches], dim=1))
+        return self.fc(h.mean(dim=(2, 3)))
+
+
 #: nets whose architecture joined the zoo after they had shown it missing (docs/model-zoo.md): no longer clean
 #: no longer unseen cases, reported apart: SeqLSTM read 1.95x before lstm_har joined the zoo; SdpaBlock calls
 #: F.scaled_dot_product_attention, as vit_tiny (in the zoo since 2026-11-27) does; MHA, Encoder and CrossAttn
 #: read 0.42-1.10x through stand-ins before nn.MultiheadAttention became kind mha and kwt_tiny, attention_har and
 #: pvt_tiny joined the zoo (2026-11-27); Deconv's 2x2 stride-2 ConvTranspose2d stood in as a stride-1 conv until
 #: kind conv_transpose2d and unet_small, whose ups are such convs, came (2026-11-28); ERFBlockNet's factorised
-#: blocks are erfnet_small's (2026-11-28), and ConvAE's 3x3 transposed convs its decoder's
-COVERED_SINCE = {"SeqLSTM", "SdpaBlock", "MHA", "Encoder", "CrossAttn", "Deconv", "ERFBlockNet", "ConvAE"}
+#: blocks are erfnet_small's (2026-11-28), and ConvAE's 3x3 transposed convs its decoder's; DilatedTCN's dilated
+#: conv1d stood in as the undilated conv until dilation became a feature of the convs and tcn_har joined the zoo
+#: (2026-11-28)
+COVERED_SINCE = {"SeqLSTM", "SdpaBlock", "MHA", "Encoder", "CrossAttn", "Deconv", "ERFBlockNet", "ConvAE",
+                 "DilatedTCN"}
 
 #: (class name, per-sample input shape): the held-out user nets, in the order they are measured
 NETS = (("UNetTiny", (3, 32, 32)), ("BiLSTM", (32,)), ("GRU2", (50, 12)), ("MHA", (24, 32)),
@@ -606,4 +656,4 @@ NETS = (("UNetTiny", (3, 32, 32)), ("BiLSTM", (32,)), ("GRU2", (50, 12)), ("MHA"
         ("UNetBilinear", (3, 36, 36)), ("ConvAE", (1, 28, 28)), ("ResNet8A", (3, 32, 32)),
         ("TFSamePadCNN", (3, 32, 32)), ("AttnPoolLSTM", (64, 9)), ("PointNetTiny", (3, 256)), ("TextCNNAmax", (48,)),
         ("CBAMLiteCNN", (3, 32, 32)), ("ConcatPool1d", (6, 200)), ("HighPassCNN", (3, 48, 48)),
-        ("CenteredMLP", (64,)))
+        ("CenteredMLP", (64,)), ("WaveNetKWS", (40, 98)), ("AtrousCNN", (3, 64, 64)))

@@ -2,7 +2,7 @@
 
 The ONNX translation library (onnxscript's torch_lib) has no implementations of most *backward*
 ATen ops, so the traced step must be written in forward ops only. torch ships decompositions for
-many backward ops; the ones it lacks for CPU tracing (``convolution_backward``, plain and transposed,
+many backward ops; the ones it lacks for CPU tracing (``convolution_backward``, 1-D and 2-D, plain and transposed,
 ``avg_pool2d_backward``, ``_adaptive_avg_pool2d_backward``, ``upsample_bilinear2d_backward``,
 ``adaptive_max_pool2d_backward``) are written here in terms of plain (transposed) convolutions, matrix products and
 scatters, which every ONNX runtime executes.
@@ -22,9 +22,15 @@ def _pair(v):
     return [int(v)] * 2
 
 
+def _one(v):
+    """A 1-D conv's stride, padding, dilation or output padding as one number."""
+    return int(v[0]) if isinstance(v, (list, tuple)) else int(v)
+
+
 def convolution_backward(grad_output, input, weight, bias_sizes, stride, padding, dilation, transposed,
                          output_padding, groups, output_mask):
-    """``aten.convolution_backward`` for 2-D convolutions, plain or transposed, as two convolutions.
+    """``aten.convolution_backward`` for 1-D and 2-D convolutions, plain or transposed, as two convolutions (a 1-D
+    one as the 2-D one over a single row).
 
     Plain: grad_input is the transposed convolution of grad_output with the weight; grad_weight is a
     grouped convolution of the input (batch moved into channels) with grad_output used as the
@@ -36,6 +42,13 @@ def convolution_backward(grad_output, input, weight, bias_sizes, stride, padding
     import torch
 
     aten = torch.ops.aten
+    if input.dim() == 3:  # 1-D (nn.Conv1d, nn.ConvTranspose1d): the 2-D one over a single row
+        got = convolution_backward(grad_output.unsqueeze(2), input.unsqueeze(2), weight.unsqueeze(2), bias_sizes,
+                                   [1, _one(stride)], [0, _one(padding)], [1, _one(dilation)], transposed,
+                                   [0, _one(output_padding)], groups, output_mask)
+        if got is NotImplemented:
+            return got
+        return tuple(None if t is None else t.squeeze(2) if i < 2 else t for i, t in enumerate(got))
     if input.dim() != 4:
         return NotImplemented
     stride, padding, dilation = _pair(stride), _pair(padding), _pair(dilation)

@@ -130,8 +130,8 @@ _ZOO = (
          "upsampling) on 3x96x96 images, 2 classes per pixel", (3, 96, 96), 2, label_shape=(96 * 96,)),
     _zoo("resnet20_cifar", "CIFAR ResNet-20 (16/32/64) with option-A shortcuts (strided slice, F.pad of the channels) "
          "as akamaster/pytorch_resnet_cifar10 writes it, on 3x32x32 images, 10 classes", (3, 32, 32)),
-    _zoo("erfnet_small", "ERFNet (downsamplers, factorised 3x1/1x3 blocks with channel dropout, 3x3 transposed-conv "
-         "decoder) on 3x64x64 images, 2 classes per pixel", (3, 64, 64), 2, label_shape=(64 * 64,)),
+    _zoo("erfnet_small", "ERFNet (downsamplers, factorised 3x1/1x3 blocks with channel dropout, the last two dilated 2 "
+         "and 4, 3x3 transposed-conv decoder) on 3x64x64 images, 2 classes per pixel", (3, 64, 64), 2, label_shape=(64 * 64,)),
     _zoo("pointnet_small", "PointNet classifier (shared 1x1 conv1d MLP, torch.max over the points) on 3x512 point "
          "clouds, 10 classes", (3, 512)),
     ModelSpec("textcnn_kim", "Kim's CNN for sentences (conv1d 3/4/5 x 100, torch.max over time): seq 64, vocab 2000, "
@@ -143,6 +143,8 @@ _ZOO = (
          "widths 32-256, blocks 1/1/3/1, on 3x64x64 images, 10 classes", (3, 64, 64)),
     _zoo("ecg_cnn1d", "1-D CNN on 1x256 ECG windows (conv1d-BN-ReLU, average pooling, global max pooling over time, "
          "dense 64), 5 classes", (1, 256), 5),
+    _zoo("tcn_har", "temporal convolutional network (4 residual blocks of dilated causal conv1d 64, kernel 3, "
+         "dilations 1-8) on 9x128 UCI HAR windows, 6 classes", (9, 128), 6),
     _zoo("dscnn_kws", "DS-CNN-S keyword spotting on 1x49x10 MFCCs, 12 classes", (1, 49, 10), 12),
     _zoo("cnn1d_har", "1-D CNN on raw inertial windows, 9x128 (UCI HAR), 6 classes", (9, 128), 6),
     _zoo("deepconvlstm", "DeepConvLSTM (4 conv1d + 2-layer LSTM 128) on 113x24 sensor windows, 18 classes",

@@ -918,13 +918,15 @@ class _Downsampler(nn.Module):
 
 
 class _NonBottleneck1d(nn.Module):
-    """ERFNet's non-bottleneck-1D block: 3x1 and 1x3 convs twice (ReLU between, batch norm after each pair),
-    channel dropout, a residual."""
+    """ERFNet's non-bottleneck-1D block: 3x1 and 1x3 convs twice (ReLU between, batch norm after each pair), the
+    second pair dilated ``d`` along its kernel as the paper's (``dilation=(d, 1)`` and ``(1, d)``), channel
+    dropout, a residual."""
 
-    def __init__(self, c, p):
+    def __init__(self, c, p, d=1):
         super().__init__()
         self.c31a, self.c13a = nn.Conv2d(c, c, (3, 1), padding=(1, 0)), nn.Conv2d(c, c, (1, 3), padding=(0, 1))
-        self.c31b, self.c13b = nn.Conv2d(c, c, (3, 1), padding=(1, 0)), nn.Conv2d(c, c, (1, 3), padding=(0, 1))
+        self.c31b = nn.Conv2d(c, c, (3, 1), padding=(d, 0), dilation=(d, 1))
+        self.c13b = nn.Conv2d(c, c, (1, 3), padding=(0, d), dilation=(1, d))
         self.bn1, self.bn2 = nn.BatchNorm2d(c), nn.BatchNorm2d(c)
         self.drop = nn.Dropout2d(p)
 
@@ -939,7 +941,7 @@ class _ERFNet(nn.Module):
         super().__init__()
         self.encoder = nn.Sequential(_Downsampler(3, 16), _Downsampler(16, 64),
                                      *[_NonBottleneck1d(64, 0.03) for _ in range(3)], _Downsampler(64, 128),
-                                     *[_NonBottleneck1d(128, 0.3) for _ in range(2)])
+                                     *[_NonBottleneck1d(128, 0.3, d) for d in (2, 4)])
         self.decoder = nn.Sequential(
             nn.ConvTranspose2d(128, 64, 3, stride=2, padding=1, output_padding=1), nn.BatchNorm2d(64), nn.ReLU(),
             *[_NonBottleneck1d(64, 0.0) for _ in range(2)],
@@ -956,9 +958,9 @@ def erfnet_small(spec):
     """ERFNet (Romera et al. 2017), the real-time segmentation net of cars and phones: downsamplers (a strided conv
     beside a max pool, cat), non-bottleneck-1D blocks of factorised 3x1/1x3 convs with channel dropout, and a
     decoder of 3x3 stride-2 transposed convs with output padding, ending in a 2x2 transposed conv to the classes;
-    64x64 images, 2 classes per pixel. Departs from the paper: 3 and 2 encoder blocks instead of 5 and 8, and no
-    dilation (dilated convs have no kind); the logits returned per pixel, (B, H x W, classes), for the per-pixel
-    cross-entropy (a loss outside THOR's sum: no Linear head)."""
+    64x64 images, 2 classes per pixel. Departs from the paper: 3 and 2 encoder blocks instead of 5 and 8 (the two
+    at 128 channels dilated 2 and 4 of the paper's 2, 4, 8, 16: on an 8x8 map); the logits returned per pixel,
+    (B, H x W, classes), for the per-pixel cross-entropy (a loss outside THOR's sum: no Linear head)."""
     return _ERFNet(spec.num_classes)
 
 
@@ -1062,6 +1064,56 @@ def ecg_cnn1d(spec):
         c = cout
     return nn.Sequential(*layers, nn.AdaptiveMaxPool1d(1), nn.Flatten(), nn.Dropout(0.2), nn.Linear(c, 64),
                          nn.ReLU(), nn.Linear(64, spec.num_classes))
+
+
+class _Chomp(nn.Module):
+    """The right ``n`` steps of a sequence cut off (the TCN's ``Chomp1d``): a conv padded on both sides made causal."""
+
+    def __init__(self, n):
+        super().__init__()
+        self.n = n
+
+    def forward(self, x):
+        return x[:, :, :-self.n]
+
+
+class _TemporalBlock(nn.Module):
+    """A TCN residual block (Bai et al. 2018, locuslab/TCN's TemporalBlock): two dilated causal convs (padded
+    ``dilation x (kernel - 1)``, the right end chomped), each ReLU and dropout; a 1x1 conv on the residual where the
+    widths differ. Without weight normalisation (a parametrisation of the weights, not a layer)."""
+
+    def __init__(self, cin, cout, k, d, p=0.2):
+        super().__init__()
+        pad = d * (k - 1)
+        self.net = nn.Sequential(nn.Conv1d(cin, cout, k, padding=pad, dilation=d), _Chomp(pad), nn.ReLU(),
+                                 nn.Dropout(p), nn.Conv1d(cout, cout, k, padding=pad, dilation=d), _Chomp(pad),
+                                 nn.ReLU(), nn.Dropout(p))
+        self.down = nn.Conv1d(cin, cout, 1) if cin != cout else None
+        self.relu = nn.ReLU()
+
+    def forward(self, x):
+        return self.relu(self.net(x) + (x if self.down is None else self.down(x)))
+
+
+class _TCN(nn.Module):
+    def __init__(self, cin, widths, k, num_classes):
+        super().__init__()
+        blocks = []
+        for i, c in enumerate(widths):
+            blocks.append(_TemporalBlock(cin, c, k, 2 ** i))
+            cin = c
+        self.tcn = nn.Sequential(*blocks)
+        self.fc = nn.Linear(cin, num_classes)
+
+    def forward(self, x):
+        return self.fc(self.tcn(x)[:, :, -1])  # the last step, as the TCN's sequence classifier reads it
+
+
+def tcn_har(spec):
+    """Temporal convolutional network (Bai, Kolter, Koltun 2018; locuslab/TCN) on 9x128 UCI HAR windows: four
+    residual blocks of dilated causal conv1d (64 channels, kernel 3, dilations 1, 2, 4, 8: a receptive field of 61
+    steps), the last step's features to a Linear; 6 classes."""
+    return _TCN(spec.input_shape[0], (64, 64, 64, 64), 3, spec.num_classes)
 
 
 class _PoolMixer(nn.Module):

@@ -67,14 +67,17 @@ def test_a_rectangular_dilation_stays_refused():
         _conv_layer(nn.Conv2d(4, 4, 3, dilation=(2, 1)), (4, 12, 12))
 
 
-def test_a_dilated_rectangular_conv_stands_in_per_side():
-    conv = nn.Conv2d(4, 8, (3, 5), dilation=2)
-    layers = layers_from_module(_Net(conv, 8), (4, 20, 20), unknown_ops="approx")
+@pytest.mark.parametrize("conv", [nn.Conv2d(4, 8, (3, 5), dilation=2), nn.Conv2d(4, 8, (3, 1), dilation=(3, 1)),
+                                  nn.Conv2d(4, 8, (1, 3), padding=(0, 2), dilation=(5, 2))])
+def test_a_dilated_rectangular_conv_keeps_its_sides_and_dilation(conv):
+    """A dilated rectangular kernel is kind conv2d with one dilation: a side of one tap takes any (ERFNet's 3x1
+    dilated (d, 1)), so (1, 3) dilated (5, 2) is dilated 2; its output is the module's."""
+    layers = layers_from_module(_Net(conv, 8), (4, 20, 20))
     c = layers[0]["config"]
-    assert "approx" in layers[0]
-    assert (c["height"], c["width"]) == (20 - 2, 20 - 4)  # shortened by (d - 1) x (k - 1) along each side
-    out = conv(torch.randn(1, 4, 20, 20)).shape[1:]
-    assert tuple(CONV.out_shape(c)) == tuple(out)
+    assert "approx" not in layers[0] and (c["height"], c["width"]) == (20, 20)
+    assert c["dilation"] == max(d for d, k in zip(conv.dilation, conv.kernel_size) if k > 1)
+    assert (c["kernel"], c["kernel_w"]) == conv.kernel_size
+    assert tuple(CONV.out_shape(c)) == tuple(conv(torch.randn(1, 4, 20, 20)).shape[1:])
 
 
 def test_a_config_without_the_width_side_is_square():
@@ -167,7 +170,7 @@ def test_profile_candidates_take_factorised_halves_of_square_kernels():
         if c["kernel"] != c["kernel_w"] and 1 in (c["kernel"], c["kernel_w"]):
             k = max(c["kernel"], c["kernel_w"])  # "same" along k where the square one was, none along the 1
             pad_k, pad_1 = (c["padding"], c["padding_w"]) if c["kernel"] == k else (c["padding_w"], c["padding"])
-            assert pad_1 == 0 and pad_k <= k // 2
+            assert pad_1 == 0 and pad_k <= c.get("dilation", 1) * (k - 1) // 2
     base = dict(in_channels=8, out_channels=8, kernel=5, stride=1, padding=2, groups=1, height=9, width=9, bias=1,
                 kernel_w=5, stride_w=1, padding_w=2)
     assert _rect_neighbour("conv2d", base, tall=True) == dict(base, kernel_w=1, padding_w=0)

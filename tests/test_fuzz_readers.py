@@ -514,7 +514,9 @@ def onnx_graphs(draw):
             w, k = f"w{i}", draw(st.integers(1, 3))
             shape = (draw(small), draw(small), k, k) if draw(st.booleans()) else (draw(small), draw(small), k)
             inits.append(numpy_helper.from_array(np.zeros(shape, np.float32), w))
-            attrs = {"dilations": [draw(st.integers(1, 3))] * (len(shape) - 2)} if draw(st.booleans()) else {}
+            n_sides, dilated = len(shape) - 2, draw(st.integers(0, 2))  # none, one per side, hostile per side
+            attrs = {} if not dilated else {"dilations": [draw(st.integers(1, 3))] * n_sides} if dilated == 1 else \
+                {"dilations": draw(st.lists(st.integers(-1, 4), min_size=n_sides, max_size=n_sides + 1))}
             if op == "ConvTranspose" and draw(st.booleans()):
                 attrs["strides"] = [draw(st.integers(1, 2))] * (len(shape) - 2)
             nodes.append(helper.make_node(op, [cur, w], [out], **attrs))

@@ -55,8 +55,8 @@ def test_reference_net_layer_counts_and_roles(reference_layers, name):
 def test_reference_configs(reference_layers):
     lenet = reference_layers("lenet5").layers
     assert lenet[0]["config"] == {"in_channels": 1, "out_channels": 6, "kernel": 5, "stride": 1, "padding": 2,
-                                  "groups": 1, "height": 28, "width": 28, "bias": 1, "kernel_w": 5, "stride_w": 1,
-                                  "padding_w": 2}
+                                  "groups": 1, "height": 28, "width": 28, "bias": 1, "dilation": 1, "kernel_w": 5,
+                                  "stride_w": 1, "padding_w": 2}
     assert lenet[6] == {"name": "6", "kind": "flatten", "role": "hidden", "config": {"numel": 400}, "op": "Flatten"}
     assert lenet[-1]["config"] == {"in_features": 84, "out_features": 10, "tokens": 1}
     lstm = reference_layers("lstm").layers

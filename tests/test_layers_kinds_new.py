@@ -261,7 +261,7 @@ def test_extract_1d_cnn():
                                            "adaptive_avgpool1d", "flatten", "linear", "batchnorm1d", "silu",
                                            "output"]
     assert layers[0]["config"] == dict(in_channels=3, out_channels=8, kernel=5, stride=1, padding=2, groups=1,
-                                       length=20, bias=1)
+                                       length=20, bias=1, dilation=1)
     assert layers[1]["config"] == dict(channels=8, length=20)
     assert layers[3]["config"] == dict(channels=8, length=20, kernel=2, stride=2, padding=0)
     assert layers[4]["config"]["groups"] == 8 and layers[4]["config"]["length"] == 10
@@ -493,13 +493,13 @@ def test_conv_padding_same_with_an_even_kernel_is_refused_as_uneven():
     assert err.value.ops == ["Conv2d(padding='same', uneven)"]
 
 
-def test_dilated_same_conv_stands_in_with_the_output_size_it_has():
-    from thor_sdk.layers.extract import layers_from_module
-
+def test_a_dilated_same_conv_pads_its_dilated_kernel():
+    """padding="same" with dilation 2 pads dilation x (kernel - 1) / 2 = 2 per side: the output has the input's
+    size, as the module's."""
     model = nn.Sequential(nn.Conv2d(3, 4, 3, padding="same", dilation=2), nn.Flatten(), nn.Linear(256, 2))
-    layers = layers_from_module(model, [3, 8, 8], unknown_ops="approx")
-    (conv,) = [l for l in layers if l["kind"] == "conv2d"]
-    assert conv["approx"] and tuple(get_kind("conv2d").out_shape(conv["config"])) == (4, 8, 8)
+    (conv,) = [l for l in layers_of(model, input_shape=[3, 8, 8]).layers if l["kind"] == "conv2d"]
+    assert "approx" not in conv and (conv["config"]["padding"], conv["config"]["dilation"]) == (2, 2)
+    assert tuple(get_kind("conv2d").out_shape(conv["config"])) == (4, 8, 8)
 
 
 @pytest.mark.parametrize("f", [nn.Hardtanh(), nn.Hardtanh(0.0, 6.0), lambda x: F.hardtanh(x, -2.0, 2.0),

@@ -63,14 +63,14 @@ def test_conv_pool_flatten_gemm(tmp_path):
     assert ml.name == "small" and ml.input_shape == [3, 8, 8] and ml.input_dtype == "float32"
     assert _summary(ml.layers) == [
         ("conv2d", "input", {"in_channels": 3, "out_channels": 4, "kernel": 3, "stride": 1, "padding": 1,
-                             "groups": 1, "height": 8, "width": 8, "bias": 1, "kernel_w": 3, "stride_w": 1,
-                             "padding_w": 1}),
+                             "groups": 1, "height": 8, "width": 8, "bias": 1, "dilation": 1, "kernel_w": 3,
+                             "stride_w": 1, "padding_w": 1}),
         ("relu", "hidden", {"numel": 256}),
         ("maxpool2d", "hidden", {"channels": 4, "height": 8, "width": 8, "kernel": 2, "stride": 2, "padding": 0,
                                  "kernel_w": 2, "stride_w": 2, "padding_w": 0}),
         ("conv2d", "hidden", {"in_channels": 4, "out_channels": 4, "kernel": 3, "stride": 1, "padding": 1,
-                              "groups": 4, "height": 4, "width": 4, "bias": 0, "kernel_w": 3, "stride_w": 1,
-                              "padding_w": 1}),
+                              "groups": 4, "height": 4, "width": 4, "bias": 0, "dilation": 1, "kernel_w": 3,
+                              "stride_w": 1, "padding_w": 1}),
         ("flatten", "hidden", {"numel": 64}),
         ("output", "output", {"in_features": 64, "out_features": 10, "tokens": 1}),
     ]
@@ -276,8 +276,8 @@ def test_a_mul_of_two_activations_a_gate_and_a_scale(tmp_path):
 
 @pytest.mark.parametrize("node, label", [
     (helper.make_node("Conv", ["x", "w"], ["c"], pads=[0, 0, 1, 1]), "Conv(asymmetric padding)"),
-    (helper.make_node("Conv", ["x", "w"], ["c"], dilations=[2, 2]), "Conv(dilation>1)"),
-    (helper.make_node("Conv", ["x", "w"], ["c"], dilations=[2, 1]), "Conv(dilation>1)"),
+    (helper.make_node("Conv", ["x", "w"], ["c"], dilations=[2, 1]), "Conv(non-square dilation)"),
+    (helper.make_node("Conv", ["x", "w"], ["c"], dilations=[2, 2, 2]), "Conv(kernel or dilations not 2-D)"),
     (helper.make_node("MaxPool", ["x"], ["c"], kernel_shape=[2, 2, 1]), "MaxPool(kernel or strides not 2-D)"),
     (helper.make_node("MaxPool", ["x"], ["c"], kernel_shape=[2, 2], ceil_mode=1), "MaxPool(ceil_mode or dilation)"),
     (helper.make_node("Clip", ["x", "lo"], ["c"]), "Clip(other than ReLU6 / ReLU bounds)"),
@@ -535,18 +535,15 @@ def test_cli_layers_json_of_exported_onnx(exported):
 
 
 
-@pytest.mark.parametrize("module", ["dilated", "transposed"])
-def test_dilated_and_transposed_convs_stand_in_as_the_torch_path_does(tmp_path, module):
+def test_a_transposed_conv_stands_in_as_the_torch_path_does(tmp_path):
     """Exported from PyTorch: refused by default; under approx the same stand-in conv2d (config, role, approx mark)
     as the torch.fx reader gives for the module itself."""
     import torch
     from torch import nn
 
-    conv = (nn.Conv2d(4, 6, 3, padding=2, dilation=2) if module == "dilated"
-            else nn.ConvTranspose2d(4, 6, 2, stride=2, groups=2))
-    net = nn.Sequential(nn.Conv2d(3, 4, 3, padding=1), nn.ReLU(), conv, nn.Flatten(),
-                        nn.Linear(6 * (10 if module == "dilated" else 20) ** 2, 5))
-    path = _export(net, torch.randn(2, 3, 10, 10), tmp_path / f"{module}.onnx")
+    net = nn.Sequential(nn.Conv2d(3, 4, 3, padding=1), nn.ReLU(), nn.ConvTranspose2d(4, 6, 2, stride=2, groups=2),
+                        nn.Flatten(), nn.Linear(6 * 20 ** 2, 5))
+    path = _export(net, torch.randn(2, 3, 10, 10), tmp_path / "transposed.onnx")
     with pytest.raises(UnsupportedOperatorError):
         layers_from_onnx(path)
     from_onnx = layers_from_onnx(path, unknown_ops="approx").layers
@@ -554,6 +551,27 @@ def test_dilated_and_transposed_convs_stand_in_as_the_torch_path_does(tmp_path, 
     assert _summary(from_onnx) == _summary(from_fx)
     assert [("approx" in l) for l in from_onnx] == [("approx" in l) for l in from_fx] == [False, False, True, False,
                                                                                         False]
+
+
+@pytest.mark.parametrize("conv", [
+    "nn.Conv2d(4, 6, 3, padding=2, dilation=2)", "nn.Conv2d(4, 6, 3, padding='same', dilation=3)",
+    "nn.Conv2d(4, 6, (3, 1), padding=(4, 0), dilation=(4, 1))",  # ERFNet's: the 1-tap side takes any
+    "nn.Conv2d(4, 8, 5, stride=2, padding=4, dilation=2, groups=4)"])
+def test_a_dilated_conv_reads_as_the_torch_path_reads_it(tmp_path, conv):
+    """Exported from PyTorch, a dilated Conv is kind conv2d with its dilation, no stand-in: the same layers (config,
+    role, no approx mark) as the torch.fx reader gives for the module itself."""
+    import torch
+    from torch import nn
+
+    mod = eval(conv, {"nn": nn})
+    net = nn.Sequential(nn.Conv2d(3, 4, 3, padding=1), nn.ReLU(), mod, nn.Flatten(),
+                        nn.Linear(mod(torch.zeros(1, 4, 10, 10)).numel(), 5))
+    path = _export(net, torch.randn(2, 3, 10, 10), tmp_path / "dilated.onnx")
+    from_onnx = layers_from_onnx(path).layers
+    from_fx = layers_of(net, input_shape=[3, 10, 10]).layers
+    assert _summary(from_onnx) == _summary(from_fx)
+    assert from_onnx[2]["kind"] == "conv2d" and from_onnx[2]["config"]["dilation"] == max(mod.dilation)
+    assert not any("approx" in l for l in from_onnx)
 
 
 @pytest.mark.parametrize("axis,config", [(-1, {"normalized": 8, "tokens": 48}), (2, {"normalized": 48, "tokens": 8}),

@@ -3,6 +3,7 @@ validation, bounds that keep every number finite, and no heavy imports."""
 
 import json
 import math
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -291,7 +292,7 @@ def test_vectors_still_match_the_numpy_model(case):
 
 
 def test_vectors_cover_the_promised_cases():
-    assert set(CASES) == {"time_profile", "energy_floored", "time_grouped", "time_stand_in"}
+    assert set(CASES) == {"time_profile", "energy_floored", "time_grouped", "time_stand_in", "time_defaults"}
     docs = [json.loads(p.read_text()) for p in VECTORS.glob("estimator_*.json")]
     gps = [g for d in docs for g in d["kinds"].values()]
     assert any(g["n_samples"] == 1 for g in gps)
@@ -328,9 +329,10 @@ def test_padded_features_are_derived_from_their_base_never_read():
     assert est.estimate([_conv_layer(in_channels_pad8=1.0, out_channels_pad8=5.0)], 16)["total"]["mean"] == base
     # and it is what the fit's feature_vector computes: 3 channels padded to 8 is 8/3, to 16 is 16/3
     gp = KindGP.from_dict(json.loads((VECTORS / "estimator_time_profile.json").read_text())["kinds"]["conv2d"])
-    x = feature_vector("conv2d", _conv_layer()["config"], 16, "input")
+    x = feature_vector("conv2d", _conv_layer()["config"], 16, "input", gp.features)  # the GP's own inputs
     assert x[9:13] == [8 / 3, 1.0, 16 / 3, 1.0]
-    assert feature_vector("conv2d", _conv_layer()["config"], 16, "input", gp.features) == x  # the GP's own inputs
+    # today's conv2d inputs hold dilation after bias (1 where the config leaves it out); this file predates it
+    assert feature_vector("conv2d", _conv_layer()["config"], 16, "input") == x[:9] + [1.0] + x[9:]
     m = gp.predict([x], terms=[at_batch(cost_terms("conv2d", _conv_layer()["config"], "input"), 16)])
     assert close(base, float(m[0]), 1e-9)
     feats = dict(_conv_layer()["config"], batch_size=16, role="input")
@@ -485,6 +487,35 @@ def test_corrupt_files_are_format_errors(tmp_path, good_doc):
     p.write_text(json.dumps(good_doc).replace('"residual_offset":', '"residual_offset": ' + "9" * 5000 + ', "was":', 1))
     with pytest.raises(FormatError):
         load_estimator(p)
+
+
+@pytest.mark.parametrize("defaults,fragment", [
+    ([1], "must be an object"), ({"nope": 1}, "names 'nope'"), ({"batch_size": 16}, "names 'batch_size'"),
+    ({"role": 0}, "names 'role'"), ({"in_channels_pad8": 1}, "names 'in_channels_pad8'"),
+    ({"dilation": -1}, "finite number >= 0"), ({"dilation": "1"}, "finite number >= 0"),
+    ({"dilation": True}, "finite number >= 0")])
+def test_malformed_defaults_are_format_errors(defaults, fragment):
+    doc = json.loads((VECTORS / "estimator_time_defaults.json").read_text())
+    doc["kinds"]["conv1d"]["defaults"] = defaults
+    with pytest.raises(FormatError, match=re.escape(fragment)):
+        Estimator(doc)
+
+
+def test_a_feature_left_out_reads_as_its_default_and_only_where_the_entry_has_one():
+    """conv1d's ``dilation`` left out reads as 1 (the entry's ``defaults``): the same estimate as given 1, another
+    at 4; without ``defaults`` (a file written before) the missing feature is named, as before."""
+    doc = json.loads((VECTORS / "estimator_time_defaults.json").read_text())
+    est = Estimator(doc)
+    c = {"in_channels": 16, "out_channels": 32, "kernel": 3, "stride": 1, "padding": 1, "groups": 1, "length": 96,
+         "bias": 1}
+    left_out = est.predict_layer("conv1d", dict(c, batch_size=16, role="hidden"))
+    assert left_out == est.predict_layer("conv1d", dict(c, dilation=1, batch_size=16, role="hidden"))
+    assert left_out != est.predict_layer("conv1d", dict(c, dilation=4, batch_size=16, role="hidden"))
+    layers = [{"name": "c", "kind": "conv1d", "role": "hidden", "config": c}]
+    assert est.estimate(layers, 16)["total"] == est.estimate([dict(layers[0], config=dict(c, dilation=1))], 16)["total"]
+    del doc["kinds"]["conv1d"]["defaults"]
+    with pytest.raises(UsageError, match="needs feature 'dilation'"):
+        Estimator(doc).predict_layer("conv1d", dict(c, batch_size=16, role="hidden"))
 
 
 def test_unknown_kind_names_it(good_doc):

@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 import torch
 from torch import nn
 
-from thor_sdk.errors import NotFoundError, UnsupportedOperatorError
+from thor_sdk.errors import ModelError, NotFoundError, UnsupportedOperatorError
 from thor_sdk.layers import layers_of
 from thor_sdk.layers.kinds import get_kind
 from thor_sdk.runtime import load_estimator
@@ -580,12 +580,19 @@ def _conv_stand_in(conv, shape, refused):
     (nn.Conv1d(8, 8, 5, stride=2, padding=3, dilation=3, groups=2), [8, 50]),
     (nn.Conv2d(4, 6, 3, padding=2, dilation=2), [4, 12, 12]),
 ])
-def test_a_dilated_conv_stands_in_as_the_undilated_conv_of_the_same_output_and_flops(conv, shape):
-    layer, k, out = _conv_stand_in(conv, shape, "dilation")
+def test_a_dilated_conv_is_its_kind_with_its_dilation_and_no_stand_in(conv, shape):
+    """A dilated conv is conv1d/conv2d with ``dilation`` (by default, not under approx): its output and FLOPs
+    those the module has, no approx mark; the layer built from the config is the module's twin."""
+    from thor_sdk.layers.build import build_layer
+
+    layer = layers_of(nn.Sequential(conv, nn.Flatten()), input_shape=shape).layers[0]
+    k, out = get_kind(layer["kind"]), conv(torch.zeros(1, *shape))
+    assert layer["config"]["dilation"] == conv.dilation[0] and "approx" not in layer
     assert list(k.out_shape(layer["config"])) == list(out.shape[1:])
-    kernel = conv.weight[0].numel()  # in_channels / groups x kernel area
-    assert k.forward_flops(layer["config"]) == pytest.approx(2 * out.numel() * kernel, rel=0.01)
-    assert layer["config"]["kernel"] == conv.kernel_size[0] and "dilation" in layer["approx"]
+    assert k.forward_flops(layer["config"]) == pytest.approx(2 * out.numel() * conv.weight[0].numel(), rel=1e-9)
+    twin = build_layer(layer["kind"], layer["config"])
+    assert (twin.dilation, twin.padding, twin.stride, twin.groups) == (conv.dilation, conv.padding, conv.stride,
+                                                                       conv.groups)
 
 
 @pytest.mark.parametrize("conv, shape", [  # a 2-D one without groups or dilation is kind conv_transpose2d
@@ -885,21 +892,44 @@ def test_a_bidirectional_stand_in_follows_a_subclass_of_the_torch_rnn():
 
 
 @settings(derandomize=True, max_examples=40, deadline=None)
-@given(st.sampled_from(["dilated1d", "dilated2d", "transposed1d", "transposed2d"]), st.integers(1, 3),
+@given(st.sampled_from(["dilated1d", "dilated2d"]), st.integers(1, 3), st.integers(1, 3), st.integers(1, 4),
+       st.integers(2, 4), st.integers(1, 3), st.integers(0, 2), st.integers(4, 12), st.sampled_from([1, 2]))
+def test_any_dilated_conv_is_read_with_its_output_and_flops(what, cin, cout, kernel, dilation, stride, padding, side,
+                                                            groups):
+    """Any dilated conv that runs: its kind, with exactly the module's output shape and multiply-adds (counted from
+    its weight and the sizes it really produces), and the layer its config builds gives that output."""
+    from thor_sdk.layers.build import build_layer
+
+    cin, cout = cin * groups, cout * groups
+    cls = nn.Conv1d if what.endswith("1d") else nn.Conv2d
+    conv = cls(cin, cout, kernel, stride=stride, padding=padding, dilation=dilation, groups=groups)
+    shape = [cin] + [side] * (1 if what.endswith("1d") else 2)
+    try:
+        out = conv(torch.zeros(1, *shape))
+    except RuntimeError:  # a dilated kernel larger than its padded input: not a module that runs, said so
+        with pytest.raises(ModelError, match="does not run on inputs"):
+            layers_of(nn.Sequential(conv, nn.Flatten()), input_shape=shape)
+        return
+    layer = layers_of(nn.Sequential(conv, nn.Flatten()), input_shape=shape).layers[0]
+    k = get_kind(layer["kind"])
+    assert layer["kind"] == cls.__name__.lower() and "approx" not in layer
+    assert list(k.out_shape(layer["config"])) == list(out.shape[1:])
+    assert k.forward_flops(layer["config"]) == 2 * out.numel() * conv.weight[0].numel()
+    assert build_layer(layer["kind"], layer["config"])(torch.zeros(1, *shape)).shape == out.shape
+
+
+@settings(derandomize=True, max_examples=40, deadline=None)
+@given(st.sampled_from(["transposed1d", "transposed2d"]), st.integers(1, 3),
        st.integers(1, 3), st.integers(1, 4), st.integers(2, 4), st.integers(1, 3), st.integers(0, 2),
        st.integers(4, 12), st.sampled_from([1, 2]))
-def test_conv_stand_ins_keep_the_flops_of_any_conv_they_accept(what, cin, cout, kernel, dilation, stride, padding,
-                                                              side, groups):
-    """Any dilated or transposed conv: refused, or a conv stand-in of exactly the module's multiply-adds (counted
-    from its weight and the sizes it really produces) and of an output no larger than the module's."""
+def test_transposed_conv_stand_ins_keep_the_flops_of_any_conv_they_accept(what, cin, cout, kernel, dilation, stride,
+                                                                         padding, side, groups):
+    """Any transposed conv: refused, or a conv stand-in of exactly the module's multiply-adds (counted from its
+    weight and the sizes it really produces) and of an output no larger than the module's."""
     cin, cout = cin * groups, cout * groups
     try:
-        if what.startswith("dilated"):
-            cls = nn.Conv1d if what.endswith("1d") else nn.Conv2d
-            conv = cls(cin, cout, kernel, stride=stride, padding=padding, dilation=dilation, groups=groups)
-        else:
-            cls = nn.ConvTranspose1d if what.endswith("1d") else nn.ConvTranspose2d
-            conv = cls(cin, cout, kernel, stride=stride, padding=min(padding, kernel - 1), groups=groups)
+        cls = nn.ConvTranspose1d if what.endswith("1d") else nn.ConvTranspose2d
+        conv = cls(cin, cout, kernel, stride=stride, padding=min(padding, kernel - 1), groups=groups)
         shape = [cin] + [side] * (1 if what.endswith("1d") else 2)
         out = conv(torch.zeros(1, *shape))
     except RuntimeError:  # a kernel larger than its padded input: not a module that runs
@@ -910,12 +940,7 @@ def test_conv_stand_ins_keep_the_flops_of_any_conv_they_accept(what, cin, cout, 
         return
     layer = layers[0]
     k = get_kind(layer["kind"])
-    per_output = conv.weight[0].numel() if what.startswith("dilated") else None
-    if what.startswith("dilated"):  # every output element meets (in / groups) x kernel area inputs
-        want = 2 * out.numel() * per_output
-        assert list(k.out_shape(layer["config"])) == list(out.shape[1:])
-    else:  # every input element meets the whole kernel of its group
-        want = 2 * torch.zeros(shape).numel() * conv.weight[0].numel()
+    want = 2 * torch.zeros(shape).numel() * conv.weight[0].numel()  # every input element meets its group's kernel
     if what == "transposed2d" and groups == 1:  # kind conv_transpose2d itself: its own output, parameters, FLOPs
         assert layer["kind"] == "conv_transpose2d" and "approx" not in layer
         assert list(k.out_shape(layer["config"])) == list(out.shape[1:])

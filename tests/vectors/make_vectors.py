@@ -21,6 +21,8 @@ runtimes read):
 - ``time_stand_in``: layers marked ``approx`` (stand-ins, as ``--unknown-ops approx`` writes them): each
   runtime adds half the layer's mean to its std, and over the layers of one ``op`` adds those stds up
   linearly in the total (a layer naming no op is its own); plain layers of the same kinds beside them.
+- ``time_defaults``: an entry with ``defaults`` (conv1d's ``dilation``: 1): layers and queries that leave the
+  feature out read it as its default; each runtime must fill it before building the input vector.
 
 It also writes ``table_select.json``: power tables (format ``thor-sdk/power-table``, made-up numbers,
 not measurements) with, per power cap, what ``thor_sdk.runtime.table.select`` answers -- the
@@ -43,6 +45,7 @@ committed files are what :func:`training_files` makes now.
     python tests/vectors/make_vectors.py --training-only  # rewrite training_runs.json and layers_*.json only
     python tests/vectors/make_vectors.py --grouped-only   # rewrite the time_grouped case only
     python tests/vectors/make_vectors.py --stand-in-only  # rewrite the time_stand_in case only
+    python tests/vectors/make_vectors.py --defaults-only  # rewrite the time_defaults case only
 
 And ``levels.json`` with ``estimator_level.json``: the device level (``thor_sdk.runtime.device_level``,
 ``Estimator.level``) from reference readings, and estimates put at a level (``estimate(..., level=)``),
@@ -200,6 +203,8 @@ def expected_for(doc, layer_queries, models):
 
     for kind, feats in layer_queries:
         gp = gps[entry(kind, feats)]
+        written = feats
+        feats = {**doc["kinds"][entry(kind, feats)].get("defaults", {}), **feats}  # a feature left out: its default
         row = [padded_value(feats[parse_padded(f)[0]], parse_padded(f)[1]) if parse_padded(f) else
                float(feats[f] if f != "role" else {"input": 1, "hidden": 0}.get(feats[f], feats[f]))
                for f in gp.features]
@@ -207,7 +212,7 @@ def expected_for(doc, layer_queries, models):
         config = {f: v for f, v in feats.items() if f not in ("batch_size", "role")}
         cost = cost_terms(kind, config, role)
         m, s = gp.predict([row], terms=[at_batch(cost, feats["batch_size"])], return_std=True)
-        out["predict_layer"].append({"kind": kind, "features": feats, "cost": cost, "mean": float(m[0]),
+        out["predict_layer"].append({"kind": kind, "features": written, "cost": cost, "mean": float(m[0]),
                                      "std": float(s[0])})
     for layers, bs in models:
         means, stds, total_mean, total_var = [None] * len(layers), [None] * len(layers), 0.0, 0.0
@@ -736,7 +741,59 @@ def write_stand_in_case():
     write("time_stand_in", doc, expected_for(doc, queries, models))
 
 
+def _conv1d_config(rng, dilation=True):
+    """A conv1d config, dilated 1, 2 or 4 (``dilation``), else with no ``dilation`` key (a layer list written
+    before dilation was a feature)."""
+    c = {"in_channels": int(rng.choice([3, 8, 16, 32])), "out_channels": int(rng.choice([8, 16, 32, 64])),
+         "kernel": int(rng.choice([2, 3, 5])), "stride": 1, "padding": int(rng.choice([0, 1, 2])), "groups": 1,
+         "length": int(rng.choice([64, 96, 128])), "bias": int(rng.choice([0, 1]))}
+    if dilation:
+        c["dilation"] = int(rng.choice([1, 2, 4]))
+    return c
+
+
+def write_defaults_case():
+    """``time_defaults``: a conv1d entry whose features include ``dilation`` and whose ``defaults`` read a missing
+    one as 1 (SYNTHETIC law: 1 + 0.25 log2(dilation) times the undilated one), with relu and output; queries and
+    layers leave ``dilation`` out, give it as 1 (the same answer) or as 4. A runtime that ignores ``defaults``
+    refuses the layers without it; one that reads a missing feature as 0 gets other numbers. Its own random
+    stream: the other cases are not rewritten."""
+    rng = np.random.default_rng(20261128)
+    gps = fit_kinds([("relu", 6, False), ("output", 5, False)], rng)
+    feats, X, y, T = [], [], [], []
+    feats = gp_features("conv1d")
+    for _ in range(16):
+        c = _conv1d_config(rng)
+        bs, role = int(rng.choice([1, 8, 16, 32, 64])), str(rng.choice(["input", "hidden"]))
+        y.append(synthetic_cost("conv1d", c, bs, role, rng) * (1.0 + 0.25 * math.log2(c["dilation"])))
+        X.append(feature_vector("conv1d", c, bs, role))
+        T.append(at_batch(cost_terms("conv1d", c, role), bs))
+    gps["conv1d"] = KindGP(features=feats, random_state=0).fit(X, y, noise_std=[0.05 * v for v in y], terms=T)
+    doc = synthetic_estimator(gps, whole_rel_std=0.05)
+    assert doc["kinds"]["conv1d"]["defaults"] == {"dilation": 1}
+    base = _conv1d_config(rng, dilation=False)
+    queries = [("conv1d", {**base, "batch_size": 16, "role": "hidden"}),
+               ("conv1d", {**base, "dilation": 1, "batch_size": 16, "role": "hidden"}),
+               ("conv1d", {**base, "dilation": 4, "batch_size": 16, "role": "input"})]
+    models = []
+    for n_layers, bs in ((6, 16), (3, 4)):
+        layers = [with_cost({"name": "stem", "kind": "conv1d", "role": "input",
+                             "config": _conv1d_config(rng, dilation=False)})]
+        for i in range(n_layers):
+            c = _conv1d_config(rng, dilation=i % 2 == 1)
+            layers.append(with_cost({"name": f"c{i}", "kind": "conv1d", "role": "hidden", "config": c}))
+            layers.append(with_cost({"name": f"r{i}", "kind": "relu", "role": "hidden",
+                                     "config": {"numel": int(rng.choice([1024, 4096]))}}))
+        layers.append(with_cost({"name": "head", "kind": "output", "role": "output",
+                                 "config": {"in_features": 64, "out_features": 10, "tokens": 1}}))
+        models.append((layers, bs))
+    write("time_defaults", doc, expected_for(doc, queries, models))
+
+
 def main():
+    if "--defaults-only" in sys.argv[1:]:
+        write_defaults_case()
+        return
     if "--levels-only" in sys.argv[1:]:
         write_level_vectors()
         return
@@ -784,6 +841,7 @@ def main():
     write_level_vectors()
     write_grouped_case()
     write_stand_in_case()
+    write_defaults_case()
 
 
 if __name__ == "__main__":

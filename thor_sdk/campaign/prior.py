@@ -73,6 +73,11 @@ SEQUENCE_FACTOR = 4.0
 #: read the data directly). Without them an unseen CRNN's GRU and a 7-tap conv1d were extrapolations.
 NEIGHBOUR_SHARE = 0.25
 KERNEL_NEIGHBOUR_KINDS = ("conv1d", "conv2d")
+#: kinds whose dilation a neighbour share (DILATION_NEIGHBOUR_SHARE of the candidates) changes, from a Sobol
+#: dimension of its own (``_dilation_neighbour``): the zoo's dilated convs (a TCN, ERFNet) are few, and a dilated
+#: conv costs what no FLOPs or bytes say (0.56-1.13x the undilated conv of the same output on the host)
+DILATION_NEIGHBOUR_KINDS = ("conv1d", "conv2d")
+DILATION_NEIGHBOUR_SHARE = 0.15
 #: kinds a third of whose neighbour share is a square kernel's one-sided half (``_rect_neighbour``)
 RECT_NEIGHBOUR_KINDS = ("conv2d", "maxpool2d", "avgpool2d")
 ROLE_NEIGHBOUR_KINDS = ("gru", "lstm")
@@ -144,7 +149,7 @@ def build_prior(model_names=None):
         out[kind] = rows
     doc = {"format": PRIOR_FORMAT, "version": PRIOR_VERSION, "models": names, "proxy_batch_size": PROXY_BATCH,
            "batch_range": list(BATCH_RANGE), "size_factor": SIZE_FACTOR, "sequence_factor": SEQUENCE_FACTOR,
-           "neighbour_share": NEIGHBOUR_SHARE,
+           "neighbour_share": NEIGHBOUR_SHARE, "dilation_share": DILATION_NEIGHBOUR_SHARE,
            "kinds": {k: {"share": sum(e["proxy_cost_s"] for e in rows) / total,
                          "rel_share": sum(e["rel_share"] for e in rows),
                          "configs": [{"config": e["config"], "role": e["role"], "count": e["count"],
@@ -261,10 +266,30 @@ def _kernel_neighbour(config, down):
     k2 = k - 2 if down and k >= 3 else k + 2
     c = dict(config, kernel=k2)
     if "padding" in config:
-        p = config["padding"]
-        c["padding"] = k2 // 2 if p == k // 2 else min(p, k2 // 2)
+        p, d = config["padding"], config.get("dilation", 1)
+        c["padding"] = d * (k2 - 1) // 2 if p == d * (k - 1) // 2 else min(p, d * (k2 - 1) // 2)
     if "kernel_w" in config:
         c.update(kernel_w=c["kernel"], padding_w=c["padding"])
+    return c
+
+
+def _dilation_neighbour(config, u):
+    """A conv ``config`` with another dilation: an undilated one dilated 2 (``u < 1/2``) or 4, a dilated one undilated
+    (``u < 1/2``) or dilated twice as far; its padding kept "same" (``dilation x (kernel - 1) / 2`` per side) where it
+    was, else as it was. None for a kernel of one tap (no spacing to change) or a patchify layer (kernel = stride).
+    A TCN's dilations double per level (1, 2, 4, 8), WaveNet's to 512; DeepLab's atrous convs take 2-18."""
+    k, d = config.get("kernel"), config.get("dilation", 1)
+    if not isinstance(k, int) or not isinstance(d, int) or k < 2 or k == config.get("stride", 1):
+        return None
+    d2 = (2 if u < 0.5 else 4) if d == 1 else (1 if u < 0.5 else 2 * d)
+    c = dict(config, dilation=d2)
+    same = config.get("padding") == d * (k - 1) // 2 and d * (k - 1) % 2 == 0
+    if same:
+        c["padding"] = d2 * (k - 1) // 2
+    if "kernel_w" in config:
+        kw = config["kernel_w"]
+        if kw > 1 and same and config.get("padding_w") == d * (kw - 1) // 2:
+            c["padding_w"] = d2 * (kw - 1) // 2
     return c
 
 
@@ -279,8 +304,8 @@ def _rect_neighbour(kind, config, tall):
     if not square or k < 2 or (kind == "conv2d" and (k % 2 == 0 or k == s)):
         return None
     if kind == "conv2d":
-        p = config["padding"]
-        p = k // 2 if p == k // 2 else min(p, k // 2)
+        p, half = config["padding"], config.get("dilation", 1) * (k - 1) // 2  # "same" of the (dilated) kernel
+        p = half if p == half else min(p, half)
         one = {"kernel": 1, "padding": 0}
         long = {"kernel": k, "padding": p}
     else:  # a pooling: kernel, stride and padding along the 1 are 1, 1 and 0
@@ -414,7 +439,8 @@ def candidates(prior, kind, n, seed=0):
     other_role = _other_role(kind, configs) if share > 0 else None
     kernels = share > 0 and kind in KERNEL_NEIGHBOUR_KINDS
     other_flags = {f: v for f in NEIGHBOUR_FLAGS if (v := _other_flag(configs, f)) is not None} if share > 0 else {}
-    first_size = 5 if kind in DROPOUT_NEIGHBOUR_KINDS else 4  # a dimension of its own for the dropout flip
+    # a dimension of its own for the dropout flip or the dilation
+    first_size = 5 if kind in DROPOUT_NEIGHBOUR_KINDS or kind in DILATION_NEIGHBOUR_KINDS else 4
     dims = first_size + len(size_feats)
     sob = qmc.Sobol(d=dims, scramble=True, seed=seed)
     pts = sob.random(1 << max(1, math.ceil(math.log2(max(2 * n, 2)))))
@@ -445,6 +471,9 @@ def candidates(prior, kind, n, seed=0):
             config = _valid_or(kind, _pad_neighbour(config, p[3] / share), config)
         if kind in DROPOUT_NEIGHBOUR_KINDS and p[4] < share:
             config = _other_dropout(config)
+        dilation_share = float(prior.get("dilation_share", 0.0))
+        if kind in DILATION_NEIGHBOUR_KINDS and p[4] < dilation_share:
+            config = _valid_or(kind, _dilation_neighbour(config, p[4] / dilation_share), config)
         if kind == "mha":
             config = _attention_neighbour(config, p[3] / share if p[3] < share else None,
                                           p[2] / share if p[2] < share else None)

@@ -84,9 +84,16 @@ def build_estimator(kind_gps, *, device, metric, unit, flops_baseline, provenanc
     if not isinstance(runtime, str) or not runtime:
         raise UsageError(f"runtime must be a non-empty string, got {runtime!r}")
     whole_model = dict(whole_model or {"rel_std": 0.0})
+    from thor_sdk.layers.kinds import DEFAULT_FEATURES, base_kind
+
     kinds = {}
     for name in sorted(kind_gps):
         entry = kind_gps[name].to_dict()
+        # features a layer may leave out (a conv's dilation, which came after layer lists were written): read as
+        # their default by every runtime (docs/estimator-format.md)
+        defaults = {f: v for f, v in DEFAULT_FEATURES.get(base_kind(str(name)), {}).items() if f in entry["features"]}
+        if defaults:
+            entry["defaults"] = defaults
         kinds[str(name)] = entry
     doc = {
         "format": ESTIMATOR_FORMAT,

@@ -182,7 +182,7 @@ def build_layer(kind, c):
         c = complete_config(kind, c)
         return nn.Conv2d(_i(c["in_channels"]), _i(c["out_channels"]), (_i(c["kernel"]), _i(c["kernel_w"])),
                          (_i(c["stride"]), _i(c["stride_w"])), (_i(c["padding"]), _i(c["padding_w"])),
-                         groups=_i(c["groups"]), bias=bool(c["bias"]))
+                         dilation=_i(c["dilation"]), groups=_i(c["groups"]), bias=bool(c["bias"]))
     if kind == "linear":
         return nn.Linear(_i(c["in_features"]), _i(c["out_features"]), bias=bool(c["bias"]))
     if kind == "output":
@@ -217,8 +217,9 @@ def build_layer(kind, c):
     if kind == "transformer_block":
         return TransformerBlock(_i(c["d_model"]), _i(c["n_heads"]), _i(c["head_dim"]), _i(c["d_ff"]))
     if kind == "conv1d":
+        c = complete_config(kind, c)
         return nn.Conv1d(_i(c["in_channels"]), _i(c["out_channels"]), _i(c["kernel"]), _i(c["stride"]),
-                         _i(c["padding"]), groups=_i(c["groups"]), bias=bool(c["bias"]))
+                         _i(c["padding"]), dilation=_i(c["dilation"]), groups=_i(c["groups"]), bias=bool(c["bias"]))
     if kind == "batchnorm1d":
         return nn.BatchNorm1d(_i(c["channels"]))
     if kind == "prelu":

@@ -26,16 +26,14 @@ def _pair(v, what, unsupported, label):
 
 
 def _conv_layer(mod, kind, sides, unsupported, label):
-    """(kind, config) of an nn.Conv1d / nn.Conv2d with no dilation (else recorded unsupported). A conv2d's kernel,
-    stride and padding may differ along height and width (``kernel`` and ``kernel_w``, ...). Its padding a number
-    per side, or ``"valid"`` (none) or ``"same"`` where that is one number per side (PyTorch pads
+    """(kind, config) of an nn.Conv1d / nn.Conv2d. A conv2d's kernel, stride and padding may differ along height and
+    width (``kernel`` and ``kernel_w``, ...); its dilation is one number for both (``conv_dilation``). Its padding a
+    number per side, or ``"valid"`` (none) or ``"same"`` where that is one number per side (PyTorch pads
     ``dilation x (kernel - 1)`` in all, the odd element at the end: an even kernel pads unevenly, recorded
     unsupported)."""
     name = "Conv1d" if kind == "conv1d" else "Conv2d"
-    dilation = _pair(mod.dilation, "dilation", unsupported, label)
-    if dilation != 1:
-        unsupported.append(f"{name}(dilation>1)")
     kernels = _sides(mod.kernel_size)
+    dilation = conv_dilation(_sides(mod.dilation), kernels, unsupported, label)
     padding = mod.padding
     if padding == "valid":
         padding = 0
@@ -46,10 +44,21 @@ def _conv_layer(mod, kind, sides, unsupported, label):
         return None
     (kernel, kernel_w), (stride, stride_w), (pad, pad_w) = kernels, _sides(mod.stride), _sides(padding)
     c = {"in_channels": mod.in_channels, "out_channels": mod.out_channels, "kernel": kernel, "stride": stride,
-         "padding": pad, "groups": mod.groups, **sides, "bias": int(mod.bias is not None)}
+         "padding": pad, "groups": mod.groups, **sides, "bias": int(mod.bias is not None), "dilation": dilation}
     if kind == "conv2d":
         c.update(kernel_w=kernel_w, stride_w=stride_w, padding_w=pad_w)
     return kind, c
+
+
+def conv_dilation(dilations, kernels, unsupported, label):
+    """A conv's one dilation from its dilation along each side (``dilations``, ``kernels``: along the height, along
+    the width): a side whose kernel is 1 takes any (it spaces no taps: ERFNet's 3x1 conv dilated (d, 1) is the 3x1
+    conv dilated d), else the sides' must be one number (a non-square one is recorded unsupported). Both readers use
+    it."""
+    used = {int(d) for d, k in zip(dilations, kernels) if int(k) > 1} or {int(dilations[0])}
+    if len(used) != 1:
+        unsupported.append(f"{label}(non-square dilation)")
+    return min(used)
 
 
 def _sides(v):
@@ -620,12 +629,11 @@ def layernorm_layer(k, in_shape, in_axis, unsupported, label):
     return "layernorm", {"normalized": _prod(in_shape[cut:]), "tokens": _prod(in_shape[:cut])}
 
 
-def _stand_in(node, gm, in_shape, full_shape, got, refused, in_axis, shape_of, batch_axis):
+def _stand_in(node, gm, in_shape, full_shape, in_axis, shape_of, batch_axis):
     """``([(suffix, (kind, config), reads_input)], reason)``: the kinds that stand in for an operator without one
     of its own under ``unknown_ops="approx"`` (each marked, so the runtime widens its std by
-    APPROX_OP_REL_STD), or None. ``got``/``refused``: what ``_module_layer`` returned and recorded for it
-    (a dilated conv's config, refused for its dilation alone); ``in_axis``, ``shape_of``, ``batch_axis``: the batch
-    axis of the operator's input, a node's per-sample shape and batch axis (recurrent and attention modules
+    APPROX_OP_REL_STD), or None. ``in_axis``, ``shape_of``, ``batch_axis``: the batch axis of the operator's
+    input, a node's per-sample shape and batch axis (recurrent and attention modules
     with ``batch_first=False`` read their batch at axis 1). ``reads_input``: the layer reads the operator's input (its role follows the
     operator's); the others read another stand-in layer's output (hidden). Each is costed at the module's
     exact FLOPs where the kinds allow; how far each stand-in's own cost is from the operator's on this
@@ -639,8 +647,6 @@ def _stand_in(node, gm, in_shape, full_shape, got, refused, in_axis, shape_of, b
     - projected ``nn.LSTM`` (``proj_size``): per layer and direction, the ``lstm`` of the full hidden size (not
       of the same FLOPs: PyTorch runs it unfused, at about that cost) and the projection as a bias-free
       ``linear`` over the time steps; bidirectional, the ``cat`` of the two projections.
-    - dilated ``nn.Conv1d`` / ``nn.Conv2d``: the undilated conv of the same kernel on an input shortened by
-      (dilation - 1) x (kernel - 1): the same output size and FLOPs.
     - ``nn.ConvTranspose1d`` / ``nn.ConvTranspose2d``: the stride-1 conv of the same kernel whose output has the
       transposed conv's *input* size: the same FLOPs (every input element meets the whole kernel).
     - ``nn.MultiheadAttention`` outside kind ``mha`` (a key padding or per-sample mask, ``bias=False``,
@@ -679,9 +685,6 @@ def _stand_in(node, gm, in_shape, full_shape, got, refused, in_axis, shape_of, b
             return _projected_lstm_stand_in(mod, in_shape, in_axis)
         if isinstance(mod, (nn.LSTM, nn.GRU)) and mod.bidirectional:
             return _bidirectional_stand_in(mod, in_shape, in_axis)
-        if isinstance(mod, (nn.Conv1d, nn.Conv2d)) and got is not None \
-                and refused == [f"{'Conv1d' if got[0] == 'conv1d' else 'Conv2d'}(dilation>1)"]:
-            return _one(dilated_conv_stand_in(got, int(mod.dilation[0]), type(mod).__name__))
         if isinstance(mod, (nn.ConvTranspose1d, nn.ConvTranspose2d)):
             return _transposed_stand_in(mod, in_shape)
         if isinstance(mod, nn.MultiheadAttention):
@@ -808,21 +811,6 @@ def _one(stand_in):
     """A one-layer stand-in ``((kind, config), reason)`` (or None) as ``_stand_in`` returns it: reading the
     operator's input."""
     return None if stand_in is None else ([("", stand_in[0], True)], stand_in[1])
-
-
-def dilated_conv_stand_in(got, dilation, label):
-    """``((kind, config), reason)``: the undilated conv standing in for a dilated one (``got``: its ``(kind,
-    config)``, square ``dilation``), on an input shortened along each side by (dilation - 1) x (that side's kernel
-    - 1): the same output size and FLOPs; None where that input would be too short. Both readers (torch.fx and
-    ONNX) use it."""
-    kind, c = got[0], dict(got[1])
-    sides = (("length", "kernel"),) if kind == "conv1d" else (("height", "kernel"), ("width", "kernel_w"))
-    for side, kernel in sides:
-        c[side] -= (dilation - 1) * (c.get(kernel, c["kernel"]) - 1)
-    if not valid_config(kind, c):
-        return None
-    return (kind, c), (f"{label}(dilation={dilation}) has no kind: estimated as the undilated {kind} of the same "
-                       "output size and FLOPs")
 
 
 def transposed_conv_stand_in(kind, in_channels, out_channels, kernel, groups, bias, sides, label):
@@ -1688,8 +1676,7 @@ def layers_from_module(module, input_shape, input_dtype="float32", vocab=None, s
         approx = None
         name = str(node.target) if node.op == "call_module" else node.name
         if len(unsupported) > n_unsupported and unknown_ops in ("approx", STAND_INS):
-            stand_in = _stand_in(node, gm, in_shape, full_shape, got, unsupported[n_unsupported:], in_axis,
-                                 shape_of, batch_axis)
+            stand_in = _stand_in(node, gm, in_shape, full_shape, in_axis, shape_of, batch_axis)
             if stand_in is not None:
                 del unsupported[n_unsupported:]
                 add_stand_in_layers(layers, name, *stand_in, upstream, op_label(node, gm))

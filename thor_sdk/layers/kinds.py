@@ -191,6 +191,7 @@ class Kind:
             "input_dtype": self.input_dtype,
             "roles": list(self.roles),
             "optional_keys": dict(OPTIONAL_KEYS.get(self.name, {})),  # config keys, not GP inputs: key -> read as
+            "defaults": dict(DEFAULT_FEATURES.get(self.name, {})),  # features a config may leave out: -> default
         }
 
 
@@ -210,23 +211,39 @@ OPTIONAL_KEYS = {k: {"kernel_w": "kernel", "stride_w": "stride", "padding_w": "p
                  for k in ("conv2d", "maxpool2d", "avgpool2d")}
 
 
+#: GP inputs that a config may leave out, each read as its default: a conv's ``dilation`` (1, an undilated conv; it
+#: came on 2026-11-28, when dilated convs stopped being a stand-in: a TCN's or WaveNet's dilated causal conv1d,
+#: DeepLab's atrous conv2d). Unlike OPTIONAL_KEYS they are GP inputs: a dilation changes neither FLOPs nor bytes
+#: but the kernel's memory access (on this project's host a dilated conv1d took 0.56-1.13x the undilated conv of
+#: the same output and FLOPs, ``bench/results/stand-ins-host-*.md``), so only the GP can learn it. A probe's config
+#: leaves each out at its default (``minimal_config``): undilated probes keep the ids they had before.
+DEFAULT_FEATURES = {"conv1d": {"dilation": 1}, "conv2d": {"dilation": 1}}
+
+
 def complete_config(kind, config):
-    """``config`` with each optional key it leaves out (``OPTIONAL_KEYS``) at the value it reads as; the same dict
-    when there is none to add (or it is not a dict: the checks that follow say why)."""
-    optional = OPTIONAL_KEYS.get(kind)
-    if not optional or not isinstance(config, dict) or all(f in config for f in optional):
+    """``config`` with each optional key it leaves out (``OPTIONAL_KEYS``) at the value it reads as and each
+    defaulted feature (``DEFAULT_FEATURES``) at its default; the same dict when there is none to add (or it is not
+    a dict: the checks that follow say why)."""
+    optional, defaults = OPTIONAL_KEYS.get(kind), DEFAULT_FEATURES.get(kind)
+    if not isinstance(config, dict) or not optional and not defaults:
         return config
-    return {**config, **{f: config[base] for f, base in optional.items() if f not in config and base in config}}
+    if all(f in config for f in optional or ()) and all(f in config for f in defaults or ()):
+        return config
+    out = {**{f: v for f, v in (defaults or {}).items() if f not in config}, **config}
+    out.update({f: config[base] for f, base in (optional or {}).items() if f not in config and base in config})
+    return out
 
 
 def minimal_config(kind, config):
-    """``config`` without the optional keys (``OPTIONAL_KEYS``) that equal what they read as: a probe keeps its
-    config so, and a square conv2d probe has the id it had before kernel_w existed (old campaigns resume)."""
-    optional = OPTIONAL_KEYS.get(kind)
-    if not optional or not isinstance(config, dict) or not any(f in config for f in optional):
+    """``config`` without the optional keys (``OPTIONAL_KEYS``) that equal what they read as and the defaulted
+    features (``DEFAULT_FEATURES``) at their default: a probe keeps its config so, and a square undilated conv2d
+    probe has the id it had before kernel_w and dilation existed (old campaigns resume)."""
+    optional, defaults = OPTIONAL_KEYS.get(kind) or {}, DEFAULT_FEATURES.get(kind) or {}
+    if not isinstance(config, dict) or not any(f in config for f in (*optional, *defaults)):
         return config
     return {k: v for k, v in config.items()
-            if k not in optional or optional[k] not in config or v != config[optional[k]]}
+            if not (k in optional and optional[k] in config and v == config[optional[k]])
+            and not (k in defaults and v == defaults[k])}
 
 
 def with_added_features(kind, config):
@@ -252,6 +269,11 @@ def _conv_out(size, k, s, p, d=1):
     return (size + 2 * p - d * (k - 1) - 1) // s + 1
 
 
+def _dilation(c):
+    """A conv's dilation (1 where its config leaves it out; pooling has none)."""
+    return c.get("dilation", 1)
+
+
 def _deconv_out(c, size):
     """A transposed conv's output side from its input ``size`` (PyTorch's formula, no dilation)."""
     return (size - 1) * c["stride"] - 2 * c["padding"] + c["kernel"] + c["output_padding"]
@@ -275,10 +297,11 @@ KINDS = {
     k.name: k
     for k in [
         Kind("conv2d", ("in_channels", "out_channels", "kernel", "stride", "padding", "groups", "height", "width",
-                        "bias"),
+                        "bias", "dilation"),
              "2-D convolution; depthwise when groups == in_channels. kernel, stride and padding are along the "
              "height; the config keys kernel_w, stride_w and padding_w along the width (left out: the same, a "
-             "square kernel; not GP inputs: a kernel's shape reaches the estimate through its FLOPs and bytes)",
+             "square kernel; not GP inputs: a kernel's shape reaches the estimate through its FLOPs and bytes); "
+             "dilation the same along both sides (left out: 1)",
              True),
         Kind("linear", ("in_features", "out_features", "tokens", "bias"),
              "fully connected layer; tokens = positions it is applied to per sample (1 for a vector)", True),
@@ -316,8 +339,10 @@ KINDS = {
              "LSTM over a sequence (batch first), returning the whole output sequence", True),
         Kind("transformer_block", ("d_model", "n_heads", "head_dim", "d_ff", "seq_len"),
              "pre-LN transformer block: causal self-attention + GELU feed-forward", True),
-        Kind("conv1d", ("in_channels", "out_channels", "kernel", "stride", "padding", "groups", "length", "bias"),
-             "1-D convolution over (channels, length); depthwise when groups == in_channels", True),
+        Kind("conv1d", ("in_channels", "out_channels", "kernel", "stride", "padding", "groups", "length", "bias",
+                        "dilation"),
+             "1-D convolution over (channels, length); depthwise when groups == in_channels; dilation (left out: 1) "
+             "the spacing of the kernel's taps (a TCN's or WaveNet's dilated causal conv)", True),
         Kind("batchnorm1d", ("channels", "length"),
              "1-D batch normalisation (training mode) of (channels, length), or of (channels,) vectors when "
              "length == 1", True),
@@ -406,8 +431,8 @@ KINDS = {
 
 _SHAPES = {
     "conv2d": (lambda c: (c["in_channels"], c["height"], c["width"]),
-               lambda c: (c["out_channels"], _conv_out(c["height"], c["kernel"], c["stride"], c["padding"]),
-                          _conv_out(c["width"], *_width_side(c)))),
+               lambda c: (c["out_channels"], _conv_out(c["height"], c["kernel"], c["stride"], c["padding"], _dilation(c)),
+                          _conv_out(c["width"], *_width_side(c), _dilation(c)))),
     "linear": (lambda c: ((c["tokens"], c["in_features"]) if c["tokens"] > 1 else (c["in_features"],)),
                lambda c: ((c["tokens"], c["out_features"]) if c["tokens"] > 1 else (c["out_features"],))),
     "output": (lambda c: ((c["tokens"], c["in_features"]) if c["tokens"] > 1 else (c["in_features"],)),
@@ -423,7 +448,8 @@ _SHAPES = {
     "lstm": (lambda c: (c["seq_len"], c["input_size"]), lambda c: (c["seq_len"], c["hidden_size"])),
     "transformer_block": (lambda c: (c["seq_len"], c["d_model"]),) * 2,
     "conv1d": (lambda c: (c["in_channels"], c["length"]),
-               lambda c: (c["out_channels"], _conv_out(c["length"], c["kernel"], c["stride"], c["padding"]))),
+               lambda c: (c["out_channels"], _conv_out(c["length"], c["kernel"], c["stride"], c["padding"],
+                                                     _dilation(c)))),
     "batchnorm1d": (lambda c: (c["channels"], c["length"]) if c["length"] > 1 else (c["channels"],),) * 2,
     "groupnorm": (lambda c: (c["channels"], c["spatial"]),) * 2,
     "prelu": (lambda c: (c["channels"], c["spatial"]),) * 2,

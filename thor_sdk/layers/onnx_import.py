@@ -18,7 +18,7 @@ import os
 from thor_sdk.errors import FormatError, ModelError, NotFoundError, UsageError
 
 from .extract import (_adaptive_max_layer, _mean_layer, _reduce_layer, _upsample_layer, add_layer, add_stand_in_layers,
-                      dilated_conv_stand_in, einsum_chain_stand_in, einsum_stand_in, finish_layers,
+                      conv_dilation, einsum_chain_stand_in, einsum_stand_in, finish_layers,
                       instance_norm_stand_in, layernorm_layer, matmul_stand_in, pad_config, refuse_unsupported,
                       transposed_conv_stand_in)
 
@@ -578,15 +578,16 @@ def _side_padding(a, size, kernels, strides, op, unsupported):
     return pads[:half] or [0] * len(size)
 
 
-def _window(a, kernel_shape, xs, op, unsupported):
+def _window(a, kernel_shape, xs, op, unsupported, dilation=1):
     """A 2-D Conv's or pooling's ``(kernels, strides, pads)``, each (along the height, along the width), from its
-    attributes on a per-sample input ``xs`` = [C, H, W]; None when unsupported (recorded)."""
+    attributes on a per-sample input ``xs`` = [C, H, W]; None when unsupported (recorded). ``dilation``: a Conv's
+    (one for both sides): ``auto_pad`` SAME pads for its dilated kernel, ``dilation x (kernel - 1) + 1`` wide."""
     kernels = [int(k) for k in kernel_shape]
     strides = [int(s) for s in a.get("strides", [1, 1])]
     if len(kernels) != 2 or len(strides) != 2:
         unsupported.append(f"{op}(kernel or strides not 2-D)")
         return None
-    pads = _side_padding(a, xs[1:], kernels, strides, op, unsupported)
+    pads = _side_padding(a, xs[1:], [dilation * (k - 1) + 1 for k in kernels], strides, op, unsupported)
     if pads is None or len(pads) != 2:
         return None
     return kernels, strides, pads
@@ -605,16 +606,23 @@ def _conv(g, node, a, unsupported):
     if len(xs) != 3:  # a 2-D weight on an input that is not [C, H, W]: not a model ONNX would run
         unsupported.append(f"Conv(input of {len(xs)} axes per sample, weight of 4)")
         return None
-    if any(int(d) != 1 for d in a.get("dilations", [1, 1])):
-        unsupported.append("Conv(dilation>1)")
-    window = _window(a, a.get("kernel_shape", ws[2:]), xs, "Conv", unsupported)
+    kernel_shape = a.get("kernel_shape", ws[2:])
+    dilations = [int(d) for d in a.get("dilations", [1, 1])]
+    if len(dilations) != 2 or len(kernel_shape) != 2:
+        unsupported.append("Conv(kernel or dilations not 2-D)")
+        return None
+    n_unsupported = len(unsupported)
+    dilation = conv_dilation(dilations, kernel_shape, unsupported, "Conv")
+    if len(unsupported) > n_unsupported:
+        return None
+    window = _window(a, kernel_shape, xs, "Conv", unsupported, dilation)
     if window is None:
         return None
     kernels, strides, pads = window
     return "conv2d", {"in_channels": xs[0], "out_channels": ws[0], "kernel": kernels[0], "stride": strides[0],
                       "padding": pads[0], "groups": int(a.get("group", 1)), "height": xs[1], "width": xs[2],
-                      "bias": int(len(node.input) > 2 and bool(node.input[2])), "kernel_w": kernels[1],
-                      "stride_w": strides[1], "padding_w": pads[1]}
+                      "bias": int(len(node.input) > 2 and bool(node.input[2])), "dilation": dilation,
+                      "kernel_w": kernels[1], "stride_w": strides[1], "padding_w": pads[1]}
 
 
 def _deconv(g, node, a, unsupported):
@@ -740,13 +748,12 @@ def _linear(g, node, a, extra, unsupported):
                       "bias": int(bias or extra.get("bias", 0))}
 
 
-def _stand_in(g, node, got, refused):
+def _stand_in(g, node):
     """``((kind, config), reason)`` of a kind standing in for a node without one under ``unknown_ops="approx"``,
-    through the torch.fx reader's own stand-ins (``extract``: same kinds, same FLOPs), or None.
-    ``got``/``refused``: what ``_node_layer`` returned and recorded for it. A MatMul of two activations: a
+    through the torch.fx reader's own stand-ins (``extract``: same kinds, same FLOPs), or None. A MatMul of two activations: a
     ``linear``; an Einsum of two activations (batch first): a ``linear`` of the same FLOPs; of three: its two
-    pairwise contractions left to right (``([(suffix, (kind, config), reads_input)], reason)``, a list of layers); a dilated Conv: the
-    undilated conv; a 2-D ConvTranspose: the stride-1 conv of the same kernel; an InstanceNormalization: the batch
+    pairwise contractions left to right (``([(suffix, (kind, config), reads_input)], reason)``, a list of
+    layers); a 2-D ConvTranspose: the stride-1 conv of the same kernel; an InstanceNormalization: the batch
     norm of the same sizes."""
     op, a = node.op_type, _attrs(node)
     if op == "MatMul":
@@ -765,9 +772,6 @@ def _stand_in(g, node, got, refused):
         return einsum_stand_in(*args) if len(node.input) == 2 else einsum_chain_stand_in(*args)
     if op == "InstanceNormalization":
         return instance_norm_stand_in(g.per_sample(node.input[0]), "InstanceNormalization")
-    if op == "Conv" and got is not None and refused == ["Conv(dilation>1)"]:
-        d = {int(v) for v in a.get("dilations", [1, 1])}
-        return dilated_conv_stand_in(got, d.pop(), "Conv") if len(d) == 1 else None
     if op == "ConvTranspose" and g.is_const(node.input[1]):
         ws, xs = g.shape(node.input[1]), g.per_sample(node.input[0])  # W: [C_in, C_out / group, kH, kW]
         k = ws[2:] if len(ws) == 4 else []
@@ -970,7 +974,7 @@ def layers_from_onnx(path, input_shape=None, unknown_ops="error"):
         try:
             got = _node_layer(g, node, extra, unsupported)
             if len(unsupported) > n_unsupported and unknown_ops == "approx" and outs:
-                stand_in = _stand_in(g, node, got, unsupported[n_unsupported:])
+                stand_in = _stand_in(g, node)
                 if stand_in is not None:
                     got, approx = stand_in
                     del unsupported[n_unsupported:]

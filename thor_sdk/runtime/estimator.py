@@ -145,12 +145,28 @@ def _matern52(c, t):
 
 
 # ----------------------------------------------------------------------------- one kind
+def _defaults(d, given, where):
+    """An entry's optional ``defaults`` (``{feature: number}``): features a layer may leave out, each one the caller
+    gives (not derived, not padded), its value a finite number >= 0. ``{}`` when the entry has none."""
+    if d is None:
+        return {}
+    if not isinstance(d, dict) or len(d) > len(given):
+        raise FormatError(f"estimator: {where}.defaults must be an object of feature -> number")
+    for f, v in d.items():
+        if f not in given or f in ("batch_size", "role"):
+            raise FormatError(f"estimator: {where}.defaults names {f!r}, not a config feature a layer gives "
+                              f"({', '.join(given)})")
+        if not _is_num(v) or not 0 <= v < math.inf:
+            raise FormatError(f"estimator: {where}.defaults[{f!r}] must be a finite number >= 0, got {v!r}")
+    return dict(d)
+
+
 class KindModel:
     """The exported cost model of one layer kind."""
 
     __slots__ = ("kind", "features", "index", "role_index", "x_mean", "x_scale", "length_scale", "overhead",
                  "per_flop", "per_byte", "offset", "constant", "noise", "u_scale", "inducing_u", "alpha_c", "W_c",
-                 "n_samples", "feature_range", "range_with_tolerance", "padded", "given")
+                 "n_samples", "feature_range", "range_with_tolerance", "padded", "given", "defaults")
 
     def __init__(self, kind, d):
         where = f"kinds[{kind!r}]"
@@ -183,6 +199,7 @@ class KindModel:
             if g not in DERIVED and g not in given:
                 given.append(g)
         self.given = tuple(given)
+        self.defaults = _defaults(d.get("defaults"), given, where)
         self.index = {f: i for i, f in enumerate(feats)}
         self.role_index = self.index.get("role")
         self.x_mean = _nums(_field(d, "x_mean", where), f"{where}.x_mean", nd)
@@ -264,7 +281,10 @@ class KindModel:
                 zip(self.features, raw, self.range_with_tolerance, self.feature_range) if x < a or x > b]
 
     def vector(self, values, where):
-        """Raw feature vector from a mapping of feature names to numbers (role may be a string)."""
+        """Raw feature vector from a mapping of feature names to numbers (role may be a string); a feature the
+        mapping leaves out reads as its default (``defaults``) where the entry has one."""
+        if self.defaults and not all(f in values for f in self.defaults):
+            values = {**self.defaults, **values}
         out = []
         for f, padded in zip(self.features, self.padded):
             if padded is None:  # the common case first: a plain float, or an int a float holds exactly
@@ -421,7 +441,7 @@ class Estimator:
         if not isinstance(features, dict):
             raise UsageError("features must be a dict of feature name -> number")
         model = self._model(kind, features)
-        missing = [f for f in model.given if f not in features]
+        missing = [f for f in model.given if f not in features and f not in model.defaults]
         if missing:
             raise UsageError(f"layer of kind {kind!r}: kind {kind!r} needs feature {missing[0]!r} "
                              f"(features: {', '.join(model.given)})")

@@ -395,6 +395,27 @@ func givenFeatures(_ features: [String]) -> [String] {
     return out
 }
 
+/// An entry's optional "defaults" (feature -> number): config features a layer may leave out, each one the caller
+/// gives (not batch_size or role), its value a finite number >= 0; empty when the entry has none.
+func defaultsOf(_ d: Any?, _ given: [String], _ wh: String) throws -> [String: Double] {
+    guard let d = d, !(d is NSNull) else { return [:] }
+    guard let m = d as? [String: Any] else {
+        throw ThorError.format("estimator: \(wh).defaults must be an object of feature -> number")
+    }
+    var out: [String: Double] = [:]
+    for (f, v) in m {
+        guard given.contains(f), f != "batch_size", f != "role" else {
+            throw ThorError.format("estimator: \(wh).defaults names '\(f)', not a config feature a layer gives ("
+                + given.joined(separator: ", ") + ")")
+        }
+        guard let n = v as? NSNumber, !isBool(n), n.doubleValue >= 0, n.doubleValue.isFinite else {
+            throw ThorError.format("estimator: \(wh).defaults['\(f)'] must be a finite number >= 0, got \(show(v))")
+        }
+        out[f] = n.doubleValue
+    }
+    return out
+}
+
 private func roleCode(_ role: String, _ message: String) throws -> Double {
     if role == "input" { return 1.0 }
     if role == "hidden" { return 0.0 }
@@ -433,6 +454,8 @@ final class KindModel {
     let padded: [(base: String, block: Int)?]
     /// The features a caller gives (`givenFeatures`).
     let given: [String]
+    /// Config features a layer may leave out, each read as its value (the entry's optional "defaults").
+    let defaults: [String: Double]
 
     init(kind: String, entry: Any) throws {
         let wh = "kinds['\(kind)']"
@@ -458,6 +481,7 @@ final class KindModel {
         features = fl
         padded = fl.map { parsePadded($0) }
         given = givenFeatures(fl)
+        defaults = try defaultsOf(d["defaults"], given, wh)
         hasRole = fl.contains("role")
         xMean = try nums(try field(d, "x_mean", wh), "\(wh).x_mean", nd)
         xScale = try nums(try field(d, "x_scale", wh), "\(wh).x_scale", nd, positiveOnly: true)
@@ -520,7 +544,7 @@ final class KindModel {
         return try zip(features, padded).map { pair -> Double in
             let (f, pad) = pair
             let name = pad?.base ?? f
-            guard var x = values[name] else {
+            guard var x = values[name] ?? defaults[name].map({ $0 as Any }) else {
                 throw ThorError.usage("\(w): kind '\(kind)' needs feature '\(name)' (features: "
                     + given.joined(separator: ", ") + ")")
             }
@@ -710,7 +734,7 @@ public final class Estimator {
         let m = try model(entryFor(kind, features))
         let w = "layer of kind '\(kind)'"
         let given = m.given
-        if let missing = given.first(where: { features[$0] == nil }) {
+        if let missing = given.first(where: { features[$0] == nil && m.defaults[$0] == nil }) {
             throw ThorError.usage("\(w): kind '\(kind)' needs feature '\(missing)' (features: "
                 + given.joined(separator: ", ") + ")")
         }

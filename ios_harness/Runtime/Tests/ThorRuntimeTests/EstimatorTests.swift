@@ -11,7 +11,7 @@ final class EstimatorTests: XCTestCase {
     let rtol = 1e-9
     /// The expected_*.json cases every runtime reproduces.
     let cases = ["expected_time_profile.json", "expected_energy_floored.json", "expected_time_grouped.json",
-                 "expected_time_stand_in.json"]
+                 "expected_time_stand_in.json", "expected_time_defaults.json"]
     /// Cost terms of a relu over 4704 numbers (any finite non-negative terms would do here).
     let reluCost = Cost(flopsPerSample: 9408, flopsFixed: 0, bytesPerSample: 75264, bytesFixed: 0)
 

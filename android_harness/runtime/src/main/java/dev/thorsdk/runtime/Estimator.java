@@ -500,6 +500,8 @@ public final class Estimator {
         final Object[][] padded;
         /** The features a caller gives (see {@link #givenFeatures}). */
         final List<String> given;
+        /** Config features a layer may leave out, each read as its value (the entry's optional "defaults"). */
+        final Map<String, Double> defaults;
 
         KindModel(String kind, Object entry) {
             String wh = "kinds['" + kind + "']";
@@ -522,6 +524,7 @@ public final class Estimator {
                 padded[j] = parsePadded(features[j]);
             }
             given = givenFeatures(features);
+            defaults = defaultsOf(d.get("defaults"), given, wh);
             Object ft = field(d, "feature_transform", wh);
             if (!"log1p".equals(ft)) {
                 throw new FormatError("estimator: " + wh + ".feature_transform must be 'log1p', got " + show(ft));
@@ -622,11 +625,11 @@ public final class Estimator {
                 String f = features[j];
                 Object[] pad = padded[j];
                 String name = pad != null ? (String) pad[0] : f;
-                if (!values.containsKey(name)) {
+                if (!values.containsKey(name) && !defaults.containsKey(name)) {
                     throw new UsageError(where + ": kind '" + kind + "' needs feature '" + name + "' (features: "
                             + String.join(", ", given) + ")");
                 }
-                Object x = values.get(name);
+                Object x = values.containsKey(name) ? values.get(name) : defaults.get(name);
                 if (pad != null) { // derived from its base feature, never read from the values
                     double c = x instanceof Number && !(x instanceof Boolean) ? ((Number) x).doubleValue() : Double.NaN;
                     if (!(c >= 1.0) || Double.isInfinite(c)) {
@@ -795,6 +798,34 @@ public final class Estimator {
     /** ceil(x / block) * block / x for a count x >= 1: the work padding to blocks adds, as a ratio. */
     static double paddedValue(double x, int block) {
         return Math.ceil(x / block) * block / x;
+    }
+
+    /**
+     * An entry's optional "defaults" (feature -> number): config features a layer may leave out, each one the
+     * caller gives (not batch_size or role), its value a finite number >= 0; empty when the entry has none.
+     */
+    static Map<String, Double> defaultsOf(Object d, List<String> given, String wh) {
+        Map<String, Double> out = new HashMap<>();
+        if (d == null) {
+            return out;
+        }
+        if (!(d instanceof Map)) {
+            throw new FormatError("estimator: " + wh + ".defaults must be an object of feature -> number");
+        }
+        for (Map.Entry<?, ?> e : ((Map<?, ?>) d).entrySet()) {
+            Object f = e.getKey();
+            if (!given.contains(f) || "batch_size".equals(f) || "role".equals(f)) {
+                throw new FormatError("estimator: " + wh + ".defaults names '" + f
+                        + "', not a config feature a layer gives (" + String.join(", ", given) + ")");
+            }
+            Object v = e.getValue();
+            if (!(v instanceof Double) || !((Double) v >= 0.0) || ((Double) v).isInfinite()) {
+                throw new FormatError("estimator: " + wh + ".defaults['" + f + "'] must be a finite number >= 0, got "
+                        + show(v));
+            }
+            out.put((String) f, (Double) v);
+        }
+        return out;
     }
 
     /** The features a caller gives: all but the derived and padded ones (padded ones as their base), each once. */
@@ -1007,7 +1038,7 @@ public final class Estimator {
         String where = "layer of kind '" + kind + "'";
         List<String> given = m.given;
         for (String f : given) {
-            if (!features.containsKey(f)) {
+            if (!features.containsKey(f) && !m.defaults.containsKey(f)) {
                 throw new UsageError(where + ": kind '" + kind + "' needs feature '" + f + "' (features: "
                         + String.join(", ", given) + ")");
             }

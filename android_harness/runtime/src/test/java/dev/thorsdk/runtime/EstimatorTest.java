@@ -1,6 +1,7 @@
 // Owns the JUnit tests of the Java estimator runtime: the shared format-2 vectors, malformed files, bad inputs.
 package dev.thorsdk.runtime;
 
+import static org.junit.Assert.assertArrayEquals;
 import static org.junit.Assert.assertEquals;
 import static org.junit.Assert.assertFalse;
 import static org.junit.Assert.assertNotEquals;
@@ -24,7 +25,7 @@ public class EstimatorTest {
     private static final double RTOL = 1e-9;
     /** The expected_*.json cases every runtime reproduces. */
     private static final String[] CASES = {"expected_time_profile.json", "expected_energy_floored.json",
-        "expected_time_grouped.json", "expected_time_stand_in.json"};
+        "expected_time_grouped.json", "expected_time_stand_in.json", "expected_time_defaults.json"};
     /** Cost terms of a relu over 4704 numbers (any finite non-negative terms would do here). */
     private static final Estimator.Cost RELU_COST = new Estimator.Cost(9408.0, 0.0, 75264.0, 0.0);
 
@@ -121,6 +122,39 @@ public class EstimatorTest {
         String with = good.replaceFirst("(\"" + key + "\":\\[+)[^,\\]]+", "$1" + to);
         assertNotEquals("vector lacks " + key, good, with);
         return with;
+    }
+
+    @Test
+    public void readsAFeatureLeftOutAsItsDefaultAndRejectsMalformedDefaults() throws IOException {
+        String good = TestVectors.read("estimator_time_defaults.json");
+        Estimator est = Estimator.load(good);
+        Map<String, Object> c = new HashMap<>();
+        for (String[] kv : new String[][] {{"in_channels", "16"}, {"out_channels", "32"}, {"kernel", "3"},
+                {"stride", "1"}, {"padding", "1"}, {"groups", "1"}, {"length", "96"}, {"bias", "1"},
+                {"batch_size", "16"}}) {
+            c.put(kv[0], Double.parseDouble(kv[1]));
+        }
+        c.put("role", "hidden");
+        Estimator.Cost cost = new Estimator.Cost(10.0, 0.0, 10.0, 0.0);
+        double[] leftOut = est.predictLayer("conv1d", c, cost);
+        Map<String, Object> one = new HashMap<>(c);
+        one.put("dilation", 1.0);
+        assertArrayEquals(leftOut, est.predictLayer("conv1d", one, cost), 0.0);
+        one.put("dilation", 4.0);
+        assertNotEquals(leftOut[0], est.predictLayer("conv1d", one, cost)[0], 0.0);
+        String defaults = "\"defaults\":{\"dilation\":1}";
+        assertFormatError(first(good, defaults, "\"defaults\":[1]"), "must be an object");
+        assertFormatError(first(good, defaults, "\"defaults\":{\"nope\":1}"), "names 'nope'");
+        assertFormatError(first(good, defaults, "\"defaults\":{\"batch_size\":1}"), "names 'batch_size'");
+        assertFormatError(first(good, defaults, "\"defaults\":{\"dilation\":-1}"), "finite number >= 0");
+        assertFormatError(first(good, defaults, "\"defaults\":{\"dilation\":true}"), "finite number >= 0");
+        Estimator without = Estimator.load(first(good, "," + defaults, ""));
+        try {
+            without.predictLayer("conv1d", c, cost);
+            fail("expected UsageError");
+        } catch (Estimator.UsageError e) {
+            assertTrue(e.getMessage(), e.getMessage().contains("needs feature 'dilation'"));
+        }
     }
 
     @Test
