@@ -1,6 +1,7 @@
 """Pointwise operators without a kind of their own against the probes of the kinds that could cost them: each unary
-op against softplus (the generic ``elementwise`` kind's probe) and, where one exists, the kind whose kernel it runs
-(SELU and CELU against ELU); ``x / y`` and ``torch.maximum`` against ``x * y`` (kind mul, full size). The evidence for
+op against softplus (the generic ``elementwise`` kind's probe) and the kinds whose kernels it runs or resembles
+(SELU and CELU against ELU, clamp against hardtanh, mish against SiLU and GELU, exp against sigmoid, abs against
+ReLU); ``x / y`` and ``torch.maximum`` against ``x * y`` (kind mul, full size). The evidence for
 which of them are read as those kinds by default. Training step (forward, backward to every input), one thread,
 batch 16, side by side, medians of 40 after 5 warm-ups, each pair twice.
 
@@ -52,7 +53,13 @@ def cases():
              ("F.softsign", F.softsign, False), ("F.logsigmoid", F.logsigmoid, False), ("F.selu", F.selu, False),
              ("F.celu", F.celu, False)]
     out = [(label, f, pos, *softplus, 1) for label, f, pos in unary]
-    out += [(label, f, pos, *elu, 1) for label, f, pos in unary if label in ("F.selu", "F.celu")]
+    # and against the kinds whose kernels they run or resemble: SELU and CELU are ELU's kernel; clamp is hardtanh's
+    # forward (kind relu6 is any hardtanh); mish is a gated activation as SiLU and GELU are
+    closest = {"F.selu": [elu], "F.celu": [elu], "torch.clamp(x, -1, 1)": [("F.hardtanh(x, -1, 1) (relu6)",
+                                                                             lambda x: F.hardtanh(x, -1.0, 1.0))],
+               "F.mish": [("F.silu (silu)", F.silu), ("F.gelu (gelu)", F.gelu)],
+               "torch.exp": [("torch.sigmoid (sigmoid)", torch.sigmoid)], "torch.abs": [("F.relu (relu)", F.relu)]}
+    out += [(label, f, pos, *ref, 1) for label, f, pos in unary for ref in closest.get(label, [])]
     out += [("x / y", lambda x, y: x / y, True, *mul, 2), ("torch.maximum", torch.maximum, False, *mul, 2),
             ("torch.minimum", torch.minimum, False, *mul, 2)]
     return out

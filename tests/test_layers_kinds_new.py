@@ -329,10 +329,15 @@ def _middle(layers):
     (lambda x: F.softmax(x, dim=-1), "softmax"), (lambda x: x.softmax(-1), "softmax"),
     (lambda x: torch.softmax(x, 1), "softmax"), (lambda x: x * x, "mul"), (lambda x: torch.mul(x, x), "mul"),
     (lambda x: x.mul(x), "mul"),
+    # ELU's kernel with other constants, and softplus's cost (bench/bench_unary_ops.py): read by default, not approx
+    (nn.SELU(), "elu"), (F.selu, "elu"), (torch.selu, "elu"), (nn.CELU(0.5), "elu"), (F.celu, "elu"),
+    (nn.Softplus(beta=2), "elementwise"), (F.softplus, "elementwise"), (nn.LogSigmoid(), "elementwise"),
+    (F.logsigmoid, "elementwise"),
 ])
 def test_single_op_forms(f, kind):
     (layer,) = _middle(layers_of(_One(f), input_shape=[8]).layers)
     assert layer["kind"] == kind and layer["role"] == "hidden" and layer["config"]["numel"] == 8
+    assert "approx" not in layer
 
 
 @pytest.mark.parametrize("f, head_in, kind, config", [

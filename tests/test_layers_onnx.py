@@ -291,6 +291,14 @@ def test_unsupported_variants_of_supported_ops(tmp_path, node, label):
     assert label in err.value.ops
 
 
+@pytest.mark.parametrize("op,kind", [("Selu", "elu"), ("Celu", "elu"), ("Softplus", "elementwise")])
+def test_selu_celu_and_softplus_read_as_the_kinds_torch_reads_them_as(tmp_path, op, kind):
+    nodes = [helper.make_node("MatMul", ["x", "w0"], ["h"]), helper.make_node(op, ["h"], ["a"]),
+             helper.make_node("MatMul", ["a", "w1"], ["y"])]
+    ml = layers_from_onnx(_save(tmp_path / "act.onnx", nodes, ["N", 8], [_init("w0", (8, 6)), _init("w1", (6, 2))]))
+    assert _summary(ml.layers)[1] == (kind, "hidden", {"numel": 6}) and "approx" not in ml.layers[1]
+
+
 def test_dynamic_per_sample_axis_needs_input_shape(tmp_path):
     nodes = [helper.make_node("Relu", ["x"], ["r"]), helper.make_node("MatMul", ["r", "w"], ["y"])]
     path = _save(tmp_path / "dyn.onnx", nodes, ["N", "seq", 8], [_init("w", (8, 3))])

@@ -263,7 +263,8 @@ def _module_layer(mod, in_shape, out_shape, unsupported, in_axis=0):
         return None
     simple = {nn.ReLU: "relu", nn.ReLU6: "relu6", nn.Hardtanh: "relu6", nn.GELU: "gelu", nn.Tanh: "tanh",
               nn.Sigmoid: "sigmoid", nn.Hardswish: "hardswish", nn.Hardsigmoid: "hardsigmoid", nn.SiLU: "silu",
-              nn.LeakyReLU: "leaky_relu", nn.ELU: "elu"}
+              nn.LeakyReLU: "leaky_relu", nn.ELU: "elu", nn.SELU: "elu", nn.CELU: "elu",
+              nn.Softplus: "elementwise", nn.LogSigmoid: "elementwise"}  # kinds whose kernels they run or cost
     for cls, kind in simple.items():
         if type(mod) is cls:
             return kind, {"numel": _prod(in_shape)}
@@ -1384,7 +1385,8 @@ def _function_layer(node, in_shape, out_shape, unsupported, full_shape=lambda n:
              F.gelu: "gelu", torch.tanh: "tanh",
              torch.sigmoid: "sigmoid", F.sigmoid: "sigmoid", F.tanh: "tanh", F.hardswish: "hardswish",
              F.hardsigmoid: "hardsigmoid", F.silu: "silu", F.leaky_relu: "leaky_relu", F.leaky_relu_: "leaky_relu",
-             F.elu: "elu", F.elu_: "elu"}
+             F.elu: "elu", F.elu_: "elu", F.selu: "elu", torch.selu: "elu", torch.selu_: "elu", F.celu: "elu",
+             torch.celu: "elu", torch.celu_: "elu", F.softplus: "elementwise", F.logsigmoid: "elementwise"}
     if t in table:
         return table[t], {"numel": _prod(in_shape)}
     pool = _pool_functions().get(t)

@@ -363,7 +363,10 @@ KINDS = {
         Kind("hardsigmoid", ("numel",), "hard sigmoid; numel = elements per sample", False),
         Kind("silu", ("numel",), "SiLU (swish); numel = elements per sample", False),
         Kind("leaky_relu", ("numel",), "leaky ReLU; numel = elements per sample", False),
-        Kind("elu", ("numel",), "ELU; numel = elements per sample", False),
+        Kind("elu", ("numel",),
+             "ELU, and SELU and CELU (ELU's kernel with other constants: 0.96-1.07x and 0.64-1.25x, medians 1.00 and "
+             "0.99, of ELU's training step on the host, bench/bench_unary_ops.py); numel = elements per sample",
+             False),
         Kind("upsample", ("channels", "height", "width", "scale"),
              "nearest-neighbour upsampling of (channels, height, width) by an integer scale", False),
         Kind("mul", ("numel", "broadcast"),
@@ -379,9 +382,10 @@ KINDS = {
              "embedding scaled by the square root of its width, attention scores by their temperature, a gate's "
              "1 - z); numel = elements per sample; the backward scales the gradient by the same number", False),
         Kind("elementwise", ("numel",),
-             "a generic elementwise op standing in for operators without a kind of their own (--unknown-ops "
-             "approx): one tensor of numel elements per sample in, one out; probed as softplus, a "
-             "transcendental pointwise op", False),
+             "softplus (nn.Softplus, F.softplus: what it is probed as, a transcendental pointwise op) and log-sigmoid "
+             "(nn.LogSigmoid: 0.71-1.29x softplus's training step on the host, median 1.01); under --unknown-ops "
+             "approx also the generic elementwise op standing in for operators without a kind of their own (marked "
+             "approx): one tensor of numel elements per sample in, one out", False),
         Kind("mha", ("embed_dim", "num_heads", "seq_len", "kv_len", "cross", "need_weights", "p", "mask", "causal"),
              "nn.MultiheadAttention (batch first, biases, no key padding mask): self-attention over seq_len tokens "
              "of embed_dim (kv_len = seq_len, cross = 0), or cross-attention (cross = 1) of seq_len queries over "

@@ -27,7 +27,8 @@ _BATCH = 2  # batch size substituted for a symbolic batch dimension before shape
 _ALWAYS_FREE = {"Identity", "Cast", "CastLike", "Constant", "Shape", "Size"}
 _CONTROL_FLOW = {"If", "Loop", "Scan", "SequenceMap"}
 _SIMPLE = {"Relu": "relu", "Tanh": "tanh", "Sigmoid": "sigmoid", "Gelu": "gelu", "HardSwish": "hardswish",
-           "HardSigmoid": "hardsigmoid", "LeakyRelu": "leaky_relu", "Elu": "elu"}
+           "HardSigmoid": "hardsigmoid", "LeakyRelu": "leaky_relu", "Elu": "elu", "Selu": "elu", "Celu": "elu",
+           "Softplus": "elementwise"}
 _RESHAPES = {"Flatten", "Reshape", "Squeeze", "Unsqueeze"}
 _LAYOUT = {"Transpose", "Reshape", "Squeeze", "Unsqueeze"}
 _SLICING = {"Gather", "Slice"}  # indexing an activation with constant indices: free, like getitem in fx
