@@ -102,3 +102,31 @@ def test_an_estimator_tells_its_runtimes_the_default():
     est = Estimator(doc)
     layer = {"name": "c", "kind": "conv1d", "role": "hidden", "config": CONV1D}
     assert est.estimate([layer], 8)["total"] == est.estimate([dict(layer, config=dict(CONV1D, dilation=1))], 8)["total"]
+
+
+def test_an_estimator_fitted_before_dilation_marks_a_dilated_layer_approx():
+    """An estimator whose conv2d model has no dilation input (the shared time vector predates it) reads a dilated conv
+    as its undilated twin of the same FLOPs and bytes: the same mean, marked approx with the reason and its std
+    widened as a stand-in's; an undilated one (dilation 1, or left out) is estimated as before, unmarked."""
+    from pathlib import Path
+
+    from thor_sdk.layers import approximation_warnings
+    from thor_sdk.runtime import load_estimator
+
+    est = load_estimator(Path(__file__).parent / "vectors" / "estimator_time_profile.json")
+    assert "dilation" not in est._models["conv2d"].index
+    conv = dict(CONV2D, height=16, width=16)
+    plain = est.estimate([{"name": "c", "kind": "conv2d", "role": "hidden", "config": conv}], 8)
+    one = est.estimate([{"name": "c", "kind": "conv2d", "role": "hidden", "config": dict(conv, dilation=1)}], 8)
+    dilated = est.estimate([{"name": "c", "kind": "conv2d", "role": "hidden",
+                             "config": dict(conv, dilation=2, padding=2)}], 8)
+    assert [(r["mean"], r["std"]) for r in plain["layers"]] == [(r["mean"], r["std"]) for r in one["layers"]]
+    assert not plain["approximated"] and not one["approximated"]
+    (row,) = dilated["layers"]
+    # (its padding, 2 for the same output, is a GP input too: the mean moves by that alone)
+    assert row["mean"] == pytest.approx(plain["layers"][0]["mean"], rel=0.01) and row["std"] > 1.5 * plain["layers"][0]["std"]
+    assert "predates" in row["approx"] and "dilation 2" in row["approx"]
+    (a,) = dilated["approximated"]
+    assert a["unread_feature"] and not a["missing_kind"]
+    (w,) = approximation_warnings(dilated["approximated"])
+    assert "fitted without (conv2d" in w

@@ -208,12 +208,20 @@ def read_layer_list(path):
 
 def approximation_warnings(approximated, where=""):
     """One warning line each for an estimate's approximated layers (``approximated``: the runtime's list):
-    stand-ins (a kind the estimator has, standing in for an operator without one of its own: nothing to probe)
-    and the rest (the generic elementwise kind, or a kind the estimator lacks: probing it would help).
+    layers setting a feature their kind's model predates (``unread_feature``: a dilation read by an estimator fitted
+    before it was a feature), stand-ins (a kind the estimator has, standing in for an operator without one of its
+    own: nothing to probe) and the rest (the generic elementwise kind, or a kind the estimator lacks: probing it would help).
     ``where``: what the layers are approximated in (" in the time estimate")."""
-    stand_ins = [a for a in approximated if a["kind"] != "elementwise" and not a.get("missing_kind")]
-    generic = [a for a in approximated if a not in stand_ins]
+    unread = [a for a in approximated if a.get("unread_feature")]
+    stand_ins = [a for a in approximated if a["kind"] != "elementwise" and not a.get("missing_kind")
+                 and a not in unread]
+    generic = [a for a in approximated if a not in stand_ins and a not in unread]
     out = []
+    if unread:
+        kinds = ", ".join(sorted({a["kind"] for a in unread}))
+        out.append(f"{len(unread)} layer(s){where} set a feature their kind's model was fitted without ({kinds}: "
+                   "e.g. a dilation, before it was a feature): estimated at its default, their std widened; refit "
+                   "the campaign with this thor-sdk, or profile such layers, for their own cost")
     if stand_ins:
         ops = ", ".join(sorted({a.get("op") or a["kind"] for a in stand_ins}))
         out.append(f"{len(stand_ins)} layer(s){where} stand in for operators without a kind of their own ({ops}): "

@@ -29,7 +29,7 @@ from math import dist, exp, expm1, fsum, log, log1p, sqrt
 from operator import mul
 
 from thor_sdk.errors import FormatError, NotFoundError, NotOurFileError, UsageError
-from thor_sdk.layers.kinds import model_key, padded_value, parse_padded
+from thor_sdk.layers.kinds import DEFAULT_FEATURES, model_key, padded_value, parse_padded
 
 from .terms import at_batch, cost_terms, layer_terms
 
@@ -145,6 +145,24 @@ def _matern52(c, t):
 
 
 # ----------------------------------------------------------------------------- one kind
+def _unread_feature(layer, model):
+    """Why a layer is estimated approximately by a model fitted before one of its kind's defaulted features existed
+    (``DEFAULT_FEATURES``: a conv's dilation), where the layer sets it to another value than its default; else None.
+    Such a model reads the layer as its twin at the default (an undilated conv of the same output, FLOPs and bytes),
+    so the layer is marked approx and its std widened, as a stand-in's."""
+    defaults = DEFAULT_FEATURES.get(layer["kind"])
+    config = layer.get("config")
+    if not defaults or not isinstance(config, dict):
+        return None
+    off = [f"{f} {config[f]:g}" for f, d in defaults.items()
+           if f not in model.index and _is_num(config.get(f)) and config[f] != d]
+    if not off:
+        return None
+    return (f"the estimator's {layer['kind']} model predates its feature(s) {', '.join(off)}: estimated as the same "
+            f"layer at {', '.join(f'{f} {d:g}' for f, d in defaults.items())} (same FLOPs and bytes); refit the "
+            "campaign with this thor-sdk, or profile dilated layers, for their own cost")
+
+
 def _defaults(d, given, where):
     """An entry's optional ``defaults`` (``{feature: number}``): features a layer may leave out, each one the caller
     gives (not derived, not padded), its value a finite number >= 0. ``{}`` when the entry has none."""
@@ -620,7 +638,9 @@ class Estimator:
             else:
                 m, s, outside = results[key]
                 why = layer.get("approx") if isinstance(layer.get("approx"), str) else None
-                if why:  # a stand-in, or the generic elementwise kind: the operator's own cost may differ
+                unread = None if why else _unread_feature(layer, self._models[key[0]])
+                why = why or unread
+                if why:  # a stand-in, the generic elementwise kind, or a feature the model never read: its cost may differ
                     extra = APPROX_OP_REL_STD * m
                     s = sqrt(s * s + extra * extra)
                     op = layer.get("op")
@@ -631,7 +651,8 @@ class Estimator:
             if why:
                 row["approx"] = why
                 approximated.append({"index": i, "name": layer.get("name"), "op": layer.get("op"),
-                                     "kind": layer["kind"], "missing_kind": key is None, "reason": why})
+                                     "kind": layer["kind"], "missing_kind": key is None, "reason": why,
+                                     **({"unread_feature": True} if key is not None and unread else {})})
             out_layers.append(row)
         total_var += [fsum(extras) ** 2 for extras in op_extra.values()]
         layers_var = fsum(total_var)
