@@ -34,11 +34,14 @@ def test_relative_shares_weigh_every_zoo_net_alike(small_prior):
     from thor_sdk.campaign.prior import proxy_cost_s
 
     _, doc = small_prior  # lenet5 and har: whatever their costs, each counts half
-    # the nets' own kinds share 1; the generic elementwise kind adds a tenth of the activations' share
-    assert sum(k["rel_share"] for n, k in doc["kinds"].items() if n != "elementwise") == pytest.approx(1.0)
+    # the nets' own kinds share 1; the kinds no zoo net has (elementwise, clamp) each add a tenth of the activations'
+    from thor_sdk.campaign.prior import GENERIC_KINDS
+
+    assert set(GENERIC_KINDS) <= set(doc["kinds"])
+    assert sum(k["rel_share"] for n, k in doc["kinds"].items() if n not in GENERIC_KINDS) == pytest.approx(1.0)
     share_of = {m: 0.0 for m in ("lenet5", "har")}
     for n, e in doc["kinds"].items():
-        for c in e["configs"] if n != "elementwise" else ():
+        for c in e["configs"] if n not in GENERIC_KINDS else ():
             for m in c["models"]:
                 share_of[m] += c["rel_share"] / len(c["models"])
     assert share_of["har"] == pytest.approx(0.5, abs=0.05) and share_of["lenet5"] == pytest.approx(0.5, abs=0.05)

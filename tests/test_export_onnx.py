@@ -58,6 +58,7 @@ KIND_PROBES = {
     "reduce_max-hidden": Probe("reduce_max", dict(rows=3, reduced=5, inner=2, indices=1), 2, "hidden"),
     "reduce_amax-hidden": Probe("reduce_max", dict(rows=3, reduced=5, inner=2, indices=0), 2, "hidden"),
     "sub-hidden": Probe("sub", dict(numel=24), 3, "hidden"),
+    "clamp-hidden": Probe("clamp", dict(numel=24), 3, "hidden"),
     "reduce_mean-hidden": Probe("reduce_mean", dict(rows=3, reduced=5, inner=2), 2, "hidden"),
     "adaptive_maxpool2d-hidden": Probe("adaptive_maxpool2d", dict(channels=3, height=5, width=5, out_size=1), 2,
                                        "hidden"),

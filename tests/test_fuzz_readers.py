@@ -481,7 +481,7 @@ def test_meter_log_reader(data):
 # -- ONNX graphs: random chains of the operators the importer reads, stands in for or refuses ---------------------
 _ONNX_OPS = ("Relu", "Softmax", "Transpose", "MatMulW", "MatMulSelf", "Conv", "ConvTranspose", "Flatten", "Split",
              "Einsum", "Pad", "PadFromShape", "Resize", "Concat", "Mul", "HardSwish", "Reduce", "GlobalMaxPool",
-             "Sub")
+             "Sub", "Clip")
 
 
 @st.composite
@@ -556,6 +556,16 @@ def onnx_graphs(draw):
                     np.ones(() if other == "scalar" else (draw(small),), np.float32), c))
             pair = [cur, cur if other == "self" else c]
             nodes.append(helper.make_node(op, pair[::-1] if op == "Sub" and draw(st.booleans()) else pair, [out]))
+        elif op == "Clip":  # bounds: numbers in any order (NaN, infinities too), left out, or the activation itself
+            names = []
+            for j, bound in enumerate(draw(st.lists(st.sampled_from([-1.0, 0.0, 6.0, float("inf"), float("nan"),
+                                                                      "self", "empty"]), max_size=2))):
+                if bound == "self" or bound == "empty":
+                    names.append(cur if bound == "self" else "")
+                    continue
+                inits.append(numpy_helper.from_array(np.array(bound, np.float32), f"b{i}_{j}"))
+                names.append(f"b{i}_{j}")
+            nodes.append(helper.make_node("Clip", [cur, *names], [out]))
         elif op == "Reduce":  # axes an attribute (older opsets) or an input, any of them, maybe the batch's
             red = draw(st.sampled_from(["ReduceSum", "ReduceMean", "ReduceMax"]))
             axes = draw(st.lists(st.integers(-rank, rank - 1), max_size=3))

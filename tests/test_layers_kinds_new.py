@@ -79,6 +79,7 @@ CONFIGS = {
     "cat": [dict(numel=12, parts=2), dict(numel=13, parts=3)],
     "permute": [dict(numel=12), dict(numel=13)],
     "elementwise": [dict(numel=24)],
+    "clamp": [dict(numel=24)],
     "scale": [dict(numel=24)],
     "mha": [dict(embed_dim=8, num_heads=2, seq_len=5, kv_len=5, cross=0, need_weights=1, p=0.0, mask=0, causal=0),
             dict(embed_dim=8, num_heads=4, seq_len=5, kv_len=3, cross=1, need_weights=0, p=0.1, mask=0, causal=0),
@@ -333,11 +334,32 @@ def _middle(layers):
     (nn.SELU(), "elu"), (F.selu, "elu"), (torch.selu, "elu"), (nn.CELU(0.5), "elu"), (F.celu, "elu"),
     (nn.Softplus(beta=2), "elementwise"), (F.softplus, "elementwise"), (nn.LogSigmoid(), "elementwise"),
     (F.logsigmoid, "elementwise"),
+    # clamp with number bounds: its own kind (its backward is not hardtanh's)
+    (lambda x: x.clamp(-1, 1), "clamp"), (lambda x: torch.clamp(x, min=0.0), "clamp"), (lambda x: x.clip(0, 6), "clamp"),
+    (lambda x: torch.clamp_min(x, 0.1), "clamp"), (lambda x: x.clamp_max_(2.0), "clamp"),
+    (lambda x: x.clamp(max=x.size(1) * 0.5), "clamp"),
 ])
 def test_single_op_forms(f, kind):
     (layer,) = _middle(layers_of(_One(f), input_shape=[8]).layers)
     assert layer["kind"] == kind and layer["role"] == "hidden" and layer["config"]["numel"] == 8
     assert "approx" not in layer
+
+
+@pytest.mark.parametrize("f, why", [(lambda x: x.clamp(min=x.mean()), "a tensor bound"),
+                                     (lambda x: torch.clamp(x, x, x + 1), "a tensor bound")])
+def test_a_clamp_by_tensors_is_refused_by_name(f, why):
+    with pytest.raises(UnsupportedOperatorError, match=why):
+        layers_of(_One(f), input_shape=[8])
+
+
+def test_the_clamp_probe_is_torch_clamp():
+    """Kind clamp's probe runs ``torch.clamp`` itself: the same values and gradients as the operator."""
+    from thor_sdk.layers.build import build_layer
+
+    x = torch.randn(4, 8, requires_grad=True)
+    y = build_layer("clamp", {"numel": 8})(x)
+    y.sum().backward()
+    assert torch.equal(y, torch.clamp(x, -1.0, 1.0)) and torch.equal(x.grad, ((x >= -1) & (x <= 1)).float())
 
 
 @pytest.mark.parametrize("f, head_in, kind, config", [

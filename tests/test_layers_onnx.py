@@ -280,7 +280,7 @@ def test_a_mul_of_two_activations_a_gate_and_a_scale(tmp_path):
     (helper.make_node("Conv", ["x", "w"], ["c"], dilations=[2, 2, 2]), "Conv(kernel or dilations not 2-D)"),
     (helper.make_node("MaxPool", ["x"], ["c"], kernel_shape=[2, 2, 1]), "MaxPool(kernel or strides not 2-D)"),
     (helper.make_node("MaxPool", ["x"], ["c"], kernel_shape=[2, 2], ceil_mode=1), "MaxPool(ceil_mode or dilation)"),
-    (helper.make_node("Clip", ["x", "lo"], ["c"]), "Clip(other than ReLU6 / ReLU bounds)"),
+    (helper.make_node("Clip", ["x", "lo", "x"], ["c"]), "Clip(bounds that are not ordered numbers)"),
 ])
 def test_unsupported_variants_of_supported_ops(tmp_path, node, label):
     nodes = [_const("lo", -1.0), node, helper.make_node("Flatten", ["c"], ["f"]),
@@ -289,6 +289,13 @@ def test_unsupported_variants_of_supported_ops(tmp_path, node, label):
         layers_from_onnx(_save(tmp_path / "v.onnx", nodes, [1, 1, 4, 4],
                                [_init("w", (1, 1, 3, 3)), _init("wf", (4, 2))]))
     assert label in err.value.ops
+
+
+def test_a_clip_of_other_number_bounds_is_clamp(tmp_path):
+    nodes = [helper.make_node("MatMul", ["x", "w0"], ["h"]), _const("lo", -1.0), _const("hi", 2.0),
+             helper.make_node("Clip", ["h", "lo", "hi"], ["a"]), helper.make_node("MatMul", ["a", "w1"], ["y"])]
+    ml = layers_from_onnx(_save(tmp_path / "clip.onnx", nodes, ["N", 8], [_init("w0", (8, 6)), _init("w1", (6, 2))]))
+    assert _summary(ml.layers)[1] == ("clamp", "hidden", {"numel": 6})
 
 
 @pytest.mark.parametrize("op,kind", [("Selu", "elu"), ("Celu", "elu"), ("Softplus", "elementwise")])

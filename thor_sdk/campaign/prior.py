@@ -57,9 +57,11 @@ SIZE_FEATURES = {"in_channels", "out_channels", "channels", "height", "width", "
 ALIGNED_FEATURES = {"in_channels", "out_channels", "channels", "in_features", "out_features", "hidden_size",
                     "input_size", "d_model", "d_ff", "embedding_dim", "embed_dim"}
 ALIGN = 8
-#: the pointwise kinds whose configs place the generic ``elementwise`` kind in the prior, and its weight
+#: the pointwise kinds whose configs place the kinds no zoo net has but any net may (``GENERIC_KINDS``: the generic
+#: ``elementwise`` kind, softplus, and ``clamp``) in the prior, and their weight
 GENERIC_FROM = ("relu", "relu6", "gelu", "tanh", "sigmoid", "hardswish", "hardsigmoid", "silu", "leaky_relu", "elu")
 GENERIC_WEIGHT = 0.1
+GENERIC_KINDS = ("elementwise", "clamp")
 #: features that scale together (one factor): spatial sides stay square
 TIED = (("height", "width"), ("seq_len", "kv_len"))
 #: sequence lengths and 1-D windows scale by a wider factor: an app picks its window (1 s or 4 s of sensor
@@ -116,8 +118,8 @@ def build_prior(model_names=None):
             entry["per_model"][name] = entry["per_model"].get(name, 0) + 1
             if name not in entry["models"]:
                 entry["models"].append(name)
-    # the generic elementwise kind (operators without a kind of their own, --unknown-ops approx) lives
-    # where the zoo's pointwise activations live, at a tenth of their weight
+    # the generic elementwise kind (softplus, and operators without a kind of their own under --unknown-ops approx)
+    # and clamp live where the zoo's pointwise activations live, at a tenth of their weight
     generic = {}
     for kind in GENERIC_FROM:
         for key, e in kinds.get(kind, {}).items():
@@ -128,8 +130,8 @@ def build_prior(model_names=None):
             g["models"] += [m for m in e["models"] if m not in g["models"]]
             for m, n in e["per_model"].items():
                 g.setdefault("per_model", {})[m] = g.get("per_model", {}).get(m, 0) + n
-    if generic:
-        kinds["elementwise"] = generic
+    for kind in GENERIC_KINDS if generic else ():
+        kinds[kind] = {k: json.loads(json.dumps(e)) for k, e in generic.items()}  # each its own copy
     total = 0.0
     out = {}
     for kind, entries in kinds.items():

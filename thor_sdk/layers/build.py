@@ -88,6 +88,13 @@ class Scale(nn.Module):
         return x * 0.5
 
 
+class Clamp(nn.Module):
+    """Kind ``clamp``: ``torch.clamp`` with two number bounds (its backward PyTorch's clamp_backward)."""
+
+    def forward(self, x):
+        return torch.clamp(x, -1.0, 1.0)
+
+
 class Pad(nn.Module):
     """Kind ``pad``: constant (zero) padding of a (channels, height, width) input by ``pad_c``, ``pad_h`` and
     ``pad_w`` elements along each axis, half before and the rest after (``F.pad``, as ``nn.ZeroPad2d`` runs it)."""
@@ -261,6 +268,8 @@ def build_layer(kind, c):
         return Scale()
     if kind == "elementwise":
         return Elementwise()
+    if kind == "clamp":
+        return Clamp()
     if kind == "sdpa":
         return Sdpa(_i(c["seq_len"]), _i(c["kv_len"]), c["causal"], float(c["p"]))
     if kind == "mha":

@@ -1225,6 +1225,21 @@ _FREE_METHODS = {"size", "dim", "contiguous", "clone", "detach", "float", "type_
 _RESHAPE_METHODS = {"view", "reshape", "flatten", "unsqueeze", "squeeze", "unflatten", "view_as", "reshape_as"}
 _ELEMENTWISE_METHODS = {"relu": "relu", "relu_": "relu", "tanh": "tanh", "sigmoid": "sigmoid"}
 _PERMUTE_METHODS = {"transpose", "permute"}
+_CLAMP_METHODS = {"clamp", "clamp_", "clip", "clip_", "clamp_min", "clamp_min_", "clamp_max", "clamp_max_"}
+
+
+def _clamp_layer(node, name, in_shape, unsupported, label):
+    """``("clamp", config)`` of a clamp or clip (``name``: its function or method name) whose bounds are numbers
+    (Python numbers, or computed from sizes); a tensor bound, or none at all, is recorded unsupported."""
+    if name.rstrip("_") in ("clamp_min", "clamp_max"):
+        bounds = [_arg(node, 1, "min" if "min" in name else "max")]
+    else:
+        bounds = [_arg(node, 1, "min"), _arg(node, 2, "max")]
+    given = [b for b in bounds if b is not None]
+    if not given or not all(_is_constant(b) for b in given):
+        unsupported.append(f"{label}({'a tensor bound' if given else 'no bound'})")
+        return None
+    return "clamp", {"numel": _prod(in_shape)}
 
 
 def _is_constant(a):
@@ -1334,6 +1349,8 @@ def _function_layer(node, in_shape, out_shape, unsupported, full_shape=lambda n:
             return "flatten", {"numel": _prod(in_shape)}
         if t in _ELEMENTWISE_METHODS:
             return _ELEMENTWISE_METHODS[t], {"numel": _prod(in_shape)}
+        if t in _CLAMP_METHODS:
+            return _clamp_layer(node, t, in_shape, unsupported, f"Tensor.{t}")
         if t in ("add", "add_"):
             return "add", {"numel": _prod(out_shape)}
         if t in ("sub", "sub_", "subtract"):
@@ -1389,6 +1406,8 @@ def _function_layer(node, in_shape, out_shape, unsupported, full_shape=lambda n:
              torch.celu: "elu", torch.celu_: "elu", F.softplus: "elementwise", F.logsigmoid: "elementwise"}
     if t in table:
         return table[t], {"numel": _prod(in_shape)}
+    if t in (torch.clamp, torch.clip, torch.clamp_min, torch.clamp_max):
+        return _clamp_layer(node, t.__name__, in_shape, unsupported, f"torch.{t.__name__}")
     pool = _pool_functions().get(t)
     if pool:
         kind, max_pool = pool

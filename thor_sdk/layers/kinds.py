@@ -291,7 +291,7 @@ def _numel(c):
 
 _ACTIVATIONS = ("hardswish", "hardsigmoid", "silu", "leaky_relu", "elu")
 _ELEMENTWISE = ("relu", "relu6", "gelu", "tanh", "sigmoid", "dropout", "flatten", "add", "sub", "mul", "cat",
-                "permute", "elementwise", "scale") + _ACTIVATIONS
+                "permute", "elementwise", "scale", "clamp") + _ACTIVATIONS
 
 KINDS = {
     k.name: k
@@ -386,6 +386,11 @@ KINDS = {
              "(nn.LogSigmoid: 0.71-1.29x softplus's training step on the host, median 1.01); under --unknown-ops "
              "approx also the generic elementwise op standing in for operators without a kind of their own (marked "
              "approx): one tensor of numel elements per sample in, one out", False),
+        Kind("clamp", ("numel",),
+             "torch.clamp / Tensor.clamp / torch.clip / clamp_min / clamp_max with number bounds (a VAE's clamped "
+             "log-variance, ReLU6 written as x.clamp(0, 6)); numel = elements per sample. Its backward is PyTorch's "
+             "clamp_backward (comparisons, a mask and a where), not hardtanh's fused one: 2.3-5.3x hardtanh's training "
+             "step and 1.2-2.2x softplus's on the host (bench/bench_unary_ops.py)", False),
         Kind("mha", ("embed_dim", "num_heads", "seq_len", "kv_len", "cross", "need_weights", "p", "mask", "causal"),
              "nn.MultiheadAttention (batch first, biases, no key padding mask): self-attention over seq_len tokens "
              "of embed_dim (kv_len = seq_len, cross = 0), or cross-attention (cross = 1) of seq_len queries over "
@@ -568,6 +573,7 @@ _FLOPS = {
     "leaky_relu": lambda c: 2.0 * c["numel"],
     "elu": lambda c: 4.0 * c["numel"],
     "elementwise": lambda c: 4.0 * c["numel"],
+    "clamp": lambda c: 2.0 * c["numel"],  # two compares (a max, a min)
     # data movement only: one operation per element written
     "upsample": lambda c: _prod(_SHAPES["upsample"][1](c)),
     "pad": lambda c: _prod(_SHAPES["pad"][1](c)),

@@ -790,10 +790,12 @@ def _clip(g, node, a):
         hi = g.scalar(node.input[2]) if len(node.input) > 2 and node.input[2] else float("inf")
     else:
         lo, hi = a.get("min", float("-inf")), a.get("max", float("inf"))
-    if lo == 0.0 and hi == 6.0:
+    if lo == 0.0 and hi == 6.0:  # what nn.ReLU6 exports as (x.clamp(0, 6) too: the graph cannot tell them apart)
         return "relu6"
     if lo == 0.0 and hi == float("inf"):
         return "relu"
+    if isinstance(lo, (int, float)) and isinstance(hi, (int, float)) and lo == lo and hi == hi and lo <= hi:
+        return "clamp"  # other number bounds: torch.clamp's, whose backward is not the activations'
     return None
 
 
@@ -847,7 +849,7 @@ def _node_layer(g, node, extra, unsupported):
     if op == "Clip":
         kind = _clip(g, node, a)
         if kind is None:
-            unsupported.append("Clip(other than ReLU6 / ReLU bounds)")
+            unsupported.append("Clip(bounds that are not ordered numbers)")
             return None
         return kind, {"numel": _prod(g.per_sample(first))}
     if op == "PRelu":  # torch's nn.PReLU: a slope per channel ([C, 1, 1] or [C]) or one for all ([1])
