@@ -634,6 +634,43 @@ class AtrousCNN(nn.Module):
         return self.fc(h.mean(dim=(2, 3)))
 
 
+class SNNTabular(nn.Module):
+    """A self-normalising MLP (Klambauer et al.) on 64 tabular features: three Linear + SELU layers of 256, 10
+    classes."""
+
+    def __init__(self):
+        super().__init__()
+        self.net = nn.Sequential(nn.Linear(64, 256), nn.SELU(), nn.Linear(256, 256), nn.SELU(),
+                                 nn.Linear(256, 256), nn.SELU(), nn.Linear(256, 10))
+
+    def forward(self, x):
+        return self.net(x)
+
+
+class ClampMobile(nn.Module):
+    """A MobileNet-style CNN ported from TensorFlow, its ReLU6 written as ``x.clamp(0, 6)``: a 3x3 stem of stride 2,
+    three depthwise-separable blocks (depthwise 3x3, BN, clamp, pointwise 1x1, BN, clamp), global average pooling, a
+    Linear; 3x32x32 images, 10 classes."""
+
+    def __init__(self):
+        super().__init__()
+        self.stem, self.stem_bn = nn.Conv2d(3, 16, 3, 2, 1, bias=False), nn.BatchNorm2d(16)
+        blocks, c = [], 16
+        for cout, stride in ((32, 1), (64, 2), (64, 1)):
+            blocks.append(nn.ModuleList([nn.Conv2d(c, c, 3, stride, 1, groups=c, bias=False), nn.BatchNorm2d(c),
+                                         nn.Conv2d(c, cout, 1, bias=False), nn.BatchNorm2d(cout)]))
+            c = cout
+        self.blocks = nn.ModuleList(blocks)
+        self.fc = nn.Linear(c, 10)
+
+    def forward(self, x):
+        x = self.stem_bn(self.stem(x)).clamp(0, 6)
+        for dw, bn1, pw, bn2 in self.blocks:
+            x = bn1(dw(x)).clamp(0, 6)
+            x = bn2(pw(x)).clamp(0, 6)
+        return self.fc(x.mean(dim=(2, 3)))
+
+
 #: nets whose architecture joined the zoo after they had shown it missing (docs/model-zoo.md): no longer clean
 #: no longer unseen cases, reported apart: SeqLSTM read 1.95x before lstm_har joined the zoo; SdpaBlock calls
 #: F.scaled_dot_product_attention, as vit_tiny (in the zoo since 2026-11-27) does; MHA, Encoder and CrossAttn
@@ -656,4 +693,5 @@ NETS = (("UNetTiny", (3, 32, 32)), ("BiLSTM", (32,)), ("GRU2", (50, 12)), ("MHA"
         ("UNetBilinear", (3, 36, 36)), ("ConvAE", (1, 28, 28)), ("ResNet8A", (3, 32, 32)),
         ("TFSamePadCNN", (3, 32, 32)), ("AttnPoolLSTM", (64, 9)), ("PointNetTiny", (3, 256)), ("TextCNNAmax", (48,)),
         ("CBAMLiteCNN", (3, 32, 32)), ("ConcatPool1d", (6, 200)), ("HighPassCNN", (3, 48, 48)),
-        ("CenteredMLP", (64,)), ("WaveNetKWS", (40, 98)), ("AtrousCNN", (3, 64, 64)))
+        ("CenteredMLP", (64,)), ("WaveNetKWS", (40, 98)), ("AtrousCNN", (3, 64, 64)), ("SNNTabular", (64,)),
+        ("ClampMobile", (3, 32, 32)))
