@@ -3,16 +3,16 @@
     python bench/bench_stand_ins.py            # writes bench/results/stand-ins-host-<stamp>.md
 
 Under ``--unknown-ops approx`` some operators without a kind are estimated as kinds that stand in for them
-(``thor_sdk.layers.extract._stand_in``): a bidirectional
-LSTM/GRU as one layer per direction and a ``cat``; a projected LSTM as the lstm of its full hidden size and its
-projection, per direction; a transposed conv (1-D, or 2-D with groups or non-square sides: else kind ``conv_transpose2d``, timed
-here against its own kind) as the stride-1 conv of the same FLOPs; nn.MultiheadAttention outside kind ``mha``
-(``bias=False``), ``x @ y``, ``torch.einsum`` and F.scaled_dot_product_attention with a mask as ``linear``
-layers of the same FLOPs and a ``softmax``; an instance norm as the batch norm of the same sizes; GroupNorm without
-its affine as the layernorm of the same statistics. Also timed against the layers they are read as: a LayerNorm over
-several trailing dimensions (its own kind, over their product), a GroupNorm with its affine (kind ``groupnorm``), a
-dilated conv (conv1d / conv2d with its dilation since 2026-11-28; before, the undilated conv of the same output),
-nn.MultiheadAttention (kind ``mha``, self and cross), F.scaled_dot_product_attention (kind ``sdpa``) and nn.TransformerEncoderLayer and nn.TransformerDecoderLayer (their
+(``thor_sdk.layers.extract._stand_in``): a bidirectional LSTM/GRU as one layer per direction and a ``cat``; a
+projected LSTM as the lstm of its full hidden size and its projection, per direction; a transposed conv (1-D, or 2-D
+with groups or non-square sides: else kind ``conv_transpose2d``, timed here against its own kind) as the stride-1
+conv of the same FLOPs; nn.MultiheadAttention outside kind ``mha`` (``bias=False``), ``x @ y``, ``torch.einsum`` and
+F.scaled_dot_product_attention with a mask as ``linear`` layers of the same FLOPs and a ``softmax``; an instance
+norm as the batch norm of the same sizes; GroupNorm without its affine as the layernorm of the same statistics. Also
+timed against the layers they are read as: a LayerNorm over several trailing dimensions (its own kind, over their
+product), a GroupNorm with its affine (kind ``groupnorm``), a dilated conv (conv1d / conv2d with its dilation since
+2026-11-28; before, the undilated conv of the same output), nn.MultiheadAttention (kind ``mha``, self and cross),
+F.scaled_dot_product_attention (kind ``sdpa``) and nn.TransformerEncoderLayer and nn.TransformerDecoderLayer (their
 attention, norms and feed-forward, each of its own kind), with or without a causal mask.
 
 Each case is a small module holding the operator (and a cheap ReLU after it, so no linear stand-in becomes the
@@ -193,10 +193,14 @@ def _cases():
         ("InstanceNorm2d affine 32x16x16", Op(nn.InstanceNorm2d(32, affine=True)), (32, 16, 16), 16),
         ("InstanceNorm2d 16x32x32", Op(nn.InstanceNorm2d(16)), (16, 32, 32), 16),
         ("InstanceNorm1d affine 32xL128", Op(nn.InstanceNorm1d(32, affine=True)), (32, 128), 16),
-        ("Conv1d 3->32 k3 dilation 2 L128 (its own kind)", Op(nn.Conv1d(3, 32, 3, padding=2, dilation=2)), (3, 128), 16),
-        ("Conv1d 32->32 k3 dilation 4 L128 (its own kind)", Op(nn.Conv1d(32, 32, 3, padding=4, dilation=4)), (32, 128), 16),
-        ("Conv1d 64->64 k5 dilation 8 L256 (its own kind)", Op(nn.Conv1d(64, 64, 5, padding=16, dilation=8)), (64, 256), 16),
-        ("Conv2d 32->32 k3 dilation 2 32x32 (its own kind)", Op(nn.Conv2d(32, 32, 3, padding=2, dilation=2)), (32, 32, 32), 16),
+        ("Conv1d 3->32 k3 dilation 2 L128 (its own kind)",
+         Op(nn.Conv1d(3, 32, 3, padding=2, dilation=2)), (3, 128), 16),
+        ("Conv1d 32->32 k3 dilation 4 L128 (its own kind)",
+         Op(nn.Conv1d(32, 32, 3, padding=4, dilation=4)), (32, 128), 16),
+        ("Conv1d 64->64 k5 dilation 8 L256 (its own kind)",
+         Op(nn.Conv1d(64, 64, 5, padding=16, dilation=8)), (64, 256), 16),
+        ("Conv2d 32->32 k3 dilation 2 32x32 (its own kind)",
+         Op(nn.Conv2d(32, 32, 3, padding=2, dilation=2)), (32, 32, 32), 16),
         ("ConvTranspose2d 8->4 k2 s2 16x16 (its own kind)", Op(nn.ConvTranspose2d(8, 4, 2, stride=2)), (8, 16, 16), 16),
         ("ConvTranspose2d 64->32 k4 s2 p1 16x16 (its own kind)", Op(nn.ConvTranspose2d(64, 32, 4, 2, 1)),
          (64, 16, 16), 16),

@@ -73,7 +73,8 @@ def main(argv=None):
     ap.add_argument("--shapes", type=int, default=len(SHAPES), help="how many of the shapes (default all)")
     args = ap.parse_args(argv)
     torch.set_num_threads(1)
-    rows = ["| input (batch 16) | op | reference | op (ms) | reference (ms) | op / reference |", "|---|---|---|---|---|---|"]
+    rows = ["| input (batch 16) | op | reference | op (ms) | reference (ms) | op / reference |",
+            "|---|---|---|---|---|---|"]
     ratios = {}
     for shape in SHAPES[:args.shapes]:
         for label, f, positive, ref_label, ref, arity in cases():

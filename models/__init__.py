@@ -131,7 +131,8 @@ _ZOO = (
     _zoo("resnet20_cifar", "CIFAR ResNet-20 (16/32/64) with option-A shortcuts (strided slice, F.pad of the channels) "
          "as akamaster/pytorch_resnet_cifar10 writes it, on 3x32x32 images, 10 classes", (3, 32, 32)),
     _zoo("erfnet_small", "ERFNet (downsamplers, factorised 3x1/1x3 blocks with channel dropout, the last two dilated 2 "
-         "and 4, 3x3 transposed-conv decoder) on 3x64x64 images, 2 classes per pixel", (3, 64, 64), 2, label_shape=(64 * 64,)),
+         "and 4, 3x3 transposed-conv decoder) on 3x64x64 images, 2 classes per pixel", (3, 64, 64), 2,
+         label_shape=(64 * 64,)),
     _zoo("pointnet_small", "PointNet classifier (shared 1x1 conv1d MLP, torch.max over the points) on 3x512 point "
          "clouds, 10 classes", (3, 512)),
     ModelSpec("textcnn_kim", "Kim's CNN for sentences (conv1d 3/4/5 x 100, torch.max over time): seq 64, vocab 2000, "

@@ -335,7 +335,8 @@ def _middle(layers):
     (nn.Softplus(beta=2), "elementwise"), (F.softplus, "elementwise"), (nn.LogSigmoid(), "elementwise"),
     (F.logsigmoid, "elementwise"),
     # clamp with number bounds: its own kind (its backward is not hardtanh's)
-    (lambda x: x.clamp(-1, 1), "clamp"), (lambda x: torch.clamp(x, min=0.0), "clamp"), (lambda x: x.clip(0, 6), "clamp"),
+    (lambda x: x.clamp(-1, 1), "clamp"), (lambda x: torch.clamp(x, min=0.0), "clamp"),
+    (lambda x: x.clip(0, 6), "clamp"),
     (lambda x: torch.clamp_min(x, 0.1), "clamp"), (lambda x: x.clamp_max_(2.0), "clamp"),
     (lambda x: x.clamp(max=x.size(1) * 0.5), "clamp"),
 ])

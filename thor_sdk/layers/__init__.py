@@ -210,7 +210,8 @@ def approximation_warnings(approximated, where=""):
     """One warning line each for an estimate's approximated layers (``approximated``: the runtime's list):
     layers setting a feature their kind's model predates (``unread_feature``: a dilation read by an estimator fitted
     before it was a feature), stand-ins (a kind the estimator has, standing in for an operator without one of its
-    own: nothing to probe) and the rest (the generic elementwise kind, or a kind the estimator lacks: probing it would help).
+    own: nothing to probe) and the rest (the generic elementwise kind, or a kind the estimator lacks: probing it
+    would help).
     ``where``: what the layers are approximated in (" in the time estimate")."""
     unread = [a for a in approximated if a.get("unread_feature")]
     stand_ins = [a for a in approximated if a["kind"] != "elementwise" and not a.get("missing_kind")

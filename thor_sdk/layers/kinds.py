@@ -440,7 +440,8 @@ KINDS = {
 
 _SHAPES = {
     "conv2d": (lambda c: (c["in_channels"], c["height"], c["width"]),
-               lambda c: (c["out_channels"], _conv_out(c["height"], c["kernel"], c["stride"], c["padding"], _dilation(c)),
+               lambda c: (c["out_channels"],
+                          _conv_out(c["height"], c["kernel"], c["stride"], c["padding"], _dilation(c)),
                           _conv_out(c["width"], *_width_side(c), _dilation(c)))),
     "linear": (lambda c: ((c["tokens"], c["in_features"]) if c["tokens"] > 1 else (c["in_features"],)),
                lambda c: ((c["tokens"], c["out_features"]) if c["tokens"] > 1 else (c["out_features"],))),

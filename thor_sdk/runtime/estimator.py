@@ -640,7 +640,7 @@ class Estimator:
                 why = layer.get("approx") if isinstance(layer.get("approx"), str) else None
                 unread = None if why else _unread_feature(layer, self._models[key[0]])
                 why = why or unread
-                if why:  # a stand-in, the generic elementwise kind, or a feature the model never read: its cost may differ
+                if why:  # a stand-in, the generic kind, or a feature the model never read: its own cost may differ
                     extra = APPROX_OP_REL_STD * m
                     s = sqrt(s * s + extra * extra)
                     op = layer.get("op")
