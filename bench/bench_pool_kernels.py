@@ -8,27 +8,18 @@ for adaptive_maxpool2d being a kind of its own), and a difference of tensors aga
 """
 
 import argparse
-import statistics
+import os
+import sys
 import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 
 def _step_ms(f, shape, n=40):
-    import torch
+    """Median ms of one forward + backward of ``f`` on one tensor of ``shape`` (``bench_unary_ops``' timer)."""
+    from bench_unary_ops import _step_ms as step_ms
 
-    x = torch.randn(*shape).requires_grad_(True)
-
-    def step():
-        x.grad = None
-        f(x).sum().backward()
-
-    for _ in range(5):
-        step()
-    ts = []
-    for _ in range(n):
-        t0 = time.perf_counter()
-        step()
-        ts.append(time.perf_counter() - t0)
-    return statistics.median(ts) * 1e3
+    return step_ms(f, [shape], n=n)
 
 
 def main(argv=None):
