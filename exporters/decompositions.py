@@ -22,11 +22,6 @@ def _pair(v):
     return [int(v)] * 2
 
 
-def _one(v):
-    """A 1-D conv's stride, padding, dilation or output padding as one number."""
-    return int(v[0]) if isinstance(v, (list, tuple)) else int(v)
-
-
 def convolution_backward(grad_output, input, weight, bias_sizes, stride, padding, dilation, transposed,
                          output_padding, groups, output_mask):
     """``aten.convolution_backward`` for 1-D and 2-D convolutions, plain or transposed, as two convolutions (a 1-D
@@ -44,8 +39,8 @@ def convolution_backward(grad_output, input, weight, bias_sizes, stride, padding
     aten = torch.ops.aten
     if input.dim() == 3:  # 1-D (nn.Conv1d, nn.ConvTranspose1d): the 2-D one over a single row
         got = convolution_backward(grad_output.unsqueeze(2), input.unsqueeze(2), weight.unsqueeze(2), bias_sizes,
-                                   [1, _one(stride)], [0, _one(padding)], [1, _one(dilation)], transposed,
-                                   [0, _one(output_padding)], groups, output_mask)
+                                   [1, _pair(stride)[0]], [0, _pair(padding)[0]], [1, _pair(dilation)[0]],
+                                   transposed, [0, _pair(output_padding)[0]], groups, output_mask)
         if got is NotImplemented:
             return got
         return tuple(None if t is None else t.squeeze(2) if i < 2 else t for i, t in enumerate(got))

@@ -34,6 +34,7 @@ The alignment of widths is kept (a channel count divisible by 8 scales to multip
 every candidate is a layer someone builds.
 """
 
+import copy
 import json
 import math
 import os
@@ -130,8 +131,9 @@ def build_prior(model_names=None):
             g["models"] += [m for m in e["models"] if m not in g["models"]]
             for m, n in e["per_model"].items():
                 g.setdefault("per_model", {})[m] = g.get("per_model", {}).get(m, 0) + n
-    for kind in GENERIC_KINDS if generic else ():
-        kinds[kind] = {k: json.loads(json.dumps(e)) for k, e in generic.items()}  # each its own copy
+    for kind in GENERIC_KINDS:
+        if generic:
+            kinds[kind] = copy.deepcopy(generic)  # each its own entries: the weights are popped below
     total = 0.0
     out = {}
     for kind, entries in kinds.items():

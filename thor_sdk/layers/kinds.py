@@ -224,14 +224,11 @@ def complete_config(kind, config):
     """``config`` with each optional key it leaves out (``OPTIONAL_KEYS``) at the value it reads as and each
     defaulted feature (``DEFAULT_FEATURES``) at its default; the same dict when there is none to add (or it is not
     a dict: the checks that follow say why)."""
-    optional, defaults = OPTIONAL_KEYS.get(kind), DEFAULT_FEATURES.get(kind)
-    if not isinstance(config, dict) or not optional and not defaults:
+    optional, defaults = OPTIONAL_KEYS.get(kind) or {}, DEFAULT_FEATURES.get(kind) or {}
+    if not isinstance(config, dict) or all(f in config for f in (*optional, *defaults)):
         return config
-    if all(f in config for f in optional or ()) and all(f in config for f in defaults or ()):
-        return config
-    out = {**{f: v for f, v in (defaults or {}).items() if f not in config}, **config}
-    out.update({f: config[base] for f, base in (optional or {}).items() if f not in config and base in config})
-    return out
+    return {**{f: v for f, v in defaults.items() if f not in config}, **config,
+            **{f: config[base] for f, base in optional.items() if f not in config and base in config}}
 
 
 def minimal_config(kind, config):

@@ -751,8 +751,8 @@ def _linear(g, node, a, extra, unsupported):
 
 def _stand_in(g, node):
     """``((kind, config), reason)`` of a kind standing in for a node without one under ``unknown_ops="approx"``,
-    through the torch.fx reader's own stand-ins (``extract``: same kinds, same FLOPs), or None. A MatMul of two activations: a
-    ``linear``; an Einsum of two activations (batch first): a ``linear`` of the same FLOPs; of three: its two
+    through the torch.fx reader's own stand-ins (``extract``: same kinds, same FLOPs), or None. A MatMul of two
+    activations: a ``linear``; an Einsum of two activations (batch first): a ``linear`` of the same FLOPs; of three: its two
     pairwise contractions left to right (``([(suffix, (kind, config), reads_input)], reason)``, a list of
     layers); a 2-D ConvTranspose: the stride-1 conv of the same kernel; an InstanceNormalization: the batch
     norm of the same sizes."""
