@@ -481,7 +481,7 @@ def test_meter_log_reader(data):
 # -- ONNX graphs: random chains of the operators the importer reads, stands in for or refuses ---------------------
 _ONNX_OPS = ("Relu", "Softmax", "Transpose", "MatMulW", "MatMulSelf", "Conv", "ConvTranspose", "Flatten", "Split",
              "Einsum", "Pad", "PadFromShape", "Resize", "Concat", "Mul", "HardSwish", "Reduce", "GlobalMaxPool",
-             "Sub", "Clip")
+             "Sub", "Clip", "Pool", "BatchNorm", "GRU", "Swish")
 
 
 @st.composite
@@ -519,7 +519,40 @@ def onnx_graphs(draw):
                 {"dilations": draw(st.lists(st.integers(-1, 4), min_size=n_sides, max_size=n_sides + 1))}
             if op == "ConvTranspose" and draw(st.booleans()):
                 attrs["strides"] = [draw(st.integers(1, 2))] * (len(shape) - 2)
+            if op == "Conv" and draw(st.booleans()):  # pads of any length and sign, or an auto_pad
+                if draw(st.booleans()):
+                    attrs["pads"] = draw(st.lists(st.integers(-1, 3), min_size=1, max_size=2 * n_sides + 1))
+                else:
+                    attrs["auto_pad"] = draw(st.sampled_from(["SAME_UPPER", "SAME_LOWER", "VALID", "NOTSET"]))
             nodes.append(helper.make_node(op, [cur, w], [out], **attrs))
+        elif op == "Pool":  # 1-D or 2-D windows (maybe not the input's rank), any pads, strides, ceil_mode, dilations
+            sides = draw(st.integers(1, 2))
+            attrs = {"kernel_shape": draw(st.lists(st.integers(1, 7), min_size=sides, max_size=sides))}
+            for key, values, lo in (("strides", st.integers(1, 3), 0), ("pads", st.integers(0, 2), 0),
+                                    ("dilations", st.integers(1, 2), 0)):
+                if draw(st.booleans()):
+                    n = sides * (2 if key == "pads" else 1)
+                    attrs[key] = draw(st.lists(values, min_size=n, max_size=n))
+            attrs["ceil_mode"] = draw(st.integers(0, 1))
+            nodes.append(helper.make_node(draw(st.sampled_from(["MaxPool", "AveragePool"])), [cur], [out], **attrs))
+        elif op == "BatchNorm":  # its scale, bias, mean and variance sized for axis 1, or not
+            n = draw(small)
+            names = [f"bn{i}_{j}" for j in range(4)]
+            inits += [numpy_helper.from_array(np.ones((n,), np.float32), name) for name in names]
+            nodes.append(helper.make_node("BatchNormalization", [cur, *names], [out]))
+        elif op == "GRU":  # weights of random sizes, either layout, any direction, either reset placement
+            hidden, directions = draw(small), draw(st.integers(1, 2))
+            wi, ri = f"gw{i}", f"gr{i}"
+            inits += [numpy_helper.from_array(np.zeros((directions, 3 * hidden, draw(small)), np.float32), wi),
+                      numpy_helper.from_array(np.zeros((directions, 3 * hidden, hidden), np.float32), ri)]
+            nodes.append(helper.make_node(
+                "GRU", [cur, wi, ri], [out], hidden_size=hidden, layout=draw(st.integers(0, 1)),
+                linear_before_reset=draw(st.integers(0, 1)),
+                direction=draw(st.sampled_from(["forward", "reverse", "bidirectional"]))))
+        elif op == "Swish":  # x * sigmoid(x), either order
+            nodes.append(helper.make_node("Sigmoid", [cur], [f"{out}s"]))
+            pair = [cur, f"{out}s"]
+            nodes.append(helper.make_node("Mul", pair[::-1] if draw(st.booleans()) else pair, [out]))
         elif op == "Split":
             nodes.append(helper.make_node("Split", [cur], [out, f"{out}b"], axis=draw(st.integers(1, rank - 1)),
                                           num_outputs=2))

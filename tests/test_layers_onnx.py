@@ -278,8 +278,11 @@ def test_a_mul_of_two_activations_a_gate_and_a_scale(tmp_path):
     (helper.make_node("Conv", ["x", "w"], ["c"], pads=[0, 0, 1, 1]), "Conv(asymmetric padding)"),
     (helper.make_node("Conv", ["x", "w"], ["c"], dilations=[2, 1]), "Conv(non-square dilation)"),
     (helper.make_node("Conv", ["x", "w"], ["c"], dilations=[2, 2, 2]), "Conv(kernel or dilations not 2-D)"),
-    (helper.make_node("MaxPool", ["x"], ["c"], kernel_shape=[2, 2, 1]), "MaxPool(kernel or strides not 2-D)"),
-    (helper.make_node("MaxPool", ["x"], ["c"], kernel_shape=[2, 2], ceil_mode=1), "MaxPool(ceil_mode or dilation)"),
+    (helper.make_node("MaxPool", ["x"], ["c"], kernel_shape=[2, 2, 1]),
+     "MaxPool(kernel or strides of another rank than its input)"),
+    # 4 -> 2 with ceil_mode, 1 without: not the pooling the kind is probed as
+    (helper.make_node("MaxPool", ["x"], ["c"], kernel_shape=[3, 3], strides=[2, 2], ceil_mode=1), "MaxPool(ceil_mode)"),
+    (helper.make_node("AveragePool", ["x"], ["c"], kernel_shape=[2, 2], dilations=[2, 2]), "AveragePool(dilation)"),
     (helper.make_node("Clip", ["x", "lo", "x"], ["c"]), "Clip(bounds that are not ordered numbers)"),
 ])
 def test_unsupported_variants_of_supported_ops(tmp_path, node, label):
@@ -388,7 +391,9 @@ def test_cli_main_maps_onnx_errors(tmp_path, capsys):
 
 # -- exported reference nets: ONNX layer list == torch.fx layer list ---------------------------------
 
-EXPORTED = ["lenet5", "cnn5", "har", "resnet18", "mobilenetv2", "lstm"]
+EXPORTED = ["lenet5", "cnn5", "har", "resnet18", "mobilenetv2", "lstm",
+            # 1-D CNNs, GRUs, a CNN feeding an LSTM through a permute, BatchNorm1d on vectors, SiLU beside SE gates
+            "cnn1d_har", "tcn_har", "eegnet1d", "gru_kws", "crnn_kws", "deepconvlstm", "mlp_tabular", "se_cnn"]
 
 
 def _export(module, example, path, dynamic_batch=True):
@@ -699,3 +704,70 @@ def test_values_computed_from_shapes_fold_within_bounds(tmp_path, count, folds):
         assert got is None
         with pytest.raises(ModelError, match="shapes unknown"):
             layers_from_onnx(path)
+
+
+def _gru_graph(tmp_path, **attrs):
+    """x [N, 5, 8] -> (batch-first plumbing) -> GRU of 16 -> the last step -> MatMul to 3 classes."""
+    nodes = [helper.make_node("Transpose", ["x"], ["t"], perm=[1, 0, 2]),
+             helper.make_node("GRU", ["t", "W", "R", "B"], ["yg"], hidden_size=16, **attrs),
+             helper.make_node("Squeeze", ["yg", "ax1"], ["ys"]),
+             helper.make_node("Gather", ["ys", "last"], ["h"], axis=0),
+             helper.make_node("MatMul", ["h", "wf"], ["y"])]
+    inits = [_init("W", (1, 48, 8)), _init("R", (1, 48, 16)), _init("B", (1, 96)), _init("wf", (16, 3)),
+             numpy_helper.from_array(np.array([1], dtype=np.int64), "ax1"),
+             numpy_helper.from_array(np.array(4, dtype=np.int64), "last")]
+    return _save(tmp_path / "gru.onnx", nodes, ["N", 5, 8], inits)
+
+
+def test_a_gru_as_pytorch_runs_it_is_kind_gru_and_its_plumbing_free(tmp_path):
+    ml = layers_from_onnx(_gru_graph(tmp_path, linear_before_reset=1))
+    assert _summary(ml.layers) == [
+        ("gru", "input", {"input_size": 8, "hidden_size": 16, "seq_len": 5, "num_layers": 1}),
+        ("output", "output", {"in_features": 16, "out_features": 3, "tokens": 1})]
+
+
+@pytest.mark.parametrize("attrs, label", [({}, "GRU(linear_before_reset=0)"),
+                                          ({"linear_before_reset": 1, "direction": "bidirectional"},
+                                           "GRU(direction=bidirectional)")])
+def test_a_gru_pytorch_does_not_run_is_refused_by_name(tmp_path, attrs, label):
+    """ONNX's default GRU applies its reset gate before the recurrent matmul (Keras' reset_after=False); the
+    probes are PyTorch's GRU, which applies it after."""
+    with pytest.raises(UnsupportedOperatorError) as err:
+        layers_from_onnx(_gru_graph(tmp_path, **attrs))
+    assert label in err.value.ops
+
+
+@pytest.mark.parametrize("order", ["x_first", "sigmoid_first"])
+def test_x_times_its_own_sigmoid_is_silu_and_a_gate_of_another_tensor_is_not(tmp_path, order):
+    swish = ["h", "s"] if order == "x_first" else ["s", "h"]
+    nodes = [helper.make_node("MatMul", ["x", "w0"], ["h"]), helper.make_node("Sigmoid", ["h"], ["s"]),
+             helper.make_node("Mul", swish, ["a"]),
+             helper.make_node("MatMul", ["a", "w1"], ["g"]), helper.make_node("Sigmoid", ["g"], ["gs"]),
+             helper.make_node("Mul", ["a", "gs"], ["b"]), helper.make_node("MatMul", ["b", "w2"], ["y"])]
+    inits = [_init("w0", (8, 6)), _init("w1", (6, 6)), _init("w2", (6, 2))]
+    ml = layers_from_onnx(_save(tmp_path / "silu.onnx", nodes, ["N", 8], inits))
+    assert [(l["kind"], l["config"].get("numel")) for l in ml.layers] == [
+        ("linear", None), ("silu", 6), ("linear", None), ("sigmoid", 6), ("mul", 6), ("output", None)]
+
+
+def test_one_dimensional_conv_pool_and_batch_norm_read_as_the_torch_path_reads_them(tmp_path):
+    nodes = [helper.make_node("Conv", ["x", "w", "b"], ["c"], kernel_shape=[3], dilations=[2], pads=[2, 2]),
+             helper.make_node("BatchNormalization", ["c", "g", "bb", "m", "v"], ["n"]),
+             helper.make_node("MaxPool", ["n"], ["p"], kernel_shape=[2], strides=[2]),
+             helper.make_node("AveragePool", ["p"], ["q"], kernel_shape=[3], strides=[1], pads=[1, 1],
+                              ceil_mode=1),  # 8 -> 8 either way: the same pooling
+             helper.make_node("MaxPool", ["q"], ["r"], kernel_shape=[8]),  # the whole sequence: global max
+             helper.make_node("Flatten", ["r"], ["f"]), helper.make_node("MatMul", ["f", "wf"], ["y"])]
+    inits = [_init("w", (4, 2, 3)), _init("b", (4,)), _init("g", (4,)), _init("bb", (4,)), _init("m", (4,)),
+             _init("v", (4,)), _init("wf", (4, 2))]
+    ml = layers_from_onnx(_save(tmp_path / "c1.onnx", nodes, ["N", 2, 16], inits))
+    assert _summary(ml.layers) == [
+        ("conv1d", "input", {"in_channels": 2, "out_channels": 4, "kernel": 3, "stride": 1, "padding": 2,
+                             "groups": 1, "length": 16, "bias": 1, "dilation": 2}),
+        ("batchnorm1d", "hidden", {"channels": 4, "length": 16}),
+        ("maxpool1d", "hidden", {"channels": 4, "length": 16, "kernel": 2, "stride": 2, "padding": 0}),
+        ("avgpool2d", "hidden", {"channels": 4, "height": 1, "width": 8, "kernel": 1, "stride": 1, "padding": 0,
+                                 "kernel_w": 3, "stride_w": 1, "padding_w": 1}),
+        ("adaptive_maxpool2d", "hidden", {"channels": 4, "height": 1, "width": 8, "out_size": 1}),
+        ("flatten", "hidden", {"numel": 4}),
+        ("output", "output", {"in_features": 4, "out_features": 2, "tokens": 1})]

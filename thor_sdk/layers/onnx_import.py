@@ -17,8 +17,8 @@ import os
 
 from thor_sdk.errors import FormatError, ModelError, NotFoundError, UsageError
 
-from .extract import (_adaptive_max_layer, _mean_layer, _reduce_layer, _upsample_layer, add_layer, add_stand_in_layers,
-                      conv_dilation, einsum_chain_stand_in, einsum_stand_in, finish_layers,
+from .extract import (_adaptive_max_layer, _avg_pool1d_layer, _mean_layer, _pool_layer, _reduce_layer,
+                      _upsample_layer, add_layer, add_stand_in_layers, conv_dilation, einsum_chain_stand_in, einsum_stand_in, finish_layers,
                       instance_norm_stand_in, layernorm_layer, matmul_stand_in, pad_config, refuse_unsupported,
                       transposed_conv_stand_in)
 
@@ -32,7 +32,9 @@ _SIMPLE = {"Relu": "relu", "Tanh": "tanh", "Sigmoid": "sigmoid", "Gelu": "gelu",
 _RESHAPES = {"Flatten", "Reshape", "Squeeze", "Unsqueeze"}
 _LAYOUT = {"Transpose", "Reshape", "Squeeze", "Unsqueeze"}
 _SLICING = {"Gather", "Slice"}  # indexing an activation with constant indices: free, like getitem in fx
-_PARAM_KINDS = {"conv2d", "conv_transpose2d", "linear", "batchnorm2d", "layernorm", "embedding", "lstm", "prelu"}
+_PARAM_KINDS = {"conv1d", "conv2d", "conv_transpose2d", "linear", "batchnorm1d", "batchnorm2d", "layernorm",
+                "embedding", "lstm", "gru", "prelu"}
+_RECURRENT = ("LSTM", "GRU")  # ONNX's recurrent nodes with a kind: their layout plumbing is free
 
 
 class _UnknownShape(Exception):
@@ -485,6 +487,15 @@ def _bias_add(g, node, out_features):
     return add
 
 
+def _reorders_sample(node):
+    """Whether a Transpose reorders a sample's axes (not only where the batch axis goes): a model's permute
+    (a 1-D CNN's (C, T) to an LSTM's (T, C)) that an exporter fused with the batch-to-axis-1 move of a
+    sequence-first recurrent node."""
+    perm = _attrs(node).get("perm") if node.op_type == "Transpose" else None
+    order = [int(p) for p in perm if int(p) != 0] if perm is not None else []
+    return order != sorted(order)
+
+
 def _find_patterns(g):
     """Multi-node layers: {anchor: info} and the set of nodes folded into some anchor."""
     absorbed, info = set(), {}
@@ -509,6 +520,11 @@ def _find_patterns(g):
             add = _bias_add(g, n, w[0] if trans_b else w[1])
             if add is not None:
                 take(n, {"bias": 1}, [add])
+        elif n.op_type == "Sigmoid" and not g.is_const(n.input[0]):
+            # x * sigmoid(x): how exporters write nn.SiLU (an SE block's gate multiplies another tensor: not this)
+            mul = g.sole_user(n.output[0])
+            if mul is not None and mul.op_type == "Mul" and _other(mul, n.output[0]) == n.input[0]:
+                take(mul, {"silu_of": n.input[0]}, [n])
         elif n.op_type == "Gather" and g.is_const(n.input[0]) and not g.is_const(n.input[1]):
             add = g.sole_user(n.output[0])
             if add is not None and add.op_type == "Add" and g.is_const(_other(add, n.output[0]) or ""):
@@ -517,11 +533,11 @@ def _find_patterns(g):
             # a classifier exported for inference: the softmax is part of the output head's loss
             if n.output[0] in g.outputs and not g.users(n.output[0]):
                 take(n, {"head_softmax": 1}, [n])
-    # Layout plumbing around LSTM (batch_first transposes, the num_directions axis): free.
-    lstms = [n for n in g.nodes if n.op_type == "LSTM"]
-    after = {}  # tensor -> the LSTM whose Y it carries through layout-only ops
-    for lstm in lstms:
-        after[lstm.output[0]] = lstm
+    # Layout plumbing around LSTM and GRU (batch_first transposes, the num_directions axis): free.
+    rnns = [n for n in g.nodes if n.op_type in _RECURRENT]
+    after = {}  # tensor -> the LSTM or GRU whose Y it carries through layout-only ops
+    for rnn in rnns:
+        after[rnn.output[0]] = rnn
     for n in g.nodes:
         if n.op_type in _LAYOUT and n.input and n.input[0] in after:
             out = g.shapes.get(n.output[0])
@@ -531,27 +547,30 @@ def _find_patterns(g):
     before = set()
     for n in reversed(g.nodes):
         if n.op_type in _LAYOUT and id(n) not in absorbed and n.input and not g.is_const(n.input[0]):
-            # its users: the LSTM's X, other such layout ops, and Shape/Size (sizing the initial state)
+            # its users: the LSTM's or GRU's X, other such layout ops, and Shape/Size (sizing the initial state)
             users = [(u, i) for u, i in g.users(n.output[0]) if u.op_type not in ("Shape", "Size")]
             if users and n.output[0] not in g.outputs and all(
-                    (u.op_type == "LSTM" and i == 0) or id(u) in before for u, i in users):
-                before.add(id(n))
+                    (u.op_type in _RECURRENT and i == 0) or id(u) in before for u, i in users):
+                if _reorders_sample(n):  # the model's own permute, fused with the sequence-first plumbing
+                    info.setdefault(id(n), {})["rnn_permute"] = 1
+                else:
+                    before.add(id(n))
     absorbed |= before
-    # Stacked LSTM nodes (one per layer) -> one lstm layer with num_layers.
-    for lstm in lstms:
-        x = lstm.input[0]
+    # Stacked LSTM (GRU) nodes, one per layer -> one lstm (gru) layer with num_layers.
+    for rnn in rnns:
+        x = rnn.input[0]
         while x not in after and g.producer.get(x) is not None and id(g.producer[x]) in before:
             x = g.producer[x].input[0]
         prev = after.get(x)
-        if prev is None or prev is lstm:
+        if prev is None or prev is rnn or prev.op_type != rnn.op_type:
             continue
         chain_ok = all(len(g.users(t)) == 1 and t not in g.outputs for t, src in after.items() if src is prev)
         if chain_ok and _attrs(prev).get("hidden_size") and \
-                _attrs(prev).get("direction", b"forward") == _attrs(lstm).get("direction", b"forward"):
-            root = info.get(id(prev), {}).get("lstm_root", prev)
+                _attrs(prev).get("direction", b"forward") == _attrs(rnn).get("direction", b"forward"):
+            root = info.get(id(prev), {}).get("rnn_root", prev)
             info.setdefault(id(root), {})["num_layers"] = info.get(id(root), {}).get("num_layers", 1) + 1
-            info.setdefault(id(lstm), {})["lstm_root"] = root
-            absorbed.add(id(lstm))
+            info.setdefault(id(rnn), {})["rnn_root"] = root
+            absorbed.add(id(rnn))
     return absorbed, info
 
 
@@ -600,6 +619,8 @@ def _conv(g, node, a, unsupported):
         unsupported.append("Conv(non-constant weight)")
         return None
     ws = g.shape(w)
+    if len(ws) == 3:
+        return _conv1d(g, node, a, ws, unsupported)
     if len(ws) != 4:
         unsupported.append(f"Conv({len(ws) - 2}-D)")
         return None
@@ -624,6 +645,27 @@ def _conv(g, node, a, unsupported):
                       "padding": pads[0], "groups": int(a.get("group", 1)), "height": xs[1], "width": xs[2],
                       "bias": int(len(node.input) > 2 and bool(node.input[2])), "dilation": dilation,
                       "kernel_w": kernels[1], "stride_w": strides[1], "padding_w": pads[1]}
+
+
+def _conv1d(g, node, a, ws, unsupported):
+    """A 1-D Conv (weight [C_out, C_in / group, k] on [C, L]) as kind ``conv1d``, as the torch.fx reader reads
+    nn.Conv1d: its kernel, stride, symmetric padding (``auto_pad`` SAME of the dilated kernel) and dilation."""
+    xs = g.per_sample(node.input[0])
+    if len(xs) != 2:
+        unsupported.append(f"Conv(input of {len(xs)} axes per sample, weight of 3)")
+        return None
+    kernel = [int(k) for k in a.get("kernel_shape", ws[2:])]
+    strides = [int(s) for s in a.get("strides", [1])]
+    dilations = [int(d) for d in a.get("dilations", [1])]
+    if not (len(kernel) == len(strides) == len(dilations) == 1):
+        unsupported.append("Conv(kernel, strides or dilations not 1-D)")
+        return None
+    pads = _side_padding(a, xs[1:], [dilations[0] * (kernel[0] - 1) + 1], strides, "Conv", unsupported)
+    if pads is None or len(pads) != 1:
+        return None
+    return "conv1d", {"in_channels": xs[0], "out_channels": ws[0], "kernel": kernel[0], "stride": strides[0],
+                      "padding": pads[0], "groups": int(a.get("group", 1)), "length": xs[1],
+                      "bias": int(len(node.input) > 2 and bool(node.input[2])), "dilation": dilations[0]}
 
 
 def _deconv(g, node, a, unsupported):
@@ -709,20 +751,37 @@ def _reduce(g, node, a, unsupported):
 
 
 def _pool(g, node, a, unsupported):
+    """MaxPool and AveragePool as the torch.fx reader reads nn.MaxPool1d/2d and nn.AvgPool1d/2d (``_pool_layer``): a
+    2-D one's kernel, stride and symmetric padding per side; a 1-D MaxPool kind ``maxpool1d``, a 1-D AveragePool the
+    ``avgpool2d`` over (C, 1, L) PyTorch runs it as; ``ceil_mode`` only where it leaves the output's shape as is;
+    dilation recorded unsupported."""
     op = node.op_type
     xs = g.per_sample(node.input[0])
-    if len(xs) != 3:
+    if len(xs) not in (2, 3):
         unsupported.append(f"{op}({len(xs) - 1}-D)")
         return None
-    if int(a.get("ceil_mode", 0)) or any(int(d) != 1 for d in a.get("dilations", [1, 1])):
-        unsupported.append(f"{op}(ceil_mode or dilation)")
-    window = _window(a, a["kernel_shape"], xs, op, unsupported)
-    if window is None:
+    kernels = [int(k) for k in a["kernel_shape"]]
+    strides = [int(s) for s in a.get("strides", [1] * len(kernels))]
+    if len(kernels) != len(xs) - 1 or len(strides) != len(kernels):
+        unsupported.append(f"{op}(kernel or strides of another rank than its input)")
         return None
-    kernels, strides, pads = window
-    return ("maxpool2d" if op == "MaxPool" else "avgpool2d"), {
-        "channels": xs[0], "height": xs[1], "width": xs[2], "kernel": kernels[0], "stride": strides[0],
-        "padding": pads[0], "kernel_w": kernels[1], "stride_w": strides[1], "padding_w": pads[1]}
+    if any(int(d) != 1 for d in a.get("dilations", [1])):
+        unsupported.append(f"{op}(dilation)")
+        return None
+    pads = _side_padding(a, xs[1:], kernels, strides, op, unsupported)
+    if pads is None:
+        return None
+    ceil_mode, ys = int(a.get("ceil_mode", 0)), g.per_sample(node.output[0])
+    if op == "MaxPool" and kernels == list(xs[1:]) and not any(pads):
+        # one window over the whole input: how exporters write nn.AdaptiveMaxPool2d(1) (CBAM's, a 1-D CNN's
+        # concat pooling), read as GlobalMaxPool is
+        return _adaptive_max_layer(1, False, xs, unsupported, op)
+    if len(xs) == 2:
+        if op == "MaxPool":
+            return _pool_layer("maxpool1d", kernels[0], strides[0], pads[0], 1, ceil_mode, xs, ys, unsupported, op)
+        return _avg_pool1d_layer(kernels[0], strides[0], pads[0], ceil_mode, xs, ys, unsupported, op)
+    return _pool_layer("maxpool2d" if op == "MaxPool" else "avgpool2d", tuple(kernels), tuple(strides),
+                       tuple(pads), 1, ceil_mode, xs, ys, unsupported, op)
 
 
 def _linear(g, node, a, extra, unsupported):
@@ -806,6 +865,8 @@ def _node_layer(g, node, extra, unsupported):
     first = acts[0] if acts else node.input[0]
     if "gelu_of" in extra:
         return "gelu", {"numel": _prod(g.per_sample(extra["gelu_of"]))}
+    if "silu_of" in extra:
+        return "silu", {"numel": _prod(g.per_sample(extra["silu_of"]))}
     if op in _ALWAYS_FREE:
         return None
     if op == "Conv":
@@ -824,18 +885,22 @@ def _node_layer(g, node, extra, unsupported):
         return _reduce(g, node, a, unsupported)
     if op == "GlobalMaxPool":  # as torch.fx reads nn.AdaptiveMaxPool2d(1) / nn.AdaptiveMaxPool1d(1)
         return _adaptive_max_layer(1, False, g.per_sample(node.input[0]), unsupported, op)
-    if op == "GlobalAveragePool":
+    if op == "GlobalAveragePool":  # as nn.AdaptiveAvgPool2d(1) / nn.AdaptiveAvgPool1d(1)
         xs = g.per_sample(node.input[0])
+        if len(xs) == 2:
+            return "adaptive_avgpool1d", {"channels": xs[0], "length": xs[1], "out_size": 1}
         if len(xs) != 3:
             unsupported.append(f"{op}({len(xs) - 1}-D)")
             return None
         return "adaptive_avgpool2d", {"channels": xs[0], "height": xs[1], "width": xs[2], "out_size": 1}
-    if op == "BatchNormalization":
+    if op == "BatchNormalization":  # as nn.BatchNorm2d over [C, H, W]; nn.BatchNorm1d over [C, L] or [C]
         xs = g.per_sample(node.input[0])
-        if len(xs) != 3:
-            unsupported.append("BatchNormalization(not 2-D)")
-            return None
-        return "batchnorm2d", {"channels": xs[0], "height": xs[1], "width": xs[2]}
+        if len(xs) == 3:
+            return "batchnorm2d", {"channels": xs[0], "height": xs[1], "width": xs[2]}
+        if len(xs) in (1, 2):
+            return "batchnorm1d", {"channels": xs[0], "length": xs[1] if len(xs) == 2 else 1}
+        unsupported.append(f"BatchNormalization(of {len(xs)} axes per sample)")
+        return None
     if op == "LayerNormalization":  # over the axes from ``axis`` on (the batch first): the last len(xs) + 1 - axis
         xs = g.per_sample(node.input[0])
         axis = int(a.get("axis", -1))
@@ -872,7 +937,7 @@ def _node_layer(g, node, extra, unsupported):
         return "flatten", {"numel": _prod(g.per_sample(first))}
     if op == "Transpose":  # as torch's transpose / permute (layout plumbing around an LSTM was absorbed above)
         perm = a.get("perm")
-        if perm is not None and int(perm[0]) != 0:
+        if perm is not None and int(perm[0]) != 0 and not extra.get("rnn_permute"):
             unsupported.append("Transpose(moving the batch axis)")
             return None
         return "permute", {"numel": _prod(g.per_sample(first))}
@@ -924,16 +989,25 @@ def _node_layer(g, node, extra, unsupported):
             unsupported.append("Softmax(not over the last axis)")
             return None
         return "softmax", {"numel": _prod(xs), "last_dim": xs[-1]}
-    if op == "LSTM":
+    if op in _RECURRENT:  # as nn.LSTM / nn.GRU (one direction) returning the whole output sequence
         direction = _decode(a.get("direction", "forward"))
         if direction != "forward":
-            unsupported.append(f"LSTM(direction={direction})")
+            unsupported.append(f"{op}(direction={direction})")
             return None
-        ws = g.shape(node.input[1])  # [num_directions, 4*hidden, input_size]
+        if op == "GRU" and not int(a.get("linear_before_reset", 0)):
+            # ONNX's default applies the reset gate before the recurrent matmul; PyTorch's GRU (the probes') after
+            unsupported.append("GRU(linear_before_reset=0)")
+            return None
+        ws = g.shape(node.input[1])  # [num_directions, gates x hidden, input_size]
         xs = g.shape(node.input[0])  # layout 0: [seq, batch, input]; layout 1: [batch, seq, input]
+        gates = 4 if op == "LSTM" else 3
+        hidden = int(a.get("hidden_size", ws[1] // gates if len(ws) == 3 else 0))
+        if len(xs) != 3 or len(ws) != 3 or ws[1] != gates * hidden or hidden < 1 or xs[2] != ws[2]:
+            unsupported.append(f"{op}(input or weights not of a sequence's shapes)")
+            return None
         seq_len = xs[1] if int(a.get("layout", 0)) else xs[0]
-        return "lstm", {"input_size": ws[2], "hidden_size": int(a.get("hidden_size", ws[1] // 4)),
-                        "seq_len": seq_len, "num_layers": int(extra.get("num_layers", 1))}
+        return op.lower(), {"input_size": ws[2], "hidden_size": hidden, "seq_len": seq_len,
+                            "num_layers": int(extra.get("num_layers", 1))}
     unsupported.append(op if node.domain in ("", "ai.onnx") else f"{node.domain}.{op}")
     return None
 
