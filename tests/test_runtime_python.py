@@ -15,7 +15,7 @@ from thor_sdk.errors import FormatError, NotFoundError, ThorError, UsageError
 from thor_sdk.fitting.estimator import build_estimator
 from thor_sdk.fitting.pipeline import sample_terms
 from thor_sdk.fitting.gp import KindGP
-from thor_sdk.layers.kinds import feature_vector, gp_features, model_key
+from thor_sdk.layers.kinds import DEFAULT_FEATURES, feature_vector, gp_features, model_key
 from thor_sdk.runtime import Estimator, load_estimator
 from thor_sdk.runtime.terms import at_batch, cost_terms
 
@@ -77,6 +77,12 @@ def _layers(rng, n):
     return layers
 
 
+def unread_feature(layer, features):
+    """A layer setting a defaulted feature (a conv's dilation) that its kind's entry predates: approximated."""
+    return any(f not in features and layer["config"].get(f, d) != d
+               for f, d in DEFAULT_FEATURES.get(layer["kind"], {}).items())
+
+
 def _numpy_total(ref, doc, layers, b):
     mean, var = 0.0, 0.0
     def entry(l):  # a structural variant's entry where the estimator has one, else the kind's
@@ -94,7 +100,7 @@ def _numpy_total(ref, doc, layers, b):
         var += float(cov.sum())
     by_op = {}  # a layer marked approx: half its mean more std, added up linearly over one op's layers
     for i, l in enumerate(layers):
-        if "approx" in l:
+        if "approx" in l or unread_feature(l, ref[entry(l)].features):
             gp = ref[entry(l)]
             m = gp.predict([feature_vector(l["kind"], l["config"], b, l["role"], gp.features)],
                            terms=[at_batch(cost_terms(l["kind"], l["config"], l["role"]), b)])
@@ -276,6 +282,8 @@ def test_vectors_reproduced(case):
         out = est.estimate(e["layers"], e["batch_size"])
         for got, m, s in zip(out["layers"], e["layer_means"], e["layer_stds"]):
             assert close(got["mean"], m) and close(got["std"], s)
+        # layers read at a feature their kind's entry predates are flagged, and only those
+        assert [a["index"] for a in out["approximated"] if a.get("unread_feature")] == e.get("layer_unread", [])
         for key in ("total", "layers_total"):
             assert close(out[key]["mean"], e[key]["mean"]) and close(out[key]["std"], e[key]["std"])
 
@@ -292,7 +300,8 @@ def test_vectors_still_match_the_numpy_model(case):
 
 
 def test_vectors_cover_the_promised_cases():
-    assert set(CASES) == {"time_profile", "energy_floored", "time_grouped", "time_stand_in", "time_defaults"}
+    assert set(CASES) == {"time_profile", "energy_floored", "time_grouped", "time_stand_in", "time_defaults",
+                          "time_unread"}
     docs = [json.loads(p.read_text()) for p in VECTORS.glob("estimator_*.json")]
     gps = [g for d in docs for g in d["kinds"].values()]
     assert any(g["n_samples"] == 1 for g in gps)

@@ -60,3 +60,30 @@ def test_runtime_reads_every_field_a_kind_requires(source):
         | _required(gp, "properties", "kernel") | {"unit_per_flop", "overhead", "whole_model", "rel_std"}
     literals = set(re.findall(r'"([A-Za-z_][A-Za-z0-9_]*)"', source.read_text()))
     assert needed - literals == set()
+
+
+JAVA_TEST = ROOT / "android_harness/runtime/src/test/java/dev/thorsdk/runtime/EstimatorTest.java"
+SWIFT_TEST = ROOT / "ios_harness/Runtime/Tests/ThorRuntimeTests/EstimatorTests.swift"
+
+
+@pytest.mark.parametrize("test_source", [JAVA_TEST, SWIFT_TEST], ids=["java", "swift"])
+def test_every_shared_vector_case_is_reproduced_by_each_runtime(test_source):
+    """A case added to tests/vectors and left out of a runtime's list would pass there untested."""
+    text = test_source.read_text()
+    cases = sorted(p.name for p in (ROOT / "tests/vectors").glob("expected_*.json"))
+    assert cases and [c for c in cases if f'"{c}"' not in text] == []
+
+
+@pytest.mark.parametrize("source", [JAVA_ESTIMATOR, SWIFT_ESTIMATOR], ids=["java", "swift"])
+def test_runtime_knows_the_defaulted_features_the_python_one_does(source):
+    """The Java and Swift runtimes flag a layer that sets a feature its kind's model predates from their own copy
+    of ``DEFAULT_FEATURES``; each kind and feature there must be Python's."""
+    from thor_sdk.layers.kinds import DEFAULT_FEATURES
+
+    text = source.read_text()
+    line = next(ln for ln in text.splitlines() if "DEFAULT_FEATURES = Map.of(" in ln or "let defaultFeatures" in ln)
+    start = text.index(line)
+    block = text[start:text.index(";" if source.suffix == ".java" else "\n", start + len(line) - 1)]
+    pairs = re.findall(r'"(\w+)"(?:,\s*Map\.of\(|:\s*\[)"(\w+)",?\s*:?\s*([0-9.]+)', block)
+    assert {(k, f, float(v)) for k, f, v in pairs} == {(k, f, float(v)) for k, d in DEFAULT_FEATURES.items()
+                                                        for f, v in d.items()}

@@ -23,6 +23,10 @@ runtimes read):
   linearly in the total (a layer naming no op is its own); plain layers of the same kinds beside them.
 - ``time_defaults``: an entry with ``defaults`` (conv1d's ``dilation``: 1): layers and queries that leave the
   feature out read it as its default; each runtime must fill it before building the input vector.
+- ``time_unread``: an estimator written before conv1d's ``dilation`` was a feature (its conv1d entry lacks it): a
+  layer dilated 2 or 4 reads as its undilated twin and is approximated, as a stand-in is (half its mean more std,
+  added up linearly over one ``op``'s layers); one dilated 1 or leaving it out is not; a stand-in already marked
+  ``approx`` counts once. ``layer_unread`` lists the indices each runtime must flag.
 
 It also writes ``table_select.json``: power tables (format ``thor-sdk/power-table``, made-up numbers,
 not measurements) with, per power cap, what ``thor_sdk.runtime.table.select`` answers -- the
@@ -46,6 +50,7 @@ committed files are what :func:`training_files` makes now.
     python tests/vectors/make_vectors.py --grouped-only   # rewrite the time_grouped case only
     python tests/vectors/make_vectors.py --stand-in-only  # rewrite the time_stand_in case only
     python tests/vectors/make_vectors.py --defaults-only  # rewrite the time_defaults case only
+    python tests/vectors/make_vectors.py --unread-only    # rewrite the time_unread case only
 
 And ``levels.json`` with ``estimator_level.json``: the device level (``thor_sdk.runtime.device_level``,
 ``Estimator.level``) from reference readings, and estimates put at a level (``estimate(..., level=)``),
@@ -80,6 +85,17 @@ ROLE_NAME = {1.0: "input", 0.0: "hidden"}
 #: the std every runtime adds to a layer marked approx, relative to its mean (written here, not imported:
 #: the vectors pin the runtimes' rule)
 APPROX_REL_STD = 0.5
+#: features a kind gained after estimators were first written, with the value a layer leaving one out has: an
+#: estimator whose entry lacks the feature reads a layer setting another value as approximated (written here, not
+#: imported from thor_sdk.layers.kinds.DEFAULT_FEATURES: the vectors pin the runtimes' rule)
+UNREAD_DEFAULTS = {"conv1d": {"dilation": 1}, "conv2d": {"dilation": 1}}
+
+
+def unread_feature(layer, features):
+    """Whether an estimator entry of ``features`` reads ``layer`` at a defaulted feature it sets otherwise."""
+    config = layer["config"]
+    return any(f not in features and isinstance(config.get(f), (int, float)) and config[f] != d
+               for f, d in UNREAD_DEFAULTS.get(layer["kind"], {}).items())
 
 
 def _random_config(kind, rng):
@@ -220,7 +236,8 @@ def expected_for(doc, layer_queries, models):
             idx = [i for i, layer in enumerate(layers) if entry(layer["kind"], layer["config"]) == name]
             if not idx:
                 continue
-            rows = [feature_vector(layers[i]["kind"], layers[i]["config"], bs, layers[i]["role"]) for i in idx]
+            rows = [feature_vector(layers[i]["kind"], layers[i]["config"], bs, layers[i]["role"], gp.features)
+                    for i in idx]
             T = [at_batch(layers[i]["cost"], bs) for i in idx]
             m, s = gp.predict(rows, terms=T, return_std=True)
             mc, cov = gp.predict(rows, terms=T, return_cov=True)
@@ -230,9 +247,12 @@ def expected_for(doc, layer_queries, models):
             total_var += float(np.sum(cov))
         # a layer marked approx gets APPROX_REL_STD of its mean more std; over the layers of one op the
         # added stds add up linearly in the total (a layer naming no op is its own)
-        by_op = {}
+        # (and so does a layer setting a feature its entry predates, UNREAD_DEFAULTS)
+        by_op, unread = {}, []
         for i, layer in enumerate(layers):
-            if "approx" in layer:
+            if "approx" not in layer and unread_feature(layer, gps[entry(layer["kind"], layer["config"])].features):
+                unread.append(i)
+            if "approx" in layer or unread and unread[-1] == i:
                 extra = APPROX_REL_STD * means[i]
                 stds[i] = float(np.sqrt(stds[i] ** 2 + extra ** 2))
                 by_op.setdefault(layer.get("op", i), []).append(extra)
@@ -241,7 +261,8 @@ def expected_for(doc, layer_queries, models):
         out["estimate"].append({"batch_size": bs, "layers": layers, "layer_means": means, "layer_stds": stds,
                                 "layers_total": {"mean": total_mean, "std": layers_std},
                                 "total": {"mean": total_mean,
-                                          "std": float(np.sqrt(max(total_var, 0.0) + (rel * total_mean) ** 2))}})
+                                          "std": float(np.sqrt(max(total_var, 0.0) + (rel * total_mean) ** 2))},
+                                **({"layer_unread": unread} if unread else {})})
     return out
 
 
@@ -790,7 +811,54 @@ def write_defaults_case():
     write("time_defaults", doc, expected_for(doc, queries, models))
 
 
+def write_unread_case():
+    """``time_unread``: conv1d fitted on its features but ``dilation`` (SYNTHETIC costs of undilated convs), as an
+    estimator written before dilation was a feature, with relu and output; layers dilated 2 and 4 (some of one
+    ``op``), dilated 1, leaving it out, and a stand-in already marked ``approx`` that is dilated too. A runtime that
+    does not mark the dilated ones gets smaller stds; one that marks the stand-in twice, larger. Its own random
+    stream: the other cases are not rewritten."""
+    rng = np.random.default_rng(20261129)
+    gps = fit_kinds([("relu", 6, False), ("output", 5, False)], rng)
+    feats = [f for f in gp_features("conv1d") if f != "dilation"]
+    X, y, T = [], [], []
+    for _ in range(16):
+        c = _conv1d_config(rng, dilation=False)
+        bs, role = int(rng.choice([1, 8, 16, 32, 64])), str(rng.choice(["input", "hidden"]))
+        y.append(synthetic_cost("conv1d", c, bs, role, rng))
+        X.append(feature_vector("conv1d", c, bs, role, feats))
+        T.append(at_batch(cost_terms("conv1d", c, role), bs))
+    gps["conv1d"] = KindGP(features=feats, random_state=0).fit(X, y, noise_std=[0.05 * v for v in y], terms=T)
+    doc = synthetic_estimator(gps, whole_rel_std=0.05)
+    assert "defaults" not in doc["kinds"]["conv1d"] and "dilation" not in doc["kinds"]["conv1d"]["features"]
+    base = _conv1d_config(rng, dilation=False)
+    queries = [("conv1d", {**base, "batch_size": 16, "role": "hidden"})]
+    models = []
+    for bs, dilations in ((16, (None, 1, 2, 4, 2, 8)), (4, (4, None, 1))):
+        layers = [with_cost({"name": "stem", "kind": "conv1d", "role": "input", "op": "Conv1d",
+                             "config": _conv1d_config(rng, dilation=False)})]
+        for i, d in enumerate(dilations):
+            c = _conv1d_config(rng, dilation=False)
+            if d is not None:
+                c["dilation"] = d
+            layers.append(with_cost({"name": f"c{i}", "kind": "conv1d", "role": "hidden",
+                                     **({"op": "Conv1d"} if i % 2 else {}), "config": c}))
+            layers.append(with_cost({"name": f"r{i}", "kind": "relu", "role": "hidden",
+                                     "config": {"numel": int(rng.choice([1024, 4096]))}}))
+        c = dict(_conv1d_config(rng, dilation=False), dilation=2)
+        layers.append(with_cost({"name": "standin", "kind": "conv1d", "role": "hidden", "op": "ConvTranspose1d",
+                                 "approx": "ConvTranspose1d has no kind: SYNTHETIC stand-in", "config": c}))
+        layers.append(with_cost({"name": "head", "kind": "output", "role": "output",
+                                 "config": {"in_features": 64, "out_features": 10, "tokens": 1}}))
+        models.append((layers, bs))
+    expected = expected_for(doc, queries, models)
+    assert all(e.get("layer_unread") for e in expected["estimate"])
+    write("time_unread", doc, expected)
+
+
 def main():
+    if "--unread-only" in sys.argv[1:]:
+        write_unread_case()
+        return
     if "--defaults-only" in sys.argv[1:]:
         write_defaults_case()
         return

@@ -123,6 +123,11 @@ public struct LayerEstimate {
     public let layer: Layer
     public let mean: Double
     public let std: Double
+    /// Why the layer is estimated approximately (its own `approx`, or a feature its kind's model predates), or nil.
+    public let approx: String?
+    /// Whether `approx` is a feature its kind's model predates (a dilated conv, an estimator fitted before dilation
+    /// was a feature): refit the campaign for its own cost.
+    public let unreadFeature: Bool
 }
 
 /// Cost of one training step of a whole model. `totalStd` includes the whole-model term
@@ -187,6 +192,30 @@ let varFloor = 1e-12
 /// Std added to a layer marked approx, relative to its mean; over the layers of one `op` these add up
 /// linearly in the total (one operator type, one error), as in the Python and Java runtimes.
 public let approxOpRelStd = 0.5
+
+/// Features a kind gained after estimators were first written, with the value a layer leaving one out has
+/// (thor_sdk.layers.kinds.DEFAULT_FEATURES): an estimator whose entry lacks one reads a layer setting another value
+/// as its twin at that value, so the layer is approximated, as a stand-in is (the Python runtime's rule).
+let defaultFeatures: [String: [String: Double]] = ["conv1d": ["dilation": 1], "conv2d": ["dilation": 1]]
+
+/// Why `m`, fitted before one of the layer's kind's defaulted features existed, estimates the layer approximately
+/// (the layer sets the feature to another value than its default); else nil.
+func unreadFeature(_ layer: Layer, _ m: KindModel) -> String? {
+    guard let defaults = defaultFeatures[layer.kind] else {
+        return nil
+    }
+    let off = defaults.keys.sorted().compactMap { f -> String? in
+        guard !m.features.contains(f), let v = layer.config[f], v.isFinite, v != defaults[f]! else {
+            return nil
+        }
+        return "\(f) \(v == v.rounded() && abs(v) < 1e15 ? String(Int64(v)) : String(v))"
+    }
+    if off.isEmpty {
+        return nil
+    }
+    return "the estimator's \(layer.kind) model predates its feature(s) \(off.joined(separator: ", ")): estimated "
+        + "as the same layer at the default (same FLOPs and bytes); refit the campaign for its own cost"
+}
 
 func matern52(_ r: Double) -> Double {
     let t = r * sqrt5
@@ -825,7 +854,9 @@ public final class Estimator {
         for (i, layer) in layers.enumerated() {
             let ms = results[entries[i]]![keys[i]]!
             var std = ms.std
-            if layer.approx != nil {
+            let unread = layer.approx == nil ? unreadFeature(layer, models[entries[i]]!) : nil
+            let why = layer.approx ?? unread
+            if why != nil {
                 let extra = approxOpRelStd * ms.mean
                 std = (std * std + extra * extra).squareRoot()
                 let key = layer.op.map { "op:" + $0 } ?? "layer:\(i)"
@@ -835,7 +866,7 @@ public final class Estimator {
                 }
                 opExtra[key]!.append(extra)
             }
-            out.append(LayerEstimate(layer: layer, mean: ms.mean, std: std))
+            out.append(LayerEstimate(layer: layer, mean: ms.mean, std: std, approx: why, unreadFeature: unread != nil))
         }
         let layersVar = fsum(kindVars + opOrder.map { key -> Double in
             let sum = fsum(opExtra[key]!)
@@ -895,7 +926,10 @@ public final class Estimator {
     public static func atLevel(_ e: Estimate, _ level: Level) throws -> Estimate {
         guard e.level == nil else { throw ThorError.usage("the estimate is already at a level") }
         let f = level.level
-        let layers = e.layers.map { LayerEstimate(layer: $0.layer, mean: $0.mean * f, std: $0.std * f) }
+        let layers = e.layers.map {
+            LayerEstimate(layer: $0.layer, mean: $0.mean * f, std: $0.std * f, approx: $0.approx,
+                          unreadFeature: $0.unreadFeature)
+        }
         let mean = e.totalMean * f
         let a = e.totalStd * f
         let b = mean * level.logStd

@@ -11,7 +11,7 @@ final class EstimatorTests: XCTestCase {
     let rtol = 1e-9
     /// The expected_*.json cases every runtime reproduces.
     let cases = ["expected_time_profile.json", "expected_energy_floored.json", "expected_time_grouped.json",
-                 "expected_time_stand_in.json", "expected_time_defaults.json"]
+                 "expected_time_stand_in.json", "expected_time_defaults.json", "expected_time_unread.json"]
     /// Cost terms of a relu over 4704 numbers (any finite non-negative terms would do here).
     let reluCost = Cost(flopsPerSample: 9408, flopsFixed: 0, bytesPerSample: 75264, bytesFixed: 0)
 
@@ -68,9 +68,15 @@ final class EstimatorTests: XCTestCase {
                 let means = e["layer_means"] as! [NSNumber]
                 let stds = e["layer_stds"] as! [NSNumber]
                 XCTAssertEqual(means.count, r.layers.count)
+                let unread = (e["layer_unread"] as? [NSNumber])?.map { $0.intValue } ?? []
                 for i in 0..<min(means.count, r.layers.count) {
                     close("\(name) layer \(i) mean", means[i].doubleValue, r.layers[i].mean)
                     close("\(name) layer \(i) std", stds[i].doubleValue, r.layers[i].std)
+                    // a layer read at a feature its kind's model predates is flagged (and explained), no other
+                    XCTAssertEqual(unread.contains(i), r.layers[i].unreadFeature, "\(name) layer \(i) unread feature")
+                    if unread.contains(i) {
+                        XCTAssertTrue(r.layers[i].approx?.contains("dilation") ?? false)
+                    }
                 }
                 XCTAssertEqual(bs, r.batchSize)
                 XCTAssertEqual(est.metric, r.metric)

@@ -10,6 +10,7 @@ import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.Set;
+import java.util.TreeMap;
 
 /**
  * A thor-sdk estimator (format {@code thor-sdk/estimator}, version 2) for Java 17 / Android, JDK only.
@@ -53,6 +54,13 @@ public final class Estimator {
      * up linearly in the total (one operator type, one error), as in the Python runtime.
      */
     public static final double APPROX_OP_REL_STD = 0.5;
+    /**
+     * Features a kind gained after estimators were first written, with the value a layer leaving one out has
+     * (thor_sdk.layers.kinds.DEFAULT_FEATURES): an estimator whose entry lacks one reads a layer setting another
+     * value as its twin at that value, so the layer is approximated, as a stand-in is (the Python runtime's rule).
+     */
+    static final Map<String, Map<String, Double>> DEFAULT_FEATURES = Map.of(
+            "conv1d", Map.of("dilation", 1.0), "conv2d", Map.of("dilation", 1.0));
     static final String[] TERM_KEYS = {"flops_per_sample", "flops_fixed", "bytes_per_sample", "bytes_fixed"};
     /** Features the runtime derives from a layer's cost terms (F and B at the batch size), never from its config. */
     public static final List<String> DERIVED = List.of("train_flops", "train_bytes");
@@ -202,11 +210,19 @@ public final class Estimator {
         public final Layer layer;
         public final double mean;
         public final double std;
+        /** Why the layer is estimated approximately (its own {@code approx}, or a feature its kind's model
+         *  predates), or null. */
+        public final String approx;
+        /** Whether {@link #approx} is a feature its kind's model predates (a dilated conv, an estimator fitted
+         *  before dilation was a feature): refit the campaign for its own cost. */
+        public final boolean unreadFeature;
 
-        LayerEstimate(Layer layer, double mean, double std) {
+        LayerEstimate(Layer layer, double mean, double std, String approx, boolean unreadFeature) {
             this.layer = layer;
             this.mean = mean;
             this.std = std;
+            this.approx = approx;
+            this.unreadFeature = unreadFeature;
         }
     }
 
@@ -355,7 +371,7 @@ public final class Estimator {
         double f = level.level;
         List<LayerEstimate> layers = new ArrayList<>();
         for (LayerEstimate l : e.layers) {
-            layers.add(new LayerEstimate(l.layer, l.mean * f, l.std * f));
+            layers.add(new LayerEstimate(l.layer, l.mean * f, l.std * f, l.approx, l.unreadFeature));
         }
         double mean = e.totalMean * f;
         double a = e.totalStd * f;
@@ -1154,12 +1170,14 @@ public final class Estimator {
             double[] ms = results.get(entries.get(i)).get(keys.get(i));
             Layer layer = layers.get(i);
             double std = ms[1];
-            if (layer.approx != null) {
+            String unread = layer.approx == null ? unreadFeature(layer, models.get(entries.get(i))) : null;
+            String why = layer.approx != null ? layer.approx : unread;
+            if (why != null) {
                 double extra = APPROX_OP_REL_STD * ms[0];
                 std = Math.sqrt(std * std + extra * extra);
                 opExtra.computeIfAbsent(layer.op != null ? layer.op : (Object) i, k -> new ArrayList<>()).add(extra);
             }
-            out.add(new LayerEstimate(layer, ms[0], std));
+            out.add(new LayerEstimate(layer, ms[0], std, why, unread != null));
         }
         double[] parts = Arrays.copyOf(kindVars, kindVars.length + opExtra.size());
         int q = kindVars.length;
@@ -1181,6 +1199,34 @@ public final class Estimator {
         return new Estimate(metric, unit, deviceName(), runtime, batchSize, totalMean,
                 Math.sqrt(Math.max(layersVar + whole, 0.0)), Math.sqrt(Math.max(layersVar, 0.0)),
                 Collections.unmodifiableList(out));
+    }
+
+    /**
+     * Why {@code m}, fitted before one of the layer's kind's defaulted features existed, estimates the layer
+     * approximately (the layer sets the feature to another value than its default); else null.
+     */
+    static String unreadFeature(Layer layer, KindModel m) {
+        Map<String, Double> defaults = DEFAULT_FEATURES.get(layer.kind);
+        if (defaults == null) {
+            return null;
+        }
+        List<String> off = new ArrayList<>();
+        for (Map.Entry<String, Double> d : new TreeMap<>(defaults).entrySet()) {
+            Double v = layer.config.get(d.getKey());
+            if (!m.index.containsKey(d.getKey()) && v != null && Double.isFinite(v) && !v.equals(d.getValue())) {
+                off.add(d.getKey() + " " + shortNumber(v));
+            }
+        }
+        if (off.isEmpty()) {
+            return null;
+        }
+        return "the estimator's " + layer.kind + " model predates its feature(s) " + String.join(", ", off)
+                + ": estimated as the same layer at the default (same FLOPs and bytes); refit the campaign for "
+                + "its own cost";
+    }
+
+    private static String shortNumber(double v) {
+        return v == Math.rint(v) && Math.abs(v) < 1e15 ? String.valueOf((long) v) : String.valueOf(v);
     }
 
     /** Variance (the metric's unit squared) of the summed cost of all layers of one kind. */

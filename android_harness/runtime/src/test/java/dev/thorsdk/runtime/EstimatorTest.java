@@ -10,6 +10,7 @@ import static org.junit.Assert.fail;
 
 import java.io.IOException;
 import java.util.ArrayList;
+import java.util.Collections;
 import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -25,7 +26,8 @@ public class EstimatorTest {
     private static final double RTOL = 1e-9;
     /** The expected_*.json cases every runtime reproduces. */
     private static final String[] CASES = {"expected_time_profile.json", "expected_energy_floored.json",
-        "expected_time_grouped.json", "expected_time_stand_in.json", "expected_time_defaults.json"};
+        "expected_time_grouped.json", "expected_time_stand_in.json", "expected_time_defaults.json",
+        "expected_time_unread.json"};
     /** Cost terms of a relu over 4704 numbers (any finite non-negative terms would do here). */
     private static final Estimator.Cost RELU_COST = new Estimator.Cost(9408.0, 0.0, 75264.0, 0.0);
 
@@ -82,9 +84,17 @@ public class EstimatorTest {
                 List<Object> means = (List<Object>) e.get("layer_means");
                 List<Object> stds = (List<Object>) e.get("layer_stds");
                 assertEquals(means.size(), r.layers.size());
+                List<Object> unread = e.containsKey("layer_unread") ? (List<Object>) e.get("layer_unread")
+                        : Collections.emptyList();
                 for (int i = 0; i < means.size(); i++) {
                     close(name + " layer " + i + " mean", (Double) means.get(i), r.layers.get(i).mean);
                     close(name + " layer " + i + " std", (Double) stds.get(i), r.layers.get(i).std);
+                    // a layer read at a feature its kind's model predates is flagged (and explained), no other
+                    boolean flagged = unread.contains((double) i);
+                    assertEquals(name + " layer " + i + " unread feature", flagged, r.layers.get(i).unreadFeature);
+                    if (flagged) {
+                        assertTrue(r.layers.get(i).approx, r.layers.get(i).approx.contains("dilation"));
+                    }
                 }
                 assertEquals(bs, r.batchSize);
                 assertEquals(est.metric, r.metric);
