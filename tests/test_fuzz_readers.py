@@ -481,7 +481,7 @@ def test_meter_log_reader(data):
 # -- ONNX graphs: random chains of the operators the importer reads, stands in for or refuses ---------------------
 _ONNX_OPS = ("Relu", "Softmax", "Transpose", "MatMulW", "MatMulSelf", "Conv", "ConvTranspose", "Flatten", "Split",
              "Einsum", "Pad", "PadFromShape", "Resize", "Concat", "Mul", "HardSwish", "Reduce", "GlobalMaxPool",
-             "Sub", "Clip", "Pool", "BatchNorm", "GRU", "Swish")
+             "Sub", "Clip", "Pool", "BatchNorm", "GRU", "Swish", "GroupNorm")
 
 
 @st.composite
@@ -549,6 +549,17 @@ def onnx_graphs(draw):
                 "GRU", [cur, wi, ri], [out], hidden_size=hidden, layout=draw(st.integers(0, 1)),
                 linear_before_reset=draw(st.integers(0, 1)),
                 direction=draw(st.sampled_from(["forward", "reverse", "bidirectional"]))))
+        elif op == "GroupNorm":  # GroupNorm's export, its groups, reshapes, scales and affine sized right or not
+            groups, shp, back = draw(small), f"gs{i}", f"gb{i}"
+            inits += [numpy_helper.from_array(np.array([0, groups, -1], np.int64), shp),
+                      numpy_helper.from_array(np.ones((draw(small),), np.float32), f"gsc{i}"),
+                      numpy_helper.from_array(np.zeros((groups,), np.float32), f"gbi{i}"),
+                      numpy_helper.from_array(np.ones((draw(small), 1), np.float32), f"gw{i}")]
+            nodes += [helper.make_node("Reshape", [cur, shp], [f"{out}r"]),
+                      helper.make_node("InstanceNormalization", [f"{out}r", f"gsc{i}", f"gbi{i}"], [f"{out}n"]),
+                      helper.make_node("Shape", [cur], [f"{out}s"]),
+                      helper.make_node("Reshape", [f"{out}n", f"{out}s" if draw(st.booleans()) else shp], [back]),
+                      helper.make_node("Mul", [back, f"gw{i}"], [out])]
         elif op == "Swish":  # x * sigmoid(x), either order
             nodes.append(helper.make_node("Sigmoid", [cur], [f"{out}s"]))
             pair = [cur, f"{out}s"]

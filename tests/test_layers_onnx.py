@@ -393,7 +393,9 @@ def test_cli_main_maps_onnx_errors(tmp_path, capsys):
 
 EXPORTED = ["lenet5", "cnn5", "har", "resnet18", "mobilenetv2", "lstm",
             # 1-D CNNs, GRUs, a CNN feeding an LSTM through a permute, BatchNorm1d on vectors, SiLU beside SE gates
-            "cnn1d_har", "tcn_har", "eegnet1d", "gru_kws", "crnn_kws", "deepconvlstm", "mlp_tabular", "se_cnn"]
+            "cnn1d_har", "tcn_har", "eegnet1d", "gru_kws", "crnn_kws", "deepconvlstm", "mlp_tabular", "se_cnn",
+            # GroupNorm (a reshape, an InstanceNormalization, a reshape back, its affine): 2 groups, and 1 (PoolFormer)
+            "resnet20_gn", "poolformer_tiny"]
 
 
 def _export(module, example, path, dynamic_batch=True):
@@ -771,3 +773,21 @@ def test_one_dimensional_conv_pool_and_batch_norm_read_as_the_torch_path_reads_t
         ("adaptive_maxpool2d", "hidden", {"channels": 4, "height": 1, "width": 8, "out_size": 1}),
         ("flatten", "hidden", {"numel": 4}),
         ("output", "output", {"in_features": 4, "out_features": 2, "tokens": 1})]
+
+
+def test_an_exported_group_norm_without_affine_is_groupnorm_and_an_instance_norm_is_not(tmp_path):
+    import torch
+    from torch import nn
+
+    net = nn.Sequential(nn.Conv1d(4, 8, 3, padding=1), nn.GroupNorm(2, 8, affine=False), nn.ReLU(),
+                        nn.Conv1d(8, 8, 1), nn.InstanceNorm1d(8, affine=True), nn.Flatten(), nn.Linear(8 * 12, 3))
+    path = _export(net, torch.randn(2, 4, 12), tmp_path / "gn.onnx")
+    ml = layers_from_onnx(path, unknown_ops="approx")
+    assert [(l["kind"], l["config"]) for l in ml.layers if "norm" in l["kind"]] == [
+        ("groupnorm", {"channels": 8, "num_groups": 2, "spatial": 12}),
+        ("batchnorm1d", {"channels": 8, "length": 12})]  # the instance norm's stand-in, marked approx
+    norms = [l for l in ml.layers if "norm" in l["kind"]]
+    assert "approx" in norms[1] and "approx" not in norms[0]
+    with pytest.raises(UnsupportedOperatorError) as err:
+        layers_from_onnx(path)
+    assert err.value.ops == ["InstanceNormalization"]

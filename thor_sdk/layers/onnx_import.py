@@ -32,8 +32,8 @@ _SIMPLE = {"Relu": "relu", "Tanh": "tanh", "Sigmoid": "sigmoid", "Gelu": "gelu",
 _RESHAPES = {"Flatten", "Reshape", "Squeeze", "Unsqueeze"}
 _LAYOUT = {"Transpose", "Reshape", "Squeeze", "Unsqueeze"}
 _SLICING = {"Gather", "Slice"}  # indexing an activation with constant indices: free, like getitem in fx
-_PARAM_KINDS = {"conv1d", "conv2d", "conv_transpose2d", "linear", "batchnorm1d", "batchnorm2d", "layernorm",
-                "embedding", "lstm", "gru", "prelu"}
+_PARAM_KINDS = {"conv1d", "conv2d", "conv_transpose2d", "linear", "batchnorm1d", "batchnorm2d", "groupnorm",
+                "layernorm", "embedding", "lstm", "gru", "prelu"}
 _RECURRENT = ("LSTM", "GRU")  # ONNX's recurrent nodes with a kind: their layout plumbing is free
 
 
@@ -496,6 +496,34 @@ def _reorders_sample(node):
     return order != sorted(order)
 
 
+def _match_group_norm(g, inorm):
+    """``(config, folded nodes)`` of nn.GroupNorm as torch.onnx writes it -- x [C, *spatial] reshaped to [G, rest],
+    an InstanceNormalization of G constant scales and biases, reshaped back to x's shape, then (with its affine)
+    a Mul and an Add of constants of one value per channel -- or None for any other InstanceNormalization."""
+    try:
+        pre = g.producer.get(inorm.input[0])
+        if pre is None or pre.op_type != "Reshape" or g.sole_user(pre.output[0]) is not inorm:
+            return None
+        xs, grouped = g.per_sample(pre.input[0]), g.per_sample(inorm.input[0])
+        post = g.sole_user(inorm.output[0])
+        if (len(xs) < 2 or len(grouped) != 2 or post is None or post.op_type != "Reshape"
+                or g.per_sample(post.output[0]) != xs or xs[0] % grouped[0]
+                or _prod(xs) != _prod(grouped) or len(inorm.input) < 3
+                or not all(g.is_const(i) and _prod(g.shape(i)) == grouped[0] for i in inorm.input[1:3])):
+            return None
+        folded, last = [pre, post], post
+        for op in ("Mul", "Add"):  # the per-channel affine: [C, 1, ...] constants broadcast over the sample
+            nxt = g.sole_user(last.output[0])
+            other = _other(nxt, last.output[0]) if nxt is not None and nxt.op_type == op else None
+            if other is None or not g.is_const(other) or _prod(g.shape(other)) != xs[0]:
+                break
+            folded.append(nxt)
+            last = nxt
+    except _UnknownShape:
+        return None
+    return {"channels": xs[0], "num_groups": grouped[0], "spatial": _prod(xs[1:])}, folded
+
+
 def _find_patterns(g):
     """Multi-node layers: {anchor: info} and the set of nodes folded into some anchor."""
     absorbed, info = set(), {}
@@ -525,6 +553,10 @@ def _find_patterns(g):
             mul = g.sole_user(n.output[0])
             if mul is not None and mul.op_type == "Mul" and _other(mul, n.output[0]) == n.input[0]:
                 take(mul, {"silu_of": n.input[0]}, [n])
+        elif n.op_type == "InstanceNormalization":
+            got = _match_group_norm(g, n)
+            if got:
+                take(n, {"group_norm": got[0]}, got[1])
         elif n.op_type == "Gather" and g.is_const(n.input[0]) and not g.is_const(n.input[1]):
             add = g.sole_user(n.output[0])
             if add is not None and add.op_type == "Add" and g.is_const(_other(add, n.output[0]) or ""):
@@ -867,6 +899,8 @@ def _node_layer(g, node, extra, unsupported):
         return "gelu", {"numel": _prod(g.per_sample(extra["gelu_of"]))}
     if "silu_of" in extra:
         return "silu", {"numel": _prod(g.per_sample(extra["silu_of"]))}
+    if "group_norm" in extra:
+        return "groupnorm", extra["group_norm"]
     if op in _ALWAYS_FREE:
         return None
     if op == "Conv":
