@@ -395,7 +395,9 @@ EXPORTED = ["lenet5", "cnn5", "har", "resnet18", "mobilenetv2", "lstm",
             # 1-D CNNs, GRUs, a CNN feeding an LSTM through a permute, BatchNorm1d on vectors, SiLU beside SE gates
             "cnn1d_har", "tcn_har", "eegnet1d", "gru_kws", "crnn_kws", "deepconvlstm", "mlp_tabular", "se_cnn",
             # GroupNorm (a reshape, an InstanceNormalization, a reshape back, its affine): 2 groups, and 1 (PoolFormer)
-            "resnet20_gn", "poolformer_tiny"]
+            "resnet20_gn", "poolformer_tiny",
+            # channel shuffles and splits through sizes: 29 rounds of folding values into shapes
+            "shufflenetv2_05"]
 
 
 def _export(module, example, path, dynamic_batch=True):

@@ -148,7 +148,9 @@ def _fix_batch_annotations(graph, batch_param):
 #: inference leaves the output's shape unknown until that value is folded (``_infer_folding``)
 _VALUE_INPUTS = {"Pad": (1, 2), "Resize": (1, 2, 3), "Upsample": (1,), "Reshape": (1,), "Expand": (1,), "Tile": (1,),
                  "Slice": (1, 2, 3, 4), "ConstantOfShape": (0,), "Range": (0, 1, 2)}
-_MAX_FOLDS = 16  # rounds of folding and inference (each folds every value it can)
+#: rounds of folding and inference (each folds every value it can; a value computed from a shape that the previous
+#: round's fold made known waits a round: ShuffleNetV2's 16 units, a channel shuffle and a split each, took 29)
+_MAX_FOLDS = 64
 _MAX_FOLD_NODES = 256  # nodes computing one folded value, at most
 
 
