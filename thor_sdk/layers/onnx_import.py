@@ -18,9 +18,9 @@ import os
 from thor_sdk.errors import FormatError, ModelError, NotFoundError, UsageError
 
 from .extract import (_adaptive_max_layer, _avg_pool1d_layer, _mean_layer, _pool_layer, _reduce_layer,
-                      _upsample_layer, add_layer, add_stand_in_layers, conv_dilation, einsum_chain_stand_in, einsum_stand_in, finish_layers,
-                      instance_norm_stand_in, layernorm_layer, matmul_stand_in, pad_config, refuse_unsupported,
-                      transposed_conv_stand_in)
+                      _upsample_layer, add_layer, add_stand_in_layers, conv_dilation, einsum_chain_stand_in,
+                      einsum_stand_in, finish_layers, instance_norm_stand_in, layernorm_layer, matmul_stand_in,
+                      pad_config, refuse_unsupported, transposed_conv_stand_in)
 
 _BATCH = 2  # batch size substituted for a symbolic batch dimension before shape inference
 
