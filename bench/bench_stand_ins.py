@@ -3,7 +3,8 @@
     python bench/bench_stand_ins.py            # writes bench/results/stand-ins-host-<stamp>.md
 
 Under ``--unknown-ops approx`` some operators without a kind are estimated as kinds that stand in for them
-(``thor_sdk.layers.extract._stand_in``): a bidirectional LSTM/GRU as one layer per direction and a ``cat``; a
+(``thor_sdk.layers.extract._stand_in``): a bidirectional LSTM as one layer per direction and a ``cat`` (a
+bidirectional GRU is read so by default, and timed here against those layers, as its own kinds); a
 projected LSTM as the lstm of its full hidden size and its projection, per direction; a transposed conv (1-D, or 2-D
 with groups or non-square sides: else kind ``conv_transpose2d``, timed here against its own kind) as the stride-1
 conv of the same FLOPs; nn.MultiheadAttention outside kind ``mha`` (``bias=False``), ``x @ y``, ``torch.einsum`` and
@@ -175,8 +176,20 @@ def _cases():
                       Op(nn.TransformerEncoderLayer(d, h, ff, batch_first=True)), (t, d), b))
     cases += [
         ("LSTM bidirectional 64->96 T32", Op(nn.LSTM(64, 96, batch_first=True, bidirectional=True), True), (32, 64), 16),
-        ("GRU bidirectional x2 12->64 T50", Op(nn.GRU(12, 64, 2, batch_first=True, bidirectional=True), True),
+        ("GRU bidirectional x2 12->64 T50 (its own kinds)",
+         Op(nn.GRU(12, 64, 2, batch_first=True, bidirectional=True), True),
          (50, 12), 16),
+        # a keyword spotter's over 98 frames of 40 log-mels, a HAR window, a text encoder's stack, a small one
+        ("GRU bidirectional 40->128 T98 (its own kinds)",
+         Op(nn.GRU(40, 128, batch_first=True, bidirectional=True), True),
+         (98, 40), 8),
+        ("GRU bidirectional 9->64 T128 (its own kinds)",
+         Op(nn.GRU(9, 64, batch_first=True, bidirectional=True), True), (128, 9), 16),
+        ("GRU bidirectional x2 128->128 T24 (its own kinds)",
+         Op(nn.GRU(128, 128, 2, batch_first=True, bidirectional=True), True),
+         (24, 128), 16),
+        ("GRU bidirectional 64->32 T32 (its own kinds)",
+         Op(nn.GRU(64, 32, batch_first=True, bidirectional=True), True), (32, 64), 16),
         ("LSTM bidirectional 40->128 T100", Op(nn.LSTM(40, 128, batch_first=True, bidirectional=True), True),
          (100, 40), 8),
         ("LSTM projected 40->256 P64 T50", Op(nn.LSTM(40, 256, proj_size=64, batch_first=True), True), (50, 40), 16),

@@ -684,6 +684,23 @@ COVERED_SINCE = {"SeqLSTM", "SdpaBlock", "MHA", "Encoder", "CrossAttn", "Deconv"
                  "DilatedTCN"}
 
 #: (class name, per-sample input shape): the held-out user nets, in the order they are measured
+class BiGRUKWS(nn.Module):
+    """A keyword spotter as CRNN recipes write it: a conv over 40 log-mel bands x 98 frames (channels x time), BN,
+    ReLU, then a bidirectional GRU of 64 per direction (batch first) over the frames, its outputs averaged over
+    time, 12 classes."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv, self.bn = nn.Conv1d(40, 64, 5, padding=2), nn.BatchNorm1d(64)
+        self.gru = nn.GRU(64, 64, batch_first=True, bidirectional=True)
+        self.fc = nn.Linear(128, 12)
+
+    def forward(self, x):
+        h = torch.relu(self.bn(self.conv(x))).transpose(1, 2)
+        out, _ = self.gru(h)
+        return self.fc(out.mean(dim=1))
+
+
 NETS = (("UNetTiny", (3, 32, 32)), ("BiLSTM", (32,)), ("GRU2", (50, 12)), ("MHA", (24, 32)),
         ("DilatedTCN", (3, 128)), ("MobileBlock", (3, 64, 64)), ("Deconv", (3, 32, 32)), ("TextGRU", (40,)),
         ("ManualAttn", (16, 32)), ("Encoder", (32, 16)), ("SdpaBlock", (24, 20)), ("EinsumAttn", (20, 16)),
@@ -694,4 +711,4 @@ NETS = (("UNetTiny", (3, 32, 32)), ("BiLSTM", (32,)), ("GRU2", (50, 12)), ("MHA"
         ("TFSamePadCNN", (3, 32, 32)), ("AttnPoolLSTM", (64, 9)), ("PointNetTiny", (3, 256)), ("TextCNNAmax", (48,)),
         ("CBAMLiteCNN", (3, 32, 32)), ("ConcatPool1d", (6, 200)), ("HighPassCNN", (3, 48, 48)),
         ("CenteredMLP", (64,)), ("WaveNetKWS", (40, 98)), ("AtrousCNN", (3, 64, 64)), ("SNNTabular", (64,)),
-        ("ClampMobile", (3, 32, 32)))
+        ("ClampMobile", (3, 32, 32)), ("BiGRUKWS", (40, 98)))

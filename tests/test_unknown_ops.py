@@ -406,16 +406,23 @@ class _Rnn(nn.Module):
 
 
 @pytest.mark.parametrize("cls, kind", [(nn.LSTM, "lstm"), (nn.GRU, "gru")])
-def test_a_bidirectional_rnn_stands_in_as_one_layer_per_direction_and_a_cat(cls, kind):
+def test_a_bidirectional_rnn_is_one_layer_per_direction_and_a_cat(cls, kind):
+    """A bidirectional LSTM stands in so (refused by default: it took up to 1.5x its directions' probes); a
+    bidirectional GRU is read so by default, not approximated (0.93-1.10x, bench_stand_ins)."""
     rnn = cls(12, 20, num_layers=2, batch_first=True, bidirectional=True)
-    with pytest.raises(UnsupportedOperatorError):
-        layers_of(_Rnn(rnn), input_shape=[30, 12])
+    if cls is nn.LSTM:
+        with pytest.raises(UnsupportedOperatorError):
+            layers_of(_Rnn(rnn), input_shape=[30, 12])
+    else:
+        assert layers_of(_Rnn(rnn), input_shape=[30, 12]).layers == \
+            layers_of(_Rnn(rnn), input_shape=[30, 12], unknown_ops="approx").layers
     ml = layers_of(_Rnn(rnn), input_shape=[30, 12], unknown_ops="approx")
     got = [(l["name"], l["kind"], l["role"], l["config"].get("input_size")) for l in ml.layers[:-1]]
     assert got == [("rnn.fwd0", kind, "input", 12), ("rnn.rev0", kind, "input", 12), ("rnn.cat0", "cat", "hidden", None),
                    ("rnn.fwd1", kind, "hidden", 40), ("rnn.rev1", kind, "hidden", 40), ("rnn.cat1", "cat", "hidden", None)]
     for l in ml.layers[:-1]:
-        assert "bidirectional" in l["approx"] and l["op"] == cls.__name__
+        assert l["op"] == cls.__name__
+        assert ("bidirectional" in l["approx"]) if cls is nn.LSTM else "approx" not in l
         if l["kind"] == kind:
             assert l["config"] == dict(l["config"], hidden_size=20, seq_len=30, num_layers=1)
         else:
@@ -525,7 +532,8 @@ def test_a_sequence_first_rnn_fed_its_input_transposed_is_its_kind(cls, kind):
     with pytest.raises(UnsupportedOperatorError, match="batch_first=True"):  # a batch-first one fed (T, B, F)
         layers_of(_SeqFirst(cls(12, 20, batch_first=True)), input_shape=[30, 12])
     bi = layers_of(_SeqFirst(cls(12, 10, bidirectional=True)), input_shape=[30, 12], unknown_ops="approx").layers
-    assert [l["name"] for l in bi if "approx" in l] == ["inner.fwd0", "inner.rev0", "inner.cat0"]
+    assert [l["name"] for l in bi if l.get("op") == cls.__name__] == ["inner.fwd0", "inner.rev0", "inner.cat0"]
+    assert all(("approx" in l) == (cls is nn.LSTM) for l in bi if l.get("op") == cls.__name__)
 
 
 def test_sequence_first_attention_and_dims_counted_around_the_batch_axis():

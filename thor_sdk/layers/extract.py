@@ -188,10 +188,10 @@ def _module_layer(mod, in_shape, out_shape, unsupported, in_axis=0):
                                  unsupported, label)
     if isinstance(mod, (GRUSequence, nn.GRU)):
         gru = mod.gru if isinstance(mod, GRUSequence) else mod
-        if gru.bidirectional:
-            unsupported.append("GRU(bidirectional)")
-        elif not _batch_first_ok(gru.batch_first, in_axis):
+        if not _batch_first_ok(gru.batch_first, in_axis):
             unsupported.append(f"GRU(batch_first={gru.batch_first} on an input whose batch is axis {in_axis})")
+        elif gru.bidirectional:  # (an nn.GRU's directions are read as layers, _bidirectional_gru_parts)
+            unsupported.append("GRU(bidirectional)")
         return "gru", {"input_size": gru.input_size, "hidden_size": gru.hidden_size,
                        "seq_len": in_shape[0], "num_layers": gru.num_layers}
     if isinstance(mod, nn.Softmax):
@@ -643,8 +643,9 @@ def _stand_in(node, gm, in_shape, full_shape, in_axis, shape_of, batch_axis):
     - ``nn.TransformerEncoderLayer`` (batch first) outside what ``_transformer_parts`` takes (a key padding mask,
       ``bias=False``, another activation): the ``transformer_block`` of the same sizes (a pre-norm GELU block
       with causal attention).
-    - bidirectional ``nn.LSTM`` / ``nn.GRU`` (batch first): per layer, one ``lstm``/``gru`` layer per direction
-      (the second and later layers read both directions, 2 x hidden) and the ``cat`` of the two.
+    - bidirectional ``nn.LSTM`` (batch first): per layer, one ``lstm`` layer per direction (the second and later
+      layers read both directions, 2 x hidden) and the ``cat`` of the two (a bidirectional ``nn.GRU`` is read so by
+      default, ``_bidirectional_gru_parts``).
     - projected ``nn.LSTM`` (``proj_size``): per layer and direction, the ``lstm`` of the full hidden size (not
       of the same FLOPs: PyTorch runs it unfused, at about that cost) and the projection as a bias-free
       ``linear`` over the time steps; bidirectional, the ``cat`` of the two projections.
@@ -758,6 +759,23 @@ def instance_norm_stand_in(shape, label):
     if not valid_config(kind, config):
         return None
     return (kind, config), f"{label} has no kind: estimated as the {kind} of the same sizes"
+
+
+def _bidirectional_gru_parts(mod, in_shape, in_axis=0):
+    """A bidirectional ``nn.GRU`` (batch first) as ``[(suffix, (kind, config), reads_input)]``: per layer, one
+    ``gru`` per direction (later layers read both, 2 x hidden) and the ``cat`` of the two; None for any other module
+    (or one fed another layout: recorded unsupported by ``_module_layer``). Not a stand-in: PyTorch runs the two
+    directions as two GRU passes on CPU, and the module's training step took 0.93-1.10x these layers' probes summed
+    here over five shapes (a keyword spotter's, a HAR window's, a stacked text encoder's;
+    ``bench/results/stand-ins-host-20261128-bigru.md``), 0.77-1.04x over eleven runs of a 2-layer one. A
+    bidirectional ``nn.LSTM`` stays a stand-in (``_bidirectional_stand_in``): it took 0.94-1.52x its directions'
+    lstm layers, PyTorch's fused one-direction kernel being what an lstm probe times."""
+    from torch import nn
+
+    if not isinstance(mod, nn.GRU) or not mod.bidirectional:
+        return None
+    got = _bidirectional_stand_in(mod, in_shape, in_axis)
+    return None if got is None else got[0]
 
 
 def _bidirectional_stand_in(rnn, in_shape, in_axis=0):
@@ -1671,7 +1689,10 @@ def layers_from_module(module, input_shape, input_dtype="float32", vocab=None, s
         if node.op == "call_module":
             mod = gm.get_submodule(node.target)
             parts = _transformer_parts(node, mod, unsupported, fixed_shape, values.get, shape_of, batch_axis)
-            if parts is not None:  # an encoder layer (or stack): its attention, norms and feed-forward layers
+            if parts is None:
+                parts = _bidirectional_gru_parts(mod, in_shape, in_axis)
+            if parts is not None:  # an encoder layer (or stack): its attention, norms and feed-forward layers; a
+                # bidirectional GRU's directions and their cats
                 for suffix, part, reads_input in parts:
                     add_layer(layers, str(node.target) + suffix, part, upstream or not reads_input,
                               op_label(node, gm))
