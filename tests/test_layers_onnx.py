@@ -731,8 +731,8 @@ def test_a_gru_as_pytorch_runs_it_is_kind_gru_and_its_plumbing_free(tmp_path):
 
 
 @pytest.mark.parametrize("attrs, label", [({}, "GRU(linear_before_reset=0)"),
-                                          ({"linear_before_reset": 1, "direction": "bidirectional"},
-                                           "GRU(direction=bidirectional)")])
+                                          ({"linear_before_reset": 1, "direction": "reverse"},
+                                           "GRU(direction=reverse)")])
 def test_a_gru_pytorch_does_not_run_is_refused_by_name(tmp_path, attrs, label):
     """ONNX's default GRU applies its reset gate before the recurrent matmul (Keras' reset_after=False); the
     probes are PyTorch's GRU, which applies it after."""
@@ -793,3 +793,28 @@ def test_an_exported_group_norm_without_affine_is_groupnorm_and_an_instance_norm
     with pytest.raises(UnsupportedOperatorError) as err:
         layers_from_onnx(path)
     assert err.value.ops == ["InstanceNormalization"]
+
+
+@pytest.mark.parametrize("layers", [1, 2])
+def test_an_exported_bidirectional_gru_reads_as_torch_fx_reads_it_and_a_bidirectional_lstm_is_refused(tmp_path,
+                                                                                                      layers):
+    import torch
+    from torch import nn
+
+    class Net(nn.Module):
+        def __init__(self, rnn):
+            super().__init__()
+            self.conv, self.rnn, self.fc = nn.Conv1d(6, 8, 3, padding=1), rnn, nn.Linear(2 * rnn.hidden_size, 3)
+
+        def forward(self, x):
+            return self.fc(self.rnn(torch.relu(self.conv(x)).transpose(1, 2))[0].mean(dim=1))
+
+    gru = Net(nn.GRU(8, 12, layers, batch_first=True, bidirectional=True))
+    from_onnx = layers_from_onnx(_export(gru, torch.randn(2, 6, 20), tmp_path / "bigru.onnx"))
+    assert _summary(from_onnx.layers) == _summary(layers_of(gru, input_shape=[6, 20]).layers)
+    assert [l["kind"] for l in from_onnx.layers].count("gru") == 2 * layers and not any("approx" in l for l in
+                                                                                           from_onnx.layers)
+    lstm = Net(nn.LSTM(8, 12, layers, batch_first=True, bidirectional=True))
+    with pytest.raises(UnsupportedOperatorError) as err:
+        layers_from_onnx(_export(lstm, torch.randn(2, 6, 20), tmp_path / "bilstm.onnx"))
+    assert "LSTM(direction=bidirectional)" in err.value.ops

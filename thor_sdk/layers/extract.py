@@ -761,6 +761,19 @@ def instance_norm_stand_in(shape, label):
     return (kind, config), f"{label} has no kind: estimated as the {kind} of the same sizes"
 
 
+def bidirectional_layers(kind, input_size, hidden_size, seq_len, num_layers):
+    """``[(suffix, (kind, config), reads_input)]`` of a bidirectional recurrent stack (both readers): per layer one
+    ``kind`` layer per direction (later layers read both, 2 x hidden) and the ``cat`` of the two."""
+    layers = []
+    for i in range(num_layers):
+        size = input_size if i == 0 else 2 * hidden_size
+        for d in ("fwd", "rev"):
+            layers.append((f".{d}{i}", (kind, {"input_size": size, "hidden_size": hidden_size, "seq_len": seq_len,
+                                               "num_layers": 1}), i == 0))
+        layers.append((f".cat{i}", ("cat", {"numel": seq_len * 2 * hidden_size, "parts": 2}), False))
+    return layers
+
+
 def _bidirectional_gru_parts(mod, in_shape, in_axis=0):
     """A bidirectional ``nn.GRU`` (batch first) as ``[(suffix, (kind, config), reads_input)]``: per layer, one
     ``gru`` per direction (later layers read both, 2 x hidden) and the ``cat`` of the two; None for any other module
@@ -785,14 +798,7 @@ def _bidirectional_stand_in(rnn, in_shape, in_axis=0):
     if not _batch_first_ok(rnn.batch_first, in_axis) or getattr(rnn, "proj_size", 0) or in_shape is None \
             or len(in_shape) != 2:
         return None
-    h, t = rnn.hidden_size, in_shape[0]
-    layers = []
-    for i in range(rnn.num_layers):
-        size = rnn.input_size if i == 0 else 2 * h
-        for d in ("fwd", "rev"):
-            layers.append((f".{d}{i}", (kind, {"input_size": size, "hidden_size": h, "seq_len": t, "num_layers": 1}),
-                           i == 0))
-        layers.append((f".cat{i}", ("cat", {"numel": t * 2 * h, "parts": 2}), False))
+    layers = bidirectional_layers(kind, rnn.input_size, rnn.hidden_size, in_shape[0], rnn.num_layers)
     name = "LSTM" if kind == "lstm" else "GRU"
     return layers, (f"{name}(bidirectional) has no kind: estimated as one {kind} layer per direction and layer, "
                     "and the cat of the two directions")

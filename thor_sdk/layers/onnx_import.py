@@ -18,7 +18,8 @@ import os
 from thor_sdk.errors import FormatError, ModelError, NotFoundError, UsageError
 
 from .extract import (_adaptive_max_layer, _avg_pool1d_layer, _mean_layer, _pool_layer, _reduce_layer,
-                      _upsample_layer, add_layer, add_stand_in_layers, conv_dilation, einsum_chain_stand_in,
+                      _upsample_layer, add_layer, add_stand_in_layers, bidirectional_layers, conv_dilation,
+                      einsum_chain_stand_in,
                       einsum_stand_in, finish_layers, instance_norm_stand_in, layernorm_layer, matmul_stand_in,
                       pad_config, refuse_unsupported, transposed_conv_stand_in)
 
@@ -1027,7 +1028,7 @@ def _node_layer(g, node, extra, unsupported):
         return "softmax", {"numel": _prod(xs), "last_dim": xs[-1]}
     if op in _RECURRENT:  # as nn.LSTM / nn.GRU (one direction) returning the whole output sequence
         direction = _decode(a.get("direction", "forward"))
-        if direction != "forward":
+        if direction != "forward" and not (op == "GRU" and direction == "bidirectional"):
             unsupported.append(f"{op}(direction={direction})")
             return None
         if op == "GRU" and not int(a.get("linear_before_reset", 0)):
@@ -1038,10 +1039,13 @@ def _node_layer(g, node, extra, unsupported):
         xs = g.shape(node.input[0])  # layout 0: [seq, batch, input]; layout 1: [batch, seq, input]
         gates = 4 if op == "LSTM" else 3
         hidden = int(a.get("hidden_size", ws[1] // gates if len(ws) == 3 else 0))
-        if len(xs) != 3 or len(ws) != 3 or ws[1] != gates * hidden or hidden < 1 or xs[2] != ws[2]:
+        if len(xs) != 3 or len(ws) != 3 or ws[1] != gates * hidden or hidden < 1 or xs[2] != ws[2] \
+                or ws[0] != (2 if direction == "bidirectional" else 1):
             unsupported.append(f"{op}(input or weights not of a sequence's shapes)")
             return None
         seq_len = xs[1] if int(a.get("layout", 0)) else xs[0]
+        if direction == "bidirectional":  # as torch.fx reads a bidirectional nn.GRU: its directions and their cats
+            return bidirectional_layers("gru", ws[2], hidden, seq_len, int(extra.get("num_layers", 1)))
         return op.lower(), {"input_size": ws[2], "hidden_size": hidden, "seq_len": seq_len,
                             "num_layers": int(extra.get("num_layers", 1))}
     unsupported.append(op if node.domain in ("", "ai.onnx") else f"{node.domain}.{op}")
@@ -1100,14 +1104,15 @@ def layers_from_onnx(path, input_shape=None, unknown_ops="error"):
             unknown.append(f"{e.tensor} (input of {node.op_type} {node.name or k})")
             got = None
         # a MatMul or Einsum stand-in is a product of activations: no parameters of its own
-        has_params = isinstance(got, tuple) and got[0] in _PARAM_KINDS \
+        has_params = (isinstance(got, tuple) and got[0] in _PARAM_KINDS
+                      or isinstance(got, list) and any(part[0] in _PARAM_KINDS for _, part, _ in got)) \
             and not (node.op_type in ("MatMul", "Einsum") and approx)
         for o in outs:
             needs_grad[o] = upstream or has_params
         if got is None:
             continue
         name = node.name or f"{node.op_type.lower()}_{k}"
-        if isinstance(got, list):  # several stand-in layers (an Einsum of three)
+        if isinstance(got, list):  # several layers: a stand-in's (an Einsum of three), a bidirectional GRU's
             add_stand_in_layers(layers, name, got, approx, upstream, node.op_type)
             continue
         add_layer(layers, name, got, upstream, node.op_type, approx)
