@@ -10,9 +10,7 @@ warm-ups, each pair twice.
 
 import argparse
 import os
-import statistics
 import sys
-import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -23,13 +21,6 @@ SHUFFLES = [((12, 64, 64), 2), ((256, 32, 32), 2), ((48, 32, 32), 4), ((64, 16, 
 #: (per-sample input, pad per side of H and W): a style-transfer stem's ReflectionPad2d(4) before its 9x9 conv, the
 #: residual blocks' 1-pixel pads, a CycleGAN stem's 3
 PADS = [((3, 128, 128), 4), ((128, 32, 32), 1), ((64, 64, 64), 3), ((32, 64, 64), 1)]
-
-
-def _step_ms(f, shape, n=40):
-    """Median ms of one forward + backward of ``f`` on one tensor of ``shape`` (``bench_unary_ops``' timer)."""
-    from bench_unary_ops import _step_ms as step_ms
-
-    return step_ms(f, [shape], n=n)
 
 
 def cases():
@@ -59,6 +50,7 @@ def cases():
 
 def main(argv=None):
     import torch
+    from bench_unary_ops import _step_ms, write_report  # one timer and one report for the operator benches
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", help="Markdown file to write")
@@ -68,19 +60,11 @@ def main(argv=None):
     ratios = {}
     for op, label, shape, f, ref_label, ref in cases():
         for _ in range(2):
-            a, b = _step_ms(f, shape), _step_ms(ref, shape)
+            a, b = _step_ms(f, [shape]), _step_ms(ref, [shape])
             ratios.setdefault((op, ref_label), []).append(a / b)
             rows.append(f"| {label} | {ref_label} | {a:.3f} | {b:.3f} | {a / b:.2f} |")
             print(rows[-1], flush=True)
-    summary = ["| op | reference | ratios: min | median | max |", "|---|---|---|---|---|"]
-    for (label, ref_label), rs in ratios.items():
-        summary.append(f"| {label} | {ref_label} | {min(rs):.2f} | {statistics.median(rs):.2f} | {max(rs):.2f} |")
-    text = "\n".join([f"# Layout operators against kind probes ({time.strftime('%Y-%m-%d %H:%M')} UTC, host, one "
-                      "thread)", "", "`python bench/bench_layout_ops.py`", "", *summary, "", *rows]) + "\n"
-    print("\n".join(summary))
-    if args.out:
-        with open(args.out, "w") as f:
-            f.write(text)
+    write_report("Layout operators against kind probes", "python bench/bench_layout_ops.py", ratios, rows, args.out)
 
 
 if __name__ == "__main__":

@@ -85,14 +85,20 @@ def main(argv=None):
                 rows.append(f"| {'x'.join(map(str, shape[1:]))} | {label} | {ref_label} | {a:.3f} | {b:.3f} | "
                             f"{a / b:.2f} |")
                 print(rows[-1], flush=True)
+    write_report("Pointwise operators against kind probes", "python bench/bench_unary_ops.py", ratios, rows, args.out)
+
+
+def write_report(title, command, ratios, rows, out=None):
+    """Print the ratios' summary (``{(op, reference): [op / reference, ...]}``: min, median, max) and write it with
+    the measured ``rows`` to ``out`` (Markdown) where given."""
     summary = ["| op | reference | ratios: min | median | max |", "|---|---|---|---|---|"]
     for (label, ref_label), rs in ratios.items():
         summary.append(f"| {label} | {ref_label} | {min(rs):.2f} | {statistics.median(rs):.2f} | {max(rs):.2f} |")
-    text = "\n".join([f"# Pointwise operators against kind probes ({time.strftime('%Y-%m-%d %H:%M')} UTC, host, one "
-                      "thread)", "", "`python bench/bench_unary_ops.py`", "", *summary, "", *rows]) + "\n"
+    text = "\n".join([f"# {title} ({time.strftime('%Y-%m-%d %H:%M')} UTC, host, one thread)", "", f"`{command}`", "",
+                      *summary, "", *rows]) + "\n"
     print("\n".join(summary))
-    if args.out:
-        with open(args.out, "w") as f:
+    if out:
+        with open(out, "w") as f:
             f.write(text)
 
 
