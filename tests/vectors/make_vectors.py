@@ -773,6 +773,19 @@ def _conv1d_config(rng, dilation=True):
     return c
 
 
+def _fit_conv1d(rng, features, dilated):
+    """A conv1d ``KindGP`` over ``features`` fitted on 16 SYNTHETIC samples (5% noise), dilated 1, 2 or 4 where
+    ``dilated`` (1 + 0.25 log2(dilation) times the undilated cost), else with no ``dilation`` key."""
+    X, y, T = [], [], []
+    for _ in range(16):
+        c = _conv1d_config(rng, dilation=dilated)
+        bs, role = int(rng.choice([1, 8, 16, 32, 64])), str(rng.choice(["input", "hidden"]))
+        y.append(synthetic_cost("conv1d", c, bs, role, rng) * (1.0 + 0.25 * math.log2(c.get("dilation", 1))))
+        X.append(feature_vector("conv1d", c, bs, role, features))
+        T.append(at_batch(cost_terms("conv1d", c, role), bs))
+    return KindGP(features=features, random_state=0).fit(X, y, noise_std=[0.05 * v for v in y], terms=T)
+
+
 def write_defaults_case():
     """``time_defaults``: a conv1d entry whose features include ``dilation`` and whose ``defaults`` read a missing
     one as 1 (SYNTHETIC law: 1 + 0.25 log2(dilation) times the undilated one), with relu and output; queries and
@@ -781,15 +794,7 @@ def write_defaults_case():
     stream: the other cases are not rewritten."""
     rng = np.random.default_rng(20261128)
     gps = fit_kinds([("relu", 6, False), ("output", 5, False)], rng)
-    feats, X, y, T = [], [], [], []
-    feats = gp_features("conv1d")
-    for _ in range(16):
-        c = _conv1d_config(rng)
-        bs, role = int(rng.choice([1, 8, 16, 32, 64])), str(rng.choice(["input", "hidden"]))
-        y.append(synthetic_cost("conv1d", c, bs, role, rng) * (1.0 + 0.25 * math.log2(c["dilation"])))
-        X.append(feature_vector("conv1d", c, bs, role))
-        T.append(at_batch(cost_terms("conv1d", c, role), bs))
-    gps["conv1d"] = KindGP(features=feats, random_state=0).fit(X, y, noise_std=[0.05 * v for v in y], terms=T)
+    gps["conv1d"] = _fit_conv1d(rng, gp_features("conv1d"), dilated=True)
     doc = synthetic_estimator(gps, whole_rel_std=0.05)
     assert doc["kinds"]["conv1d"]["defaults"] == {"dilation": 1}
     base = _conv1d_config(rng, dilation=False)
@@ -819,15 +824,7 @@ def write_unread_case():
     stream: the other cases are not rewritten."""
     rng = np.random.default_rng(20261129)
     gps = fit_kinds([("relu", 6, False), ("output", 5, False)], rng)
-    feats = [f for f in gp_features("conv1d") if f != "dilation"]
-    X, y, T = [], [], []
-    for _ in range(16):
-        c = _conv1d_config(rng, dilation=False)
-        bs, role = int(rng.choice([1, 8, 16, 32, 64])), str(rng.choice(["input", "hidden"]))
-        y.append(synthetic_cost("conv1d", c, bs, role, rng))
-        X.append(feature_vector("conv1d", c, bs, role, feats))
-        T.append(at_batch(cost_terms("conv1d", c, role), bs))
-    gps["conv1d"] = KindGP(features=feats, random_state=0).fit(X, y, noise_std=[0.05 * v for v in y], terms=T)
+    gps["conv1d"] = _fit_conv1d(rng, [f for f in gp_features("conv1d") if f != "dilation"], dilated=False)
     doc = synthetic_estimator(gps, whole_rel_std=0.05)
     assert "defaults" not in doc["kinds"]["conv1d"] and "dilation" not in doc["kinds"]["conv1d"]["features"]
     base = _conv1d_config(rng, dilation=False)
@@ -856,24 +853,13 @@ def write_unread_case():
 
 
 def main():
-    if "--unread-only" in sys.argv[1:]:
-        write_unread_case()
-        return
-    if "--defaults-only" in sys.argv[1:]:
-        write_defaults_case()
-        return
-    if "--levels-only" in sys.argv[1:]:
-        write_level_vectors()
-        return
-    if "--training-only" in sys.argv[1:]:
-        write_training_vectors()
-        return
-    if "--grouped-only" in sys.argv[1:]:
-        write_grouped_case()
-        return
-    if "--stand-in-only" in sys.argv[1:]:
-        write_stand_in_case()
-        return
+    only = {"--unread-only": write_unread_case, "--defaults-only": write_defaults_case,
+            "--levels-only": write_level_vectors, "--training-only": write_training_vectors,
+            "--grouped-only": write_grouped_case, "--stand-in-only": write_stand_in_case}
+    for flag, write_case in only.items():  # one case's files rewritten, the others left as they are
+        if flag in sys.argv[1:]:
+            write_case()
+            return
     write_table_vectors()
     if "--table-only" in sys.argv[1:]:
         return
