@@ -52,10 +52,13 @@ def compare(label, source, factory, shape, vocab, folder):
     from thor_sdk.layers import layers_of
     from thor_sdk.layers.onnx_import import layers_from_onnx
 
+    def why(e):  # the operators a reader names (UnsupportedOperatorError.ops), else its message
+        return ", ".join(e.ops) if getattr(e, "ops", None) else str(e)
+
     try:
         fx = layers_of(source, input_shape=list(shape)).layers
     except ThorError as e:
-        return "fx refuses", str(e).split(" uses operators with no thor-sdk layer kind: ")[-1].split(" (see")[0]
+        return "fx refuses", why(e)
     embedding = any(layer["kind"] == "embedding" for layer in fx)
     x = torch.randint(0, vocab or 50, (2, *shape)) if vocab or embedding else torch.randn(2, *shape)
     path = os.path.join(folder, label.replace(":", "_") + ".onnx")
@@ -70,9 +73,7 @@ def compare(label, source, factory, shape, vocab, folder):
     try:
         ox = layers_from_onnx(path).layers
     except ThorError as e:
-        text = str(e)
-        why = text.split(" uses operators with no thor-sdk layer kind: ")[-1].split(" (see")[0]
-        return "refused", why[:160]
+        return "refused", why(e)[:160]
     a, b = _rows(fx), _rows(ox)
     if a == b:
         return "same", f"{len(a)} layers"

@@ -634,7 +634,7 @@ def _side_padding(a, size, kernels, strides, op, unsupported):
 
 
 def _window(a, kernel_shape, xs, op, unsupported, dilation=1):
-    """A 2-D Conv's or pooling's ``(kernels, strides, pads)``, each (along the height, along the width), from its
+    """A 2-D Conv's ``(kernels, strides, pads)``, each (along the height, along the width), from its
     attributes on a per-sample input ``xs`` = [C, H, W]; None when unsupported (recorded). ``dilation``: a Conv's
     (one for both sides): ``auto_pad`` SAME pads for its dilated kernel, ``dilation x (kernel - 1) + 1`` wide."""
     kernels = [int(k) for k in kernel_shape]
