@@ -208,7 +208,7 @@ func unreadFeature(_ layer: Layer, _ m: KindModel) -> String? {
         guard !m.features.contains(f), let v = layer.config[f], v.isFinite, v != defaults[f]! else {
             return nil
         }
-        return "\(f) \(v == v.rounded() && abs(v) < 1e15 ? String(Int64(v)) : String(v))"
+        return "\(f) \(show(v))"
     }
     if off.isEmpty {
         return nil

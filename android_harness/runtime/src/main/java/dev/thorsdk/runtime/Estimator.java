@@ -1214,7 +1214,7 @@ public final class Estimator {
         for (Map.Entry<String, Double> d : new TreeMap<>(defaults).entrySet()) {
             Double v = layer.config.get(d.getKey());
             if (!m.index.containsKey(d.getKey()) && v != null && Double.isFinite(v) && !v.equals(d.getValue())) {
-                off.add(d.getKey() + " " + shortNumber(v));
+                off.add(d.getKey() + " " + show(v));
             }
         }
         if (off.isEmpty()) {
@@ -1223,10 +1223,6 @@ public final class Estimator {
         return "the estimator's " + layer.kind + " model predates its feature(s) " + String.join(", ", off)
                 + ": estimated as the same layer at the default (same FLOPs and bytes); refit the campaign for "
                 + "its own cost";
-    }
-
-    private static String shortNumber(double v) {
-        return v == Math.rint(v) && Math.abs(v) < 1e15 ? String.valueOf((long) v) : String.valueOf(v);
     }
 
     /** Variance (the metric's unit squared) of the summed cost of all layers of one kind. */
