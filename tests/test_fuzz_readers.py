@@ -481,7 +481,7 @@ def test_meter_log_reader(data):
 # -- ONNX graphs: random chains of the operators the importer reads, stands in for or refuses ---------------------
 _ONNX_OPS = ("Relu", "Softmax", "Transpose", "MatMulW", "MatMulSelf", "Conv", "ConvTranspose", "Flatten", "Split",
              "Einsum", "Pad", "PadFromShape", "Resize", "Concat", "Mul", "HardSwish", "Reduce", "GlobalMaxPool",
-             "Sub", "Clip", "Pool", "BatchNorm", "GRU", "Swish", "GroupNorm")
+             "Sub", "Clip", "Pool", "BatchNorm", "GRU", "Swish", "GroupNorm", "Attention")
 
 
 @st.composite
@@ -564,6 +564,46 @@ def onnx_graphs(draw):
             nodes.append(helper.make_node("Sigmoid", [cur], [f"{out}s"]))
             pair = [cur, f"{out}s"]
             nodes.append(helper.make_node("Mul", pair[::-1] if draw(st.booleans()) else pair, [out]))
+        elif op == "Attention":  # softmax(x x^T (scaled, masked)) (dropped out) x, every part hostile or missing
+            t = f"{out}s"
+            nodes += [helper.make_node("Transpose", [cur], [f"{out}T"], perm=list(range(rank - 2)) + [rank - 1, rank - 2]),
+                      helper.make_node("MatMul", [cur, f"{out}T"], [t])]
+            if draw(st.booleans()):  # a scale: any number, maybe not one
+                inits.append(numpy_helper.from_array(np.full(draw(st.sampled_from([(), (1,), (2,)])), draw(
+                    st.sampled_from([0.5, 0.0, float("nan"), float("inf")])), np.float32), f"{out}c"))
+                nodes.append(helper.make_node(draw(st.sampled_from(["Mul", "Div"])), [t, f"{out}c"], [f"{out}sc"]))
+                t = f"{out}sc"
+            mask = draw(st.sampled_from(["none", "add", "where", "huge"]))
+            if mask in ("add", "where"):  # of any small shape, values causal or not, hostile fills
+                side = [draw(st.integers(1, 6)) for _ in range(draw(st.integers(0, 3)))]
+                values = np.triu(np.ones(side[-2:], bool), draw(st.integers(-1, 2))) if len(side) >= 2 else \
+                    np.ones(side, bool)
+                values = np.broadcast_to(values, side).copy()
+                fill = draw(st.sampled_from([float("-inf"), -1e9, float("nan"), 0.0, 1.0]))
+                if mask == "add":
+                    inits.append(numpy_helper.from_array(np.where(values, fill, 0.0).astype(np.float32), f"{out}m"))
+                    nodes.append(helper.make_node("Add", [t, f"{out}m"], [f"{out}mk"]))
+                else:
+                    inits += [numpy_helper.from_array(values, f"{out}m"),
+                              numpy_helper.from_array(np.array(fill, np.float32), f"{out}f")]
+                    nodes.append(helper.make_node("Where", [f"{out}m", f"{out}f", t], [f"{out}mk"]))
+                t = f"{out}mk"
+            elif mask == "huge":  # a mask a file asks to be made of 10^10 elements: never made
+                inits.append(numpy_helper.from_array(np.array([100_000, 100_000], np.int64), f"{out}hs"))
+                inits.append(numpy_helper.from_array(np.array(float("-inf"), np.float32), f"{out}f"))
+                nodes += [helper.make_node("ConstantOfShape", [f"{out}hs"], [f"{out}h"],
+                                           value=numpy_helper.from_array(np.array([1], np.bool_))),
+                          helper.make_node("Trilu", [f"{out}h"], [f"{out}ht"], upper=1),
+                          helper.make_node("Where", [f"{out}ht", f"{out}f", t], [f"{out}mk"])]
+                t = f"{out}mk"
+            nodes.append(helper.make_node("Softmax", [t], [f"{out}p"], axis=draw(st.sampled_from([-1, 1, rank - 1]))))
+            t = f"{out}p"
+            if draw(st.booleans()):
+                inits.append(numpy_helper.from_array(np.array(draw(st.sampled_from([0.1, 0.0, 1.0, -0.5, float("nan")])),
+                                                              np.float32), f"{out}r"))
+                nodes.append(helper.make_node("Dropout", [t, f"{out}r"], [f"{out}d"]))
+                t = f"{out}d"
+            nodes.append(helper.make_node("MatMul", [t, cur], [out]))
         elif op == "Split":
             nodes.append(helper.make_node("Split", [cur], [out, f"{out}b"], axis=draw(st.integers(1, rank - 1)),
                                           num_outputs=2))

@@ -396,6 +396,8 @@ EXPORTED = ["lenet5", "cnn5", "har", "resnet18", "mobilenetv2", "lstm",
             "cnn1d_har", "tcn_har", "eegnet1d", "gru_kws", "crnn_kws", "deepconvlstm", "mlp_tabular", "se_cnn",
             # GroupNorm (a reshape, an InstanceNormalization, a reshape back, its affine): 2 groups, and 1 (PoolFormer)
             "resnet20_gn", "poolformer_tiny",
+            # F.scaled_dot_product_attention: a ViT's (q, k, v out of one permuted projection), a causal GPT's
+            "vit_tiny", "gpt_nano",
             # channel shuffles and splits through sizes: 29 rounds of folding values into shapes
             "shufflenetv2_05"]
 
@@ -464,7 +466,10 @@ def test_exported_stacked_lstm_is_one_layer(tmp_path):
     assert from_onnx.layers[0]["config"]["num_layers"] == 2
 
 
-def test_exported_transformer_names_its_unsupported_ops(tmp_path):
+def test_exported_transformer_attention_reads_as_kind_sdpa_with_its_causal_mask_and_dropout(tmp_path):
+    """The zoo transformer's blocks compute attention by hand (q @ k^T, a scale, masked_fill of a causal mask,
+    softmax, dropout, @ v): torch.fx reads each block as kind transformer_block; its ONNX file reads as the parts,
+    the attention as kind sdpa of the block's heads, its causal mask and dropout."""
     import torch
 
     from thor_sdk import models
@@ -472,27 +477,119 @@ def test_exported_transformer_names_its_unsupported_ops(tmp_path):
     spec = models.model_spec("transformer")
     path = _export(models.build_model("transformer"), torch.randint(0, spec.vocab, (2, *spec.input_shape)),
                    tmp_path / "transformer.onnx")
+    blocks = [l["config"] for l in layers_of("transformer").layers if l["kind"] == "transformer_block"]
+    ml = layers_from_onnx(path)
+    sdpa = [l["config"] for l in ml.layers if l["kind"] == "sdpa"]
+    assert blocks and len(sdpa) == len(blocks)
+    assert all(s == {"num_heads": b["n_heads"], "seq_len": b["seq_len"], "kv_len": b["seq_len"],
+                     "head_dim": b["head_dim"], "causal": 1, "p": 0.1} for s, b in zip(sdpa, blocks))
+    assert not any("approx" in l for l in ml.layers)
+    assert not any(l["kind"] == "softmax" for l in ml.layers)
+
+
+def _attention_graph(tmp_path, mask=None, scale="scores", where=False, opset=17, name="att.onnx"):
+    """x [B, 2 heads, 6 tokens, 8] -> q, k, v (three weights) -> softmax(q k^T * s (+ mask)), dropout, @ v -> a
+    linear: attention as exporters write it. ``mask``: a constant [6, 6] array added to the scores (``where``: the
+    boolean one where ``Where`` fills -inf); ``scale``: on the scores, on q and k^T, or none."""
+    nodes = [helper.make_node("MatMul", ["x", f"w{c}"], [c]) for c in "qkv"]
+    nodes.append(helper.make_node("Transpose", ["k"], ["kt"], perm=[0, 1, 3, 2]))
+    q, kt, inits = "q", "kt", [_init(f"w{c}", (8, 8)) for c in "qkv"] + [_init("wo", (8, 3))]
+    nodes.append(_const("s", 8 ** -0.5))
+    if scale == "operands":
+        nodes += [helper.make_node("Mul", ["q", "s"], ["qs"]), helper.make_node("Mul", ["kt", "s"], ["kts"])]
+        q, kt = "qs", "kts"
+    nodes.append(helper.make_node("MatMul", [q, kt], ["scores"]))
+    t = "scores"
+    if scale == "scores":
+        nodes.append(helper.make_node("Div", [t, "s"], ["scaled"]))
+        t = "scaled"
+    if mask is not None:
+        if where:
+            inits.append(numpy_helper.from_array(np.asarray(mask, dtype=bool), "m"))
+            nodes += [_const("fill", float("-inf")), helper.make_node("Where", ["m", "fill", t], ["masked"])]
+        else:
+            inits.append(numpy_helper.from_array(np.asarray(mask, dtype=np.float32), "m"))
+            nodes.append(helper.make_node("Add", [t, "m"], ["masked"]))
+        t = "masked"
+    nodes += [helper.make_node("Softmax", [t], ["p"]), _const("ratio", 0.1), _const("on", True, np.bool_),
+              helper.make_node("Dropout", ["p", "ratio", "on"], ["pd", "pmask"]),
+              helper.make_node("MatMul", ["pd", "v"], ["o"]), helper.make_node("MatMul", ["o", "wo"], ["y"])]
+    return _save(tmp_path / name, nodes, ["batch", 2, 6, 8], inits, opset=opset)
+
+
+@pytest.mark.parametrize("scale", ["scores", "operands", "none"])
+def test_hand_written_attention_reads_as_kind_sdpa(tmp_path, scale):
+    layers = layers_from_onnx(_attention_graph(tmp_path, scale=scale)).layers
+    projection = ("linear", "input", {"in_features": 8, "out_features": 8, "tokens": 12, "bias": 0})
+    assert _summary(layers) == [  # k's transpose is a view the attention reads: free
+        projection, projection, projection,
+        ("sdpa", "hidden", {"num_heads": 2, "seq_len": 6, "kv_len": 6, "head_dim": 8, "causal": 0, "p": 0.1}),
+        ("output", "output", {"in_features": 8, "out_features": 3, "tokens": 12})]
+
+
+@pytest.mark.parametrize("where", [False, True])
+def test_a_constant_causal_mask_is_kind_sdpas_causal_and_any_other_mask_is_refused(tmp_path, where):
+    upper = np.triu(np.ones((6, 6), dtype=bool), 1)
+    causal = upper if where else np.where(upper, -np.inf, 0.0)
+    layers = layers_from_onnx(_attention_graph(tmp_path, mask=causal, where=where)).layers
+    assert [l["config"]["causal"] for l in layers if l["kind"] == "sdpa"] == [1]
+    other = upper.T if where else np.where(upper.T, -1e9, 0.0)  # hides the past: not PyTorch's is_causal
+    path = _attention_graph(tmp_path, mask=other, where=where, name="other.onnx")
     with pytest.raises(UnsupportedOperatorError) as err:
         layers_from_onnx(path)
-    # attention has no single-node kind in ONNX: the product of two activations (its softmax is the softmax kind)
-    assert "MatMul(of two activations)" in err.value.ops and not any("Softmax" in op for op in err.value.ops)
-    # under approx each such MatMul stands in as a linear of the same FLOPs, the scores' softmax is a softmax
-    ml = layers_from_onnx(path, unknown_ops="approx")
-    mm = [l for l in ml.layers if l["op"] == "MatMul" and "approx" in l]
-    softmaxes = [l for l in ml.layers if l["kind"] == "softmax"]
-    assert softmaxes and len(mm) == 2 * len(softmaxes)  # scores and weighted sum of every block
-    assert all(l["kind"] == "linear" and l["role"] == "hidden" for l in mm)
-    assert all(l["config"]["bias"] == 0 and "same FLOPs" in l["approx"] for l in mm)
-    assert not any(l["kind"] == "elementwise" and l["op"] == "MatMul" for l in ml.layers)
+    assert err.value.ops == ["MatMul(of two activations)"] + (["Where"] if where else [])
+    # under approx the parts stand in as before: two linear stand-ins of the same FLOPs around a softmax
+    approx = layers_from_onnx(path, unknown_ops="approx").layers
+    assert [l["kind"] for l in approx if "approx" in l and l["op"] == "MatMul"] == ["linear", "linear"]
+    assert not any(l["kind"] == "sdpa" for l in approx)
+
+
+def test_an_exported_attention_on_an_unbound_projection_reads_as_torch_fx_reads_it(tmp_path):
+    """``q, k, v = qkv.unbind(0)`` exports as a Split and a Squeeze per part: views into the attention, free."""
+    import torch
+    from torch import nn
+    from torch.nn import functional as F
+
+    class Block(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.qkv, self.out = nn.Linear(16, 48), nn.Linear(16, 5)
+
+        def forward(self, x):
+            b, t, _ = x.shape
+            q, k, v = self.qkv(x).reshape(b, t, 3, 2, 8).permute(2, 0, 3, 1, 4).unbind(0)
+            return self.out(F.scaled_dot_product_attention(q, k, v, is_causal=True).transpose(1, 2).reshape(b, t, 16))
+
+    net = Block()
+    from_onnx = layers_from_onnx(_export(net, torch.randn(2, 10, 16), tmp_path / "unbind.onnx")).layers
+    assert _summary(from_onnx) == _summary(layers_of(net, input_shape=[10, 16]).layers)
+    assert [l["config"] for l in from_onnx if l["kind"] == "sdpa"] == [
+        {"num_heads": 2, "seq_len": 10, "kv_len": 10, "head_dim": 8, "causal": 1, "p": 0.0}]
+
+
+def test_attention_whose_heads_merge_the_batch_is_not_kind_sdpa(tmp_path):
+    """nn.MultiheadAttention's export reshapes (B, T, E) into (B x heads, T, head_dim): its leading axis is not a
+    sample's, so per-sample sizes would be wrong: not read as attention (a Reshape merging the batch)."""
+    nodes = [helper.make_node("MatMul", ["x", "wq"], ["q"]), _const("shape", [-1, 6, 4], np.int64),
+             helper.make_node("Reshape", ["q", "shape"], ["qh"]),
+             helper.make_node("Transpose", ["qh"], ["qt"], perm=[0, 2, 1]),
+             helper.make_node("MatMul", ["qh", "qt"], ["s"]), helper.make_node("Softmax", ["s"], ["p"]),
+             helper.make_node("MatMul", ["p", "qh"], ["y"])]
+    path = _save(tmp_path / "merged.onnx", nodes, [2, 6, 8], [_init("wq", (8, 8))])
+    with pytest.raises(UnsupportedOperatorError) as err:
+        layers_from_onnx(path)
+    assert "MatMul(of two activations)" in err.value.ops
 
 
 def test_mid_graph_softmax_over_the_last_axis_and_a_matmul_of_two_activations(tmp_path):
-    """Hand-written attention: scores = x @ x^T (two activations), softmax over the last axis, weighted sum."""
+    """scores = x @ x^T (two activations), softmax over the last axis, a ReLU, a product with x: not attention
+    (an op between the softmax and the weighted sum), so each part is read alone."""
     nodes = [helper.make_node("MatMul", ["x", "wq"], ["q"]),
              helper.make_node("Transpose", ["q"], ["qt"], perm=[0, 2, 1]),
              helper.make_node("MatMul", ["q", "qt"], ["s"]),
              helper.make_node("Softmax", ["s"], ["p"]),
-             helper.make_node("MatMul", ["p", "q"], ["y"])]
+             helper.make_node("Relu", ["p"], ["pr"]),
+             helper.make_node("MatMul", ["pr", "q"], ["y"])]
     path = _save(tmp_path / "att.onnx", nodes, [1, 6, 4], [_init("wq", (4, 8))])
     with pytest.raises(UnsupportedOperatorError) as err:
         layers_from_onnx(path)
@@ -503,8 +600,9 @@ def test_mid_graph_softmax_over_the_last_axis_and_a_matmul_of_two_activations(tm
         ("permute", "hidden", {"numel": 48}),
         ("linear", "hidden", {"in_features": 8, "out_features": 6, "tokens": 6, "bias": 0}),
         ("softmax", "hidden", {"numel": 36, "last_dim": 6}),
+        ("relu", "hidden", {"numel": 36}),
         ("linear", "hidden", {"in_features": 6, "out_features": 8, "tokens": 6, "bias": 0})]
-    assert [("approx" in l) for l in ml.layers] == [False, False, True, False, True]
+    assert [("approx" in l) for l in ml.layers] == [False, False, True, False, False, True]
     assert ml.layers[-1]["kind"] == "linear"  # a stand-in never becomes the loss head
     # opset 11: Softmax's default axis is 1, not the last axis of [B, 6, 6]
     old = _save(tmp_path / "att11.onnx", nodes, [1, 6, 4], [_init("wq", (4, 8))], opset=11)

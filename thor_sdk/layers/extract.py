@@ -1245,7 +1245,7 @@ def _arg(node, i, name, default=None):
 
 _FREE_FUNCS = {operator.getitem, getattr}
 _FREE_METHODS = {"size", "dim", "contiguous", "clone", "detach", "float", "type_as", "to", "chunk", "split",
-                 "tensor_split"}
+                 "tensor_split", "unbind"}  # views of a tensor's parts (timm's ``q, k, v = qkv.unbind(0)``)
 _RESHAPE_METHODS = {"view", "reshape", "flatten", "unsqueeze", "squeeze", "unflatten", "view_as", "reshape_as"}
 _ELEMENTWISE_METHODS = {"relu": "relu", "relu_": "relu", "tanh": "tanh", "sigmoid": "sigmoid"}
 _PERMUTE_METHODS = {"transpose", "permute"}
@@ -1393,7 +1393,7 @@ def _function_layer(node, in_shape, out_shape, unsupported, full_shape=lambda n:
             return _reduction(t, node, dim_arg, in_shape, unsupported, f"Tensor.{t}")
         unsupported.append(f"Tensor.{t}")
         return None
-    if t in _FREE_FUNCS or t in (torch.chunk, torch.split, torch.tensor_split):
+    if t in _FREE_FUNCS or t in (torch.chunk, torch.split, torch.tensor_split, torch.unbind):
         return None
     if t in (operator.add, operator.iadd, torch.add):
         return "add", {"numel": _prod(out_shape)}

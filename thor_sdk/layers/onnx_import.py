@@ -233,10 +233,12 @@ _FOLDABLE = {"Shape", "Size", "Constant", "Identity", "Cast", "Gather", "Slice",
 _MAX_FOLD_ELEMENTS = 1024  # elements of any tensor a fold makes
 
 
-def _fold_value(model, producer, inits, shapes, name):
+def _fold_value(model, producer, inits, shapes, name, foldable=_FOLDABLE, max_elements=_MAX_FOLD_ELEMENTS,
+                dtypes="iuf"):
     """The value of tensor ``name`` where it is computed from initializers, Constants and the shapes of tensors whose
-    shape is known (``Shape``, ``Size``) by ``_FOLDABLE`` operators alone, each run by onnx's reference evaluator
-    with every tensor it makes at most ``_MAX_FOLD_ELEMENTS`` elements; None otherwise (the shape stays unknown)."""
+    shape is known (``Shape``, ``Size``) by ``foldable`` operators alone, each run by onnx's reference evaluator
+    with every tensor it makes at most ``max_elements`` elements, and its dtype one of ``dtypes`` (numpy kinds);
+    None otherwise (the shape stays unknown)."""
     import numpy as np
     from onnx import helper, numpy_helper
     from onnx.reference import ReferenceEvaluator
@@ -248,7 +250,7 @@ def _fold_value(model, producer, inits, shapes, name):
             continue
         seen.add(t)
         n = producer.get(t)
-        if n is None or n.op_type not in _FOLDABLE or n.domain not in ("", "ai.onnx") or len(nodes) >= _MAX_FOLD_NODES:
+        if n is None or n.op_type not in foldable or n.domain not in ("", "ai.onnx") or len(nodes) >= _MAX_FOLD_NODES:
             return None  # a graph input, another operator, or too far
         nodes.append(n)
         if n.op_type not in ("Shape", "Size"):
@@ -272,20 +274,20 @@ def _fold_value(model, producer, inits, shapes, name):
                                        np.array(dims[a.get("start", 0):a.get("end", len(dims))], dtype=np.int64))
                 continue
             feeds = {t: value_of(t) for t in n.input if t}
-            if n.op_type == "ConstantOfShape" and float(np.prod(feeds[n.input[0]])) > _MAX_FOLD_ELEMENTS:
+            if n.op_type == "ConstantOfShape" and float(np.prod(feeds[n.input[0]])) > max_elements:
                 return None
             one = helper.make_graph([n], "fold", [helper.make_tensor_value_info(t, 0, None) for t in feeds],
                                     [helper.make_tensor_value_info(o, 0, None) for o in n.output if o])
             outs = ReferenceEvaluator(helper.make_model(one, opset_imports=list(model.opset_import))).run(None, feeds)
             for o, v in zip([o for o in n.output if o], outs):
                 v = np.asarray(v)
-                if v.size > _MAX_FOLD_ELEMENTS:
+                if v.size > max_elements:
                     return None
                 values[o] = v
     except Exception:  # a malformed node, an operator the evaluator cannot run: the shape stays unknown, as before
         return None
     value = values.get(name)
-    return value if value is not None and value.dtype.kind in "iuf" else None
+    return value if value is not None and value.dtype.kind in dtypes else None
 
 
 class _Graph:
@@ -299,7 +301,7 @@ class _Graph:
         _fix_batch_annotations(graph, batch_param)
         model = _infer_folding(model, source)
         graph = model.graph
-        self.graph = graph
+        self.model, self.graph = model, graph
         #: the default domain's opset (Softmax's default axis changed at 13)
         self.opset = max((int(o.version) for o in model.opset_import if o.domain in ("", "ai.onnx")), default=1)
         self._numpy_helper = numpy_helper
@@ -527,9 +529,203 @@ def _match_group_norm(g, inorm):
     return {"channels": xs[0], "num_groups": grouped[0], "spatial": _prod(xs[1:])}, folded
 
 
+#: operators a constant attention mask may be computed by (beyond ``_FOLDABLE``): a causal mask's triangle and
+#: comparisons; its values are read only to tell whether it is causal
+_MASK_FOLDABLE = _FOLDABLE | {"Trilu", "Expand", "Range", "Less", "Greater", "LessOrEqual", "GreaterOrEqual", "And",
+                              "Or", "Xor", "Tile", "EyeLike"}
+_MAX_MASK_ELEMENTS = 1 << 20  # a 1,024 x 1,024 mask: larger ones are not read (the attention then has no kind)
+_MASKED = -1e4  # an additive mask's value at or below this (or -inf) hides a key; 0 keeps it
+
+
+def _const_value(g, name, max_elements=_MAX_MASK_ELEMENTS):
+    """The value of a constant tensor (an initializer, or computed from constants and shapes by ``_MASK_FOLDABLE``
+    operators, at most ``max_elements`` elements each), booleans included; None where it cannot be computed."""
+    v = g.value(name)
+    if v is not None:
+        return v if v.size <= max_elements else None
+    return _fold_value(g.model, g.producer, g.initializers, _known_shapes(g.graph), name, foldable=_MASK_FOLDABLE,
+                       max_elements=max_elements, dtypes="biuf")
+
+
+def _causal_hidden(hidden, lq, lk):
+    """Whether the boolean ``hidden`` (True where a key is hidden from a query), broadcast over leading axes, is
+    PyTorch's ``is_causal`` pattern for ``lq`` queries over ``lk`` keys: key j hidden from query i iff j > i."""
+    import numpy as np
+
+    if hidden.ndim < 2 or hidden.shape[-2:] != (lq, lk):
+        return False
+    rows = hidden.reshape(-1, lq, lk)
+    return bool((rows == rows[0]).all() and (rows[0] == np.triu(np.ones((lq, lk), dtype=bool), 1)).all())
+
+
+def _mask_step(g, node, scores, lq, lk):
+    """How ``node`` (a user of the attention ``scores``) treats them: ``"scale"`` (times or over one constant
+    number), ``"causal"`` (a constant causal mask added, or filled in by ``Where``), ``"mask"`` (another mask), or
+    None (not a step between the scores and their softmax)."""
+    import numpy as np
+
+    other = _other(node, scores)
+    if node.op_type in ("Mul", "Div") and other is not None and g.is_const(other) \
+            and (node.op_type == "Mul" or node.input[0] == scores):
+        shape = g.shapes.get(other)
+        return "scale" if shape is not None and None not in shape and _prod(shape) == 1 else None
+    if node.op_type == "Add" and other is not None and g.is_const(other):
+        m = _const_value(g, other)
+        if m is None or m.dtype.kind != "f":
+            return "mask"
+        kept, hidden = m == 0, m <= _MASKED
+        return "causal" if (kept | hidden).all() and _causal_hidden(hidden, lq, lk) else "mask"
+    if node.op_type == "Where" and len(node.input) == 3 and scores in node.input[1:] \
+            and node.input[0] != scores and all(g.is_const(i) for i in node.input if i != scores):
+        fill_name = node.input[1] if node.input[2] == scores else node.input[2]
+        cond, fill = _const_value(g, node.input[0]), _const_value(g, fill_name)
+        if cond is None or fill is None or fill.size != 1 or not float(np.asarray(fill).reshape(-1)[0]) <= _MASKED:
+            return "mask"
+        hidden = cond.astype(bool) if node.input[2] == scores else ~cond.astype(bool)
+        return "causal" if _causal_hidden(hidden, lq, lk) else "mask"
+    return None
+
+
+_ATTENTION_LAYOUT = {"Transpose", "Gather", "Split", "Slice", "Squeeze", "Unsqueeze", "Identity"}
+
+
+def _batch_axis(g, name, depth=0):
+    """Where the batch axis of tensor ``name`` is, following the layout operators that made it back to a tensor
+    the reader takes as batch first (a graph input, any other operator's output); None where it is lost (indexed
+    away, merged with another axis) or cannot be told."""
+    p = g.producer.get(name)
+    if p is None or p.op_type not in _ATTENTION_LAYOUT | {"Reshape"} or depth > 16:
+        return 0
+    try:
+        a, rank_in = _attrs(p), len(g.shape(p.input[0]))
+        b = _batch_axis(g, p.input[0], depth + 1)
+        if b is None:
+            return None
+        if p.op_type == "Transpose":
+            perm = [int(x) for x in a.get("perm", range(rank_in - 1, -1, -1))]
+            return perm.index(b)
+        if p.op_type == "Reshape":  # only one that leaves the batch axis first and alone
+            return 0 if b == 0 and g.shape(name)[0] == g.shape(p.input[0])[0] else None
+        if p.op_type in ("Squeeze", "Unsqueeze"):
+            axes = a.get("axes") if "axes" in a else (g.value(p.input[1]) if len(p.input) > 1 and p.input[1] else None)
+            if axes is None:
+                return None
+            rank_out = len(g.shape(name))
+            axes = sorted(int(x) % (rank_in if p.op_type == "Squeeze" else rank_out) for x in list(axes))
+            if p.op_type == "Squeeze":
+                return None if b in axes else b - sum(x < b for x in axes)
+            for x in axes:  # each inserted axis at or before the batch's place pushes it on
+                if x <= b:
+                    b += 1
+            return b
+        axis = int(a.get("axis", 0)) % rank_in
+        if p.op_type == "Gather":
+            if not g.is_const(p.input[1]) or axis == b:
+                return None
+            return b - (axis < b and len(g.shape(p.input[1])) == 0)
+        if p.op_type == "Split" and axis == b:
+            return None
+        return b  # Slice (of constant bounds: another operator), Split along another axis, Identity
+    except (_UnknownShape, ValueError, TypeError):
+        return None
+
+
+def _match_attention(g, softmax):
+    """``(anchor, config, nodes, operands)`` of scaled dot-product attention as exporters write it --
+    ``MatMul(q, k^T)``, a scale (of the scores, or of q and k^T), a constant mask, ``Softmax`` over the keys, a
+    ``Dropout``, ``MatMul(., v)`` -- read as kind ``sdpa`` (the torch.fx reader's F.scaled_dot_product_attention:
+    its config; an explicit attention exports the same graph), or None. ``nodes`` are folded into the anchor (the
+    second MatMul); ``operands`` are q, k^T and v, each batch first."""
+    try:
+        xs = g.per_sample(softmax.input[0])
+        rank = len(xs) + 1
+        if len(xs) < 2 or int(_attrs(softmax).get("axis", -1 if g.opset >= 13 else 1)) % rank != rank - 1:
+            return None
+        nodes, t = [softmax], softmax.input[0]
+        lq, lk = xs[-2], xs[-1]
+        causal = False
+        for _ in range(4):  # the scale and mask steps between the scores and the softmax
+            p = g.producer.get(t)
+            if p is None or g.sole_user(t) is None or p.op_type == "MatMul":
+                break
+            scores = next((i for i in p.input if i and not g.is_const(i)), None)
+            step = _mask_step(g, p, scores, lq, lk) if scores is not None else None
+            if step is None or step == "mask" or g.sole_user(scores) is not p or (step == "causal" and causal):
+                return None
+            causal = causal or step == "causal"
+            nodes.append(p)
+            t = scores
+        mm1 = g.producer.get(t)
+        if mm1 is None or mm1.op_type != "MatMul" or g.sole_user(t) is None or len(g.activations(mm1)) != 2:
+            return None
+        nodes.append(mm1)
+        after, p_drop = g.sole_user(softmax.output[0]), 0.0
+        if after is not None and after.op_type == "Dropout":
+            ratio = after.input[1] if len(after.input) > 1 and after.input[1] else None
+            p_drop = g.scalar(ratio) if ratio else float(_attrs(after).get("ratio", 0.5))
+            if p_drop is None or not 0 <= p_drop < 1:
+                return None
+            nodes.append(after)
+            after = g.sole_user(after.output[0])
+        out = nodes[-1].output[0] if nodes[-1].op_type == "Dropout" else softmax.output[0]
+        if after is None or after.op_type != "MatMul" or after.input[0] != out or g.is_const(after.input[1]):
+            return None
+        operands = []
+        for x in (mm1.input[0], mm1.input[1]):  # q and k^T, each perhaps times a constant number
+            p = g.producer.get(x)
+            if p is not None and p.op_type in ("Mul", "Div") and g.sole_user(x) is mm1 and len(g.activations(p)) == 1 \
+                    and _mask_step(g, p, g.activations(p)[0], lq, lk) == "scale":
+                nodes.append(p)
+                x = g.activations(p)[0]
+            operands.append(x)
+        operands.append(after.input[1])
+        q, kt, v = (g.per_sample(x) for x in operands)
+        if not (len(q) == len(kt) == len(v) == len(xs) and q[:-2] == kt[:-2] == v[:-2] == xs[:-2]
+                and q[-1] == kt[-2] == v[-1] and kt[-1] == v[-2] == lk and q[-2] == lq):
+            return None
+        if any(_batch_axis(g, x) != 0 for x in operands):
+            return None
+    except _UnknownShape:
+        return None
+    config = {"num_heads": _prod(q[:-2]), "seq_len": lq, "kv_len": lk, "head_dim": q[-1], "causal": int(causal),
+              "p": float(p_drop)}
+    return after, config, nodes, operands
+
+
+_VIEWS = {"Transpose", "Squeeze", "Unsqueeze"}
+
+
+def _into_attention(g, operands, attention):
+    """The Transpose, Squeeze and Unsqueeze nodes whose values reach attention only as its queries, keys and values
+    (through indexing, splits and other such views): strided views kind ``sdpa``'s probe reads as they are, free as
+    the torch.fx reader's ``_view_into_attention`` makes a permute and indexing (``q, k, v = qkv``, which torch.onnx
+    writes as a Split and a Squeeze per part). ``operands``: every matched attention's q, k^T and
+    v; ``attention``: the ids of the nodes each was read from."""
+    targets = set(operands)
+    free, memo = [], {}
+
+    def only_attention(name, depth=0):
+        if (name, depth) in memo:
+            return memo[(name, depth)]
+        users = [u for u, _ in g.users(name) if u.op_type not in ("Shape", "Size")]
+        ok = depth < 8 and bool(users) and name not in g.outputs and all(
+            (name in targets and id(u) in attention)
+            or (u.op_type in _ATTENTION_LAYOUT and id(u) not in attention
+                and all(only_attention(o, depth + 1) for o in u.output if o)) for u in users)
+        memo[(name, depth)] = ok
+        return ok
+
+    for n in g.nodes:
+        if n.op_type in _VIEWS and id(n) not in attention and not g.is_const(n.input[0]) \
+                and only_attention(n.output[0]):
+            free.append(n)
+    return free
+
+
 def _find_patterns(g):
     """Multi-node layers: {anchor: info} and the set of nodes folded into some anchor."""
     absorbed, info = set(), {}
+    operands, attention = [], set()  # matched attention's q, k^T and v; its nodes' ids
 
     def take(anchor, extra, nodes):
         info.setdefault(id(anchor), {}).update(extra)
@@ -564,10 +760,16 @@ def _find_patterns(g):
             add = g.sole_user(n.output[0])
             if add is not None and add.op_type == "Add" and g.is_const(_other(add, n.output[0]) or ""):
                 take(n, {"positional": 1}, [add])
+        elif n.op_type == "Softmax" and (got := _match_attention(g, n)) is not None:
+            anchor, config, nodes, ops = got
+            take(anchor, {"attention": config}, nodes)
+            operands.extend(ops)
+            attention.update(id(x) for x in nodes + [anchor])
         elif n.op_type == "Softmax" or n.op_type == "LogSoftmax":
             # a classifier exported for inference: the softmax is part of the output head's loss
             if n.output[0] in g.outputs and not g.users(n.output[0]):
                 take(n, {"head_softmax": 1}, [n])
+    absorbed.update(id(n) for n in _into_attention(g, operands, attention))
     # Layout plumbing around LSTM and GRU (batch_first transposes, the num_directions axis): free.
     rnns = [n for n in g.nodes if n.op_type in _RECURRENT]
     after = {}  # tensor -> the LSTM or GRU whose Y it carries through layout-only ops
@@ -904,6 +1106,8 @@ def _node_layer(g, node, extra, unsupported):
         return "silu", {"numel": _prod(g.per_sample(extra["silu_of"]))}
     if "group_norm" in extra:
         return "groupnorm", extra["group_norm"]
+    if "attention" in extra:
+        return "sdpa", extra["attention"]
     if op in _ALWAYS_FREE:
         return None
     if op == "Conv":
@@ -1004,6 +1208,10 @@ def _node_layer(g, node, extra, unsupported):
             return "scale", {"numel": _prod(ys)}
         unsupported.append("Mul(by a constant tensor)")
         return None
+    if op == "Div" and len(node.input) == 2 and acts == [node.input[0]] and g.scalar(node.input[1]) is not None:
+        return "scale", {"numel": _prod(g.per_sample(node.output[0]))}  # as torch's x / number
+    if op == "Neg" and acts:
+        return "scale", {"numel": _prod(g.per_sample(node.output[0]))}  # as torch's -x
     if op == "Gather":
         data, idx = node.input[0], node.input[1]
         if g.is_const(data) and not g.is_const(idx):
