@@ -398,6 +398,9 @@ EXPORTED = ["lenet5", "cnn5", "har", "resnet18", "mobilenetv2", "lstm",
             "resnet20_gn", "poolformer_tiny",
             # F.scaled_dot_product_attention: a ViT's (q, k, v out of one permuted projection), a causal GPT's
             "vit_tiny", "gpt_nano",
+            # nn.MultiheadAttention (kind mha): need_weights 0 with dropout, the explicit path (PyTorch's default
+            # call), cross-attention over a conv-reduced sequence, causal
+            "kwt_tiny", "attention_har", "pvt_tiny", "word_lm_tiny",
             # channel shuffles and splits through sizes: 29 rounds of folding values into shapes
             "shufflenetv2_05"]
 
@@ -565,6 +568,44 @@ def test_an_exported_attention_on_an_unbound_projection_reads_as_torch_fx_reads_
     assert _summary(from_onnx) == _summary(layers_of(net, input_shape=[10, 16]).layers)
     assert [l["config"] for l in from_onnx if l["kind"] == "sdpa"] == [
         {"num_heads": 2, "seq_len": 10, "kv_len": 10, "head_dim": 8, "causal": 1, "p": 0.0}]
+
+
+@pytest.mark.parametrize("variant", ["self", "masked", "cross", "no_bias", "sequence_first"])
+def test_an_exported_multihead_attention_reads_as_kind_mha_as_torch_fx_reads_it(tmp_path, variant):
+    """nn.MultiheadAttention as torch.onnx writes it (moved sequence-first, its heads merged with the batch): kind
+    mha where torch.fx reads it so, its config equal; without biases (a stand-in from torch) or sequence-first (the
+    input's axis 0 is not the batch) it is not matched and stays refused."""
+    import torch
+    from torch import nn
+
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.att = nn.MultiheadAttention(32, 4, bias=variant != "no_bias", batch_first=variant != "sequence_first")
+            self.register_buffer("mask", torch.ones(12, 12, dtype=torch.bool).triu(1))
+            self.fc = nn.Linear(32, 3)
+
+        def forward(self, x):
+            if variant == "cross":
+                kv = x[:, :5]  # one tensor as keys and values (two slices would be two projections)
+                out = self.att(x, kv, kv)[0]
+            else:
+                out = self.att(x, x, x, attn_mask=self.mask if variant == "masked" else None)[0]
+            return self.fc(out.mean(dim=1))
+
+    torch.manual_seed(0)
+    net = Net()
+    path = _export(net, torch.randn(2, 12, 32), tmp_path / f"mha_{variant}.onnx")
+    if variant in ("no_bias", "sequence_first"):
+        with pytest.raises(UnsupportedOperatorError) as err:
+            layers_from_onnx(path)
+        assert "MatMul(of two activations)" in err.value.ops
+        return
+    from_onnx = layers_from_onnx(path).layers
+    assert _summary(from_onnx) == _summary(layers_of(net, input_shape=[12, 32]).layers)
+    [mha] = [l["config"] for l in from_onnx if l["kind"] == "mha"]
+    assert (mha["cross"], mha["kv_len"], mha["mask"], mha["need_weights"]) == (
+        int(variant == "cross"), 5 if variant == "cross" else 12, int(variant == "masked"), 1)
 
 
 def test_attention_whose_heads_merge_the_batch_is_not_kind_sdpa(tmp_path):

@@ -34,7 +34,7 @@ _RESHAPES = {"Flatten", "Reshape", "Squeeze", "Unsqueeze"}
 _LAYOUT = {"Transpose", "Reshape", "Squeeze", "Unsqueeze"}
 _SLICING = {"Gather", "Slice"}  # indexing an activation with constant indices: free, like getitem in fx
 _PARAM_KINDS = {"conv1d", "conv2d", "conv_transpose2d", "linear", "batchnorm1d", "batchnorm2d", "groupnorm",
-                "layernorm", "embedding", "lstm", "gru", "prelu"}
+                "layernorm", "embedding", "lstm", "gru", "prelu", "mha"}
 _RECURRENT = ("LSTM", "GRU")  # ONNX's recurrent nodes with a kind: their layout plumbing is free
 
 
@@ -630,12 +630,12 @@ def _batch_axis(g, name, depth=0):
         return None
 
 
-def _match_attention(g, softmax):
-    """``(anchor, config, nodes, operands)`` of scaled dot-product attention as exporters write it --
-    ``MatMul(q, k^T)``, a scale (of the scores, or of q and k^T), a constant mask, ``Softmax`` over the keys, a
-    ``Dropout``, ``MatMul(., v)`` -- read as kind ``sdpa`` (the torch.fx reader's F.scaled_dot_product_attention:
-    its config; an explicit attention exports the same graph), or None. ``nodes`` are folded into the anchor (the
-    second MatMul); ``operands`` are q, k^T and v, each batch first."""
+def _attention_core(g, softmax):
+    """The attention around ``softmax`` as exporters write it -- ``MatMul(q, k^T)``, a scale (of the scores, or of q
+    and k^T), a constant mask, ``Softmax`` over the keys, a ``Dropout``, ``MatMul(., v)``, each part used by the
+    next alone -- as a dict: ``anchor`` (the second MatMul), ``nodes`` (the others), ``operands`` (q, k^T, v),
+    ``q`` (q's per-sample shape), ``lq``, ``lk``, ``p`` (dropout), ``mask`` (None, ``"causal"``: PyTorch's
+    ``is_causal`` one, ``"mask"``: another); or None."""
     try:
         xs = g.per_sample(softmax.input[0])
         rank = len(xs) + 1
@@ -643,16 +643,16 @@ def _match_attention(g, softmax):
             return None
         nodes, t = [softmax], softmax.input[0]
         lq, lk = xs[-2], xs[-1]
-        causal = False
+        mask = None
         for _ in range(4):  # the scale and mask steps between the scores and the softmax
             p = g.producer.get(t)
             if p is None or g.sole_user(t) is None or p.op_type == "MatMul":
                 break
             scores = next((i for i in p.input if i and not g.is_const(i)), None)
             step = _mask_step(g, p, scores, lq, lk) if scores is not None else None
-            if step is None or step == "mask" or g.sole_user(scores) is not p or (step == "causal" and causal):
+            if step is None or g.sole_user(scores) is not p or (step != "scale" and mask is not None):
                 return None
-            causal = causal or step == "causal"
+            mask = mask if step == "scale" else step
             nodes.append(p)
             t = scores
         mm1 = g.producer.get(t)
@@ -683,13 +683,148 @@ def _match_attention(g, softmax):
         if not (len(q) == len(kt) == len(v) == len(xs) and q[:-2] == kt[:-2] == v[:-2] == xs[:-2]
                 and q[-1] == kt[-2] == v[-1] and kt[-1] == v[-2] == lk and q[-2] == lq):
             return None
-        if any(_batch_axis(g, x) != 0 for x in operands):
-            return None
     except _UnknownShape:
         return None
-    config = {"num_heads": _prod(q[:-2]), "seq_len": lq, "kv_len": lk, "head_dim": q[-1], "causal": int(causal),
-              "p": float(p_drop)}
-    return after, config, nodes, operands
+    return {"anchor": after, "nodes": nodes, "operands": operands, "q": q, "lq": lq, "lk": lk, "p": float(p_drop),
+            "mask": mask}
+
+
+def _match_attention(g, softmax):
+    """``(anchor, config, nodes, operands)`` of attention (``_attention_core``) read as kind ``sdpa`` (the torch.fx
+    reader's F.scaled_dot_product_attention: its config; written-out attention exports the same graph): q, k^T
+    and v each batch first, no mask or the causal one; or None."""
+    core = _attention_core(g, softmax)
+    if core is None or core["mask"] == "mask" or any(_batch_axis(g, x) != 0 for x in core["operands"]):
+        return None
+    q = core["q"]
+    config = {"num_heads": _prod(q[:-2]), "seq_len": core["lq"], "kv_len": core["lk"], "head_dim": q[-1],
+              "causal": int(core["mask"] == "causal"), "p": core["p"]}
+    return core["anchor"], config, core["nodes"], core["operands"]
+
+
+_MHA_LAYOUT = {"Transpose", "Reshape", "Squeeze", "Unsqueeze", "Gather", "Split", "Slice", "Identity"}
+
+
+def _projection(g, node):
+    """``(width in, width out, its bias Add or None)`` of a MatMul or Gemm of an activation and a constant 2-D
+    weight, or None."""
+    if node.op_type not in ("MatMul", "Gemm") or len(node.input) < 2 or not g.is_const(node.input[1]) \
+            or g.is_const(node.input[0]):
+        return None
+    ws = g.shapes.get(node.input[1])
+    if not ws or len(ws) != 2 or None in ws or node.op_type == "Gemm" and int(_attrs(node).get("transA", 0)):
+        return None
+    n_in, n_out = (ws[1], ws[0]) if node.op_type == "Gemm" and int(_attrs(node).get("transB", 0)) else (ws[0], ws[1])
+    if node.op_type == "Gemm" and len(node.input) > 2 and node.input[2]:
+        return n_in, n_out, None
+    add = _bias_add(g, node, n_out)
+    return (n_in, n_out, add) if add is not None else None  # nn.MultiheadAttention's projections have biases
+
+
+def _in_projection(g, operand):
+    """``(projection node, its bias Add, the module's input tensor)`` that attention operand ``operand`` was cut
+    from through layout operators and a scale: nn.MultiheadAttention's input projection of a batch-first input
+    moved sequence-first by a ``Transpose(1, 0, 2)``; or None."""
+    x = operand
+    for _ in range(24):
+        p = g.producer.get(x)
+        if p is None:
+            return None
+        acts = g.activations(p)
+        if p.op_type in _MHA_LAYOUT or p.op_type in ("Mul", "Div") and len(acts) == 1 \
+                and _mask_step(g, p, acts[0], 0, 0) == "scale":
+            if len(acts) != 1 or acts[0] != p.input[0]:
+                return None
+            x = acts[0]
+            continue
+        if p.op_type != "Add" or len(acts) != 1 or g.producer.get(acts[0]) is None:
+            return None
+        proj = g.producer[acts[0]]
+        got = _projection(g, proj)
+        if got is None or got[2] is not p:
+            return None
+        moved = g.producer.get(proj.input[0])
+        if moved is None or moved.op_type != "Transpose" or [int(i) for i in _attrs(moved).get("perm", [])] != [1, 0, 2]:
+            return None
+        return proj, p, moved.input[0]
+    return None
+
+
+def _match_mha(g, softmax):
+    """``(anchor, config, nodes)`` of ``nn.MultiheadAttention`` (batch_first, with its biases, one embedding width)
+    as torch.onnx writes it, read as kind ``mha`` as torch.fx reads the module: its input moved sequence-first, the
+    input projection(s), the heads merged with the batch, attention (``_attention_core``), the output projection,
+    the output moved back batch first; every node between the module's input(s) and its output, used by nothing
+    else, folded into the anchor (the last Transpose). Or None."""
+    core = _attention_core(g, softmax)
+    if core is None:
+        return None
+    try:
+        projs = [_in_projection(g, x) for x in core["operands"]]
+        if any(pr is None for pr in projs):
+            return None
+        (pq, _, xq), (pk, _, xk), (pv, _, xv) = projs
+        if pk is not pv or xk != xv:
+            return None
+        cross = pq is not pk
+        e = g.per_sample(xq)[-1]
+        widths = [_projection(g, pr)[:2] for pr in {id(pq): pq, id(pk): pk}.values()]
+        if widths != ([(e, e), (e, 2 * e)] if cross else [(e, 3 * e)]) or g.per_sample(xk)[-1] != e \
+                or g.per_sample(xq) != [core["lq"], e] or g.per_sample(xk) != [core["lk"], e]:
+            return None
+        head_dim = core["q"][-1]
+        if e % head_dim:
+            return None
+        heads = e // head_dim
+        # forward: the heads merged back, the output projection, the output moved batch first
+        t, out_proj = core["anchor"].output[0], None
+        for _ in range(8):
+            u = g.sole_user(t)
+            if u is None:
+                return None
+            if out_proj is None and _projection(g, u) is not None and u.input[0] == t:
+                out_proj = u
+                n_in, n_out, add = _projection(g, u)
+                if (n_in, n_out) != (e, e):
+                    return None
+                t = (add or u).output[0]
+                continue
+            if u.op_type not in ("Transpose", "Reshape"):
+                return None
+            t = u.output[0]
+            if out_proj is not None and u.op_type == "Transpose":
+                if [int(i) for i in _attrs(u).get("perm", [])] != [1, 0, 2] or g.per_sample(t) != [core["lq"], e]:
+                    return None
+                anchor = u
+                break
+        else:
+            return None
+        # the module: every node from its input(s) to its output, used by nothing outside it
+        inputs, nodes, todo, seen = {xq, xk}, [], [anchor.output[0]], set()
+        while todo:
+            name = todo.pop()
+            if name in seen or name in inputs or g.is_const(name):
+                continue
+            seen.add(name)
+            p = g.producer.get(name)
+            if p is None:
+                return None  # a graph input reached before the module's own
+            if p not in nodes:
+                nodes.append(p)
+                todo.extend(i for i in p.input if i)
+        ids = {id(n) for n in nodes}
+        for n in nodes:
+            for o in n.output:
+                if o and o != anchor.output[0] and (o in g.outputs or any(
+                        id(u) not in ids and u.op_type not in ("Shape", "Size") for u, _ in g.users(o))):
+                    return None
+    except _UnknownShape:
+        return None
+    mask, nw = core["mask"], int(len(core["q"]) == 2)  # (batch x heads, tokens, head_dim): PyTorch's explicit path
+    config = {"embed_dim": e, "num_heads": heads, "seq_len": core["lq"], "kv_len": core["lk"], "cross": int(cross),
+              "need_weights": nw, "p": core["p"], "mask": int(mask == "mask" or mask == "causal" and nw),
+              "causal": int(mask == "causal" and not nw)}
+    return anchor, config, [n for n in nodes if n is not anchor]
 
 
 _VIEWS = {"Transpose", "Squeeze", "Unsqueeze"}
@@ -764,6 +899,10 @@ def _find_patterns(g):
             anchor, config, nodes, ops = got
             take(anchor, {"attention": config}, nodes)
             operands.extend(ops)
+            attention.update(id(x) for x in nodes + [anchor])
+        elif n.op_type == "Softmax" and (got := _match_mha(g, n)) is not None:
+            anchor, config, nodes = got
+            take(anchor, {"mha": config}, nodes)
             attention.update(id(x) for x in nodes + [anchor])
         elif n.op_type == "Softmax" or n.op_type == "LogSoftmax":
             # a classifier exported for inference: the softmax is part of the output head's loss
@@ -1108,6 +1247,8 @@ def _node_layer(g, node, extra, unsupported):
         return "groupnorm", extra["group_norm"]
     if "attention" in extra:
         return "sdpa", extra["attention"]
+    if "mha" in extra:
+        return "mha", extra["mha"]
     if op in _ALWAYS_FREE:
         return None
     if op == "Conv":
