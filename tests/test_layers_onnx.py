@@ -849,6 +849,26 @@ def test_values_computed_from_shapes_fold_within_bounds(tmp_path, count, folds):
             layers_from_onnx(path)
 
 
+@pytest.mark.parametrize("negs, folds", [(7, True), (8, False)])
+def test_a_fold_makes_a_bounded_number_of_elements_in_all(tmp_path, negs, folds):
+    """Each tensor of a fold is bounded, and so are all of them together (_FOLD_TOTAL times that): a chain of
+    1,000-element tensors is computed up to 8,192 elements made, not beyond (a hostile file's many mid-sized
+    tensors, each under the bound, would otherwise add up)."""
+    from thor_sdk.layers import onnx_import
+
+    assert onnx_import._MAX_FOLD_ELEMENTS == 1024 and onnx_import._FOLD_TOTAL == 8
+    nodes = [_const("c0", np.arange(1000, dtype=np.int64), np.int64)]
+    nodes += [helper.make_node("Neg", [f"c{i}"], [f"c{i + 1}"]) for i in range(negs)]
+    nodes += [helper.make_node("Relu", ["x"], ["y"])]
+    model = onnx.load(_save(tmp_path / "chain.onnx", nodes, [2, 3]))
+    producer = {o: n for n in model.graph.node for o in n.output if o}
+    got = onnx_import._fold_value(model, producer, {}, {"x": [2, 3]}, f"c{negs}")
+    if folds:  # the Constant and its seven Negs: 8,000 elements made
+        assert got.tolist() == [(-1) ** negs * i for i in range(1000)]
+    else:
+        assert got is None
+
+
 def _gru_graph(tmp_path, **attrs):
     """x [N, 5, 8] -> (batch-first plumbing) -> GRU of 16 -> the last step -> MatMul to 3 classes."""
     nodes = [helper.make_node("Transpose", ["x"], ["t"], perm=[1, 0, 2]),

@@ -231,14 +231,15 @@ _FOLDABLE = {"Shape", "Size", "Constant", "Identity", "Cast", "Gather", "Slice",
              "Reshape", "Transpose", "Add", "Sub", "Mul", "Div", "Neg", "Floor", "Ceil", "Max", "Min", "Abs",
              "ConstantOfShape", "Equal", "Where", "Not"}
 _MAX_FOLD_ELEMENTS = 1024  # elements of any tensor a fold makes
+_FOLD_TOTAL = 8  # and of all of them together, at most this many times that
 
 
 def _fold_value(model, producer, inits, shapes, name, foldable=_FOLDABLE, max_elements=_MAX_FOLD_ELEMENTS,
                 dtypes="iuf"):
     """The value of tensor ``name`` where it is computed from initializers, Constants and the shapes of tensors whose
     shape is known (``Shape``, ``Size``) by ``foldable`` operators alone, each run by onnx's reference evaluator
-    with every tensor it makes at most ``max_elements`` elements, and its dtype one of ``dtypes`` (numpy kinds);
-    None otherwise (the shape stays unknown)."""
+    with every tensor it makes at most ``max_elements`` elements (``_FOLD_TOTAL`` times that together), and its dtype
+    one of ``dtypes`` (numpy kinds); None otherwise (the shape stays unknown)."""
     import numpy as np
     from onnx import helper, numpy_helper
     from onnx.reference import ReferenceEvaluator
@@ -256,7 +257,7 @@ def _fold_value(model, producer, inits, shapes, name, foldable=_FOLDABLE, max_el
         if n.op_type not in ("Shape", "Size"):
             todo.extend(n.input)
     order = {id(n): k for k, n in enumerate(model.graph.node)}
-    values = {}
+    values, made = {}, 0  # made: elements of every tensor the fold has made so far
 
     def value_of(t):
         if t not in values:
@@ -281,7 +282,8 @@ def _fold_value(model, producer, inits, shapes, name, foldable=_FOLDABLE, max_el
             outs = ReferenceEvaluator(helper.make_model(one, opset_imports=list(model.opset_import))).run(None, feeds)
             for o, v in zip([o for o in n.output if o], outs):
                 v = np.asarray(v)
-                if v.size > max_elements:
+                made += v.size
+                if v.size > max_elements or made > _FOLD_TOTAL * max_elements:
                     return None
                 values[o] = v
     except Exception:  # a malformed node, an operator the evaluator cannot run: the shape stays unknown, as before
@@ -733,7 +735,7 @@ def _in_projection(g, operand):
         acts = g.activations(p)
         if p.op_type in _MHA_LAYOUT or p.op_type in ("Mul", "Div") and len(acts) == 1 \
                 and _mask_step(g, p, acts[0], 0, 0) == "scale":
-            if len(acts) != 1 or acts[0] != p.input[0]:
+            if len(acts) != 1 or acts[0] != p.input[0] and p.op_type != "Mul":  # data first; a Mul either way
                 return None
             x = acts[0]
             continue
@@ -895,14 +897,14 @@ def _find_patterns(g):
             add = g.sole_user(n.output[0])
             if add is not None and add.op_type == "Add" and g.is_const(_other(add, n.output[0]) or ""):
                 take(n, {"positional": 1}, [add])
+        elif n.op_type == "Softmax" and (got := _match_mha(g, n)) is not None:  # the stricter pattern first
+            anchor, config, nodes = got
+            take(anchor, {"mha": config}, nodes)
+            attention.update(id(x) for x in nodes + [anchor])
         elif n.op_type == "Softmax" and (got := _match_attention(g, n)) is not None:
             anchor, config, nodes, ops = got
             take(anchor, {"attention": config}, nodes)
             operands.extend(ops)
-            attention.update(id(x) for x in nodes + [anchor])
-        elif n.op_type == "Softmax" and (got := _match_mha(g, n)) is not None:
-            anchor, config, nodes = got
-            take(anchor, {"mha": config}, nodes)
             attention.update(id(x) for x in nodes + [anchor])
         elif n.op_type == "Softmax" or n.op_type == "LogSoftmax":
             # a classifier exported for inference: the softmax is part of the output head's loss
