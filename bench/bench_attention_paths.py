@@ -47,7 +47,7 @@ def written_out(tokens, causal, p):
 
 def main(argv=None):
     import torch
-    from bench_unary_ops import _step_ms, write_report  # one timer and one report for the operator benches
+    from bench_unary_ops import time_pair, write_report  # one timer and one report for the operator benches
 
     from thor_sdk.layers.build import Sdpa
 
@@ -63,11 +63,9 @@ def main(argv=None):
         f = written_out(t, causal, p)
         group = ("causal, dropout" if causal and p else "causal" if causal else "dropout" if p else "plain",
                  "sdpa probe")
-        for _ in range(2):
-            a, r = _step_ms(f, [(b, 3 * t, h, d)]), _step_ms(probe, [(b, 3 * t, h, d)])
-            ratios.setdefault(group, []).append(a / r)
-            rows.append(f"| {label} | {b} | {h} x {t} x {d} | {int(causal)}, {p} | {a:.3f} | {r:.3f} | {a / r:.2f} |")
-            print(rows[-1], flush=True)
+        rows += time_pair(f, probe, [(b, 3 * t, h, d)], group, ratios,
+                          lambda a, r: f"| {label} | {b} | {h} x {t} x {d} | {int(causal)}, {p} | {a:.3f} | {r:.3f} | "
+                                       f"{a / r:.2f} |")
     write_report("Written-out attention against kind sdpa's probe", "python bench/bench_attention_paths.py",
                  ratios, rows, args.out)
 

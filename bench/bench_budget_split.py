@@ -13,7 +13,6 @@ gained from the probes the kind did not take.
 """
 
 import argparse
-import json
 import os
 import random
 import shutil
@@ -49,12 +48,12 @@ def thin(campaign, out, kind, keep, seed=None):
 
 
 def main(argv=None):
-    from bench_rescore import load_results, report, rescore
+    from bench_rescore import load_results, publish, rescore
 
     from thor_sdk import api
     from thor_sdk.errors import ThorError
     from thor_sdk.runtime import load_estimator
-    from thor_sdk.store.files import read_json, write_text
+    from thor_sdk.store.files import read_json
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--campaign", required=True, help="a profile's campaign database (read, never written)")
@@ -86,12 +85,8 @@ def main(argv=None):
                   f"FLOPs {g.get('flops_mape', float('nan')):.1f}%", flush=True)
     except ThorError as err:
         raise SystemExit(f"Error: {err}")
-    command = "python bench/bench_budget_split.py " + " ".join(argv if argv is not None else sys.argv[1:])
-    text = report(table, command)
-    print(text)
-    if args.report:
-        write_text(args.report, text)
-        write_text(args.report[:-3] + ".json", json.dumps({"command": command, "table": table}, indent=1) + "\n")
+    publish(table, "python bench/bench_budget_split.py " + " ".join(argv if argv is not None else sys.argv[1:]),
+            args.report)
 
 
 if __name__ == "__main__":

@@ -50,7 +50,7 @@ def cases():
 
 def main(argv=None):
     import torch
-    from bench_unary_ops import _step_ms, write_report  # one timer and one report for the operator benches
+    from bench_unary_ops import time_pair, write_report  # one timer and one report for the operator benches
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", help="Markdown file to write")
@@ -59,11 +59,8 @@ def main(argv=None):
     rows = ["| op (batch 16) | reference | op (ms) | reference (ms) | op / reference |", "|---|---|---|---|---|"]
     ratios = {}
     for op, label, shape, f, ref_label, ref in cases():
-        for _ in range(2):
-            a, b = _step_ms(f, [shape]), _step_ms(ref, [shape])
-            ratios.setdefault((op, ref_label), []).append(a / b)
-            rows.append(f"| {label} | {ref_label} | {a:.3f} | {b:.3f} | {a / b:.2f} |")
-            print(rows[-1], flush=True)
+        rows += time_pair(f, ref, [shape], (op, ref_label), ratios,
+                          lambda a, b: f"| {label} | {ref_label} | {a:.3f} | {b:.3f} | {a / b:.2f} |")
     write_report("Layout operators against kind probes", "python bench/bench_layout_ops.py", ratios, rows, args.out)
 
 

@@ -115,7 +115,7 @@ def report(table, command):
 def main(argv=None):
     from thor_sdk.errors import ThorError
     from thor_sdk.runtime import load_estimator
-    from thor_sdk.store.files import read_json, write_text
+    from thor_sdk.store.files import read_json
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--results", action="append", required=True, help="an evaluation's results.json (repeatable)")
@@ -131,12 +131,19 @@ def main(argv=None):
                 table.append(dict(rescore(doc, est, cache), results=rp, estimator=ep))
     except ThorError as err:
         raise SystemExit(f"Error: {err}")
-    command = "python bench/bench_rescore.py " + " ".join(argv if argv is not None else sys.argv[1:])
+    publish(table, "python bench/bench_rescore.py " + " ".join(argv if argv is not None else sys.argv[1:]),
+            args.report)
+
+
+def publish(table, command, out=None):
+    """Print ``report(table, command)`` and, given ``out``, write it there and the table as JSON beside it."""
+    from thor_sdk.store.files import write_text
+
     text = report(table, command)
     print(text)
-    if args.report:
-        write_text(args.report, text)
-        write_text(args.report[:-3] + ".json" if args.report.endswith(".md") else args.report + ".json",
+    if out:
+        write_text(out, text)
+        write_text(out[:-3] + ".json" if out.endswith(".md") else out + ".json",
                    json.dumps({"command": command, "table": table}, indent=1) + "\n")
 
 

@@ -78,14 +78,22 @@ def main(argv=None):
     ratios = {}
     for shape in SHAPES[:args.shapes]:
         for label, f, positive, ref_label, ref, arity in cases():
-            for _ in range(2):
-                a = _step_ms(f, [shape] * arity, positive)
-                b = _step_ms(ref, [shape] * arity, positive and arity == 2)
-                ratios.setdefault((label, ref_label), []).append(a / b)
-                rows.append(f"| {'x'.join(map(str, shape[1:]))} | {label} | {ref_label} | {a:.3f} | {b:.3f} | "
-                            f"{a / b:.2f} |")
-                print(rows[-1], flush=True)
+            rows += time_pair(f, ref, [shape] * arity, (label, ref_label), ratios,
+                              lambda a, b: f"| {'x'.join(map(str, shape[1:]))} | {label} | {ref_label} | {a:.3f} | "
+                                           f"{b:.3f} | {a / b:.2f} |", positive, positive and arity == 2)
     write_report("Pointwise operators against kind probes", "python bench/bench_unary_ops.py", ratios, rows, args.out)
+
+
+def time_pair(f, ref, shapes, key, ratios, row, positive=False, ref_positive=False, times=2):
+    """``f`` and ``ref`` timed side by side (``_step_ms``) ``times`` times on tensors of ``shapes``: each ratio
+    f / ref appended to ``ratios[key]``; the Markdown rows ``row(f ms, ref ms)``, each printed as it is measured."""
+    out = []
+    for _ in range(times):
+        a, b = _step_ms(f, shapes, positive), _step_ms(ref, shapes, ref_positive)
+        ratios.setdefault(key, []).append(a / b)
+        out.append(row(a, b))
+        print(out[-1], flush=True)
+    return out
 
 
 def write_report(title, command, ratios, rows, out=None):
