@@ -608,6 +608,89 @@ def test_an_exported_multihead_attention_reads_as_kind_mha_as_torch_fx_reads_it(
         int(variant == "cross"), 5 if variant == "cross" else 12, int(variant == "masked"), 1)
 
 
+def test_keys_transposed_through_a_reshape_round_trip_are_still_batch_first(tmp_path):
+    """torch.onnx's dynamo exporter writes k.transpose(-2, -1) of (B, H, T, d) as a Reshape to (B x H, T, d), a
+    Transpose and a Reshape back: the batch stays outermost through the round trip, so it is attention."""
+    nodes = [helper.make_node("MatMul", ["x", f"w{c}"], [c]) for c in "qkv"]
+    nodes += [_const("merge", [-1, 6, 8], np.int64), _const("split", [-1, 2, 8, 6], np.int64),
+              helper.make_node("Reshape", ["k", "merge"], ["km"]),
+              helper.make_node("Transpose", ["km"], ["kmt"], perm=[0, 2, 1]),
+              helper.make_node("Reshape", ["kmt", "split"], ["kt"]),
+              helper.make_node("MatMul", ["q", "kt"], ["s"]), helper.make_node("Softmax", ["s"], ["p"]),
+              helper.make_node("MatMul", ["p", "v"], ["o"]), helper.make_node("MatMul", ["o", "wo"], ["y"])]
+    inits = [_init(f"w{c}", (8, 8)) for c in "qkv"] + [_init("wo", (8, 3))]
+    layers = layers_from_onnx(_save(tmp_path / "roundtrip.onnx", nodes, [2, 2, 6, 8], inits)).layers
+    assert [l["config"] for l in layers if l["kind"] == "sdpa"] == [
+        {"num_heads": 2, "seq_len": 6, "kv_len": 6, "head_dim": 8, "causal": 0, "p": 0.0}]
+    assert [l["kind"] for l in layers].count("flatten") == 2  # the two Reshapes, as torch reads a view's reshape
+
+
+@pytest.mark.parametrize("module", ["mha", "sdpa"])
+def test_the_dynamo_exporters_attention_reads_as_its_kind(tmp_path, module):
+    """torch 2.13's default exporter (dynamo=True): nn.MultiheadAttention (its output projection's zero bias
+    dropped from the file) is kind mha, F.scaled_dot_product_attention kind sdpa (its dropout dropped: p 0)."""
+    import torch
+    from torch import nn
+    from torch.nn import functional as F
+
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.att = nn.MultiheadAttention(16, 2, batch_first=True)
+            self.qkv, self.fc = nn.Linear(16, 48), nn.Linear(16, 3)
+
+        def forward(self, x):
+            if module == "mha":
+                return self.fc(self.att(x, x, x)[0].mean(dim=1))
+            b, t, _ = x.shape
+            q, k, v = self.qkv(x).reshape(b, t, 3, 2, 8).permute(2, 0, 3, 1, 4)
+            o = F.scaled_dot_product_attention(q, k, v, dropout_p=0.1, is_causal=True)
+            return self.fc(o.transpose(1, 2).reshape(b, t, 16).mean(dim=1))
+
+    torch.manual_seed(0)
+    path = str(tmp_path / f"dynamo_{module}.onnx")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        torch.onnx.export(Net().train(), (torch.randn(2, 10, 16),), path, dynamo=True,
+                          training=torch.onnx.TrainingMode.TRAINING)
+    [att] = [l for l in layers_from_onnx(path).layers if l["kind"] in ("mha", "sdpa")]
+    if module == "mha":
+        assert att["kind"] == "mha" and att["config"] == {
+            "embed_dim": 16, "num_heads": 2, "seq_len": 10, "kv_len": 10, "cross": 0, "need_weights": 1, "p": 0.0,
+            "mask": 0, "causal": 0}
+    else:
+        assert att["kind"] == "sdpa" and att["config"]["causal"] == 1 and att["config"]["num_heads"] == 2
+
+
+@pytest.mark.parametrize("location", ["m.data", "../m.data", "/tmp/m.data", "missing.data"])
+def test_a_mask_stored_beside_the_model_is_read_only_from_the_models_folder(tmp_path, location):
+    """A causal mask saved as external data (as the dynamo exporter saves it) is read from a plain relative file
+    in the model's folder; a location outside it (``..``, absolute) or missing is never opened: the mask stays
+    unknown and the attention is refused, one clear error, no traceback."""
+    upper = np.triu(np.ones((6, 6), dtype=bool), 1)
+    src = _attention_graph(tmp_path, mask=np.where(upper, -np.inf, 0.0))
+    model = onnx.load(src)
+    folder = tmp_path / "model"
+    folder.mkdir()
+    onnx.save_model(model, str(folder / "att.onnx"), save_as_external_data=True, all_tensors_to_one_file=True,
+                    location="m.data", size_threshold=0)
+    (tmp_path / "m.data").write_bytes((folder / "m.data").read_bytes())  # a copy outside the folder, in reach
+    if location != "m.data":
+        model = onnx.load(str(folder / "att.onnx"), load_external_data=False)
+        for t in model.graph.initializer:
+            for e in t.external_data:
+                if e.key == "location":
+                    e.value = location
+        onnx.save(model, str(folder / "att.onnx"))
+    if location == "m.data":
+        layers = layers_from_onnx(str(folder / "att.onnx")).layers
+        assert [l["config"]["causal"] for l in layers if l["kind"] == "sdpa"] == [1]
+    else:
+        with pytest.raises(UnsupportedOperatorError) as err:
+            layers_from_onnx(str(folder / "att.onnx"))
+        assert err.value.ops == ["MatMul(of two activations)"]
+
+
 def test_attention_whose_heads_merge_the_batch_is_not_kind_sdpa(tmp_path):
     """nn.MultiheadAttention's export reshapes (B, T, E) into (B x heads, T, head_dim): its leading axis is not a
     sample's, so per-sample sizes would be wrong: not read as attention (a Reshape merging the batch)."""

@@ -235,11 +235,12 @@ _FOLD_TOTAL = 8  # and of all of them together, at most this many times that
 
 
 def _fold_value(model, producer, inits, shapes, name, foldable=_FOLDABLE, max_elements=_MAX_FOLD_ELEMENTS,
-                dtypes="iuf"):
+                dtypes="iuf", external=None):
     """The value of tensor ``name`` where it is computed from initializers, Constants and the shapes of tensors whose
     shape is known (``Shape``, ``Size``) by ``foldable`` operators alone, each run by onnx's reference evaluator
     with every tensor it makes at most ``max_elements`` elements (``_FOLD_TOTAL`` times that together), and its dtype
-    one of ``dtypes`` (numpy kinds); None otherwise (the shape stays unknown)."""
+    one of ``dtypes`` (numpy kinds); None otherwise (the shape stays unknown). An initializer kept in a file beside
+    the model is read by ``external`` (``_Graph.external_value``; None: never read, the value is not computed)."""
     import numpy as np
     from onnx import helper, numpy_helper
     from onnx.reference import ReferenceEvaluator
@@ -261,7 +262,14 @@ def _fold_value(model, producer, inits, shapes, name, foldable=_FOLDABLE, max_el
 
     def value_of(t):
         if t not in values:
-            values[t] = numpy_helper.to_array(inits[t])
+            tensor = inits[t]
+            if tensor.data_location == tensor.EXTERNAL:  # never read relative to the working directory
+                v = external(tensor) if external is not None else None
+                if v is None:
+                    raise ValueError(f"{t}: external data not read")
+                values[t] = v
+            else:
+                values[t] = numpy_helper.to_array(tensor)
         return values[t]
 
     try:
@@ -295,10 +303,10 @@ def _fold_value(model, producer, inits, shapes, name, foldable=_FOLDABLE, max_el
 class _Graph:
     """The shape-inferred, live, topologically ordered graph and what is known about its tensors."""
 
-    def __init__(self, model, source, batch_param=None):
+    def __init__(self, model, source, batch_param=None, base_dir=None):
         from onnx import numpy_helper
 
-        self.source = source
+        self.source, self.base_dir = source, base_dir
         graph = model.graph
         _fix_batch_annotations(graph, batch_param)
         model = _infer_folding(model, source)
@@ -309,6 +317,8 @@ class _Graph:
         self._numpy_helper = numpy_helper
         self.initializers = {t.name: t for t in graph.initializer}
         self.shapes = _tensor_shapes(graph)
+        inputs = _real_inputs(graph)  # the batch size the shapes were inferred at (the file's, or _BATCH)
+        self.batch = (self.shapes.get(inputs[0].name) or [None])[0] if len(inputs) == 1 else None
         self.outputs = {o.name for o in graph.output}
         self.nodes = self._live(self._toposort(list(graph.node)))
         self.producer = {o: n for n in self.nodes for o in n.output if o}
@@ -377,7 +387,10 @@ class _Graph:
     def value(self, name):
         """The numpy value of an initializer or a Constant node's output, else None."""
         if name in self.initializers:
-            return self._numpy_helper.to_array(self.initializers[name])
+            t = self.initializers[name]
+            if t.data_location == t.EXTERNAL:  # torch.onnx's dynamo exporter writes all but the smallest apart
+                return self.external_value(t)
+            return self._numpy_helper.to_array(t)
         n = self.producer.get(name)
         if n is None or n.op_type != "Constant":
             return None
@@ -395,6 +408,23 @@ class _Graph:
             if a.name == "value_ints":
                 return np.array(list(a.ints), dtype=np.int64)
         return None
+
+    def external_value(self, t):
+        """An initializer stored in a file beside the model, read where that file is a plain relative name in the
+        model's folder (no absolute path, no ``..``) and the tensor at most ``_MAX_MASK_ELEMENTS`` elements (onnx
+        checks the file and its bounds again as it reads); None otherwise, or where it cannot be read."""
+        info = {e.key: e.value for e in t.external_data}
+        loc = info.get("location", "")
+        n = 1
+        for d in t.dims:
+            n *= int(d)
+        if (self.base_dir is None or not loc or os.path.isabs(loc) or "\0" in loc or ".." in loc.replace("\\", "/").split("/")
+                or n > _MAX_MASK_ELEMENTS or not os.path.isfile(os.path.join(self.base_dir, loc))):
+            return None
+        try:
+            return self._numpy_helper.to_array(t, self.base_dir)
+        except Exception:  # noqa: BLE001 -- onnx's own checks (a link, bounds past the file's end): not read
+            return None
 
     def scalar(self, name):
         v = self.value(name) if name else None
@@ -546,7 +576,7 @@ def _const_value(g, name, max_elements=_MAX_MASK_ELEMENTS):
     if v is not None:
         return v if v.size <= max_elements else None
     return _fold_value(g.model, g.producer, g.initializers, _known_shapes(g.graph), name, foldable=_MASK_FOLDABLE,
-                       max_elements=max_elements, dtypes="biuf")
+                       max_elements=max_elements, dtypes="biuf", external=g.external_value)
 
 
 def _causal_hidden(hidden, lq, lk):
@@ -591,23 +621,27 @@ def _mask_step(g, node, scores, lq, lk):
 _ATTENTION_LAYOUT = {"Transpose", "Gather", "Split", "Slice", "Squeeze", "Unsqueeze", "Identity"}
 
 
-def _batch_axis(g, name, depth=0):
-    """Where the batch axis of tensor ``name`` is, following the layout operators that made it back to a tensor
-    the reader takes as batch first (a graph input, any other operator's output); None where it is lost (indexed
-    away, merged with another axis) or cannot be told."""
+def _batch_place(g, name, depth=0):
+    """``(axis, merged)``: the batch axis of tensor ``name`` and how many elements of the axes after it share that
+    axis with it (1: the axis is the batch alone; m: it holds batch x m, the batch outermost, as a Reshape of
+    ``(B, H, T, d)`` into ``(B x H, T, d)`` leaves it), following the layout operators that made it back to a
+    tensor the reader takes as batch first (a graph input, any other operator's output); None where the batch is
+    lost (indexed away, split, merged behind another axis) or cannot be told."""
     p = g.producer.get(name)
-    if p is None or p.op_type not in _ATTENTION_LAYOUT | {"Reshape"} or depth > 16:
-        return 0
+    if p is None or p.op_type not in _ATTENTION_LAYOUT | {"Reshape"} or depth > 24:
+        return 0, 1
     try:
         a, rank_in = _attrs(p), len(g.shape(p.input[0]))
-        b = _batch_axis(g, p.input[0], depth + 1)
-        if b is None:
+        place = _batch_place(g, p.input[0], depth + 1)
+        if place is None:
             return None
+        b, merged = place
+        if p.op_type == "Reshape":  # the batch stays outermost: axis 0 holds it, with what else its size says
+            out = g.shape(name)[0]
+            return (0, out // g.batch) if b == 0 and g.batch and out % g.batch == 0 else None
         if p.op_type == "Transpose":
             perm = [int(x) for x in a.get("perm", range(rank_in - 1, -1, -1))]
-            return perm.index(b)
-        if p.op_type == "Reshape":  # only one that leaves the batch axis first and alone
-            return 0 if b == 0 and g.shape(name)[0] == g.shape(p.input[0])[0] else None
+            return (perm.index(b), 1) if merged == 1 else (0, merged) if perm[0] == 0 == b else None
         if p.op_type in ("Squeeze", "Unsqueeze"):
             axes = a.get("axes") if "axes" in a else (g.value(p.input[1]) if len(p.input) > 1 and p.input[1] else None)
             if axes is None:
@@ -615,21 +649,27 @@ def _batch_axis(g, name, depth=0):
             rank_out = len(g.shape(name))
             axes = sorted(int(x) % (rank_in if p.op_type == "Squeeze" else rank_out) for x in list(axes))
             if p.op_type == "Squeeze":
-                return None if b in axes else b - sum(x < b for x in axes)
+                return None if b in axes else (b - sum(x < b for x in axes), merged)
             for x in axes:  # each inserted axis at or before the batch's place pushes it on
                 if x <= b:
                     b += 1
-            return b
+            return b, merged
         axis = int(a.get("axis", 0)) % rank_in
         if p.op_type == "Gather":
             if not g.is_const(p.input[1]) or axis == b:
                 return None
-            return b - (axis < b and len(g.shape(p.input[1])) == 0)
+            return b - (axis < b and len(g.shape(p.input[1])) == 0), merged
         if p.op_type == "Split" and axis == b:
             return None
-        return b  # Slice (of constant bounds: another operator), Split along another axis, Identity
+        return b, merged  # Slice (of constant bounds: another operator), Split along another axis, Identity
     except (_UnknownShape, ValueError, TypeError):
         return None
+
+
+def _batch_axis(g, name):
+    """The axis of tensor ``name`` that is the batch alone (``_batch_place``), or None."""
+    place = _batch_place(g, name)
+    return place[0] if place is not None and place[1] == 1 else None
 
 
 def _attention_core(g, softmax):
@@ -707,9 +747,9 @@ def _match_attention(g, softmax):
 _MHA_LAYOUT = {"Transpose", "Reshape", "Squeeze", "Unsqueeze", "Gather", "Split", "Slice", "Identity"}
 
 
-def _projection(g, node):
+def _projection(g, node, bias=True):
     """``(width in, width out, its bias Add or None)`` of a MatMul or Gemm of an activation and a constant 2-D
-    weight, or None."""
+    weight with a bias (its C, or an Add after it; ``bias`` False: or none), or None."""
     if node.op_type not in ("MatMul", "Gemm") or len(node.input) < 2 or not g.is_const(node.input[1]) \
             or g.is_const(node.input[0]):
         return None
@@ -720,7 +760,7 @@ def _projection(g, node):
     if node.op_type == "Gemm" and len(node.input) > 2 and node.input[2]:
         return n_in, n_out, None
     add = _bias_add(g, node, n_out)
-    return (n_in, n_out, add) if add is not None else None  # nn.MultiheadAttention's projections have biases
+    return (n_in, n_out, add) if add is not None or not bias else None
 
 
 def _in_projection(g, operand):
@@ -784,9 +824,11 @@ def _match_mha(g, softmax):
             u = g.sole_user(t)
             if u is None:
                 return None
-            if out_proj is None and _projection(g, u) is not None and u.input[0] == t:
+            # the output projection: torch.onnx's dynamo exporter drops its bias while it is zero (as
+            # nn.MultiheadAttention initialises it); the input projection's bias tells the module has biases
+            if out_proj is None and _projection(g, u, bias=False) is not None and u.input[0] == t:
                 out_proj = u
-                n_in, n_out, add = _projection(g, u)
+                n_in, n_out, add = _projection(g, u, bias=False)
                 if (n_in, n_out) != (e, e):
                     return None
                 t = (add or u).output[0]
@@ -847,7 +889,7 @@ def _into_attention(g, operands, attention):
         users = [u for u, _ in g.users(name) if u.op_type not in ("Shape", "Size")]
         ok = depth < 8 and bool(users) and name not in g.outputs and all(
             (name in targets and id(u) in attention)
-            or (u.op_type in _ATTENTION_LAYOUT and id(u) not in attention
+            or (u.op_type in _ATTENTION_LAYOUT | {"Reshape"} and id(u) not in attention
                 and all(only_attention(o, depth + 1) for o in u.output if o)) for u in users)
         memo[(name, depth)] = ok
         return ok
@@ -1421,7 +1463,7 @@ def layers_from_onnx(path, input_shape=None, unknown_ops="error"):
     source = os.path.basename(path)
     model = _load(path)
     per_sample, dtype, batch_param = _fix_input_shape(model, source, input_shape)
-    g = _Graph(model, source, batch_param)
+    g = _Graph(model, source, batch_param, os.path.dirname(os.path.abspath(path)))
     absorbed, info = _find_patterns(g)
 
     layers, unsupported, unknown = [], [], []
