@@ -565,9 +565,18 @@ def onnx_graphs(draw):
             pair = [cur, f"{out}s"]
             nodes.append(helper.make_node("Mul", pair[::-1] if draw(st.booleans()) else pair, [out]))
         elif op == "Attention":  # softmax(x x^T (scaled, masked)) (dropped out) x, every part hostile or missing
-            t = f"{out}s"
-            nodes += [helper.make_node("Transpose", [cur], [f"{out}T"], perm=list(range(rank - 2)) + [rank - 1, rank - 2]),
-                      helper.make_node("MatMul", [cur, f"{out}T"], [t])]
+            t, kt = f"{out}s", f"{out}T"
+            nodes.append(helper.make_node("Transpose", [cur], [kt], perm=list(range(rank - 2)) + [rank - 1, rank - 2]))
+            if draw(st.booleans()):  # k^T through a Reshape round trip (the dynamo exporter's), sizes right or not
+                merge, split = f"{out}mg", f"{out}sp"
+                inits += [numpy_helper.from_array(np.array(draw(st.sampled_from([[-1, 0], [-1, 1, 0], [0, -1], [2, -1]]))
+                                                           [:rank], np.int64), merge),
+                          numpy_helper.from_array(np.array(draw(st.lists(st.integers(-1, 6), min_size=rank,
+                                                                         max_size=rank)), np.int64), split)]
+                nodes += [helper.make_node("Reshape", [kt, merge], [f"{out}km"]),
+                          helper.make_node("Reshape", [f"{out}km", split], [f"{out}kr"])]
+                kt = f"{out}kr"
+            nodes.append(helper.make_node("MatMul", [cur, kt], [t]))
             if draw(st.booleans()):  # a scale: any number, maybe not one
                 inits.append(numpy_helper.from_array(np.full(draw(st.sampled_from([(), (1,), (2,)])), draw(
                     st.sampled_from([0.5, 0.0, float("nan"), float("inf")])), np.float32), f"{out}c"))
