@@ -481,7 +481,7 @@ def test_meter_log_reader(data):
 # -- ONNX graphs: random chains of the operators the importer reads, stands in for or refuses ---------------------
 _ONNX_OPS = ("Relu", "Softmax", "Transpose", "MatMulW", "MatMulSelf", "Conv", "ConvTranspose", "Flatten", "Split",
              "Einsum", "Pad", "PadFromShape", "Resize", "Concat", "Mul", "HardSwish", "Reduce", "GlobalMaxPool",
-             "Sub", "Clip", "Pool", "BatchNorm", "GRU", "Swish", "GroupNorm", "Attention")
+             "Sub", "Clip", "Pool", "BatchNorm", "GRU", "Swish", "GroupNorm", "Attention", "AttentionOp")
 
 
 @st.composite
@@ -613,6 +613,17 @@ def onnx_graphs(draw):
                 nodes.append(helper.make_node("Dropout", [t, f"{out}r"], [f"{out}d"]))
                 t = f"{out}d"
             nodes.append(helper.make_node("MatMul", [t, cur], [out]))
+        elif op == "AttentionOp":  # ONNX's Attention (opset 23) on the activation as q, k and v: any heads, mask, flags
+            attrs = {"is_causal": draw(st.integers(0, 1))}
+            if draw(st.booleans()):
+                attrs.update(q_num_heads=draw(st.integers(0, 4)), kv_num_heads=draw(st.integers(0, 4)))
+            if draw(st.booleans()):
+                attrs["softcap"] = draw(st.sampled_from([0.0, 30.0]))
+            ins = [cur, cur, cur]
+            if draw(st.booleans()):
+                inits.append(numpy_helper.from_array(np.zeros([draw(small) for _ in range(2)], np.float32), f"{out}m"))
+                ins.append(f"{out}m")
+            nodes.append(helper.make_node("Attention", ins, [out], **attrs))
         elif op == "Split":
             nodes.append(helper.make_node("Split", [cur], [out, f"{out}b"], axis=draw(st.integers(1, rank - 1)),
                                           num_outputs=2))
@@ -674,7 +685,7 @@ def onnx_graphs(draw):
         cur = out
     graph = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, dims)],
                               [helper.make_tensor_value_info(cur, TensorProto.FLOAT, None)], initializer=inits)
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", draw(st.sampled_from([11, 13, 18])))])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", draw(st.sampled_from([11, 13, 18, 23])))])
     return model.SerializeToString(), draw(st.sampled_from(["error", "approx"]))
 
 

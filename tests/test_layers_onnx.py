@@ -691,6 +691,53 @@ def test_a_mask_stored_beside_the_model_is_read_only_from_the_models_folder(tmp_
         assert err.value.ops == ["MatMul(of two activations)"]
 
 
+def test_onnx_attention_operator_of_opset_23_reads_as_torch_fx_reads_the_call(tmp_path):
+    """From opset 23 torch.onnx's dynamo exporter writes F.scaled_dot_product_attention as ONNX's Attention: kind
+    sdpa, the views into its queries, keys and values free, the layer list equal to torch.fx's."""
+    import torch
+    from torch import nn
+    from torch.nn import functional as F
+
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.qkv, self.fc = nn.Linear(16, 48), nn.Linear(16, 3)
+
+        def forward(self, x):
+            b, t, _ = x.shape
+            q, k, v = self.qkv(x).reshape(b, t, 3, 2, 8).permute(2, 0, 3, 1, 4)
+            o = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+            return self.fc(o.transpose(1, 2).reshape(b, t, 16).mean(dim=1))
+
+    net, path = Net(), str(tmp_path / "attention23.onnx")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        torch.onnx.export(net.train(), (torch.randn(2, 10, 16),), path, dynamo=True, opset_version=23,
+                          training=torch.onnx.TrainingMode.TRAINING)
+    assert "Attention" in {n.op_type for n in onnx.load(path, load_external_data=False).graph.node}
+    assert _summary(layers_from_onnx(path).layers) == _summary(layers_of(net, input_shape=[10, 16]).layers)
+
+
+@pytest.mark.parametrize("extra, attrs, label", [
+    (["m"], {}, "Attention(a mask, a key/value cache or its scores as an output)"),
+    ([], {"softcap": 30.0}, "Attention(a softcap, or a constant query, key or value)"),
+    ([], {"q_num_heads": 2, "kv_num_heads": 1}, "Attention(3-D inputs whose heads are not one number of one width)"),
+])
+def test_onnx_attention_operator_the_kind_does_not_cover_is_refused_by_name(tmp_path, extra, attrs, label):
+    nodes = [helper.make_node("MatMul", ["x", f"w{c}"], [c]) for c in "qkv"]
+    nodes += [helper.make_node("Attention", ["q", "k", "v", *extra], ["o"], **attrs),
+              helper.make_node("MatMul", ["o", "wo"], ["y"])]
+    inits = [_init(f"w{c}", (8, 8)) for c in "qkv"] + [_init("wo", (8, 3)), _init("m", (6, 6))]
+    path = _save(tmp_path / "att23.onnx", nodes, ["batch", 6, 8], inits, opset=23)
+    with pytest.raises(UnsupportedOperatorError) as err:
+        layers_from_onnx(path)
+    assert err.value.ops == [label]
+    plain = _save(tmp_path / "plain23.onnx", nodes[:3] + [helper.make_node(
+        "Attention", ["q", "k", "v"], ["o"], q_num_heads=2, kv_num_heads=2), nodes[-1]], ["batch", 6, 8], inits, opset=23)
+    assert [l["config"] for l in layers_from_onnx(plain).layers if l["kind"] == "sdpa"] == [
+        {"num_heads": 2, "seq_len": 6, "kv_len": 6, "head_dim": 4, "causal": 0, "p": 0.0}]
+
+
 def test_attention_whose_heads_merge_the_batch_is_not_kind_sdpa(tmp_path):
     """nn.MultiheadAttention's export reshapes (B, T, E) into (B x heads, T, head_dim): its leading axis is not a
     sample's, so per-sample sizes would be wrong: not read as attention (a Reshape merging the batch)."""

@@ -871,6 +871,36 @@ def _match_mha(g, softmax):
     return anchor, config, [n for n in nodes if n is not anchor]
 
 
+def _attention_op(g, node):
+    """``(config, None)`` of ONNX's own ``Attention`` operator (opset 23: torch.onnx's dynamo exporter writes
+    F.scaled_dot_product_attention so from that opset) read as kind ``sdpa``, or ``(None, reason)``: queries, keys
+    and values of one head width and as many heads (4-D ``(B, heads, T, d)``, or 3-D ``(B, T, heads x d)`` with
+    ``q_num_heads``/``kv_num_heads``), each batch first; ``is_causal`` its ``causal``; no mask, cache, softcap or
+    second output used (the kind's probe has none); no dropout (the operator has none)."""
+    a = _attrs(node)
+    ins = list(node.input) + [""] * 7
+    if any(ins[3:7]) or any(o and (g.users(o) or o in g.outputs) for o in node.output[1:]):
+        return None, "a mask, a key/value cache or its scores as an output"
+    if float(a.get("softcap", 0.0)) != 0.0 or any(g.is_const(i) for i in ins[:3]):
+        return None, "a softcap, or a constant query, key or value"
+    q, k, v = (g.per_sample(i) for i in ins[:3])
+    if len(q) == len(k) == len(v) == 2:  # (T, heads x d): the heads from the attributes
+        hq, hk = int(a.get("q_num_heads", 0)), int(a.get("kv_num_heads", 0))
+        if hq < 1 or hk != hq or q[1] % hq or k[1] != q[1] or v[1] != q[1] or k[0] != v[0]:
+            return None, "3-D inputs whose heads are not one number of one width"
+        heads, lq, lk, d = hq, q[0], k[0], q[1] // hq
+    elif len(q) == len(k) == len(v) == 3:
+        if not (q[0] == k[0] == v[0] and q[2] == k[2] == v[2] and k[1] == v[1]):
+            return None, "grouped heads, or keys, values and queries of other widths"
+        heads, lq, lk, d = q[0], q[1], k[1], q[2]
+    else:
+        return None, "inputs not 3-D or 4-D"
+    if any(_batch_axis(g, i) != 0 for i in ins[:3]):
+        return None, "inputs not batch first"
+    return {"num_heads": heads, "seq_len": lq, "kv_len": lk, "head_dim": d,
+            "causal": int(bool(a.get("is_causal", 0))), "p": 0.0}, None
+
+
 _VIEWS = {"Transpose", "Squeeze", "Unsqueeze"}
 
 
@@ -939,6 +969,15 @@ def _find_patterns(g):
             add = g.sole_user(n.output[0])
             if add is not None and add.op_type == "Add" and g.is_const(_other(add, n.output[0]) or ""):
                 take(n, {"positional": 1}, [add])
+        elif n.op_type == "Attention" and n.domain in ("", "ai.onnx"):
+            try:
+                config, why = _attention_op(g, n)
+            except _UnknownShape:
+                config, why = None, "shapes unknown"
+            take(n, {"attention": config} if config else {"attention_refused": why}, [])
+            if config:
+                operands.extend(n.input[:3])
+                attention.add(id(n))
         elif n.op_type == "Softmax" and (got := _match_mha(g, n)) is not None:  # the stricter pattern first
             anchor, config, nodes = got
             take(anchor, {"mha": config}, nodes)
@@ -1291,6 +1330,9 @@ def _node_layer(g, node, extra, unsupported):
         return "groupnorm", extra["group_norm"]
     if "attention" in extra:
         return "sdpa", extra["attention"]
+    if "attention_refused" in extra:
+        unsupported.append(f"Attention({extra['attention_refused']})")
+        return None
     if "mha" in extra:
         return "mha", extra["mha"]
     if op in _ALWAYS_FREE:
