@@ -547,23 +547,33 @@ def test_a_constant_causal_mask_is_kind_sdpas_causal_and_any_other_mask_is_refus
     assert not any(l["kind"] == "sdpa" for l in approx)
 
 
-def test_an_exported_attention_on_an_unbound_projection_reads_as_torch_fx_reads_it(tmp_path):
-    """``q, k, v = qkv.unbind(0)`` exports as a Split and a Squeeze per part: views into the attention, free."""
-    import torch
+def _split_attention(unbind=False, dropout_p=0.0):
+    """A block as timm and nanoGPT write attention: q, k and v cut out of one projection of (B, 10, 16) into 2
+    heads of 8 (``unbind``: by ``qkv.unbind(0)``, else by unpacking), F.scaled_dot_product_attention causal, the
+    heads merged back, a mean over the tokens and a linear head."""
     from torch import nn
     from torch.nn import functional as F
 
     class Block(nn.Module):
         def __init__(self):
             super().__init__()
-            self.qkv, self.out = nn.Linear(16, 48), nn.Linear(16, 5)
+            self.qkv, self.fc = nn.Linear(16, 48), nn.Linear(16, 3)
 
         def forward(self, x):
             b, t, _ = x.shape
-            q, k, v = self.qkv(x).reshape(b, t, 3, 2, 8).permute(2, 0, 3, 1, 4).unbind(0)
-            return self.out(F.scaled_dot_product_attention(q, k, v, is_causal=True).transpose(1, 2).reshape(b, t, 16))
+            qkv = self.qkv(x).reshape(b, t, 3, 2, 8).permute(2, 0, 3, 1, 4)
+            q, k, v = qkv.unbind(0) if unbind else qkv
+            o = F.scaled_dot_product_attention(q, k, v, dropout_p=dropout_p, is_causal=True)
+            return self.fc(o.transpose(1, 2).reshape(b, t, 16).mean(dim=1))
 
-    net = Block()
+    return Block()
+
+
+def test_an_exported_attention_on_an_unbound_projection_reads_as_torch_fx_reads_it(tmp_path):
+    """``q, k, v = qkv.unbind(0)`` exports as a Split and a Squeeze per part: views into the attention, free."""
+    import torch
+
+    net = _split_attention(unbind=True)
     from_onnx = layers_from_onnx(_export(net, torch.randn(2, 10, 16), tmp_path / "unbind.onnx")).layers
     assert _summary(from_onnx) == _summary(layers_of(net, input_shape=[10, 16]).layers)
     assert [l["config"] for l in from_onnx if l["kind"] == "sdpa"] == [
@@ -631,28 +641,21 @@ def test_the_dynamo_exporters_attention_reads_as_its_kind(tmp_path, module):
     dropped from the file) is kind mha, F.scaled_dot_product_attention kind sdpa (its dropout dropped: p 0)."""
     import torch
     from torch import nn
-    from torch.nn import functional as F
 
-    class Net(nn.Module):
+    class Mha(nn.Module):
         def __init__(self):
             super().__init__()
-            self.att = nn.MultiheadAttention(16, 2, batch_first=True)
-            self.qkv, self.fc = nn.Linear(16, 48), nn.Linear(16, 3)
+            self.att, self.fc = nn.MultiheadAttention(16, 2, batch_first=True), nn.Linear(16, 3)
 
         def forward(self, x):
-            if module == "mha":
-                return self.fc(self.att(x, x, x)[0].mean(dim=1))
-            b, t, _ = x.shape
-            q, k, v = self.qkv(x).reshape(b, t, 3, 2, 8).permute(2, 0, 3, 1, 4)
-            o = F.scaled_dot_product_attention(q, k, v, dropout_p=0.1, is_causal=True)
-            return self.fc(o.transpose(1, 2).reshape(b, t, 16).mean(dim=1))
+            return self.fc(self.att(x, x, x)[0].mean(dim=1))
 
     torch.manual_seed(0)
     path = str(tmp_path / f"dynamo_{module}.onnx")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        torch.onnx.export(Net().train(), (torch.randn(2, 10, 16),), path, dynamo=True,
-                          training=torch.onnx.TrainingMode.TRAINING)
+        torch.onnx.export((Mha() if module == "mha" else _split_attention(dropout_p=0.1)).train(),
+                          (torch.randn(2, 10, 16),), path, dynamo=True, training=torch.onnx.TrainingMode.TRAINING)
     [att] = [l for l in layers_from_onnx(path).layers if l["kind"] in ("mha", "sdpa")]
     if module == "mha":
         assert att["kind"] == "mha" and att["config"] == {
@@ -695,21 +698,8 @@ def test_onnx_attention_operator_of_opset_23_reads_as_torch_fx_reads_the_call(tm
     """From opset 23 torch.onnx's dynamo exporter writes F.scaled_dot_product_attention as ONNX's Attention: kind
     sdpa, the views into its queries, keys and values free, the layer list equal to torch.fx's."""
     import torch
-    from torch import nn
-    from torch.nn import functional as F
 
-    class Net(nn.Module):
-        def __init__(self):
-            super().__init__()
-            self.qkv, self.fc = nn.Linear(16, 48), nn.Linear(16, 3)
-
-        def forward(self, x):
-            b, t, _ = x.shape
-            q, k, v = self.qkv(x).reshape(b, t, 3, 2, 8).permute(2, 0, 3, 1, 4)
-            o = F.scaled_dot_product_attention(q, k, v, is_causal=True)
-            return self.fc(o.transpose(1, 2).reshape(b, t, 16).mean(dim=1))
-
-    net, path = Net(), str(tmp_path / "attention23.onnx")
+    net, path = _split_attention(), str(tmp_path / "attention23.onnx")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         torch.onnx.export(net.train(), (torch.randn(2, 10, 16),), path, dynamo=True, opset_version=23,
