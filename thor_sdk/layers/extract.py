@@ -1244,8 +1244,8 @@ def _arg(node, i, name, default=None):
 
 
 _FREE_FUNCS = {operator.getitem, getattr}
-_FREE_METHODS = {"size", "dim", "contiguous", "clone", "detach", "float", "type_as", "to", "chunk", "split",
-                 "tensor_split", "unbind"}  # views of a tensor's parts (timm's ``q, k, v = qkv.unbind(0)``)
+#: (with _SPLITS: views of a tensor's parts, timm's ``q, k, v = qkv.unbind(0)`` among them)
+_FREE_METHODS = {"size", "dim", "contiguous", "clone", "detach", "float", "type_as", "to"} | _SPLITS
 _RESHAPE_METHODS = {"view", "reshape", "flatten", "unsqueeze", "squeeze", "unflatten", "view_as", "reshape_as"}
 _ELEMENTWISE_METHODS = {"relu": "relu", "relu_": "relu", "tanh": "tanh", "sigmoid": "sigmoid"}
 _PERMUTE_METHODS = {"transpose", "permute"}

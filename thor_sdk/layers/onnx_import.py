@@ -13,6 +13,7 @@ maps to a layer kind with the same config features the torch.fx path gives (see
 - Every operator with no layer kind is collected and reported in one ``UnsupportedOperatorError``.
 """
 
+import functools
 import os
 
 from thor_sdk.errors import FormatError, ModelError, NotFoundError, UsageError
@@ -372,6 +373,11 @@ class _Graph:
         return live[::-1]
 
     # -- tensors --------------------------------------------------------------------------------
+    @functools.cached_property
+    def known_shapes(self):
+        """``_known_shapes`` of the graph, once (a mask's fold needs them; most graphs have no mask)."""
+        return _known_shapes(self.graph)
+
     def is_const(self, name):
         return name in self.consts
 
@@ -575,7 +581,7 @@ def _const_value(g, name, max_elements=_MAX_MASK_ELEMENTS):
     v = g.value(name)
     if v is not None:
         return v if v.size <= max_elements else None
-    return _fold_value(g.model, g.producer, g.initializers, _known_shapes(g.graph), name, foldable=_MASK_FOLDABLE,
+    return _fold_value(g.model, g.producer, g.initializers, g.known_shapes, name, foldable=_MASK_FOLDABLE,
                        max_elements=max_elements, dtypes="biuf", external=g.external_value)
 
 
@@ -618,7 +624,10 @@ def _mask_step(g, node, scores, lq, lk):
     return None
 
 
-_ATTENTION_LAYOUT = {"Transpose", "Gather", "Split", "Slice", "Squeeze", "Unsqueeze", "Identity"}
+#: layout operators attention's queries, keys and values pass through on their way from a projection: the batch
+#: is followed through them (``_batch_place``), views of them into attention are free (``_into_attention``), and
+#: nn.MultiheadAttention's heads are cut out of its input projection through them (``_in_projection``)
+_ATTENTION_LAYOUT = {"Transpose", "Reshape", "Gather", "Split", "Slice", "Squeeze", "Unsqueeze", "Identity"}
 
 
 def _batch_place(g, name, depth=0):
@@ -628,7 +637,7 @@ def _batch_place(g, name, depth=0):
     tensor the reader takes as batch first (a graph input, any other operator's output); None where the batch is
     lost (indexed away, split, merged behind another axis) or cannot be told."""
     p = g.producer.get(name)
-    if p is None or p.op_type not in _ATTENTION_LAYOUT | {"Reshape"} or depth > 24:
+    if p is None or p.op_type not in _ATTENTION_LAYOUT or depth > 24:
         return 0, 1
     try:
         a, rank_in = _attrs(p), len(g.shape(p.input[0]))
@@ -731,20 +740,16 @@ def _attention_core(g, softmax):
             "mask": mask}
 
 
-def _match_attention(g, softmax):
-    """``(anchor, config, nodes, operands)`` of attention (``_attention_core``) read as kind ``sdpa`` (the torch.fx
-    reader's F.scaled_dot_product_attention: its config; written-out attention exports the same graph): q, k^T
-    and v each batch first, no mask or the causal one; or None."""
-    core = _attention_core(g, softmax)
-    if core is None or core["mask"] == "mask" or any(_batch_axis(g, x) != 0 for x in core["operands"]):
+def _match_attention(g, core):
+    """``(anchor, config, nodes, operands)`` of attention (``core``: ``_attention_core``'s) read as kind ``sdpa``
+    (the torch.fx reader's F.scaled_dot_product_attention: its config; written-out attention exports the same
+    graph): q, k^T and v each batch first, no mask or the causal one; or None."""
+    if core["mask"] == "mask" or any(_batch_axis(g, x) != 0 for x in core["operands"]):
         return None
     q = core["q"]
     config = {"num_heads": _prod(q[:-2]), "seq_len": core["lq"], "kv_len": core["lk"], "head_dim": q[-1],
               "causal": int(core["mask"] == "causal"), "p": core["p"]}
     return core["anchor"], config, core["nodes"], core["operands"]
-
-
-_MHA_LAYOUT = {"Transpose", "Reshape", "Squeeze", "Unsqueeze", "Gather", "Split", "Slice", "Identity"}
 
 
 def _projection(g, node, bias=True):
@@ -773,7 +778,7 @@ def _in_projection(g, operand):
         if p is None:
             return None
         acts = g.activations(p)
-        if p.op_type in _MHA_LAYOUT or p.op_type in ("Mul", "Div") and len(acts) == 1 \
+        if p.op_type in _ATTENTION_LAYOUT or p.op_type in ("Mul", "Div") and len(acts) == 1 \
                 and _mask_step(g, p, acts[0], 0, 0) == "scale":
             if len(acts) != 1 or acts[0] != p.input[0] and p.op_type != "Mul":  # data first; a Mul either way
                 return None
@@ -792,15 +797,12 @@ def _in_projection(g, operand):
     return None
 
 
-def _match_mha(g, softmax):
+def _match_mha(g, core):
     """``(anchor, config, nodes)`` of ``nn.MultiheadAttention`` (batch_first, with its biases, one embedding width)
     as torch.onnx writes it, read as kind ``mha`` as torch.fx reads the module: its input moved sequence-first, the
-    input projection(s), the heads merged with the batch, attention (``_attention_core``), the output projection,
-    the output moved back batch first; every node between the module's input(s) and its output, used by nothing
-    else, folded into the anchor (the last Transpose). Or None."""
-    core = _attention_core(g, softmax)
-    if core is None:
-        return None
+    input projection(s), the heads merged with the batch, attention (``core``: ``_attention_core``'s), the output
+    projection, the output moved back batch first; every node between the module's input(s) and its output, used by
+    nothing else, folded into the anchor (the last Transpose). Or None."""
     try:
         projs = [_in_projection(g, x) for x in core["operands"]]
         if any(pr is None for pr in projs):
@@ -826,9 +828,9 @@ def _match_mha(g, softmax):
                 return None
             # the output projection: torch.onnx's dynamo exporter drops its bias while it is zero (as
             # nn.MultiheadAttention initialises it); the input projection's bias tells the module has biases
-            if out_proj is None and _projection(g, u, bias=False) is not None and u.input[0] == t:
+            if out_proj is None and u.input[0] == t and (got := _projection(g, u, bias=False)) is not None:
                 out_proj = u
-                n_in, n_out, add = _projection(g, u, bias=False)
+                n_in, n_out, add = got
                 if (n_in, n_out) != (e, e):
                     return None
                 t = (add or u).output[0]
@@ -919,7 +921,7 @@ def _into_attention(g, operands, attention):
         users = [u for u, _ in g.users(name) if u.op_type not in ("Shape", "Size")]
         ok = depth < 8 and bool(users) and name not in g.outputs and all(
             (name in targets and id(u) in attention)
-            or (u.op_type in _ATTENTION_LAYOUT | {"Reshape"} and id(u) not in attention
+            or (u.op_type in _ATTENTION_LAYOUT and id(u) not in attention
                 and all(only_attention(o, depth + 1) for o in u.output if o)) for u in users)
         memo[(name, depth)] = ok
         return ok
@@ -978,15 +980,17 @@ def _find_patterns(g):
             if config:
                 operands.extend(n.input[:3])
                 attention.add(id(n))
-        elif n.op_type == "Softmax" and (got := _match_mha(g, n)) is not None:  # the stricter pattern first
-            anchor, config, nodes = got
-            take(anchor, {"mha": config}, nodes)
-            attention.update(id(x) for x in nodes + [anchor])
-        elif n.op_type == "Softmax" and (got := _match_attention(g, n)) is not None:
-            anchor, config, nodes, ops = got
-            take(anchor, {"attention": config}, nodes)
-            operands.extend(ops)
-            attention.update(id(x) for x in nodes + [anchor])
+        elif n.op_type == "Softmax" and (core := _attention_core(g, n)) is not None:
+            # (a core's softmax feeds its weighted sum: never the head's loss below)
+            if (got := _match_mha(g, core)) is not None:  # the stricter pattern first
+                anchor, config, nodes = got
+                take(anchor, {"mha": config}, nodes)
+                attention.update(id(x) for x in nodes + [anchor])
+            elif (got := _match_attention(g, core)) is not None:
+                anchor, config, nodes, ops = got
+                take(anchor, {"attention": config}, nodes)
+                operands.extend(ops)
+                attention.update(id(x) for x in nodes + [anchor])
         elif n.op_type == "Softmax" or n.op_type == "LogSoftmax":
             # a classifier exported for inference: the softmax is part of the output head's loss
             if n.output[0] in g.outputs and not g.users(n.output[0]):
