@@ -15,15 +15,9 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 
-def _step_ms(f, shape, n=40):
-    """Median ms of one forward + backward of ``f`` on one tensor of ``shape`` (``bench_unary_ops``' timer)."""
-    from bench_unary_ops import _step_ms as step_ms
-
-    return step_ms(f, [shape], n=n)
-
-
 def main(argv=None):
     import torch
+    from bench_unary_ops import time_pair  # the operator benches' one pair timer
     from torch.nn import functional as F
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -31,6 +25,7 @@ def main(argv=None):
     args = ap.parse_args(argv)
     torch.set_num_threads(1)
     rows = ["| input (batch 16) | pair | a (ms) | b (ms) | a / b |", "|---|---|---|---|---|"]
+    ratios = {}  # (time_pair's; this report lists the pairs' rows alone)
     pairs_1d = (("F.avg_pool1d(x, 3, 2, 1)", lambda x: F.avg_pool1d(x, 3, 2, 1),
                  "F.avg_pool2d(x[:, :, None], (1, 3), (1, 2), (0, 1))",
                  lambda x: F.avg_pool2d(x.unsqueeze(2), (1, 3), (1, 2), (0, 1))),
@@ -44,16 +39,14 @@ def main(argv=None):
                           ([(16, 64, 7, 7), (16, 128, 14, 14), (16, 32, 32, 32), (16, 256, 4, 4)], pairs_2d)):
         for shape in shapes:
             for na, fa, nb, fb in pairs:
-                for _ in range(2):
-                    a, b = _step_ms(fa, shape), _step_ms(fb, shape)
-                    rows.append(f"| {'x'.join(map(str, shape[1:]))} | {na} vs {nb} | {a:.3f} | {b:.3f} | {a / b:.2f} |")
-                    print(rows[-1], flush=True)
+                rows += time_pair(fa, fb, [shape], (na, nb), ratios, lambda a, b: f"| {'x'.join(map(str, shape[1:]))} | "
+                                  f"{na} vs {nb} | {a:.3f} | {b:.3f} | {a / b:.2f} |")
     rows += ["", "| input (batch 16) | pair | a (ms) | b (ms) | a / b |", "|---|---|---|---|---|"]
     for shape in [(16, 64, 32, 32), (16, 256, 14, 14), (16, 128, 8, 8), (16, 512)]:
-        for _ in range(2):  # x - x and x + x: both operands carry the gradient, as the probes of sub and add
-            a, b = _step_ms(lambda x: x - x, shape), _step_ms(lambda x: x + x, shape)
-            rows.append(f"| {'x'.join(map(str, shape[1:]))} | x - x vs x + x | {a:.3f} | {b:.3f} | {a / b:.2f} |")
-            print(rows[-1], flush=True)
+        # x - x and x + x: both operands carry the gradient, as the probes of sub and add
+        rows += time_pair(lambda x: x - x, lambda x: x + x, [shape], ("x - x", "x + x"), ratios,
+                          lambda a, b: f"| {'x'.join(map(str, shape[1:]))} | x - x vs x + x | {a:.3f} | {b:.3f} | "
+                                       f"{a / b:.2f} |")
     text = "\n".join([f"# Pooling kernels side by side ({time.strftime('%Y-%m-%d %H:%M')} UTC, host, one thread)", "",
                       "`python bench/bench_pool_kernels.py`", ""] + rows) + "\n"
     if args.out:
