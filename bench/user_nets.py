@@ -1,6 +1,8 @@
 """Small nets written the way a user would, none of them in the prior's zoo: the held-out list of
 ``bench/bench_user_nets.py`` (some use operators without a kind of their own, estimated through stand-ins)."""
 
+import math
+
 import torch
 from torch import nn
 from torch.nn import functional as F
@@ -677,6 +679,67 @@ class ClampMobile(nn.Module):
 #: read 0.42-1.10x through stand-ins before nn.MultiheadAttention became kind mha and kwt_tiny, attention_har and
 #: pvt_tiny joined the zoo (2026-11-27); Deconv's 2x2 stride-2 ConvTranspose2d stood in as a stride-1 conv until
 #: kind conv_transpose2d and unet_small, whose ups are such convs, came (2026-11-28); ERFBlockNet's factorised
+class _CausalSelfAttention(nn.Module):
+    """nanoGPT's ``CausalSelfAttention`` as written for PyTorch without flash attention: one packed q/k/v projection,
+    the causal mask a ``tril`` buffer sliced to the sequence, ``1 / math.sqrt(k.size(-1))``, attention dropout."""
+
+    def __init__(self, n_embd, n_head, block_size, dropout):
+        super().__init__()
+        self.c_attn, self.c_proj = nn.Linear(n_embd, 3 * n_embd), nn.Linear(n_embd, n_embd)
+        self.attn_dropout, self.resid_dropout = nn.Dropout(dropout), nn.Dropout(dropout)
+        self.n_head, self.n_embd = n_head, n_embd
+        self.register_buffer("bias", torch.tril(torch.ones(block_size, block_size)).view(1, 1, block_size, block_size))
+
+    def forward(self, x):
+        B, T, C = x.size()
+        q, k, v = self.c_attn(x).split(self.n_embd, dim=2)
+        k = k.view(B, T, self.n_head, C // self.n_head).transpose(1, 2)
+        q = q.view(B, T, self.n_head, C // self.n_head).transpose(1, 2)
+        v = v.view(B, T, self.n_head, C // self.n_head).transpose(1, 2)
+        att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(k.size(-1)))
+        att = att.masked_fill(self.bias[:, :, :T, :T] == 0, float("-inf"))
+        att = self.attn_dropout(F.softmax(att, dim=-1))
+        y = (att @ v).transpose(1, 2).contiguous().view(B, T, C)
+        return self.resid_dropout(self.c_proj(y))
+
+
+class _GPTBlock(nn.Module):
+    def __init__(self, n_embd, n_head, block_size, dropout):
+        super().__init__()
+        self.ln_1, self.ln_2 = nn.LayerNorm(n_embd), nn.LayerNorm(n_embd)
+        self.attn = _CausalSelfAttention(n_embd, n_head, block_size, dropout)
+        self.mlp = nn.Sequential(nn.Linear(n_embd, 4 * n_embd), nn.GELU(), nn.Linear(4 * n_embd, n_embd),
+                                 nn.Dropout(dropout))
+
+    def forward(self, x):
+        x = x + self.attn(self.ln_1(x))
+        return x + self.mlp(self.ln_2(x))
+
+
+class MiniGPT(nn.Module):
+    """nanoGPT's model as its repository writes it, at a character-level size (65 tokens, 64 positions, 2 layers of
+    4 heads over 128): position ids from ``torch.arange(0, t)`` with ``b, t = idx.size()``, its language-model head
+    tied to the token embedding, next-token logits at every position. fx's symbolic trace refuses it (the mask
+    sliced by ``T``); it is traced with its input's sizes."""
+
+    def __init__(self, vocab_size=65, block_size=64, n_layer=2, n_head=4, n_embd=128, dropout=0.1):
+        super().__init__()
+        self.wte, self.wpe = nn.Embedding(vocab_size, n_embd), nn.Embedding(block_size, n_embd)
+        self.drop = nn.Dropout(dropout)
+        self.h = nn.ModuleList(_GPTBlock(n_embd, n_head, block_size, dropout) for _ in range(n_layer))
+        self.ln_f = nn.LayerNorm(n_embd)
+        self.lm_head = nn.Linear(n_embd, vocab_size, bias=False)
+        self.wte.weight = self.lm_head.weight
+
+    def forward(self, idx):
+        b, t = idx.size()
+        pos = torch.arange(0, t, dtype=torch.long, device=idx.device)
+        x = self.drop(self.wte(idx) + self.wpe(pos))
+        for block in self.h:
+            x = block(x)
+        return self.lm_head(self.ln_f(x))
+
+
 #: blocks are erfnet_small's (2026-11-28), and ConvAE's 3x3 transposed convs its decoder's; DilatedTCN's dilated
 #: conv1d stood in as the undilated conv until dilation became a feature of the convs and tcn_har joined the zoo
 #: (2026-11-28)
@@ -711,4 +774,4 @@ NETS = (("UNetTiny", (3, 32, 32)), ("BiLSTM", (32,)), ("GRU2", (50, 12)), ("MHA"
         ("TFSamePadCNN", (3, 32, 32)), ("AttnPoolLSTM", (64, 9)), ("PointNetTiny", (3, 256)), ("TextCNNAmax", (48,)),
         ("CBAMLiteCNN", (3, 32, 32)), ("ConcatPool1d", (6, 200)), ("HighPassCNN", (3, 48, 48)),
         ("CenteredMLP", (64,)), ("WaveNetKWS", (40, 98)), ("AtrousCNN", (3, 64, 64)), ("SNNTabular", (64,)),
-        ("ClampMobile", (3, 32, 32)), ("BiGRUKWS", (40, 98)))
+        ("ClampMobile", (3, 32, 32)), ("BiGRUKWS", (40, 98)), ("MiniGPT", (64,)))

@@ -318,7 +318,7 @@ def build_training(source, batch_size, seed=0):
     if source.input_dtype is None:
         from thor_sdk.layers.extract import input_dtype_of
 
-        source = dataclasses.replace(source, input_dtype=input_dtype_of(module))
+        source = dataclasses.replace(source, input_dtype=input_dtype_of(module, source.input_shape))
     if source.input_dtype == "int64":
         x = torch.randint(0, _vocab_of(module, source), shape, generator=g)
     else:

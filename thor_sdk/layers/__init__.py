@@ -116,7 +116,7 @@ def layers_of(model, input_shape=None, input_dtype=None, vocab=None, unknown_ops
             from .user_code import running_user_code
 
             with running_user_code(f"could not trace {model}"):  # its forward is the user's code too
-                dtype = input_dtype or input_dtype_of(module)  # a text model's token ids without being told
+                dtype = input_dtype or input_dtype_of(module, shape)  # a text model's token ids without being told
                 layers = layers_from_module(module, shape, dtype, vocab, source=model, unknown_ops=unknown_ops)
             return ModelLayers(model, shape, dtype, layers)
         raise NotFoundError(
@@ -129,7 +129,7 @@ def layers_of(model, input_shape=None, input_dtype=None, vocab=None, unknown_ops
     from .extract import input_dtype_of, layers_from_module
 
     shape = list(input_shape)
-    dtype = input_dtype or input_dtype_of(model)
+    dtype = input_dtype or input_dtype_of(model, shape)
     return ModelLayers(type(model).__name__, shape, dtype,
                        layers_from_module(model, shape, dtype, vocab, unknown_ops=unknown_ops))
 

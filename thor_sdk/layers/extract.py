@@ -1523,38 +1523,75 @@ def _approximable(node, gm):
 
 
 def _reads_token_ids(gm):
-    """Whether every use of the traced module's input is an embedding lookup (token ids, not values)."""
+    """Whether every use of the traced module's input is an embedding lookup (token ids, not values), apart from
+    reading what it is (``idx.size()``, ``idx.device``: nanoGPT's position ids) and at least one lookup."""
     from torch import nn
+    from torch.nn import functional as F
 
     from thor_sdk.models.blocks import TokenPositionalEmbedding
 
-    uses = [u for n in gm.graph.nodes if n.op == "placeholder" for u in n.users]
-    return bool(uses) and all(u.op == "call_module" and isinstance(gm.get_submodule(u.target),
-                                                                   (nn.Embedding, TokenPositionalEmbedding))
-                              for u in uses)
+    def lookup(u):
+        return u.op == "call_module" and isinstance(gm.get_submodule(u.target), (nn.Embedding, TokenPositionalEmbedding)) \
+            or u.op == "call_function" and u.target is F.embedding and u.args[:1] == (n,)
+
+    def metadata(u):
+        return u.op == "call_method" and u.target in ("size", "dim") \
+            or u.op == "call_function" and u.target is getattr and u.args[1:] in (("shape",), ("device",),
+                                                                                   ("dtype",), ("ndim",))
+
+    uses = [(n, u) for n in gm.graph.nodes if n.op == "placeholder" for u in n.users]
+    return any(lookup(u) for n, u in uses) and all(lookup(u) or metadata(u) for n, u in uses)
 
 
-def _trace(module):
-    """``module`` as a torch.fx GraphModule, this project's layer modules (``_leaf_types``) kept whole; fx's own
-    exception for untraceable Python control flow."""
-    from torch import fx
+def _trace(module, example=None):
+    """``module`` as a torch.fx GraphModule, this project's layer modules (``_leaf_types``) kept whole, traced
+    symbolically or, with ``example``, with its sizes (``trace.trace``); fx's own exception for untraceable
+    Python control flow."""
+    from .trace import trace
 
-    leaves = _leaf_types()
-
-    class _Tracer(fx.Tracer):
-        def is_leaf_module(self, m, qualname):
-            return isinstance(m, leaves) or super().is_leaf_module(m, qualname)
-
-    return fx.GraphModule(module, _Tracer().trace(module))
+    return trace(module, _leaf_types(), example)
 
 
-def input_dtype_of(module):
+def _sized_traces(module, example, error, source, input_shape):
+    """Where fx's symbolic trace of ``module`` failed with ``error``: its graphs traced with the sizes of inputs
+    at batch 2 and at batch 3 (``trace.trace``), which must run the same operators (a graph whose operators
+    change with the batch size is not one layer list). ``ModelError`` where they cannot be had: the module's
+    code failing on the inputs, or code neither trace follows (the symbolic trace's reason)."""
+    from .trace import ModelRunError, same_graph
+
+    try:
+        gm, gm3 = _trace(module, example(2)), _trace(module, example(3))
+    except ModelRunError as e:
+        raise ModelError(f"{source} does not run on inputs of shape {list(input_shape)} ({e})") from e
+    except Exception as e:  # the reason it still fails (tensor values in control flow) over the symbolic one
+        raise ModelError(
+            f"could not trace {source} with torch.fx ({type(e).__name__}: {e}); "
+            "describe it as a layer-list JSON instead (see docs/layer-list.md)"
+        ) from error
+    if not same_graph(gm, gm3):
+        raise ModelError(
+            f"could not trace {source} with torch.fx ({type(error).__name__}: {error}); traced with the input's "
+            "sizes, its operators change with the batch size; describe it as a layer-list JSON instead "
+            "(see docs/layer-list.md)") from error
+    return gm, gm3
+
+
+def input_dtype_of(module, input_shape=None):
     """``"int64"`` when ``module``'s input only feeds embedding lookups (a text model's token ids), else
-    ``"float32"``: the dtype ``layers_of`` traces a module with when none is given."""
+    ``"float32"``: the dtype ``layers_of`` traces a module with when none is given. A module that fx cannot trace
+    symbolically is traced with its sizes on token ids of per-sample ``input_shape`` where given (a model that
+    reads values fails on them: float32)."""
     try:
         gm = _trace(module)
     except Exception:  # untraceable: layers_from_module says so with the reason
-        return "float32"
+        if input_shape is None:
+            return "float32"
+        import torch
+
+        try:
+            gm = _trace(module, torch.zeros((2, *input_shape), dtype=torch.int64))
+        except Exception:
+            return "float32"
     return "int64" if _reads_token_ids(gm) else "float32"
 
 
@@ -1576,17 +1613,16 @@ def layers_from_module(module, input_shape, input_dtype="float32", vocab=None, s
     from torch import fx
     from torch.fx.passes.shape_prop import ShapeProp
 
-    try:
-        gm = _trace(module)
-    except Exception as e:  # fx raises many types for untraceable Python control flow
-        raise ModelError(
-            f"could not trace {source} with torch.fx ({type(e).__name__}: {e}); "
-            "describe it as a layer-list JSON instead (see docs/layer-list.md)"
-        ) from e
     def example(batch):
         if input_dtype == "int64":
             return torch.randint(0, max(int(vocab or 2), 2), (batch, *input_shape))
         return torch.randn(batch, *input_shape)
+
+    gm3 = None  # where the graph was traced with its sizes: the one traced at batch 3
+    try:
+        gm = _trace(module)
+    except Exception as e:  # fx raises many types for untraceable Python control flow
+        gm, gm3 = _sized_traces(module, example, e, source, input_shape)
 
     def full_shape(n):
         meta = n.meta.get("tensor_meta") if isinstance(n, fx.Node) else None
@@ -1615,8 +1651,11 @@ def layers_from_module(module, input_shape, input_dtype="float32", vocab=None, s
         # ShapeProp prints the traceback of a failing node itself; keep it off the user's terminal
         with torch.no_grad(), contextlib.redirect_stderr(io.StringIO()):
             try:  # node -> its shape at batch 3: the axis that differs from batch 2 is the batch axis
-                _Prop(gm, 3).propagate(example(3))
-                at_3 = {n: full_shape(n) for n in gm.graph.nodes}
+                _Prop(gm3 or gm, 3).propagate(example(3))
+                at_3 = {n: full_shape(m) for n, m in zip(gm.graph.nodes, (gm3 or gm).graph.nodes)}
+                if gm3 is not None:  # the sizes read at batch 3, by the nodes of the graph traced at batch 2
+                    at = dict(zip(gm3.graph.nodes, gm.graph.nodes))
+                    sizes[3] = {at[n]: v for n, v in sizes[3].items()}
             except Exception:  # batch 2 says why below, or the batch axis is taken as axis 0
                 at_3 = {}
             _Prop(gm, 2).propagate(example(2))
@@ -1711,8 +1750,8 @@ def layers_from_module(module, input_shape, input_dtype="float32", vocab=None, s
             else:
                 got = _module_layer(mod, in_shape, out_shape, unsupported, in_axis)
             has_params = any(p.requires_grad for p in mod.parameters())
-        elif out_shape is None and getattr(node.target, "__module__", None) == "_operator":
-            got, has_params = None, False  # arithmetic on sizes (c // 2), not on tensors: free
+        elif out_shape is None and getattr(node.target, "__module__", None) in ("_operator", "math"):
+            got, has_params = None, False  # arithmetic on sizes (c // 2, math.sqrt(d)), not on tensors: free
         elif _is_sdpa(node):
             got, has_params = _sdpa_layer(node, shape_of, batch_axis, unsupported), False
         elif _view_into_attention(node):
