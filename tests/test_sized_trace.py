@@ -1,4 +1,5 @@
-"""Models fx cannot trace symbolically (a size used as a Python number) traced with their input's sizes."""
+"""Models fx cannot trace symbolically (a size used as a Python number) traced with their input's sizes; a forward's
+optional arguments traced at their defaults."""
 
 import math
 
@@ -184,3 +185,51 @@ def test_every_zoo_and_user_net_reads_the_same_traced_with_its_sizes():
         cls = getattr(nets, name)
         symbolic = layers_of(cls(), input_shape=list(shape), unknown_ops="approx")
         assert _same(layers_of(_Once(cls()), input_shape=list(shape), unknown_ops="approx")) == _same(symbolic), name
+
+
+class OptionalArgs(nn.Module):
+    """``forward(x, mask=None, scale=2.0, return_feats=False, *, temp=1.0)``: traced symbolically before, ``mask``
+    was a proxy, ``if mask is not None`` took the masked branch and running it failed ("unsupported operand
+    type(s) for *: 'Tensor' and 'NoneType')."""
+
+    def __init__(self, sized=False):
+        super().__init__()
+        self.sized = sized  # read a size as a number: only the sized trace follows
+        self.conv, self.fc = nn.Conv2d(3, 8, 3), nn.Linear(8, 10)
+
+    def forward(self, x, mask=None, scale=2.0, return_feats=False, *, temp=1.0):
+        for _ in range(x.dim() - 3 if self.sized else 1):
+            f = self.conv(x)
+        if mask is not None:
+            f = f * mask
+        f = f.mean((2, 3)) * scale / temp
+        return (self.fc(f), f) if return_feats else self.fc(f)
+
+
+class LMWithTargets(nn.Module):
+    """nanoGPT's ``forward(self, idx, targets=None)``: the loss only where targets are given."""
+
+    def __init__(self, sized=False):
+        super().__init__()
+        self.sized = sized
+        self.emb, self.head = nn.Embedding(50, 16), nn.Linear(16, 50)
+
+    def forward(self, idx, targets=None):
+        for _ in range(idx.size(0) - idx.size(0) + 1 if self.sized else 1):
+            logits = self.head(self.emb(idx))
+        if targets is not None:
+            return logits, F.cross_entropy(logits.view(-1, logits.size(-1)), targets.view(-1))
+        return logits[:, [-1], :], None
+
+
+@pytest.mark.parametrize("sized", [False, True])
+def test_a_forwards_optional_arguments_are_traced_at_their_defaults(sized):
+    """The branch a call with one input takes, fx's checks of the defaults costing nothing, symbolically and with
+    sizes alike; a language model's token ids are still found beside its optional targets."""
+    ml = layers_of(OptionalArgs(sized), input_shape=[3, 16, 16])
+    assert [(l["kind"], l["op"]) for l in ml.layers] == [
+        ("conv2d", "Conv2d"), ("adaptive_avgpool2d", "Tensor.mean"), ("scale", "x * y"), ("scale", "x / y"),
+        ("output", "Linear")]
+    lm = layers_of(LMWithTargets(sized), input_shape=[12])
+    assert lm.input_dtype == "int64"
+    assert [(l["kind"], l["config"].get("tokens")) for l in lm.layers] == [("embedding", None), ("output", 12)]

@@ -1522,6 +1522,16 @@ def _approximable(node, gm):
         and name not in _COMPUTE_BOUND
 
 
+def _checks_a_default(node):
+    """Whether ``node`` is the check fx adds where an argument is traced at its default (``trace.defaults``):
+    ``_assert_is_none`` (None) or ``torch._assert`` of it; no cost."""
+    import torch
+
+    return node.op == "call_function" and (node.target is torch._assert or
+                                           getattr(node.target, "__name__", "") == "_assert_is_none"
+                                           and getattr(node.target, "__module__", "").startswith("torch.fx"))
+
+
 def _reads_token_ids(gm):
     """Whether every use of the traced module's input is an embedding lookup (token ids, not values), apart from
     reading what it is (``idx.size()``, ``idx.device``: nanoGPT's position ids) and at least one lookup."""
@@ -1539,7 +1549,8 @@ def _reads_token_ids(gm):
             or u.op == "call_function" and u.target is getattr and u.args[1:] in (("shape",), ("device",),
                                                                                    ("dtype",), ("ndim",))
 
-    uses = [(n, u) for n in gm.graph.nodes if n.op == "placeholder" for u in n.users]
+    n = next((n for n in gm.graph.nodes if n.op == "placeholder"), None)  # the input; the rest are at defaults
+    uses = [(n, u) for u in (n.users if n is not None else ())]
     return any(lookup(u) for n, u in uses) and all(lookup(u) or metadata(u) for n, u in uses)
 
 
@@ -1750,6 +1761,8 @@ def layers_from_module(module, input_shape, input_dtype="float32", vocab=None, s
             else:
                 got = _module_layer(mod, in_shape, out_shape, unsupported, in_axis)
             has_params = any(p.requires_grad for p in mod.parameters())
+        elif _checks_a_default(node):
+            got, has_params = None, False
         elif out_shape is None and getattr(node.target, "__module__", None) in ("_operator", "math"):
             got, has_params = None, False  # arithmetic on sizes (c // 2, math.sqrt(d)), not on tensors: free
         elif _is_sdpa(node):

@@ -9,7 +9,8 @@ class ModelRunError(Exception):
 
 
 def trace(module, leaves, example=None):
-    """``module`` as a torch.fx ``GraphModule``, modules of the types ``leaves`` kept whole.
+    """``module`` as a torch.fx ``GraphModule``, modules of the types ``leaves`` kept whole, the arguments after the
+    input that have a default at their defaults (``defaults``).
 
     Without ``example``: fx's symbolic trace (sizes read off a tensor are nodes of the graph). With ``example``
     (one input tensor): the module runs on it as it is traced, and a tensor's sizes (``x.size()``, ``x.shape``,
@@ -27,7 +28,7 @@ def trace(module, leaves, example=None):
             return isinstance(m, leaves) or super().is_leaf_module(m, qualname)
 
     if example is None:
-        return fx.GraphModule(module, _Tracer().trace(module))
+        return fx.GraphModule(module, _Tracer().trace(module, concrete_args=defaults(module)))
     import copy
 
     import torch
@@ -114,8 +115,23 @@ def trace(module, leaves, example=None):
             return proxy
 
     with torch.no_grad():
-        graph = _SizedTracer().trace(root)
+        graph = _SizedTracer().trace(root, concrete_args=defaults(root))
     return fx.GraphModule(root, graph)
+
+
+def defaults(module):
+    """The arguments of ``module``'s forward after its input that have a default, at their defaults: traced as
+    those values (``forward(self, idx, targets=None)``: ``if targets is not None`` takes the branch a call with
+    one input takes; fx adds a check that the argument is None, a node of no cost)."""
+    import inspect
+
+    try:
+        params = list(inspect.signature(module.forward).parameters.values())
+    except (TypeError, ValueError):
+        return None
+    kinds = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
+    out = {p.name: p.default for p in params[1:] if p.kind in kinds and p.default is not inspect.Parameter.empty}
+    return out or None
 
 
 def same_graph(a, b):
