@@ -481,7 +481,7 @@ def test_meter_log_reader(data):
 # -- ONNX graphs: random chains of the operators the importer reads, stands in for or refuses ---------------------
 _ONNX_OPS = ("Relu", "Softmax", "Transpose", "MatMulW", "MatMulSelf", "Conv", "ConvTranspose", "Flatten", "Split",
              "Einsum", "Pad", "PadFromShape", "Resize", "Concat", "Mul", "HardSwish", "Reduce", "GlobalMaxPool",
-             "Sub", "Clip", "Pool", "BatchNorm", "GRU", "Swish", "GroupNorm", "Attention", "AttentionOp")
+             "Sub", "Clip", "Pool", "BatchNorm", "GRU", "Swish", "GroupNorm", "Attention", "AttentionOp", "Expand")
 
 
 @st.composite
@@ -660,6 +660,14 @@ def onnx_graphs(draw):
                     np.ones(() if other == "scalar" else (draw(small),), np.float32), c))
             pair = [cur, cur if other == "self" else c]
             nodes.append(helper.make_node(op, pair[::-1] if op == "Sub" and draw(st.booleans()) else pair, [out]))
+        elif op == "Expand":  # a reduced copy (or the activation) expanded to a shape of any fit, times the activation
+            shape, src = f"e{i}", draw(st.sampled_from(["reduced", "self"]))
+            inits.append(numpy_helper.from_array(np.array(draw(st.lists(st.integers(1, 6), min_size=1, max_size=rank)),
+                                                          np.int64), shape))
+            if src == "reduced":
+                nodes.append(helper.make_node("ReduceMean", [cur], [f"{out}r"], axes=[-1], keepdims=1))
+            nodes += [helper.make_node("Expand", [f"{out}r" if src == "reduced" else cur, shape], [f"{out}e"]),
+                      helper.make_node("Mul", [cur, f"{out}e"] if draw(st.booleans()) else [f"{out}e", cur], [out])]
         elif op == "Clip":  # bounds: numbers in any order (NaN, infinities too), left out, or the activation itself
             names = []
             for j, bound in enumerate(draw(st.lists(st.sampled_from([-1.0, 0.0, 6.0, float("inf"), float("nan"),

@@ -1097,3 +1097,49 @@ def test_an_exported_bidirectional_gru_reads_as_torch_fx_reads_it_and_a_bidirect
     with pytest.raises(UnsupportedOperatorError) as err:
         layers_from_onnx(_export(lstm, torch.randn(2, 6, 20), tmp_path / "bilstm.onnx"))
     assert "LSTM(direction=bidirectional)" in err.value.ops
+
+
+def _squeeze_excite(expand):
+    import torch
+    from torch import nn
+
+    class SE(nn.Module):
+        """SENet's block as its PyTorch port writes it (the gate ``y.expand_as(x)`` before the product), then a ViT's
+        class token expanded over the batch before the tokens."""
+
+        def __init__(self):
+            super().__init__()
+            self.conv, self.fc1, self.fc2 = nn.Conv2d(3, 16, 3), nn.Linear(16, 4), nn.Linear(4, 16)
+            self.cls = nn.Parameter(torch.zeros(1, 1, 16))
+            self.head = nn.Linear(16, 10)
+
+        def forward(self, x):
+            x = self.conv(x)
+            b, c, _, _ = x.size()
+            y = torch.sigmoid(self.fc2(torch.relu(self.fc1(x.mean((2, 3)))))).view(b, c, 1, 1)
+            x = x * (y.expand_as(x) if expand else y)
+            t = x.flatten(2).transpose(1, 2)
+            return self.head(torch.cat((self.cls.expand(b, -1, -1), t), dim=1)[:, 0])
+
+    return SE()
+
+
+def test_an_expanding_view_is_free_and_its_product_a_broadcast_one(tmp_path):
+    """``y.expand_as(x)`` (ONNX ``Expand``) is a view: the product reading it is the broadcast product ``x * y`` is,
+    in both readers; a class token expanded over the batch (a parameter) is concatenated as it is. Both readers
+    refused them ("Tensor.expand", "Expand") before."""
+    import torch
+
+    def kinds(layers, skip=()):
+        return [(l["kind"], l["config"]) for l in layers if l["kind"] not in skip]
+
+    plain = layers_of(_squeeze_excite(False), input_shape=[3, 10, 10]).layers
+    fx = layers_of(_squeeze_excite(True), input_shape=[3, 10, 10]).layers
+    assert kinds(fx) == kinds(plain)
+    assert ("mul", {"numel": 16 * 8 * 8, "broadcast": 1}) in kinds(fx)
+    assert ("cat", {"numel": 16 * 65, "parts": 2}) in kinds(fx)
+    onnx_layers = layers_of(_export(_squeeze_excite(True), torch.randn(2, 3, 10, 10), tmp_path / "se.onnx")).layers
+    views = ("permute", "flatten")  # torch.fx keeps .view and .flatten as layers; an export folds some of them
+    assert [k for k, _ in kinds(onnx_layers, views)] == [k for k, _ in kinds(fx, views)]
+    assert [k for k in kinds(onnx_layers) if k[0] in ("mul", "cat")] == [
+        ("mul", {"numel": 16 * 8 * 8, "broadcast": 1}), ("cat", {"numel": 16 * 65, "parts": 2})]

@@ -1244,8 +1244,11 @@ def _arg(node, i, name, default=None):
 
 
 _FREE_FUNCS = {operator.getitem, getattr}
+#: views repeating a tensor along axes of size 1 (SENet's ``x * y.expand_as(x)``): no copy; a product reading one
+#: is a broadcast product (``_unexpanded``)
+_EXPANDS = {"expand", "expand_as", "broadcast_to"}
 #: (with _SPLITS: views of a tensor's parts, timm's ``q, k, v = qkv.unbind(0)`` among them)
-_FREE_METHODS = {"size", "dim", "contiguous", "clone", "detach", "float", "type_as", "to"} | _SPLITS
+_FREE_METHODS = {"size", "dim", "contiguous", "clone", "detach", "float", "type_as", "to"} | _SPLITS | _EXPANDS
 _RESHAPE_METHODS = {"view", "reshape", "flatten", "unsqueeze", "squeeze", "unflatten", "view_as", "reshape_as"}
 _ELEMENTWISE_METHODS = {"relu": "relu", "relu_": "relu", "tanh": "tanh", "sigmoid": "sigmoid"}
 _PERMUTE_METHODS = {"transpose", "permute"}
@@ -1289,11 +1292,23 @@ def _by_number(divisor, node):
     return _is_constant(divisor) and "rounding_mode" not in node.kwargs
 
 
+def _unexpanded(a):
+    """The tensor ``a`` repeats where it is an expanding view of one (``y.expand_as(x)``, ``torch.broadcast_to``),
+    else ``a``."""
+    import torch
+    from torch import fx
+
+    while isinstance(a, fx.Node) and (a.op == "call_method" and a.target in _EXPANDS
+                                      or a.op == "call_function" and a.target is torch.broadcast_to) and a.args:
+        a = a.args[0]
+    return a
+
+
 def _mul_layer(node, out_shape, full_shape, unsupported, label):
     """``a * b`` of two tensors: numel of the output; broadcast when one operand is smaller (a scale). A tensor
     times a number is kind ``scale``."""
     args = list(node.args[:2])
-    shapes = [full_shape(a) for a in args]
+    shapes = [full_shape(_unexpanded(a)) for a in args]
     if len(shapes) == 2 and sum(s is not None for s in shapes) == 1 and any(_is_constant(a) for a in args):
         return "scale", {"numel": _prod(out_shape)}
     if len(shapes) < 2 or any(s is None for s in shapes):
@@ -1393,7 +1408,7 @@ def _function_layer(node, in_shape, out_shape, unsupported, full_shape=lambda n:
             return _reduction(t, node, dim_arg, in_shape, unsupported, f"Tensor.{t}")
         unsupported.append(f"Tensor.{t}")
         return None
-    if t in _FREE_FUNCS or t in (torch.chunk, torch.split, torch.tensor_split, torch.unbind):
+    if t in _FREE_FUNCS or t in (torch.chunk, torch.split, torch.tensor_split, torch.unbind, torch.broadcast_to):
         return None
     if t in (operator.add, operator.iadd, torch.add):
         return "add", {"numel": _prod(out_shape)}

@@ -454,6 +454,15 @@ class _Graph:
         return [i for i in node.input if i and not self.is_const(i)]
 
 
+def _unexpanded(g, name):
+    """The activation ``name`` repeats where an ``Expand`` of it made ``name`` (torch's ``expand_as``), else ``name``."""
+    p = g.producer.get(name)
+    while p is not None and p.op_type == "Expand" and not g.is_const(p.input[0]):
+        name = p.input[0]
+        p = g.producer.get(name)
+    return name
+
+
 def _attrs(node):
     import onnx
 
@@ -1430,10 +1439,13 @@ def _node_layer(g, node, extra, unsupported):
             return ("add" if acts[0] == node.input[0] else "scale"), {"numel": _prod(g.per_sample(node.output[0]))}
         unsupported.append("Sub(of a constant tensor)")
         return None
+    if op == "Expand" and acts == [node.input[0]]:  # as torch's y.expand_as(x): a view, its product a broadcast one
+        return None
     if op == "Mul" and len(node.input) == 2:  # as torch's x * y: of two activations (one smaller: a gate), or a scale
         ys = g.per_sample(node.output[0])
         if len(acts) == 2:
-            return "mul", {"numel": _prod(ys), "broadcast": int(any(_prod(g.per_sample(i)) < _prod(ys) for i in acts))}
+            return "mul", {"numel": _prod(ys),
+                           "broadcast": int(any(_prod(g.per_sample(_unexpanded(g, i))) < _prod(ys) for i in acts))}
         other = _other(node, first)
         if len(acts) == 1 and g.scalar(other) is not None:
             return "scale", {"numel": _prod(ys)}
