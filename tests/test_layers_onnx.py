@@ -1143,3 +1143,25 @@ def test_an_expanding_view_is_free_and_its_product_a_broadcast_one(tmp_path):
     assert [k for k, _ in kinds(onnx_layers, views)] == [k for k, _ in kinds(fx, views)]
     assert [k for k in kinds(onnx_layers) if k[0] in ("mul", "cat")] == [
         ("mul", {"numel": 16 * 8 * 8, "broadcast": 1}), ("cat", {"numel": 16 * 65, "parts": 2})]
+
+
+def test_torch_stack_is_the_cat_of_its_parts_in_both_readers(tmp_path):
+    """``torch.stack`` is PyTorch's cat of the parts' views with the new axis (refused before); an export writes
+    ``Unsqueeze`` and ``Concat``, read as the same cat. At any axis: the new one is never the batch's."""
+    import torch
+    from torch import nn
+
+    class Stacked(nn.Module):
+        def __init__(self, dim):
+            super().__init__()
+            self.dim, self.fc1, self.fc = dim, nn.Linear(8, 32), nn.Linear(32, 4)
+
+        def forward(self, x):
+            h = self.fc1(x)
+            return self.fc(torch.stack([h, h * 2, torch.relu(h)], self.dim).mean(self.dim))
+
+    for dim in (0, 1, -1):
+        fx = [(l["kind"], l["config"]) for l in layers_of(Stacked(dim), input_shape=[8]).layers]
+        assert ("cat", {"numel": 96, "parts": 3}) in fx, dim
+    exported = layers_of(_export(Stacked(1), torch.randn(2, 8), tmp_path / "stack.onnx")).layers
+    assert [(l["kind"], l["config"]) for l in exported if l["kind"] == "cat"] == [("cat", {"numel": 96, "parts": 3})]

@@ -1356,6 +1356,16 @@ def _cat_layer(node, out_shape, unsupported, label, axis=0):
     return "cat", {"numel": _prod(out_shape), "parts": len(tensors)}
 
 
+def _stack_layer(node, out_shape, unsupported):
+    """``torch.stack`` of a list of tensors: the ``cat`` of their views with the new axis (PyTorch's own
+    implementation; an export writes ``Unsqueeze`` and ``Concat``), at any axis: the new axis is never the batch's."""
+    tensors = _arg(node, 0, "tensors")
+    if not isinstance(tensors, (list, tuple)) or not tensors:
+        unsupported.append("torch.stack(of an unknown number of tensors)")
+        return None
+    return "cat", {"numel": _prod(out_shape), "parts": len(tensors)}
+
+
 def _pool_functions():
     """The pooling functions with a kind: ``{function: (kind, is a max pooling)}`` (``F.max_pool2d`` and its
     ``torch.max_pool2d`` alias, ``F.avg_pool2d``, ``F.max_pool1d``)."""
@@ -1421,6 +1431,8 @@ def _function_layer(node, in_shape, out_shape, unsupported, full_shape=lambda n:
         return "scale", {"numel": _prod(out_shape)}
     if t in (torch.cat, torch.concat, torch.concatenate):
         return _cat_layer(node, out_shape, unsupported, "torch.cat", axis)
+    if t is torch.stack:
+        return _stack_layer(node, out_shape, unsupported)
     if t in (torch.transpose, torch.permute):
         return "permute", {"numel": _prod(in_shape)}
     if t in (torch.softmax, F.softmax):
