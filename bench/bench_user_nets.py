@@ -11,7 +11,9 @@ GroupNorm CNN, a PReLU MLP, ERFNet's factorised 3x1/1x3 blocks and two keyword s
 dropout (nn.Dropout2d), a bilinear U-Net padding to its skips, a convolutional autoencoder of 3x3 transposed convs,
 a ResNet-8 with option-A shortcuts, a TensorFlow port's ZeroPad2d before strided convs, an LSTM pooled by an
 attention-weighted sum, a small PointNet (its max over the points), a text CNN taking amax over time and nanoGPT at
-a character-level size (its mask a buffer sliced by the sequence length: traced with its input's sizes). None is in
+a character-level size (its mask a buffer sliced by the sequence length: traced with its input's sizes), a ConvNeXt
+(timm's channels-first LayerNorm, layer scale, stochastic depth) and the tutorials' LSTM (zero initial states sized
+by the batch). None is in
 the prior's zoo (some architectures and operators joined it since: ``COVERED_SINCE``, reported apart);
 several use operators with no kind of their own, which ``--unknown-ops approx`` estimates through stand-in
 kinds (``thor_sdk.layers.extract._stand_in``, their own error in ``bench/bench_stand_ins.py``) with a wider std.

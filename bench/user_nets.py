@@ -740,6 +740,75 @@ class MiniGPT(nn.Module):
         return self.lm_head(self.ln_f(x))
 
 
+def _drop_path(x, drop_prob, training):
+    """timm's ``drop_path`` (stochastic depth): each sample's residual branch kept with probability 1 - p."""
+    if drop_prob == 0.0 or not training:
+        return x
+    keep = 1 - drop_prob
+    mask = x.new_empty((x.shape[0],) + (1,) * (x.ndim - 1)).bernoulli_(keep)
+    mask.div_(keep)
+    return x * mask
+
+
+class _LayerNorm2d(nn.LayerNorm):
+    """timm's channels-first LayerNorm: permute, ``F.layer_norm``, permute back."""
+
+    def forward(self, x):
+        x = F.layer_norm(x.permute(0, 2, 3, 1), self.normalized_shape, self.weight, self.bias, self.eps)
+        return x.permute(0, 3, 1, 2)
+
+
+class _ConvNeXtBlock(nn.Module):
+    def __init__(self, dim, drop_path):
+        super().__init__()
+        self.dwconv = nn.Conv2d(dim, dim, kernel_size=7, padding=3, groups=dim)
+        self.norm = nn.LayerNorm(dim, eps=1e-6)
+        self.pwconv1, self.act, self.pwconv2 = nn.Linear(dim, 4 * dim), nn.GELU(), nn.Linear(4 * dim, dim)
+        self.gamma = nn.Parameter(1e-6 * torch.ones(dim))
+        self.drop_path = drop_path
+
+    def forward(self, x):
+        y = self.norm(self.dwconv(x).permute(0, 2, 3, 1))
+        y = (self.gamma * self.pwconv2(self.act(self.pwconv1(y)))).permute(0, 3, 1, 2)
+        return x + _drop_path(y, self.drop_path, self.training)
+
+
+class ConvNeXtMini(nn.Module):
+    """ConvNeXt as its repository and timm write it, two stages at CIFAR size: a 4x4 patchify stem and timm's
+    channels-first LayerNorm (``F.layer_norm`` between permutes), blocks of a 7x7 depthwise conv, a LayerNorm over
+    the channels last, an inverted MLP, layer scale (``gamma * x``) and stochastic depth (a per-sample Bernoulli
+    mask made with ``x.new_empty(...).bernoulli_``)."""
+
+    def __init__(self, dims=(32, 64), depths=(2, 2), drop_path=0.1):
+        super().__init__()
+        self.stem = nn.Sequential(nn.Conv2d(3, dims[0], 4, 4), _LayerNorm2d(dims[0], eps=1e-6))
+        self.stage1 = nn.Sequential(*[_ConvNeXtBlock(dims[0], drop_path) for _ in range(depths[0])])
+        self.down = nn.Sequential(_LayerNorm2d(dims[0], eps=1e-6), nn.Conv2d(dims[0], dims[1], 2, 2))
+        self.stage2 = nn.Sequential(*[_ConvNeXtBlock(dims[1], drop_path) for _ in range(depths[1])])
+        self.norm, self.head = nn.LayerNorm(dims[1], eps=1e-6), nn.Linear(dims[1], 10)
+
+    def forward(self, x):
+        x = self.stage2(self.down(self.stage1(self.stem(x))))
+        return self.head(self.norm(x.mean([-2, -1])))
+
+
+class TutorialLSTM(nn.Module):
+    """The LSTM classifier of the common PyTorch tutorials (rows of a 28x28 image as 28 steps): zero initial states
+    sized by the batch, ``torch.zeros(num_layers, x.size(0), hidden).to(x.device)``, passed to a 2-layer nn.LSTM."""
+
+    def __init__(self, input_size=28, hidden_size=64, num_layers=2, num_classes=10):
+        super().__init__()
+        self.hidden_size, self.num_layers = hidden_size, num_layers
+        self.lstm = nn.LSTM(input_size, hidden_size, num_layers, batch_first=True)
+        self.fc = nn.Linear(hidden_size, num_classes)
+
+    def forward(self, x):
+        h0 = torch.zeros(self.num_layers, x.size(0), self.hidden_size).to(x.device)
+        c0 = torch.zeros(self.num_layers, x.size(0), self.hidden_size).to(x.device)
+        out, _ = self.lstm(x, (h0, c0))
+        return self.fc(out[:, -1, :])
+
+
 #: blocks are erfnet_small's (2026-11-28), and ConvAE's 3x3 transposed convs its decoder's; DilatedTCN's dilated
 #: conv1d stood in as the undilated conv until dilation became a feature of the convs and tcn_har joined the zoo
 #: (2026-11-28)
@@ -774,4 +843,5 @@ NETS = (("UNetTiny", (3, 32, 32)), ("BiLSTM", (32,)), ("GRU2", (50, 12)), ("MHA"
         ("TFSamePadCNN", (3, 32, 32)), ("AttnPoolLSTM", (64, 9)), ("PointNetTiny", (3, 256)), ("TextCNNAmax", (48,)),
         ("CBAMLiteCNN", (3, 32, 32)), ("ConcatPool1d", (6, 200)), ("HighPassCNN", (3, 48, 48)),
         ("CenteredMLP", (64,)), ("WaveNetKWS", (40, 98)), ("AtrousCNN", (3, 64, 64)), ("SNNTabular", (64,)),
-        ("ClampMobile", (3, 32, 32)), ("BiGRUKWS", (40, 98)), ("MiniGPT", (64,)))
+        ("ClampMobile", (3, 32, 32)), ("BiGRUKWS", (40, 98)), ("MiniGPT", (64,)),
+        ("ConvNeXtMini", (3, 32, 32)), ("TutorialLSTM", (28, 28)))

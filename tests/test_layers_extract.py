@@ -310,3 +310,59 @@ def test_a_layernorm_over_several_trailing_dimensions_is_a_layernorm_over_their_
         ln = [l for l in layers if l["kind"] == "layernorm"]
         assert [l["config"] for l in ln] == [config] and "approx" not in ln[0]
         assert sum(p.numel() for p in norm.parameters()) == 2 * config["normalized"]  # the kind's own count
+
+
+def test_tensors_made_from_sizes_are_free_and_meet_the_activations_in_their_products():
+    """An RNN's zero initial state sized by the batch (PyTorch's tutorial LSTM: ``torch.zeros(layers, x.size(0),
+    hidden)`` passed to nn.LSTM), DropPath's mask (``x.new_empty(shape).bernoulli_(keep).div_(keep)``) and noise
+    (``torch.randn_like``) carry no gradient and hold none of the input's values: no layer of their own (all three
+    were refused: torch.zeros, Tensor.new_empty, Tensor.bernoulli_, torch.randn_like); the product with the mask is
+    the broadcast product it is. ConvNeXt's channels-first LayerNorm (timm's LayerNorm2d: permute,
+    ``F.layer_norm``, permute) is kind layernorm, as the module."""
+    import torch
+    from torch import nn
+    from torch.nn import functional as F
+
+    class TutorialLSTM(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lstm, self.fc = nn.LSTM(28, 64, 2, batch_first=True), nn.Linear(64, 10)
+
+        def forward(self, x):
+            h0 = torch.zeros(2, x.size(0), 64).to(x.device)
+            c0 = torch.zeros(2, x.size(0), 64, device=x.device)
+            out, _ = self.lstm(x, (h0, c0))
+            return self.fc(out[:, -1, :])
+
+    class Plain(TutorialLSTM):
+        def forward(self, x):
+            return self.fc(self.lstm(x)[0][:, -1, :])
+
+    def layers(model, shape):
+        return [(l["kind"], l["role"], l["config"]) for l in layers_of(model, input_shape=shape).layers]
+
+    assert layers(TutorialLSTM(), [28, 28]) == layers(Plain(), [28, 28])
+
+    class DropPathBlock(nn.Module):
+        def __init__(self, noise):
+            super().__init__()
+            self.noise, self.conv, self.gamma = noise, nn.Conv2d(8, 8, 3, padding=1), nn.Parameter(torch.ones(8, 1, 1))
+            self.head = nn.Linear(8, 3)
+
+        def forward(self, x):
+            y = self.gamma * self.conv(x)
+            if self.noise:
+                y = y + 0.1 * torch.randn_like(y)
+            mask = y.new_empty((y.shape[0],) + (1,) * (y.ndim - 1)).bernoulli_(0.9)
+            mask.div_(0.9)
+            z = (x + y * mask).permute(0, 2, 3, 1)
+            z = F.layer_norm(z, (8,), None, None, 1e-6).permute(0, 3, 1, 2)
+            return self.head(z.mean((2, 3)))
+
+    got = layers(DropPathBlock(False), [8, 6, 6])
+    assert [k for k, _, _ in got] == ["conv2d", "mul", "mul", "add", "permute", "layernorm", "permute",
+                                      "adaptive_avgpool2d", "output"]
+    assert got[2][2] == {"numel": 8 * 36, "broadcast": 1}  # y * mask, mask (B, 1, 1, 1)
+    assert got[5][2] == {"normalized": 8, "tokens": 36}
+    noisy = layers(DropPathBlock(True), [8, 6, 6])  # the noise's sum with y is a layer; its fill and scale are not
+    assert [k for k, _, _ in noisy][:4] == ["conv2d", "mul", "add", "mul"]

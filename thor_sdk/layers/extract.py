@@ -1433,6 +1433,13 @@ def _function_layer(node, in_shape, out_shape, unsupported, full_shape=lambda n:
         return _cat_layer(node, out_shape, unsupported, "torch.cat", axis)
     if t is torch.stack:
         return _stack_layer(node, out_shape, unsupported)
+    if t in (F.layer_norm, torch.layer_norm):  # timm's LayerNorm2d: permute, F.layer_norm(x, self.normalized_shape..)
+        shape = size_of(_arg(node, 1, "normalized_shape"))
+        shape = (shape,) if isinstance(shape, int) else shape
+        if not isinstance(shape, (tuple, list)) or not all(isinstance(d, int) for d in shape):
+            unsupported.append("F.layer_norm(of a normalized shape that is not numbers)")
+            return None
+        return layernorm_layer(len(shape), in_shape, axis, unsupported, "F.layer_norm")
     if t in (torch.transpose, torch.permute):
         return "permute", {"numel": _prod(in_shape)}
     if t in (torch.softmax, F.softmax):
@@ -1547,6 +1554,39 @@ def _approximable(node, gm):
     name = node.target if node.op == "call_method" else getattr(node.target, "__name__", "")
     return node.target is not operator.matmul and str(name).lstrip("_").rstrip("_") not in _COMPUTE_BOUND \
         and name not in _COMPUTE_BOUND
+
+
+#: functions making a tensor from sizes and numbers alone (values that never depend on the input's)
+_MADE_FUNCS = ("zeros", "ones", "empty", "full", "rand", "randn", "randint", "zeros_like", "ones_like", "empty_like",
+               "full_like", "rand_like", "randn_like", "randint_like")
+#: methods making a new tensor from the one they are called on, its size and dtype alone
+_NEW_METHODS = {"new_zeros", "new_ones", "new_empty", "new_full"}
+#: in-place fills: free on a tensor that is itself made (a mask's x.new_empty(shape).bernoulli_(keep))
+_FILL_METHODS = {"bernoulli_", "uniform_", "normal_", "fill_", "zero_", "random_", "exponential_", "geometric_",
+                 "cauchy_", "log_normal_"}
+
+
+def _makes_a_tensor(node, made, fixed):
+    """Whether ``node`` makes a tensor that carries no gradient and depends on no value of the input or the
+    parameters: a factory (``torch.zeros(...)``, ``torch.randn_like(x)``, ``x.new_empty(...)``), an in-place fill of
+    such a tensor, or any function or method of such tensors (and fixed ones) alone (``mask.div_(keep)``,
+    ``h0.to(x.device)``). Such a tensor is not a layer: filling it runs forward only (its cost is not counted; a
+    full-size noise tensor's fill is of the order of one elementwise pass forward)."""
+    import torch
+
+    if node.op == "call_function":
+        if getattr(node.target, "__name__", None) in _MADE_FUNCS and getattr(torch, node.target.__name__, None) \
+                is node.target:
+            return True
+    elif node.op == "call_method":
+        if node.target in _NEW_METHODS:
+            return True
+        if node.target in _FILL_METHODS:
+            return bool(node.args) and node.args[0] in made
+    else:
+        return False
+    tensors = [a for a in node.all_input_nodes if a.meta.get("tensor_meta") is not None]
+    return bool(tensors) and any(a in made for a in tensors) and all(a in made or a in fixed for a in tensors)
 
 
 def _checks_a_default(node):
@@ -1732,6 +1772,7 @@ def layers_from_module(module, input_shape, input_dtype="float32", vocab=None, s
     layers, unsupported = [], []
     needs_grad = {}  # node -> whether its value requires grad in training
     fixed = set()  # tensors made without the input's values or parameters, the same at every batch size
+    made = set()  # tensors made without the input's values or parameters, sized by the batch (_makes_a_tensor)
 
     def fixed_shape(n):
         """The full shape of a tensor in ``fixed`` (a mask, position ids), else None."""
@@ -1760,6 +1801,13 @@ def layers_from_module(module, input_shape, input_dtype="float32", vocab=None, s
             # a size read off a tensor that needs a gradient (h.size(1)) carries none
             needs_grad[node] = False
             fixed.add(node)
+            continue
+        if _makes_a_tensor(node, made, fixed):
+            # a tensor made without the input's values and carrying no gradient, at any batch size (an RNN's zero
+            # initial state torch.zeros(layers, x.size(0), hidden), DropPath's mask x.new_empty(...).bernoulli_(p),
+            # noise torch.randn_like(x)): no layer; a product with it is costed where it meets the activations
+            needs_grad[node] = False
+            made.add(node)
             continue
         tensor_args = [a for a in arg_nodes if shape_of(a) is not None]
         in_shape = shape_of(tensor_args[0]) if tensor_args else None
