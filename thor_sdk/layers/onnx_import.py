@@ -1449,7 +1449,9 @@ def _node_layer(g, node, extra, unsupported):
         other = _other(node, first)
         if len(acts) == 1 and g.scalar(other) is not None:
             return "scale", {"numel": _prod(ys)}
-        unsupported.append("Mul(by a constant tensor)")
+        if len(acts) == 1:  # by a parameter or constant tensor (ConvNeXt's layer scale gamma * x), as torch.fx reads
+            return "mul", {"numel": _prod(ys), "broadcast": 1}  # x * param: a product broadcast over the batch at least
+        unsupported.append("Mul(of constants)")
         return None
     if op == "Div" and len(node.input) == 2 and acts == [node.input[0]] and g.scalar(node.input[1]) is not None:
         return "scale", {"numel": _prod(g.per_sample(node.output[0]))}  # as torch's x / number
