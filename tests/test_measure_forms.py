@@ -156,3 +156,37 @@ def test_a_text_model_file_is_measured_on_token_ids_without_being_told(tmp_path)
     assert build_training(resolve_model(f"{tiny}:Net", "3,8,8"), 2).x.is_floating_point()
     with pytest.raises(ModelError, match="indices"):
         build_training(resolve_model(ref, "7", input_dtype="float32"), 4)
+
+
+def test_a_model_returning_a_tuple_or_dict_is_trained_on_its_first_floating_point_tensor():
+    """(logits, features), nanoGPT's (logits, None) and {"logits": ...} were refused ("returns tuple"); now the
+    training step's loss reads the first floating-point tensor, as the layer list's head is read; an output without
+    one is still refused."""
+    import torch
+    from torch import nn
+
+    from thor_sdk.harness.whole_model import build_training, resolve_model
+
+    class Net(nn.Module):
+        def __init__(self, form):
+            super().__init__()
+            self.form, self.conv, self.fc = form, nn.Conv2d(3, 8, 3), nn.Linear(8, 5)
+
+        def forward(self, x):
+            f = self.conv(x).mean((2, 3))
+            if self.form == "tuple":
+                return torch.argmax(f, 1), self.fc(f), f  # an integer tensor first: skipped
+            if self.form == "none":
+                return self.fc(f), None
+            if self.form == "dict":
+                return {"ids": torch.argmax(f, 1), "logits": self.fc(f)}
+            return {"ids": torch.argmax(f, 1)}
+
+    for form in ("tuple", "none", "dict"):
+        t = build_training(resolve_model(Net(form), [3, 8, 8]), 4)
+        out = t.module(t.x)
+        assert isinstance(out, torch.Tensor) and out.shape == (4, 5) and t.loss == "ce", form
+        t.loss_fn(out, t.y).backward()  # the gradient reaches the layers behind the head
+        assert t.module.inner.conv.weight.grad is not None
+    with pytest.raises(ModelError, match="floating-point output tensor"):
+        build_training(resolve_model(Net("ints"), [3, 8, 8]), 4)

@@ -268,13 +268,39 @@ def _labels_for_output(module, x, source, g):
                          f"{type(e).__name__}: {e}") from e
     finally:
         module.train(was_training)
+    key = None
+    if isinstance(out, (tuple, list, dict)):  # (logits, features), (logits, None), {"logits": ...}: the first
+        items = list(out.items()) if isinstance(out, dict) else list(enumerate(out))
+        key, out = next(((k, v) for k, v in items if isinstance(v, torch.Tensor) and v.is_floating_point()),
+                        (None, out))
     if not isinstance(out, torch.Tensor) or not out.is_floating_point():
         what = out.dtype if isinstance(out, torch.Tensor) else type(out).__name__
-        raise ModelError(f"{source.label} returns {what}: measure trains on one floating-point output tensor")
+        raise ModelError(f"{source.label} returns {what}: measure trains on one floating-point output tensor (a "
+                         "tensor, or the first of a tuple, list or dict)")
     b = x.shape[0]
     if out.dim() in (2, 3) and out.shape[0] == b:
-        return torch.randint(0, int(out.shape[-1]), tuple(out.shape[:-1]), generator=g), "ce"
-    return torch.zeros_like(out), "mse"
+        return torch.randint(0, int(out.shape[-1]), tuple(out.shape[:-1]), generator=g), "ce", key
+    return torch.zeros_like(out), "mse", key
+
+
+def _output_of(module, key):
+    """``module`` trained on its output's element ``key`` (an index or a dict key: its first floating-point
+    tensor), the module itself where its output is that tensor (``key`` None)."""
+    if key is None:
+        return module
+    from torch import nn
+
+    class FirstOutput(nn.Module):
+        """The first floating-point tensor of the wrapped model's tuple, list or dict output."""
+
+        def __init__(self, inner, at):
+            super().__init__()
+            self.inner, self.at = inner, at
+
+        def forward(self, x):
+            return self.inner(x)[self.at]
+
+    return FirstOutput(module, key)
 
 
 def build_training(source, batch_size, seed=0):
@@ -323,8 +349,8 @@ def build_training(source, batch_size, seed=0):
         x = torch.randint(0, _vocab_of(module, source), shape, generator=g)
     else:
         x = torch.randn(shape, generator=g)
-    y, loss = _labels_for_output(module, x, source, g)
-    return Training(module.train(), x, y, loss)
+    y, loss, key = _labels_for_output(module, x, source, g)
+    return Training(_output_of(module, key).train(), x, y, loss)
 
 
 __all__ = ["ModelSource", "Training", "resolve_model", "build_training", "chain_reshapes", "network_of_layers"]
