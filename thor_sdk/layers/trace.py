@@ -130,7 +130,8 @@ def defaults(module):
     except (TypeError, ValueError):
         return None
     kinds = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
-    out = {p.name: p.default for p in params[1:] if p.kind in kinds and p.default is not inspect.Parameter.empty}
+    plain = (type(None), bool, int, float, str)  # a tensor or other object as a default stays an argument of the graph
+    out = {p.name: p.default for p in params[1:] if p.kind in kinds and type(p.default) in plain}
     return out or None
 
 
