@@ -1607,18 +1607,20 @@ def _reads_token_ids(gm):
 
     from thor_sdk.models.blocks import TokenPositionalEmbedding
 
+    x = next((n for n in gm.graph.nodes if n.op == "placeholder"), None)  # the input; the rest are at defaults
+
     def lookup(u):
-        return u.op == "call_module" and isinstance(gm.get_submodule(u.target), (nn.Embedding, TokenPositionalEmbedding)) \
-            or u.op == "call_function" and u.target is F.embedding and u.args[:1] == (n,)
+        embeddings = (nn.Embedding, TokenPositionalEmbedding)
+        return u.op == "call_module" and isinstance(gm.get_submodule(u.target), embeddings) \
+            or u.op == "call_function" and u.target is F.embedding and u.args[:1] == (x,)
 
     def metadata(u):
         return u.op == "call_method" and u.target in ("size", "dim") \
             or u.op == "call_function" and u.target is getattr and u.args[1:] in (("shape",), ("device",),
                                                                                    ("dtype",), ("ndim",))
 
-    n = next((n for n in gm.graph.nodes if n.op == "placeholder"), None)  # the input; the rest are at defaults
-    uses = [(n, u) for u in (n.users if n is not None else ())]
-    return any(lookup(u) for n, u in uses) and all(lookup(u) or metadata(u) for n, u in uses)
+    uses = list(x.users) if x is not None else []
+    return any(lookup(u) for u in uses) and all(lookup(u) or metadata(u) for u in uses)
 
 
 def _trace(module, example=None):

@@ -455,7 +455,8 @@ class _Graph:
 
 
 def _unexpanded(g, name):
-    """The activation ``name`` repeats where an ``Expand`` of it made ``name`` (torch's ``expand_as``), else ``name``."""
+    """The activation ``name`` repeats where an ``Expand`` of it made ``name`` (torch's ``expand_as``), else
+    ``name``."""
     p = g.producer.get(name)
     while p is not None and p.op_type == "Expand" and not g.is_const(p.input[0]):
         name = p.input[0]
