@@ -540,15 +540,17 @@ def onnx_graphs(draw):
             names = [f"bn{i}_{j}" for j in range(4)]
             inits += [numpy_helper.from_array(np.ones((n,), np.float32), name) for name in names]
             nodes.append(helper.make_node("BatchNormalization", [cur, *names], [out]))
-        elif op == "GRU":  # weights of random sizes, either layout, any direction, either reset placement
+        elif op == "GRU":  # GRU or LSTM: weights of random sizes, either layout, any direction, either reset placement
+            rnn = draw(st.sampled_from(["GRU", "LSTM"]))
+            gates = 3 if rnn == "GRU" else 4
             hidden, directions = draw(small), draw(st.integers(1, 2))
             wi, ri = f"gw{i}", f"gr{i}"
-            inits += [numpy_helper.from_array(np.zeros((directions, 3 * hidden, draw(small)), np.float32), wi),
-                      numpy_helper.from_array(np.zeros((directions, 3 * hidden, hidden), np.float32), ri)]
+            inits += [numpy_helper.from_array(np.zeros((directions, gates * hidden, draw(small)), np.float32), wi),
+                      numpy_helper.from_array(np.zeros((directions, gates * hidden, hidden), np.float32), ri)]
+            options = {"linear_before_reset": draw(st.integers(0, 1))} if rnn == "GRU" else {}
             nodes.append(helper.make_node(
-                "GRU", [cur, wi, ri], [out], hidden_size=hidden, layout=draw(st.integers(0, 1)),
-                linear_before_reset=draw(st.integers(0, 1)),
-                direction=draw(st.sampled_from(["forward", "reverse", "bidirectional"]))))
+                rnn, [cur, wi, ri], [out], hidden_size=hidden, layout=draw(st.integers(0, 1)),
+                direction=draw(st.sampled_from(["forward", "reverse", "bidirectional"])), **options))
         elif op == "GroupNorm":  # GroupNorm's export, its groups, reshapes, scales and affine sized right or not
             groups, shp, back = draw(small), f"gs{i}", f"gb{i}"
             inits += [numpy_helper.from_array(np.array([0, groups, -1], np.int64), shp),

@@ -1167,3 +1167,33 @@ def test_torch_stack_is_the_cat_of_its_parts_in_both_readers(tmp_path):
         assert ("cat", {"numel": 96, "parts": 3}) in fx, dim
     exported = layers_of(_export(Stacked(1), torch.randn(2, 8), tmp_path / "stack.onnx")).layers
     assert [(l["kind"], l["config"]) for l in exported if l["kind"] == "cat"] == [("cat", {"numel": 96, "parts": 3})]
+
+
+@pytest.mark.parametrize("num_layers", [1, 2])
+def test_a_bidirectional_lstm_takes_the_stand_in_torch_fx_gives_it(tmp_path, num_layers):
+    """A bidirectional LSTM exported (one or a stack of two): refused by name by default, as torch.fx refuses the
+    module; under approx the very stand-in torch.fx reads (an lstm per direction and layer, their cats, the same
+    reason). It was refused under approx too."""
+    import torch
+    from torch import nn
+
+    class BiLSTM(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.lstm, self.fc = nn.LSTM(12, 16, num_layers, batch_first=True, bidirectional=True), nn.Linear(32, 3)
+
+        def forward(self, x):
+            return self.fc(self.lstm(x)[0].mean(1))
+
+    path = _export(BiLSTM(), torch.randn(2, 10, 12), tmp_path / "bilstm.onnx")
+    with pytest.raises(UnsupportedOperatorError) as err:
+        layers_of(path)
+    assert err.value.ops == ["LSTM(direction=bidirectional)"]
+
+    def read(model, **kw):
+        return [(l["kind"], l["role"], l["config"], l.get("approx")) for l in
+                layers_of(model, unknown_ops="approx", **kw).layers]
+
+    onnx_layers = read(path)
+    assert onnx_layers == read(BiLSTM(), input_shape=[10, 12])
+    assert [k for k, _, _, a in onnx_layers if a] == ["lstm", "lstm", "cat"] * num_layers

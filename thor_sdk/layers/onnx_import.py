@@ -1281,13 +1281,14 @@ def _linear(g, node, a, extra, unsupported):
                       "bias": int(bias or extra.get("bias", 0))}
 
 
-def _stand_in(g, node):
+def _stand_in(g, node, extra=None):
     """``((kind, config), reason)`` of a kind standing in for a node without one under ``unknown_ops="approx"``,
     through the torch.fx reader's own stand-ins (``extract``: same kinds, same FLOPs), or None. A MatMul of two
     activations: a ``linear``; an Einsum of two activations (batch first): a ``linear`` of the same FLOPs; of three: its two
     pairwise contractions left to right (``([(suffix, (kind, config), reads_input)], reason)``, a list of
     layers); a 2-D ConvTranspose: the stride-1 conv of the same kernel; an InstanceNormalization: the batch
-    norm of the same sizes."""
+    norm of the same sizes; a bidirectional LSTM: an lstm per direction and layer and their cats
+    (``bidirectional_layers``; ``extra``: the node's pattern information, a stack's ``num_layers``)."""
     op, a = node.op_type, _attrs(node)
     if op == "MatMul":
         x, w = node.input[0], node.input[1]
@@ -1305,6 +1306,13 @@ def _stand_in(g, node):
         return einsum_stand_in(*args) if len(node.input) == 2 else einsum_chain_stand_in(*args)
     if op == "InstanceNormalization":
         return instance_norm_stand_in(g.per_sample(node.input[0]), "InstanceNormalization")
+    if op == "LSTM" and _decode(a.get("direction", "forward")) == "bidirectional":  # as torch.fx's stand-in for it
+        sizes = _recurrent_sizes(g, node, a, "bidirectional")
+        if sizes is None:
+            return None
+        return (bidirectional_layers("lstm", *sizes, int((extra or {}).get("num_layers", 1))),
+                "LSTM(bidirectional) has no kind: estimated as one lstm layer per direction and layer, and the cat of "
+                "the two directions")
     if op == "ConvTranspose" and g.is_const(node.input[1]):
         ws, xs = g.shape(node.input[1]), g.per_sample(node.input[0])  # W: [C_in, C_out / group, kH, kW]
         k = ws[2:] if len(ws) == 4 else []
@@ -1489,21 +1497,31 @@ def _node_layer(g, node, extra, unsupported):
             # ONNX's default applies the reset gate before the recurrent matmul; PyTorch's GRU (the probes') after
             unsupported.append("GRU(linear_before_reset=0)")
             return None
-        ws = g.shape(node.input[1])  # [num_directions, gates x hidden, input_size]
-        xs = g.shape(node.input[0])  # layout 0: [seq, batch, input]; layout 1: [batch, seq, input]
-        gates = 4 if op == "LSTM" else 3
-        hidden = int(a.get("hidden_size", ws[1] // gates if len(ws) == 3 else 0))
-        if len(xs) != 3 or len(ws) != 3 or ws[1] != gates * hidden or hidden < 1 or xs[2] != ws[2] \
-                or ws[0] != (2 if direction == "bidirectional" else 1):
+        sizes = _recurrent_sizes(g, node, a, direction)
+        if sizes is None:
             unsupported.append(f"{op}(input or weights not of a sequence's shapes)")
             return None
-        seq_len = xs[1] if int(a.get("layout", 0)) else xs[0]
+        input_size, hidden, seq_len = sizes
         if direction == "bidirectional":  # as torch.fx reads a bidirectional nn.GRU: its directions and their cats
-            return bidirectional_layers("gru", ws[2], hidden, seq_len, int(extra.get("num_layers", 1)))
-        return op.lower(), {"input_size": ws[2], "hidden_size": hidden, "seq_len": seq_len,
+            return bidirectional_layers("gru", input_size, hidden, seq_len, int(extra.get("num_layers", 1)))
+        return op.lower(), {"input_size": input_size, "hidden_size": hidden, "seq_len": seq_len,
                             "num_layers": int(extra.get("num_layers", 1))}
     unsupported.append(op if node.domain in ("", "ai.onnx") else f"{node.domain}.{op}")
     return None
+
+
+def _recurrent_sizes(g, node, a, direction):
+    """``(input_size, hidden_size, seq_len)`` of an ONNX ``LSTM``/``GRU`` whose input and weights have a sequence's
+    shapes (weights ``[num_directions, gates x hidden, input_size]``; input ``[seq, batch, input]``, or ``[batch,
+    seq, input]`` at layout 1) for ``direction``, else None."""
+    ws = g.shape(node.input[1])
+    xs = g.shape(node.input[0])
+    gates = 4 if node.op_type == "LSTM" else 3
+    hidden = int(a.get("hidden_size", ws[1] // gates if len(ws) == 3 else 0))
+    if len(xs) != 3 or len(ws) != 3 or ws[1] != gates * hidden or hidden < 1 or xs[2] != ws[2] \
+            or ws[0] != (2 if direction == "bidirectional" else 1):
+        return None
+    return ws[2], hidden, xs[1] if int(a.get("layout", 0)) else xs[0]
 
 
 #: ONNX operators doing dense linear algebra or recurrences: never approximated as an elementwise op
@@ -1545,7 +1563,7 @@ def layers_from_onnx(path, input_shape=None, unknown_ops="error"):
         try:
             got = _node_layer(g, node, extra, unsupported)
             if len(unsupported) > n_unsupported and unknown_ops == "approx" and outs:
-                stand_in = _stand_in(g, node)
+                stand_in = _stand_in(g, node, extra)
                 if stand_in is not None:
                     got, approx = stand_in
                     del unsupported[n_unsupported:]
