@@ -366,3 +366,43 @@ def test_tensors_made_from_sizes_are_free_and_meet_the_activations_in_their_prod
     assert got[5][2] == {"normalized": 8, "tokens": 36}
     noisy = layers(DropPathBlock(True), [8, 6, 6])  # the noise's sum with y is a layer; its fill and scale are not
     assert [k for k, _, _ in noisy][:4] == ["conv2d", "mul", "add", "mul"]
+
+
+def test_a_token_and_a_positional_lookup_summed_are_one_positional_embedding():
+    """nanoGPT's ``wte(idx) + wpe(torch.arange(t))``, GPT-2's positions ``arange(t).unsqueeze(0)`` and BERT's
+    position-id buffer sliced to the sequence read as the zoo's TokenPositionalEmbedding reads (``embedding`` with
+    ``positional`` 1, no add): the positional lookup was a layer of its own at one row per sample, outside every
+    profile's samples. BERT's token-type lookup (ids made of zeros, sized by the batch) stays a lookup and a sum; a
+    positional lookup used twice is left as it was."""
+    import torch
+    from torch import nn
+
+    class Embed(nn.Module):
+        def __init__(self, form):
+            super().__init__()
+            self.form, self.wte, self.wpe, self.tt = form, nn.Embedding(50, 16), nn.Embedding(32, 16), nn.Embedding(2, 16)
+            self.register_buffer("position_ids", torch.arange(32).expand((1, -1)))
+            self.head = nn.Linear(16, 50)
+
+        def forward(self, idx):
+            t = idx.size(1)
+            if self.form == "bert":
+                x = self.wte(idx) + self.wpe(self.position_ids[:, :t])
+                x = x + self.tt(torch.zeros_like(idx))
+            elif self.form == "twice":
+                p = self.wpe(torch.arange(t, device=idx.device))
+                x = self.wte(idx) + p + p
+            else:
+                pos = torch.arange(0, t, dtype=torch.long)
+                x = self.wte(idx) + self.wpe(pos.unsqueeze(0) if self.form == "gpt2" else pos)
+            return self.head(x)
+
+    merged = {"num_embeddings": 50, "embedding_dim": 16, "seq_len": 12, "positional": 1}
+    for form in ("nanogpt", "gpt2", "bert"):
+        got = [(l["kind"], l["config"]) for l in layers_of(Embed(form), input_shape=[12]).layers]
+        assert got[0] == ("embedding", merged), form
+        extra = [("embedding", {"num_embeddings": 2, "embedding_dim": 16, "seq_len": 12, "positional": 0}),
+                 ("add", {"numel": 12 * 16})] if form == "bert" else []
+        assert got[1:] == extra + [("output", {"in_features": 16, "out_features": 50, "tokens": 12})], form
+    twice = [l["kind"] for l in layers_of(Embed("twice"), input_shape=[12]).layers]
+    assert twice == ["embedding", "embedding", "add", "add", "output"]

@@ -70,7 +70,9 @@ def test_a_buffer_sliced_by_a_size_traces_with_the_inputs_sizes_and_reads_as_its
     assert sliced.input_dtype == whole.input_dtype == "int64"
     assert _kinds(sliced) == _kinds(whole)
     kinds = [k for k, _, _ in _kinds(sliced)]
-    assert kinds[:2] == ["embedding", "embedding"] and kinds[-1] == "output" and "softmax" in kinds
+    assert kinds[:2] == ["embedding", "layernorm"] and kinds[-1] == "output" and "softmax" in kinds
+    # tok(idx) + pos(torch.arange(T)): one embedding with its positions, as the zoo's TokenPositionalEmbedding reads
+    assert _kinds(sliced)[0][1] == {"num_embeddings": 100, "embedding_dim": 32, "seq_len": 16, "positional": 1}
     # the batch axis is found as for a symbolic trace: per-sample sizes, nothing of the batch in a config
     assert next(c for k, c, _ in _kinds(sliced) if k == "softmax") == {"numel": 4 * 16 * 16, "last_dim": 16}
     # the sizes read as numbers are the input's: a shorter sequence gives smaller layers, the buffer still sliced

@@ -1589,6 +1589,30 @@ def _makes_a_tensor(node, made, fixed):
     return bool(tensors) and any(a in made for a in tensors) and all(a in made or a in fixed for a in tensors)
 
 
+def _positional_sum(node, lookups, full_shape, layers):
+    """Whether ``node`` adds a token embedding's lookup and a learned positional embedding's lookup of fixed
+    position ids (nanoGPT's and GPT-2's ``wte(idx) + wpe(torch.arange(t))``): then the token layer becomes the
+    ``embedding`` kind with ``positional`` 1 (what the zoo's ``TokenPositionalEmbedding`` reads as: tokens and
+    positions, the same rows), the positional lookup's own layer is dropped and the sum is no layer (the kind's
+    probe adds them). Each lookup must be used by the sum alone, and the positions be the tokens' sequence."""
+    import torch
+
+    if node.op != "call_function" or node.target not in (operator.add, torch.add) or len(node.args) != 2 \
+            or node.kwargs or not all(a in lookups and len(a.users) == 1 for a in node.args):
+        return False
+    (tok, tok_fixed), (pos, pos_fixed) = (lookups[a] for a in node.args)
+    if tok_fixed:
+        (tok, tok_fixed), (pos, pos_fixed) = (pos, pos_fixed), (tok, tok_fixed)
+    shape = full_shape(next(a for a in node.args if lookups[a][0] is pos))
+    c = tok["config"]
+    if tok_fixed or not pos_fixed or c["positional"] or shape is None or len(shape) < 2 \
+            or _prod(shape[:-1]) != c["seq_len"] or shape[-1] != c["embedding_dim"]:
+        return False
+    c["positional"] = 1
+    layers.remove(pos)
+    return True
+
+
 def _checks_a_default(node):
     """Whether ``node`` is the check fx adds where an argument is traced at its default (``trace.defaults``):
     ``_assert_is_none`` (None) or ``torch._assert`` of it; no cost."""
@@ -1601,7 +1625,8 @@ def _checks_a_default(node):
 
 def _reads_token_ids(gm):
     """Whether every use of the traced module's input is an embedding lookup (token ids, not values), apart from
-    reading what it is (``idx.size()``, ``idx.device``: nanoGPT's position ids) and at least one lookup."""
+    reading what it is (``idx.size()``, ``idx.device``: nanoGPT's position ids; ``torch.zeros_like(idx)``: BERT's
+    token types) and at least one lookup."""
     from torch import nn
     from torch.nn import functional as F
 
@@ -1614,10 +1639,12 @@ def _reads_token_ids(gm):
         return u.op == "call_module" and isinstance(gm.get_submodule(u.target), embeddings) \
             or u.op == "call_function" and u.target is F.embedding and u.args[:1] == (x,)
 
-    def metadata(u):
-        return u.op == "call_method" and u.target in ("size", "dim") \
+    def metadata(u):  # reads the input's size, device or dtype, not its values (BERT's zeros_like(input_ids))
+        return u.op == "call_method" and u.target in ("size", "dim", *_NEW_METHODS) \
             or u.op == "call_function" and u.target is getattr and u.args[1:] in (("shape",), ("device",),
-                                                                                   ("dtype",), ("ndim",))
+                                                                                   ("dtype",), ("ndim",)) \
+            or u.op == "call_function" and str(getattr(u.target, "__name__", "")).endswith("_like") \
+            and getattr(u.target, "__name__", None) in _MADE_FUNCS
 
     uses = list(x.users) if x is not None else []
     return any(lookup(u) for u in uses) and all(lookup(u) or metadata(u) for u in uses)
@@ -1775,6 +1802,7 @@ def layers_from_module(module, input_shape, input_dtype="float32", vocab=None, s
     needs_grad = {}  # node -> whether its value requires grad in training
     fixed = set()  # tensors made without the input's values or parameters, the same at every batch size
     made = set()  # tensors made without the input's values or parameters, sized by the batch (_makes_a_tensor)
+    lookups = {}  # embedding node -> (its layer, whether its ids are fixed: positions); _positional_sum
 
     def fixed_shape(n):
         """The full shape of a tensor in ``fixed`` (a mask, position ids), else None."""
@@ -1818,6 +1846,9 @@ def layers_from_module(module, input_shape, input_dtype="float32", vocab=None, s
         n_unsupported = len(unsupported)
         if _loss_log_softmax(node, gm, in_shape, in_axis, unsupported):
             needs_grad[node] = upstream
+            continue
+        if _positional_sum(node, lookups, full_shape, layers):
+            needs_grad[node] = True
             continue
         if node.op == "call_module":
             mod = gm.get_submodule(node.target)
@@ -1867,6 +1898,8 @@ def layers_from_module(module, input_shape, input_dtype="float32", vocab=None, s
         if got is None:
             continue
         add_layer(layers, name, got, upstream, op_label(node, gm), approx)
+        if node.op == "call_module" and got[0] == "embedding" and not approx:
+            lookups[node] = (layers[-1], bool(node.args) and node.args[0] in fixed)
     refuse_unsupported(unsupported, source, unknown_ops)
     return finish_layers(layers, source)
 
