@@ -1566,17 +1566,23 @@ _FILL_METHODS = {"bernoulli_", "uniform_", "normal_", "fill_", "zero_", "random_
                  "cauchy_", "log_normal_"}
 
 
+def _torch_factory(target):
+    """The name of ``target`` where it is one of torch's factories in ``_MADE_FUNCS`` (``torch.zeros``,
+    ``torch.zeros_like``, ...), else None."""
+    import torch
+
+    name = getattr(target, "__name__", None)
+    return name if name in _MADE_FUNCS and getattr(torch, name, None) is target else None
+
+
 def _makes_a_tensor(node, made, fixed):
     """Whether ``node`` makes a tensor that carries no gradient and depends on no value of the input or the
     parameters: a factory (``torch.zeros(...)``, ``torch.randn_like(x)``, ``x.new_empty(...)``), an in-place fill of
     such a tensor, or any function or method of such tensors (and fixed ones) alone (``mask.div_(keep)``,
     ``h0.to(x.device)``). Such a tensor is not a layer: filling it runs forward only (its cost is not counted; a
     full-size noise tensor's fill is of the order of one elementwise pass forward)."""
-    import torch
-
     if node.op == "call_function":
-        if getattr(node.target, "__name__", None) in _MADE_FUNCS and getattr(torch, node.target.__name__, None) \
-                is node.target:
+        if _torch_factory(node.target):
             return True
     elif node.op == "call_method":
         if node.target in _NEW_METHODS:
@@ -1600,10 +1606,10 @@ def _positional_sum(node, lookups, full_shape, layers):
     if node.op != "call_function" or node.target not in (operator.add, torch.add) or len(node.args) != 2 \
             or node.kwargs or not all(a in lookups and len(a.users) == 1 for a in node.args):
         return False
-    (tok, tok_fixed), (pos, pos_fixed) = (lookups[a] for a in node.args)
-    if tok_fixed:
-        (tok, tok_fixed), (pos, pos_fixed) = (pos, pos_fixed), (tok, tok_fixed)
-    shape = full_shape(next(a for a in node.args if lookups[a][0] is pos))
+    # the token lookup first, the lookup of fixed ids second (where there is one of each)
+    (_, tok, tok_fixed), (positions, pos, pos_fixed) = sorted(((a, *lookups[a]) for a in node.args),
+                                                              key=lambda entry: entry[2])
+    shape = full_shape(positions)
     c = tok["config"]
     if tok_fixed or not pos_fixed or c["positional"] or shape is None or len(shape) < 2 \
             or _prod(shape[:-1]) != c["seq_len"] or shape[-1] != c["embedding_dim"]:
@@ -1643,8 +1649,7 @@ def _reads_token_ids(gm):
         return u.op == "call_method" and u.target in ("size", "dim", *_NEW_METHODS) \
             or u.op == "call_function" and u.target is getattr and u.args[1:] in (("shape",), ("device",),
                                                                                    ("dtype",), ("ndim",)) \
-            or u.op == "call_function" and str(getattr(u.target, "__name__", "")).endswith("_like") \
-            and getattr(u.target, "__name__", None) in _MADE_FUNCS
+            or u.op == "call_function" and (_torch_factory(u.target) or "").endswith("_like")
 
     uses = list(x.users) if x is not None else []
     return any(lookup(u) for u in uses) and all(lookup(u) or metadata(u) for u in uses)
