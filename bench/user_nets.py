@@ -815,7 +815,6 @@ class TutorialLSTM(nn.Module):
 COVERED_SINCE = {"SeqLSTM", "SdpaBlock", "MHA", "Encoder", "CrossAttn", "Deconv", "ERFBlockNet", "ConvAE",
                  "DilatedTCN"}
 
-#: (class name, per-sample input shape): the held-out user nets, in the order they are measured
 class BiGRUKWS(nn.Module):
     """A keyword spotter as CRNN recipes write it: a conv over 40 log-mel bands x 98 frames (channels x time), BN,
     ReLU, then a bidirectional GRU of 64 per direction (batch first) over the frames, its outputs averaged over
@@ -833,6 +832,62 @@ class BiGRUKWS(nn.Module):
         return self.fc(out.mean(dim=1))
 
 
+class CheckpointedGPT(MiniGPT):
+    """MiniGPT fine-tuned with activation checkpointing, as nanoGPT forks and on-device recipes add it to fit in
+    memory: each block through ``torch.utils.checkpoint.checkpoint(block, x, use_reentrant=False)``, so its forward
+    runs again in backward."""
+
+    def forward(self, idx):
+        from torch.utils.checkpoint import checkpoint
+
+        b, t = idx.size()
+        pos = torch.arange(0, t, dtype=torch.long, device=idx.device)
+        x = self.drop(self.wte(idx) + self.wpe(pos))
+        for block in self.h:
+            x = checkpoint(block, x, use_reentrant=False)
+        return self.lm_head(self.ln_f(x))
+
+
+class CheckpointedResMLP(nn.Module):
+    """A residual MLP on 128 tabular features whose blocks are checkpointed (``use_reentrant=True``, the older
+    default): the recompute of small matrix products, where the checkpoint's own bookkeeping weighs most."""
+
+    def __init__(self):
+        super().__init__()
+        self.inp = nn.Linear(128, 384)
+        self.blocks = nn.ModuleList(nn.Sequential(nn.LayerNorm(384), nn.Linear(384, 384), nn.GELU(),
+                                                  nn.Linear(384, 384)) for _ in range(3))
+        self.head = nn.Linear(384, 8)
+
+    def forward(self, x):
+        from torch.utils import checkpoint
+
+        x = self.inp(x)
+        for block in self.blocks:
+            x = x + checkpoint.checkpoint(block, x, use_reentrant=True)
+        return self.head(x)
+
+
+class CheckpointedCNN(nn.Module):
+    """A VGG-style CNN run through ``checkpoint_sequential`` in 3 segments (torch checkpoints the first two and
+    runs the last as it is)."""
+
+    def __init__(self):
+        super().__init__()
+        def block(cin, cout):
+            return [nn.Conv2d(cin, cout, 3, padding=1, bias=False), nn.BatchNorm2d(cout), nn.ReLU()]
+        self.features = nn.Sequential(*block(3, 24), *block(24, 24), nn.MaxPool2d(2), *block(24, 48),
+                                      *block(48, 48), nn.MaxPool2d(2), *block(48, 64), nn.AdaptiveAvgPool2d(1))
+        self.head = nn.Linear(64, 10)
+
+    def forward(self, x):
+        from torch.utils.checkpoint import checkpoint_sequential
+
+        x = checkpoint_sequential(self.features, 3, x, use_reentrant=False)
+        return self.head(x.flatten(1))
+
+
+#: (class name, per-sample input shape): the held-out user nets, in the order they are measured
 NETS = (("UNetTiny", (3, 32, 32)), ("BiLSTM", (32,)), ("GRU2", (50, 12)), ("MHA", (24, 32)),
         ("DilatedTCN", (3, 128)), ("MobileBlock", (3, 64, 64)), ("Deconv", (3, 32, 32)), ("TextGRU", (40,)),
         ("ManualAttn", (16, 32)), ("Encoder", (32, 16)), ("SdpaBlock", (24, 20)), ("EinsumAttn", (20, 16)),
@@ -844,4 +899,5 @@ NETS = (("UNetTiny", (3, 32, 32)), ("BiLSTM", (32,)), ("GRU2", (50, 12)), ("MHA"
         ("CBAMLiteCNN", (3, 32, 32)), ("ConcatPool1d", (6, 200)), ("HighPassCNN", (3, 48, 48)),
         ("CenteredMLP", (64,)), ("WaveNetKWS", (40, 98)), ("AtrousCNN", (3, 64, 64)), ("SNNTabular", (64,)),
         ("ClampMobile", (3, 32, 32)), ("BiGRUKWS", (40, 98)), ("MiniGPT", (64,)),
-        ("ConvNeXtMini", (3, 32, 32)), ("TutorialLSTM", (28, 28)))
+        ("ConvNeXtMini", (3, 32, 32)), ("TutorialLSTM", (28, 28)), ("CheckpointedGPT", (64,)),
+        ("CheckpointedResMLP", (128,)), ("CheckpointedCNN", (3, 32, 32)))

@@ -206,9 +206,18 @@ def test_padded_feature_names_and_values(base, digits, in_channels):
 
 
 # ----------------------------------------------------------------------------- layer list
+def _recomputed(doc):
+    """``doc`` with its second layer checkpointed (``recompute``: its forward's share of its step run again)."""
+    doc = copy.deepcopy(doc)
+    doc["layers"][1]["recompute"] = 0.5
+    return doc
+
+
 @FUZZ
-@given(mutated_docs(json.loads(GOOD_LAYERS.read_text())))
+@given(mutated_docs(json.loads(GOOD_LAYERS.read_text()))
+       | mutated_docs(_recomputed(json.loads(GOOD_LAYERS.read_text()))))
 @example(json.loads(GOOD_LAYERS.read_text()))
+@example(_recomputed(json.loads(GOOD_LAYERS.read_text())))
 def test_layer_list_reader(doc):
     from thor_sdk.layers import read_layer_list
     from thor_sdk.layers.kinds import get_kind

@@ -96,15 +96,16 @@ def _numpy_total(ref, doc, layers, b):
         X = [feature_vector(l["kind"], l["config"], b, l["role"], gp.features) for l in ls]
         T = [at_batch(cost_terms(l["kind"], l["config"], l["role"]), b) for l in ls]
         m, cov = gp.predict(X, terms=T, return_cov=True)
-        mean += float(m.sum())
-        var += float(cov.sum())
+        scale = np.array([1.0 + l.get("recompute", 0.0) for l in ls])  # a recomputed forward's share more
+        mean += float(m @ scale)
+        var += float(scale @ cov @ scale)
     by_op = {}  # a layer marked approx: half its mean more std, added up linearly over one op's layers
     for i, l in enumerate(layers):
         if "approx" in l or unread_feature(l, ref[entry(l)].features):
             gp = ref[entry(l)]
             m = gp.predict([feature_vector(l["kind"], l["config"], b, l["role"], gp.features)],
                            terms=[at_batch(cost_terms(l["kind"], l["config"], l["role"]), b)])
-            by_op.setdefault(l.get("op", i), []).append(0.5 * float(m[0]))
+            by_op.setdefault(l.get("op", i), []).append(0.5 * float(m[0]) * (1.0 + l.get("recompute", 0.0)))
     var += sum(sum(e) ** 2 for e in by_op.values())
     rel = doc["whole_model"]["rel_std"]
     return mean, math.sqrt(var + (rel * mean) ** 2)

@@ -20,7 +20,9 @@ runtimes read):
   entry and sum each entry's layers as its own group.
 - ``time_stand_in``: layers marked ``approx`` (stand-ins, as ``--unknown-ops approx`` writes them): each
   runtime adds half the layer's mean to its std, and over the layers of one ``op`` adds those stds up
-  linearly in the total (a layer naming no op is its own); plain layers of the same kinds beside them.
+  linearly in the total (a layer naming no op is its own); plain layers of the same kinds beside them; and a
+  checkpointed block's layers carrying ``recompute`` (the share of their step recomputed in backward): each
+  runtime multiplies such a layer's mean and std by ``1 + recompute`` before the added std.
 - ``time_defaults``: an entry with ``defaults`` (conv1d's ``dilation``: 1): layers and queries that leave the
   feature out read it as its default; each runtime must fill it before building the input vector.
 - ``time_unread``: an estimator written before conv1d's ``dilation`` was a feature (its conv1d entry lacks it): a
@@ -241,10 +243,11 @@ def expected_for(doc, layer_queries, models):
             T = [at_batch(layers[i]["cost"], bs) for i in idx]
             m, s = gp.predict(rows, terms=T, return_std=True)
             mc, cov = gp.predict(rows, terms=T, return_cov=True)
+            scale = np.array([1.0 + layers[i].get("recompute", 0.0) for i in idx])  # a recomputed forward's share more
             for j, i in enumerate(idx):
-                means[i], stds[i] = float(m[j]), float(s[j])
-            total_mean += float(np.sum(mc))
-            total_var += float(np.sum(cov))
+                means[i], stds[i] = float(m[j] * scale[j]), float(s[j] * scale[j])
+            total_mean += float(np.sum(mc * scale))
+            total_var += float(scale @ cov @ scale)
         # a layer marked approx gets APPROX_REL_STD of its mean more std; over the layers of one op the
         # added stds add up linearly in the total (a layer naming no op is its own)
         # (and so does a layer setting a feature its entry predates, UNREAD_DEFAULTS)
@@ -756,6 +759,19 @@ def write_stand_in_case():
                                  "approx": "no op named: SYNTHETIC", "config": {"numel": 1600}}))
         layers.append(with_cost({"name": "fc", "kind": "linear", "role": "hidden", "op": "Linear",
                                  "config": _random_config("linear", rng)}))
+        # a checkpointed block (thor-sdk layers --unknown-ops approx): its forward's share of each step more, one
+        # layer also a stand-in, and a twin of a recomputed layer that is not recomputed (a key of its own)
+        ck = "its forward runs again in backward (torch.utils.checkpoint): SYNTHETIC"
+        block = _fix("conv2d", _random_config("conv2d", rng))
+        layers.append(with_cost({"name": "ck.conv", "kind": "conv2d", "role": "hidden", "op": "Conv2d",
+                                 "approx": ck, "recompute": 1 / 3, "config": block}))
+        layers.append(with_cost({"name": "ck.act", "kind": "relu", "role": "hidden", "op": "ReLU", "approx": ck,
+                                 "recompute": 0.5, "config": {"numel": 4704}}))
+        layers.append(with_cost({"name": "ck.up", "kind": "conv2d", "role": "hidden", "op": "ConvTranspose2d",
+                                 "approx": "ConvTranspose2d has no kind: SYNTHETIC stand-in; " + ck,
+                                 "recompute": 1 / 3, "config": _fix("conv2d", _random_config("conv2d", rng))}))
+        layers.append(with_cost({"name": "plain.conv", "kind": "conv2d", "role": "hidden", "op": "Conv2d",
+                                 "config": block}))
         layers.append(with_cost({"name": "head", "kind": "output", "role": "output", "op": "Linear",
                                  "config": {"in_features": 84, "out_features": 10, "tokens": 1}}))
         models.append((layers, bs))

@@ -192,8 +192,8 @@ def read_layer_list(path):
                  "config": dict(layer["config"])}
         if "cost" in layer:  # recomputed from the config here, but read as given by the Java and Swift runtimes
             _check_cost(layer["cost"], f"{path}: layer {i}")
-        for key in ("op", "approx"):  # what the layer came from, why it is approximated (non-empty strings: schema)
-            if key in layer:
+        for key in ("op", "approx", "recompute"):  # what the layer came from, why it is approximated (non-empty
+            if key in layer:  # strings: schema), the share of its step recomputed (a number in [0, 1]: schema)
                 entry[key] = layer[key]
         layers.append(entry)
     shape = doc.get("input_shape")

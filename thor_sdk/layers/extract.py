@@ -7,6 +7,7 @@ import operator
 from thor_sdk.errors import ModelError, UnsupportedOperatorError, UsageError
 
 from .kinds import complete_config, get_kind
+from .trace import RECOMPUTED
 
 
 def _prod(shape):
@@ -1813,7 +1814,10 @@ def layers_from_module(module, input_shape, input_dtype="float32", vocab=None, s
         """The full shape of a tensor in ``fixed`` (a mask, position ids), else None."""
         return full_shape(n) if n in fixed else None
 
+    pending = (0, None)  # where the last node's layers start in ``layers``, and that node
     for node in gm.graph.nodes:
+        _mark_recomputed(layers, *pending)
+        pending = (len(layers), node)
         arg_nodes = [a for a in node.all_input_nodes]
         upstream = any(needs_grad.get(a, False) for a in arg_nodes)
         if node.op in ("placeholder", "output"):
@@ -1905,8 +1909,30 @@ def layers_from_module(module, input_shape, input_dtype="float32", vocab=None, s
         add_layer(layers, name, got, upstream, op_label(node, gm), approx)
         if node.op == "call_module" and got[0] == "embedding" and not approx:
             lookups[node] = (layers[-1], bool(node.args) and node.args[0] in fixed)
+    _mark_recomputed(layers, *pending)
+    recomputed = [layer["name"] for layer in layers if layer.get(RECOMPUTED)]
+    if recomputed and unknown_ops == "error":
+        which = recomputed[0] if len(recomputed) == 1 else f"{len(recomputed)} layers, {recomputed[0]} .. {recomputed[-1]}"
+        unsupported.append(f"torch.utils.checkpoint ({which}: their forward runs again in backward, which no "
+                           "probe measures; --unknown-ops approx adds it as their forward FLOPs' share)")
     refuse_unsupported(unsupported, source, unknown_ops)
-    return finish_layers(layers, source)
+    layers = finish_layers(layers, source)
+    for layer in layers:
+        if layer.pop(RECOMPUTED, False):
+            share = get_kind(layer["kind"]).forward_share(layer["config"], layer["role"])
+            layer["recompute"] = share
+            why = (f"its forward runs again in backward (torch.utils.checkpoint): {share:.2f} of its training step "
+                   "added, its forward FLOPs' share")
+            layer["approx"] = f"{layer['approx']}; {why}" if layer.get("approx") else why
+    return layers
+
+
+def _mark_recomputed(layers, start, node):
+    """Mark the layers from ``start`` on (those ``node`` gave) as recomputed where ``node`` was traced inside
+    ``torch.utils.checkpoint`` (``trace.checkpoints_marked``)."""
+    if node is not None and node.meta.get(RECOMPUTED):
+        for layer in layers[start:]:
+            layer[RECOMPUTED] = True
 
 
 def add_layer(layers, name, got, upstream, op, approx=None):

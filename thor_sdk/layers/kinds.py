@@ -58,6 +58,14 @@ class Kind:
             return fwd * (3.0 if role != "input" else 2.0), 2.0 * self.num_params(c)
         return fwd * (2.0 if role != "input" else 1.0), 0.0
 
+    def forward_share(self, c, role):
+        """The forward's share of a training step's FLOPs per sample (1/3 for a layer with weights behind one
+        that needs a gradient, 1/2 without weights or as the input layer; 1 where the step has no FLOPs): what
+        recomputing the forward in backward (``torch.utils.checkpoint``) adds, relative to the step."""
+        per_sample, _ = self._flops_terms(c, role)
+        fwd = self.forward_flops(c)
+        return min(1.0, fwd / per_sample) if per_sample > 0 and fwd > 0 else 1.0
+
     def train_terms(self, c, role):
         """``(flops_per_sample, flops_fixed, bytes_per_sample, bytes_fixed)``: ``train_flops`` and
         ``train_bytes`` are affine in the batch size, and these are their slopes and intercepts (one pass)."""

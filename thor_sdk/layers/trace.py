@@ -1,6 +1,10 @@
 """torch.fx tracing of a module: symbolic, or with the sizes of an example input where symbolic tracing fails."""
 
+import contextlib
 import operator
+
+#: ``node.meta`` key of the nodes traced inside ``torch.utils.checkpoint``: their forward runs again in backward
+RECOMPUTED = "thor_recomputed"
 
 
 class ModelRunError(Exception):
@@ -28,7 +32,9 @@ def trace(module, leaves, example=None):
             return isinstance(m, leaves) or super().is_leaf_module(m, qualname)
 
     if example is None:
-        return fx.GraphModule(module, _Tracer().trace(module, concrete_args=defaults(module)))
+        tracer = _Tracer()
+        with checkpoints_marked(module, tracer):
+            return fx.GraphModule(module, tracer.trace(module, concrete_args=defaults(module)))
     import copy
 
     import torch
@@ -113,9 +119,73 @@ def trace(module, leaves, example=None):
             values[proxy.node] = value
             return proxy
 
-    with torch.no_grad():
-        graph = _SizedTracer().trace(root, concrete_args=defaults(root))
+    tracer = _SizedTracer()
+    with torch.no_grad(), checkpoints_marked(root, tracer):
+        graph = tracer.trace(root, concrete_args=defaults(root))
     return fx.GraphModule(root, graph)
+
+
+@contextlib.contextmanager
+def checkpoints_marked(module, tracer):
+    """While ``tracer`` traces ``module``: ``torch.utils.checkpoint.checkpoint(fn, *args)`` traces ``fn(*args)``
+    and marks the nodes it adds ``node.meta[RECOMPUTED]`` (in training their forward runs again in backward), and
+    ``checkpoint_sequential`` does so for each segment but its last (which torch runs without a checkpoint).
+    Both are replaced in ``torch.utils.checkpoint`` and wherever a forward of ``module``'s modules names them
+    (``from torch.utils.checkpoint import checkpoint``), and put back after; fx traces straight through them
+    otherwise, and the recomputed forward would be missing from the layer list with no sign of it."""
+    import torch.utils.checkpoint as cp
+
+    def marked(function, *args, **kwargs):
+        for key in ("use_reentrant", "preserve_rng_state", "context_fn", "determinism_check", "debug",
+                    "early_stop"):  # how torch checkpoints, not what the function computes
+            kwargs.pop(key, None)
+        before = set(tracer.graph.nodes)
+        out = function(*args, **kwargs)
+        for node in tracer.graph.nodes:
+            if node not in before:
+                node.meta[RECOMPUTED] = True
+        return out
+
+    def marked_sequential(functions, segments, input, use_reentrant=None, **kwargs):
+        import torch
+
+        if isinstance(functions, torch.nn.Sequential):
+            functions = list(functions.children())
+
+        def run(start, end):
+            def forward(x):
+                for j in range(start, end + 1):
+                    x = functions[j](x)
+                return x
+            return forward
+
+        size, end = len(functions) // segments, -1
+        for start in range(0, size * (segments - 1), size):  # as torch's checkpoint_sequential splits them
+            end = start + size - 1
+            input = marked(run(start, end), input)
+        return run(end + 1, len(functions) - 1)(input)
+
+    swap = {cp.checkpoint: marked, cp.checkpoint_sequential: marked_sequential}
+    patched = []  # (namespace, name, original)
+    spaces = [vars(cp)] + [getattr(type(m).forward, "__globals__", None) for m in module.modules()]
+    seen = set()
+    try:
+        for space in spaces:
+            if not isinstance(space, dict) or id(space) in seen:
+                continue
+            seen.add(id(space))
+            for name, value in list(space.items()):
+                try:
+                    new = swap.get(value)
+                except TypeError:  # an unhashable global
+                    continue
+                if new is not None:
+                    patched.append((space, name, value))
+                    space[name] = new
+        yield
+    finally:
+        for space, name, value in reversed(patched):
+            space[name] = value
 
 
 def defaults(module):

@@ -556,10 +556,12 @@ class Estimator:
             if not isinstance(config, dict):
                 raise UsageError(f"layer {i} ({kind}): config must be a dict")
             cost = layer.get("cost")
+            scale = 1.0 + _recompute(layer, i)
             try:  # unhashable parts (a list in a config, a malformed cost) are read the long way; the types are
                 # part of it, as True == 1 and 1 == 1.0 hash alike but are not read alike (True is refused)
                 ident = (kind, layer.get("role"), tuple(config.items()), tuple(map(type, config.values())),
-                         (tuple(cost.items()), tuple(map(type, cost.values()))) if isinstance(cost, dict) else cost)
+                         (tuple(cost.items()), tuple(map(type, cost.values()))) if isinstance(cost, dict) else cost,
+                         scale)
                 hit = seen.get(ident)
             except TypeError:
                 ident = hit = None
@@ -587,7 +589,7 @@ class Estimator:
             flops_bytes = at_batch(terms, batch_size)
             values["train_flops"], values["train_bytes"] = flops_bytes[:2]
             raw = tuple(model.vector(values, where))
-            key = (raw, flops_bytes)
+            key = (raw, flops_bytes, scale)
             g = groups.get(name)
             if g is None:
                 g = groups[name] = {}
@@ -607,7 +609,9 @@ class Estimator:
                 terms = layer_terms(layers[i], where)
             except (KeyError, TypeError, ValueError, ZeroDivisionError, OverflowError) as e:
                 raise UsageError(f"{where}: cannot compute its FLOPs and bytes: {type(e).__name__}: {e}") from None
-            approx_rows[i] = self._approx_missing(terms, batch_size)
+            m, s = self._approx_missing(terms, batch_size)
+            scale = 1.0 + _recompute(layers[i], i)
+            approx_rows[i] = (m * scale, s * scale)
 
         results = {}
         total_mean = 0.0
@@ -618,6 +622,7 @@ class Estimator:
             for key, cnt in counts.items():
                 lmu, var, v, u = model.row(key[0], *key[1])
                 m, s = model.moments(lmu, var)
+                m, s = m * key[2], s * key[2]  # a recomputed forward: a share of the layer's step more
                 results[(name, key)] = (m, s, model.outside(key[0]))
                 rows.append((cnt, var, v, u, m))
                 total_mean += cnt * m
@@ -794,6 +799,15 @@ def _model_numbers(kinds):
             if isinstance(v, list):
                 n += len(v) if cap is None else sum(len(r) if isinstance(r, list) else 1 for r in v[:cap + 1])
     return n
+
+
+def _recompute(layer, i):
+    """A layer's ``recompute``: the share of its training step run again in backward (its forward, under
+    ``torch.utils.checkpoint``), 0 when absent; UsageError unless a number in [0, 1]."""
+    r = layer.get("recompute", 0.0)
+    if not _is_num(r) or not 0.0 <= r <= 1.0:
+        raise UsageError(f"layer {i} ({layer.get('name', i)}): recompute must be a number in [0, 1], got {r!r}")
+    return float(r)
 
 
 def _layer_label(layer, i):

@@ -106,9 +106,12 @@ public struct Layer {
     public let op: String?
     /// Why the layer is approximated (a stand-in for an operator without a kind), or nil.
     public let approx: String?
+    /// The share of its training step run again in backward (its forward, recomputed under torch.utils.checkpoint),
+    /// in [0, 1]; 0 when absent: its mean and std are (1 + recompute) times its kind's.
+    public let recompute: Double
 
     public init(name: String, kind: String, role: String, config: [String: Double], cost: Cost?,
-                op: String? = nil, approx: String? = nil) {
+                op: String? = nil, approx: String? = nil, recompute: Double = 0.0) {
         self.name = name
         self.kind = kind
         self.role = role
@@ -116,6 +119,7 @@ public struct Layer {
         self.cost = cost
         self.op = op
         self.approx = approx
+        self.recompute = recompute
     }
 }
 
@@ -809,9 +813,13 @@ public final class Estimator {
                     + termKeys.joined(separator: ", ") + ") as `thor-sdk layers --json` writes it")
             }
             let fb = atBatch(try cost.checked(w), Double(batchSize))
+            guard layer.recompute >= 0.0, layer.recompute <= 1.0 else {
+                throw ThorError.usage("\(w): recompute must be a number in [0, 1], got \(layer.recompute)")
+            }
             values["train_flops"] = fb.flops
             values["train_bytes"] = fb.bytes
-            let key = try m.vector(values, w) + [fb.flops, fb.bytes, fb.launches]
+            // the last entry: a recomputed forward, that share of the layer's step more
+            let key = try m.vector(values, w) + [fb.flops, fb.bytes, fb.launches, 1.0 + layer.recompute]
             if groups[entry] == nil {
                 order.append(entry)
                 groups[entry] = []
@@ -834,9 +842,10 @@ public final class Estimator {
             var means: [Double] = []
             var res: [[Double]: (mean: Double, std: Double)] = [:]
             for key in groups[kind]! {
-                let nd = key.count - 3
+                let nd = key.count - 4
                 let r = try m.row(Array(key[0..<nd]), key[nd], key[nd + 1], key[nd + 2])
-                let ms = try moments(r.lmu, r.variance)
+                let one = try moments(r.lmu, r.variance)
+                let ms = (mean: one.mean * key[nd + 3], std: one.std * key[nd + 3])
                 let c = counts[kind]![key]!
                 res[key] = ms
                 rs.append(r)

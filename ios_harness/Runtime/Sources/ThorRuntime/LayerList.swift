@@ -152,7 +152,14 @@ public struct LayerList {
         if op?.isEmpty == true || approx?.isEmpty == true {
             throw bad("\(w): op and approx must be non-empty strings")
         }
+        var recompute = 0.0
+        if let r = l["recompute"], !(r is NSNull) {
+            guard let x = number(r), x >= 0.0, x <= 1.0 else {
+                throw bad("\(w): recompute must be a number in [0, 1], got \(r)")
+            }
+            recompute = x
+        }
         return Layer(name: name ?? String(i), kind: kind, role: theRole, config: config, cost: cost, op: op,
-                     approx: approx)
+                     approx: approx, recompute: recompute)
     }
 }

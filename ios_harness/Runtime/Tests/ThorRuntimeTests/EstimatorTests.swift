@@ -40,7 +40,7 @@ final class EstimatorTests: XCTestCase {
             Layer(name: l["name"] as! String, kind: l["kind"] as! String, role: l["role"] as! String,
                   config: (l["config"] as! [String: Any]).mapValues { ($0 as! NSNumber).doubleValue },
                   cost: try Cost(json: l["cost"] as! [String: Any]), op: l["op"] as? String,
-                  approx: l["approx"] as? String)
+                  approx: l["approx"] as? String, recompute: (l["recompute"] as? NSNumber)?.doubleValue ?? 0.0)
         }
     }
 

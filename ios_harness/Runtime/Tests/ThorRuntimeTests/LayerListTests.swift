@@ -43,6 +43,7 @@ final class LayerListTests: XCTestCase {
                 XCTAssertEqual((w["config"] as! [String: Any]).mapValues { num($0) }, got.config)
                 XCTAssertEqual(w["op"] as? String, got.op)
                 XCTAssertEqual(w["approx"] as? String, got.approx)
+                XCTAssertEqual((w["recompute"] as? NSNumber)?.doubleValue ?? 0.0, got.recompute)
                 let c = w["cost"] as! [String: Any]
                 XCTAssertEqual(num(c["flops_per_sample"]), got.cost!.flopsPerSample)
                 XCTAssertEqual(num(c["bytes_fixed"]), got.cost!.bytesFixed)
@@ -116,5 +117,11 @@ final class LayerListTests: XCTestCase {
         assertFormatError(with("\"bytes_per_sample\":64", "\"bytes_per_sample\":-1"), "cost.bytes_per_sample")
         assertFormatError(with("\"launches\":1", "\"launches\":0.5"), "cost.launches must be a finite number >= 1")
         assertFormatError(with("{\"name\":\"r\",", "7,{\"name\":\"r\","), "layer 0 must be an object")
+        for r in ["1.5", "-0.1", "\"0.5\"", "true"] {
+            assertFormatError(with("\"role\":\"input\"", "\"role\":\"input\",\"recompute\":" + r),
+                              "layer 0 (r): recompute must be a number in [0, 1]")
+        }
+        let half = try? LayerList.parse(json: with("\"role\":\"input\"", "\"role\":\"input\",\"recompute\":0.5"))
+        XCTAssertEqual(half?.layers[0].recompute, 0.5)
     }
 }

@@ -188,6 +188,9 @@ public final class Estimator {
         public final String op;
         /** Why the layer is approximated (a stand-in for an operator without a kind), or null. */
         public final String approx;
+        /** The share of its training step run again in backward (its forward, recomputed under
+         *  torch.utils.checkpoint), in [0, 1]; 0 when absent: its mean and std are (1 + recompute) times its kind's. */
+        public final double recompute;
 
         public Layer(String name, String kind, String role, Map<String, Double> config, Cost cost) {
             this(name, kind, role, config, cost, null, null);
@@ -195,6 +198,11 @@ public final class Estimator {
 
         public Layer(String name, String kind, String role, Map<String, Double> config, Cost cost, String op,
                      String approx) {
+            this(name, kind, role, config, cost, op, approx, 0.0);
+        }
+
+        public Layer(String name, String kind, String role, Map<String, Double> config, Cost cost, String op,
+                     String approx, double recompute) {
             this.name = name;
             this.kind = kind;
             this.role = role;
@@ -202,6 +210,7 @@ public final class Estimator {
             this.cost = cost;
             this.op = op;
             this.approx = approx;
+            this.recompute = recompute;
         }
     }
 
@@ -1120,16 +1129,20 @@ public final class Estimator {
                         + String.join(", ", TERM_KEYS) + ") as `thor-sdk layers --json` writes it");
             }
             double[] fb = atBatch(layer.cost.checked(where), batchSize);
+            if (!(layer.recompute >= 0.0 && layer.recompute <= 1.0)) {
+                throw new UsageError(where + ": recompute must be a number in [0, 1], got " + layer.recompute);
+            }
             values.put("train_flops", fb[0]);
             values.put("train_bytes", fb[1]);
             double[] raw = m.vector(values, where);
-            List<Double> key = new ArrayList<>(raw.length + 3);
+            List<Double> key = new ArrayList<>(raw.length + 4);
             for (double x : raw) {
                 key.add(x);
             }
             key.add(fb[0]);
             key.add(fb[1]);
             key.add(fb[2]);
+            key.add(1.0 + layer.recompute); // a recomputed forward: that share of the layer's step more
             groups.computeIfAbsent(entry, k -> new LinkedHashMap<>()).computeIfAbsent(key, k -> new int[1])[0]++;
             entries.add(entry);
             keys.add(key);
@@ -1146,13 +1159,15 @@ public final class Estimator {
             List<Double> means = new ArrayList<>();
             for (Map.Entry<List<Double>, int[]> ke : e.getValue().entrySet()) {
                 List<Double> key = ke.getKey();
-                int nd = key.size() - 3;
+                int nd = key.size() - 4;
                 double[] raw = new double[nd];
                 for (int j = 0; j < nd; j++) {
                     raw[j] = key.get(j);
                 }
                 Row r = m.row(raw, key.get(nd), key.get(nd + 1), key.get(nd + 2));
                 double[] ms = moments(r.lmu, r.var);
+                double scale = key.get(nd + 3);
+                ms = new double[] {ms[0] * scale, ms[1] * scale};
                 int cnt = ke.getValue()[0];
                 res.put(key, ms);
                 rows.add(r);

@@ -170,7 +170,15 @@ public final class LayerList {
         if ((op != null && op.isEmpty()) || (approx != null && approx.isEmpty())) {
             throw bad(where + ": op and approx must be non-empty strings");
         }
+        double recompute = 0.0;
+        Object r = l.get("recompute");
+        if (r != null) {
+            recompute = r instanceof Number ? ((Number) r).doubleValue() : Double.NaN;
+            if (!(recompute >= 0.0 && recompute <= 1.0)) {
+                throw bad(where + ": recompute must be a number in [0, 1], got " + r);
+            }
+        }
         return new Estimator.Layer(name != null ? name : String.valueOf(i), (String) kind, role,
-                Collections.unmodifiableMap(config), cost, op, approx);
+                Collections.unmodifiableMap(config), cost, op, approx, recompute);
     }
 }

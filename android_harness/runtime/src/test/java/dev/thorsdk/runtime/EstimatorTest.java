@@ -50,8 +50,10 @@ public class EstimatorTest {
             for (Map.Entry<String, Object> e : ((Map<String, Object>) l.get("config")).entrySet()) {
                 config.put(e.getKey(), (Double) e.getValue());
             }
+            Object r = l.get("recompute");
             out.add(new Estimator.Layer((String) l.get("name"), (String) l.get("kind"), (String) l.get("role"), config,
-                    cost(l.get("cost")), (String) l.get("op"), (String) l.get("approx")));
+                    cost(l.get("cost")), (String) l.get("op"), (String) l.get("approx"),
+                    r == null ? 0.0 : (Double) r));
         }
         return out;
     }

@@ -52,6 +52,8 @@ public class LayerListTest {
                 assertEquals(w.get("config"), got.config);
                 assertEquals(w.get("op"), got.op);
                 assertEquals(w.get("approx"), got.approx);
+                Object r = w.get("recompute");
+                assertEquals(r == null ? 0.0 : (Double) r, got.recompute, 0.0);
                 Map<String, Object> c = (Map<String, Object>) w.get("cost");
                 assertEquals((Double) c.get("flops_per_sample"), got.cost.flopsPerSample, 0.0);
                 assertEquals((Double) c.get("bytes_fixed"), got.cost.bytesFixed, 0.0);
@@ -126,5 +128,11 @@ public class LayerListTest {
         assertFormatError(with("\"bytes_per_sample\":64", "\"bytes_per_sample\":-1"), "cost.bytes_per_sample");
         assertFormatError(with("\"launches\":1", "\"launches\":0.5"), "cost.launches must be a finite number >= 1");
         assertFormatError(with("{\"name\":\"r\",", "7,{\"name\":\"r\","), "layer 0 must be an object");
+        for (String r : new String[] {"1.5", "-0.1", "\"0.5\"", "true"}) {
+            assertFormatError(with("\"role\":\"input\"", "\"role\":\"input\",\"recompute\":" + r),
+                    "layer 0 (r): recompute must be a number in [0, 1]");
+        }
+        assertEquals(0.5, LayerList.parse(with("\"role\":\"input\"", "\"role\":\"input\",\"recompute\":0.5"))
+                .layers.get(0).recompute, 0.0);
     }
 }
