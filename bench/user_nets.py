@@ -887,6 +887,55 @@ class CheckpointedCNN(nn.Module):
         return self.head(x.flatten(1))
 
 
+class TimeSequenceCells(nn.Module):
+    """PyTorch's time_sequence_prediction example as its repository writes it: two nn.LSTMCell of 51 units stepped
+    over ``input.split(1, dim=1)`` (one value per step), a linear read-out per step, the outputs ``torch.cat``-ed
+    into the predicted sequence (here 100 steps; the example's sine waves are 999)."""
+
+    def __init__(self):
+        super().__init__()
+        self.lstm1 = nn.LSTMCell(1, 51)
+        self.lstm2 = nn.LSTMCell(51, 51)
+        self.linear = nn.Linear(51, 1)
+
+    def forward(self, input, future=0):
+        outputs = []
+        h_t = torch.zeros(input.size(0), 51, dtype=torch.float32)
+        c_t = torch.zeros(input.size(0), 51, dtype=torch.float32)
+        h_t2 = torch.zeros(input.size(0), 51, dtype=torch.float32)
+        c_t2 = torch.zeros(input.size(0), 51, dtype=torch.float32)
+        for input_t in input.split(1, dim=1):
+            h_t, c_t = self.lstm1(input_t, (h_t, c_t))
+            h_t2, c_t2 = self.lstm2(h_t, (h_t2, c_t2))
+            output = self.linear(h_t2)
+            outputs += [output]
+        for i in range(future):
+            h_t, c_t = self.lstm1(output, (h_t, c_t))
+            h_t2, c_t2 = self.lstm2(h_t, (h_t2, c_t2))
+            output = self.linear(h_t2)
+            outputs += [output]
+        return torch.cat(outputs, dim=1)
+
+
+class CharGRUCell(nn.Module):
+    """A character-level RNN as tutorials write one with nn.GRUCell: an embedding of 65 characters into 48, a GRUCell
+    of 160 units stepped over 40 characters, the next character predicted from the last state."""
+
+    def __init__(self, vocab=65, embed=48, hidden=160):
+        super().__init__()
+        self.hidden = hidden
+        self.emb = nn.Embedding(vocab, embed)
+        self.cell = nn.GRUCell(embed, hidden)
+        self.out = nn.Linear(hidden, vocab)
+
+    def forward(self, idx):
+        x = self.emb(idx)
+        h = torch.zeros(idx.size(0), self.hidden, device=idx.device)
+        for t in range(idx.size(1)):
+            h = self.cell(x[:, t, :], h)
+        return self.out(h)
+
+
 #: (class name, per-sample input shape): the held-out user nets, in the order they are measured
 NETS = (("UNetTiny", (3, 32, 32)), ("BiLSTM", (32,)), ("GRU2", (50, 12)), ("MHA", (24, 32)),
         ("DilatedTCN", (3, 128)), ("MobileBlock", (3, 64, 64)), ("Deconv", (3, 32, 32)), ("TextGRU", (40,)),
@@ -900,4 +949,5 @@ NETS = (("UNetTiny", (3, 32, 32)), ("BiLSTM", (32,)), ("GRU2", (50, 12)), ("MHA"
         ("CenteredMLP", (64,)), ("WaveNetKWS", (40, 98)), ("AtrousCNN", (3, 64, 64)), ("SNNTabular", (64,)),
         ("ClampMobile", (3, 32, 32)), ("BiGRUKWS", (40, 98)), ("MiniGPT", (64,)),
         ("ConvNeXtMini", (3, 32, 32)), ("TutorialLSTM", (28, 28)), ("CheckpointedGPT", (64,)),
-        ("CheckpointedResMLP", (128,)), ("CheckpointedCNN", (3, 32, 32)))
+        ("CheckpointedResMLP", (128,)), ("CheckpointedCNN", (3, 32, 32)), ("TimeSequenceCells", (100,)),
+        ("CharGRUCell", (40,)))

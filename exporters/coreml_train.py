@@ -32,7 +32,8 @@ from .onnx_train import ADAM_BETAS, ADAM_EPS
 _BACKPROP_LAYERS = ("convolution", "innerProduct", "flatten", "pooling", "batchnorm", "reshape")
 _BACKPROP_ACTIVATIONS = ("ReLU", "sigmoid", "tanh")
 _NOT_CONVERTED = ("Embedding", "LSTM", "GRU", "RNN", "LSTMSequence", "TokenPositionalEmbedding", "TransformerBlock",
-                  "MultiheadAttention", "TransformerEncoderLayer", "TransformerEncoder", "LayerNorm")
+                  "MultiheadAttention", "TransformerEncoderLayer", "TransformerEncoder", "LayerNorm", "LSTMCell",
+                  "GRUCell", "RNNCell", "LSTMCellStep", "GRUCellStep")
 
 
 def _tracer():

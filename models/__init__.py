@@ -157,6 +157,10 @@ _ZOO = (
          "6 classes", (128, 9), 6),
     _zoo("lstm_har", "human-activity LSTM (1x64, last step, dropout) on 128x9 UCI HAR windows, 6 classes",
          (128, 9), 6),
+    _zoo("lstmcell_seq", "two stacked nn.LSTMCell (51 units, PyTorch's time-sequence-prediction example) stepped in a "
+         "Python loop over 64x3 sensor sequences, last step, 5 classes", (64, 3), 5),
+    _zoo("grucell_kws", "streaming keyword spotter: nn.GRUCell (128) stepped over 49x40 log-mel frames, 12 classes",
+         (49, 40), 12),
     _zoo("mlp_tabular", "tabular MLP (256/256/128, batchnorm1d, dropout) on 54 features, 7 classes", (54,), 7),
     _lm("lstm2_lm", f"char-level LSTM language model: embedding 128, 2-layer LSTM 384, seq 100, vocab {VOCAB}",
         100, VOCAB, "zoo"),

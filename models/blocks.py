@@ -49,6 +49,33 @@ class GRUSequence(nn.Module):
         return out
 
 
+class LSTMCellStep(nn.Module):
+    """One ``nn.LSTMCell`` step on ``[x | h | c]`` (input_size + 2 x hidden_size per sample: the input and the state
+    a previous step passed on, so that the state's gradient is computed as in a loop over time), returning the new
+    hidden state ``h'`` (kind ``lstm_cell``'s probe)."""
+
+    def __init__(self, input_size, hidden_size):
+        super().__init__()
+        self.cell = nn.LSTMCell(input_size, hidden_size)
+
+    def forward(self, z):
+        x, h, c = z.split([self.cell.input_size, self.cell.hidden_size, self.cell.hidden_size], dim=-1)
+        return self.cell(x, (h, c))[0]
+
+
+class GRUCellStep(nn.Module):
+    """One ``nn.GRUCell`` step on ``[x | h]`` (input_size + hidden_size per sample), returning the new hidden state
+    (kind ``gru_cell``'s probe)."""
+
+    def __init__(self, input_size, hidden_size):
+        super().__init__()
+        self.cell = nn.GRUCell(input_size, hidden_size)
+
+    def forward(self, z):
+        x, h = z.split([self.cell.input_size, self.cell.hidden_size], dim=-1)
+        return self.cell(x, h)
+
+
 class TransformerBlock(nn.Module):
     """Pre-LayerNorm transformer encoder block with causal self-attention.
 

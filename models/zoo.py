@@ -1185,6 +1185,41 @@ def lstm_har(spec):
     return _LastStepHead(LSTMSequence(spec.input_shape[1], 64), 64, spec.num_classes)
 
 
+class _CellLoop(nn.Module):
+    """Recurrent cells stepped over time in a Python loop, the way seq2seq decoders, char-RNNs and PyTorch's
+    time-sequence-prediction example write them: zero initial states sized by the batch, each cell reading the
+    one below, classified from the top cell's last hidden state."""
+
+    def __init__(self, cells, num_classes):
+        super().__init__()
+        self.cells = nn.ModuleList(cells)
+        self.fc = nn.Linear(cells[-1].hidden_size, num_classes)
+
+    def forward(self, x):  # (B, T, features)
+        states = []
+        for cell in self.cells:
+            h = x.new_zeros(x.size(0), cell.hidden_size)
+            states.append((h, x.new_zeros(x.size(0), cell.hidden_size)) if isinstance(cell, nn.LSTMCell) else h)
+        for t in range(x.size(1)):
+            inp = x[:, t]
+            for i, cell in enumerate(self.cells):
+                states[i] = cell(inp, states[i])
+                inp = states[i][0] if isinstance(cell, nn.LSTMCell) else states[i]
+        return self.fc(inp)
+
+
+def lstmcell_seq(spec):
+    """Two stacked nn.LSTMCell of 51 units, as PyTorch's time-sequence-prediction example stacks them, stepped over
+    64 steps of 3 sensor features, classified from the last step."""
+    return _CellLoop([nn.LSTMCell(spec.input_shape[1], 51), nn.LSTMCell(51, 51)], spec.num_classes)
+
+
+def grucell_kws(spec):
+    """A keyword spotter whose nn.GRUCell of 128 units is stepped over 49 frames of 40 log-mel features (a
+    streaming recognizer updates its state one frame at a time), 12 classes."""
+    return _CellLoop([nn.GRUCell(spec.input_shape[1], 128)], spec.num_classes)
+
+
 class _DeepConvLSTM(nn.Module):
     def __init__(self, channels, num_classes, filters=64, hidden=128):
         super().__init__()

@@ -54,6 +54,8 @@ CONFIGS = {
     "adaptive_avgpool1d": [dict(channels=3, length=9, out_size=1), dict(channels=3, length=9, out_size=3)],
     "gru": [dict(input_size=4, hidden_size=6, seq_len=5, num_layers=1),
             dict(input_size=4, hidden_size=6, seq_len=5, num_layers=2)],
+    "lstm_cell": [dict(input_size=4, hidden_size=6), dict(input_size=1, hidden_size=3)],
+    "gru_cell": [dict(input_size=4, hidden_size=6)],
     "softmax": [dict(numel=24, last_dim=6), dict(numel=7, last_dim=7)],
     "hardswish": [dict(numel=12)],
     "hardsigmoid": [dict(numel=12)],

@@ -3,7 +3,8 @@
 import torch
 from torch import nn
 
-from thor_sdk.models.blocks import GRUSequence, LSTMSequence, TokenPositionalEmbedding, TransformerBlock
+from thor_sdk.models.blocks import (GRUCellStep, GRUSequence, LSTMCellStep, LSTMSequence, TokenPositionalEmbedding,
+                                    TransformerBlock)
 from thor_sdk.layers.kinds import complete_config
 
 
@@ -239,6 +240,10 @@ def build_layer(kind, c):
         return nn.AdaptiveAvgPool1d(_i(c["out_size"]))
     if kind == "gru":
         return GRUSequence(_i(c["input_size"]), _i(c["hidden_size"]), _i(c["num_layers"]))
+    if kind == "lstm_cell":
+        return LSTMCellStep(_i(c["input_size"]), _i(c["hidden_size"]))
+    if kind == "gru_cell":
+        return GRUCellStep(_i(c["input_size"]), _i(c["hidden_size"]))
     if kind == "softmax":
         return nn.Softmax(dim=-1)
     if kind == "upsample":

@@ -169,7 +169,8 @@ def _module_layer(mod, in_shape, out_shape, unsupported, in_axis=0):
     axis 1)."""
     from torch import nn
 
-    from thor_sdk.models.blocks import GRUSequence, LSTMSequence, TokenPositionalEmbedding, TransformerBlock
+    from thor_sdk.models.blocks import (GRUCellStep, GRUSequence, LSTMCellStep, LSTMSequence, TokenPositionalEmbedding,
+                                        TransformerBlock)
 
     label = type(mod).__name__
     if isinstance(mod, nn.Conv1d):
@@ -195,6 +196,8 @@ def _module_layer(mod, in_shape, out_shape, unsupported, in_axis=0):
             unsupported.append("GRU(bidirectional)")
         return "gru", {"input_size": gru.input_size, "hidden_size": gru.hidden_size,
                        "seq_len": in_shape[0], "num_layers": gru.num_layers}
+    if isinstance(mod, (nn.LSTMCell, nn.GRUCell, LSTMCellStep, GRUCellStep)):
+        return _cell_layer(mod, in_shape, in_axis, unsupported)
     if isinstance(mod, nn.Softmax):
         return _softmax_layer(_batch_first_dims(mod.dim, in_axis, len(in_shape) + 1), in_shape, unsupported,
                               "Softmax")
@@ -1036,9 +1039,30 @@ def valid_config(kind, config):
 def _leaf_types():
     from torch import nn
 
-    from thor_sdk.models.blocks import GRUSequence, LSTMSequence, TokenPositionalEmbedding, TransformerBlock
+    from thor_sdk.models.blocks import (GRUCellStep, GRUSequence, LSTMCellStep, LSTMSequence, TokenPositionalEmbedding,
+                                        TransformerBlock)
 
-    return (LSTMSequence, GRUSequence, TokenPositionalEmbedding, TransformerBlock, nn.LSTM, nn.GRU)
+    return (LSTMSequence, GRUSequence, TokenPositionalEmbedding, TransformerBlock, LSTMCellStep, GRUCellStep, nn.LSTM,
+            nn.GRU)
+
+
+def _cell_layer(mod, in_shape, in_axis, unsupported):
+    """``nn.LSTMCell`` / ``nn.GRUCell`` called on a batch of inputs (batch first) as one ``lstm_cell`` / ``gru_cell``
+    step (a loop over time gives one per step); its probes, ``LSTMCellStep`` / ``GRUCellStep``, as themselves."""
+    from torch import nn
+
+    from thor_sdk.models.blocks import LSTMCellStep
+
+    cell = mod.cell if hasattr(mod, "cell") else mod
+    kind = "lstm_cell" if isinstance(mod, (nn.LSTMCell, LSTMCellStep)) else "gru_cell"
+    name = type(cell).__name__
+    if not cell.bias:
+        unsupported.append(f"{name}(bias=False)")
+        return None
+    if mod is cell and (in_axis != 0 or tuple(in_shape or ()) != (cell.input_size,)):
+        unsupported.append(f"{name}(an input of per-sample shape {list(in_shape or ())}, not [{cell.input_size}])")
+        return None
+    return kind, {"input_size": cell.input_size, "hidden_size": cell.hidden_size}
 
 
 def _batch_first_dims(dims, axis, ndim):
