@@ -33,7 +33,7 @@ _BACKPROP_LAYERS = ("convolution", "innerProduct", "flatten", "pooling", "batchn
 _BACKPROP_ACTIVATIONS = ("ReLU", "sigmoid", "tanh")
 _NOT_CONVERTED = ("Embedding", "LSTM", "GRU", "RNN", "LSTMSequence", "TokenPositionalEmbedding", "TransformerBlock",
                   "MultiheadAttention", "TransformerEncoderLayer", "TransformerEncoder", "LayerNorm", "LSTMCell",
-                  "GRUCell", "RNNCell", "LSTMCellStep", "GRUCellStep")
+                  "GRUCell", "RNNCell", "LSTMCellLoop", "GRUCellLoop")
 
 
 def _tracer():

@@ -49,31 +49,36 @@ class GRUSequence(nn.Module):
         return out
 
 
-class LSTMCellStep(nn.Module):
-    """One ``nn.LSTMCell`` step on ``[x | h | c]`` (input_size + 2 x hidden_size per sample: the input and the state
-    a previous step passed on, so that the state's gradient is computed as in a loop over time), returning the new
-    hidden state ``h'`` (kind ``lstm_cell``'s probe)."""
+class LSTMCellLoop(nn.Module):
+    """``nn.LSTMCell`` called once per time step of a ``(B, steps, input_size)`` input, as a Python loop over time
+    calls it, from a zero state, returning the last hidden state (kind ``lstm_cell``'s probe). The steps are read
+    by ``unbind`` (one backward op for all of them; ``x[:, t]`` would zero-fill the whole input's gradient at every
+    step)."""
 
     def __init__(self, input_size, hidden_size):
         super().__init__()
         self.cell = nn.LSTMCell(input_size, hidden_size)
 
-    def forward(self, z):
-        x, h, c = z.split([self.cell.input_size, self.cell.hidden_size, self.cell.hidden_size], dim=-1)
-        return self.cell(x, (h, c))[0]
+    def forward(self, x):
+        h = x.new_zeros(x.size(0), self.cell.hidden_size)
+        state = (h, h)
+        for x_t in x.unbind(1):
+            state = self.cell(x_t, state)
+        return state[0]
 
 
-class GRUCellStep(nn.Module):
-    """One ``nn.GRUCell`` step on ``[x | h]`` (input_size + hidden_size per sample), returning the new hidden state
-    (kind ``gru_cell``'s probe)."""
+class GRUCellLoop(nn.Module):
+    """``nn.GRUCell`` called once per time step, as ``LSTMCellLoop`` (kind ``gru_cell``'s probe)."""
 
     def __init__(self, input_size, hidden_size):
         super().__init__()
         self.cell = nn.GRUCell(input_size, hidden_size)
 
-    def forward(self, z):
-        x, h = z.split([self.cell.input_size, self.cell.hidden_size], dim=-1)
-        return self.cell(x, h)
+    def forward(self, x):
+        h = x.new_zeros(x.size(0), self.cell.hidden_size)
+        for x_t in x.unbind(1):
+            h = self.cell(x_t, h)
+        return h
 
 
 class TransformerBlock(nn.Module):

@@ -188,3 +188,22 @@ def test_the_layer_list_file_keeps_recompute_and_its_schema_bounds_it(tmp_path):
     path.write_text(json.dumps(doc))
     with pytest.raises(FormatError, match="recompute"):
         read_layer_list(str(path))
+
+
+def test_the_estimate_warns_of_recomputed_layers_apart_from_stand_ins():
+    from thor_sdk.layers import approximation_warnings
+
+    est = _estimator()
+    layers = read_layer_list(str(EXAMPLE / "example_cnn.layers.json")).layers
+    i = next(j for j, l in enumerate(layers) if l["kind"] == "conv2d" and l["role"] == "hidden")
+    why = "its forward runs again in backward (torch.utils.checkpoint): 0.33 of its training step added"
+    marked = [dict(l) for l in layers]
+    marked[i] = dict(marked[i], recompute=1 / 3, approx=why)
+    approximated = est.estimate(marked, 8)["approximated"]
+    assert [a["recompute"] for a in approximated] == [pytest.approx(1 / 3)]
+    (line,) = approximation_warnings(approximated)
+    assert "1 layer(s) run under torch.utils.checkpoint" in line
+    # a stand-in inside the checkpoint is both
+    marked[i]["approx"] = "ConvTranspose2d has no kind: a stand-in; " + why
+    lines = approximation_warnings(est.estimate(marked, 8)["approximated"])
+    assert len(lines) == 2 and "stand in for operators" in lines[1]

@@ -54,8 +54,8 @@ CONFIGS = {
     "adaptive_avgpool1d": [dict(channels=3, length=9, out_size=1), dict(channels=3, length=9, out_size=3)],
     "gru": [dict(input_size=4, hidden_size=6, seq_len=5, num_layers=1),
             dict(input_size=4, hidden_size=6, seq_len=5, num_layers=2)],
-    "lstm_cell": [dict(input_size=4, hidden_size=6), dict(input_size=1, hidden_size=3)],
-    "gru_cell": [dict(input_size=4, hidden_size=6)],
+    "lstm_cell": [dict(input_size=4, hidden_size=6, steps=5), dict(input_size=1, hidden_size=3, steps=1)],
+    "gru_cell": [dict(input_size=4, hidden_size=6, steps=3)],
     "softmax": [dict(numel=24, last_dim=6), dict(numel=7, last_dim=7)],
     "hardswish": [dict(numel=12)],
     "hardsigmoid": [dict(numel=12)],
@@ -638,3 +638,72 @@ def test_prelu_with_slopes_along_another_axis_is_refused():
 
 def _n(shape):
     return math.prod(shape)
+
+
+class _CellLoop(nn.Module):
+    """A cell stepped over time in a Python loop, zero states sized by the batch, read from the last state."""
+
+    def __init__(self, cell, steps_first=False):
+        super().__init__()
+        self.cell, self.fc = cell, nn.Linear(cell.hidden_size, 3)
+
+    def forward(self, x):  # (B, T, features)
+        h = torch.zeros(x.size(0), self.cell.hidden_size)
+        state = (h, torch.zeros_like(h)) if isinstance(self.cell, nn.LSTMCell) else h
+        for t in range(x.size(1)):
+            state = self.cell(x[:, t], state)
+        return self.fc(state[0] if isinstance(self.cell, nn.LSTMCell) else state)
+
+
+@pytest.mark.parametrize("cell, kind", [(nn.LSTMCell(5, 7), "lstm_cell"), (nn.GRUCell(5, 7), "gru_cell")])
+def test_a_cell_stepped_over_time_is_one_layer_counting_its_calls(cell, kind):
+    ml = layers_of(_CellLoop(cell), input_shape=[4, 5])
+    assert [l["kind"] for l in ml.layers] == [kind, "output"]
+    (layer,) = ml.layers[:1]
+    # the raw input needs no gradient (the state each call passes on is the layer's own): input
+    assert layer["config"] == {"input_size": 5, "hidden_size": 7, "steps": 4} and layer["role"] == "input"
+    assert layer["op"] == type(cell).__name__
+    # its probe module reads the same, and has the cell's parameters (once: one weight update for all calls)
+    built = build_layer(kind, layer["config"])
+    assert sum(p.numel() for p in built.parameters()) == sum(p.numel() for p in cell.parameters())
+    assert layers_of(nn.Sequential(built, nn.Linear(7, 2)), input_shape=[4, 5]).layers[0]["config"] == \
+        layer["config"]
+
+
+class _StackedCells(nn.Module):
+    """Two cells stacked in one loop (the second reads the first's state) after a linear encoder of each step."""
+
+    def __init__(self):
+        super().__init__()
+        self.enc, self.c1, self.c2, self.fc = nn.Linear(3, 6), nn.GRUCell(6, 8), nn.LSTMCell(8, 4), nn.Linear(4, 2)
+
+    def forward(self, x):
+        h1 = torch.zeros(x.size(0), 8)
+        h2 = c2 = torch.zeros(x.size(0), 4)
+        for x_t in self.enc(x).unbind(1):
+            h1 = self.c1(x_t, h1)
+            h2, c2 = self.c2(h1, (h2, c2))
+        return self.fc(h2)
+
+
+def test_stacked_cells_are_a_layer_each_whose_input_needs_its_gradient():
+    ml = layers_of(_StackedCells(), input_shape=[5, 3])
+    assert [(l["kind"], l["role"], l["config"].get("steps")) for l in ml.layers] == [
+        ("linear", "input", None), ("gru_cell", "hidden", 5), ("lstm_cell", "hidden", 5), ("output", "output", None)]
+
+
+@pytest.mark.parametrize("cell, name", [(nn.LSTMCell(5, 7, bias=False), "LSTMCell(bias=False)"),
+                                        (nn.GRUCell(5, 7, bias=False), "GRUCell(bias=False)")])
+def test_a_cell_without_biases_is_refused_by_name(cell, name):
+    with pytest.raises(UnsupportedOperatorError) as err:
+        layers_of(_CellLoop(cell), input_shape=[3, 5])
+    assert name in err.value.ops
+
+
+def test_a_cells_calls_are_launches_of_its_cost_terms():
+    from thor_sdk.runtime.terms import cost_terms as terms
+
+    c = dict(input_size=3, hidden_size=4, steps=7)
+    assert terms("lstm_cell", c, "hidden")["launches"] == 7.0
+    one = get_kind("lstm_cell").forward_flops(dict(c, steps=1))
+    assert get_kind("lstm_cell").forward_flops(c) == 7 * one

@@ -50,7 +50,7 @@ SIZE_FACTOR = 2.0
 #: features scaled by the size factor (others are structural and kept as in the zoo layer)
 SIZE_FEATURES = {"in_channels", "out_channels", "channels", "height", "width", "length", "in_features",
                  "out_features", "tokens", "numel", "seq_len", "hidden_size", "input_size", "d_model", "d_ff",
-                 "normalized", "embedding_dim", "embed_dim", "kv_len", "spatial", "rows", "reduced", "inner"}
+                 "normalized", "embedding_dim", "embed_dim", "kv_len", "spatial", "rows", "reduced", "inner", "steps"}
 #: widths whose alignment the scaling keeps: a zoo layer's value divisible by 8 scales to multiples of 8.
 #: oneDNN convolutions run 1.4-1.8x slower on unaligned channel counts (host, one thread, 3x3 at 16x16:
 #: 32->32 61 GFLOP/s, 31->33 44; 16->88 76, 17->87 42); real nets use multiples of 8, and candidates of
@@ -67,7 +67,8 @@ GENERIC_KINDS = ("elementwise", "clamp")
 TIED = (("height", "width"), ("seq_len", "kv_len"))
 #: sequence lengths and 1-D windows scale by a wider factor: an app picks its window (1 s or 4 s of sensor
 #: data, 32 or 128 tokens) more freely than a net's widths, and the zoo's sequences are long (64-128 steps)
-SEQUENCE_FEATURES = {"seq_len", "tokens", "length", "kv_len", "spatial"}  # spatial (H x W): a side's factor squared
+SEQUENCE_FEATURES = {"seq_len", "tokens", "length", "kv_len", "spatial", "steps"}  # spatial (H x W): a side's factor
+# squared; steps: a recurrent cell's calls, a loop's length
 SEQUENCE_FACTOR = 4.0
 #: this share of a kind's candidates takes a structural neighbour of its zoo layer, so that a profile also
 #: measures what an unseen net builds from the same kind: the next odd kernel size up or down
@@ -83,7 +84,7 @@ DILATION_NEIGHBOUR_KINDS = ("conv1d", "conv2d")
 DILATION_NEIGHBOUR_SHARE = 0.15
 #: kinds a third of whose neighbour share is a square kernel's one-sided half (``_rect_neighbour``)
 RECT_NEIGHBOUR_KINDS = ("conv2d", "maxpool2d", "avgpool2d")
-ROLE_NEIGHBOUR_KINDS = ("gru", "lstm")
+ROLE_NEIGHBOUR_KINDS = ("gru", "lstm", "gru_cell", "lstm_cell")
 #: kinds whose attention dropout ``p`` a neighbour share flips (a dropout to none, none to 0.1), drawn from a
 #: Sobol dimension of its own: ``nn.MultiheadAttention`` defaults to none and ``nn.TransformerEncoderLayer`` to
 #: 0.1, and dropout on the attention probabilities costs much (profile 25's mha GP, its self-attention samples

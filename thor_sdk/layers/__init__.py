@@ -210,14 +210,21 @@ def approximation_warnings(approximated, where=""):
     """One warning line each for an estimate's approximated layers (``approximated``: the runtime's list):
     layers setting a feature their kind's model predates (``unread_feature``: a dilation read by an estimator fitted
     before it was a feature), stand-ins (a kind the estimator has, standing in for an operator without one of its
-    own: nothing to probe) and the rest (the generic elementwise kind, or a kind the estimator lacks: probing it
-    would help).
+    own: nothing to probe), layers run under ``torch.utils.checkpoint`` (``recompute``) and the rest (the generic
+    elementwise kind, or a kind the estimator lacks: probing it would help).
     ``where``: what the layers are approximated in (" in the time estimate")."""
+    from .trace import RECOMPUTE_REASON
+
     unread = [a for a in approximated if a.get("unread_feature")]
-    stand_ins = [a for a in approximated if a["kind"] != "elementwise" and not a.get("missing_kind")
-                 and a not in unread]
-    generic = [a for a in approximated if a not in stand_ins and a not in unread]
+    recomputed = [a for a in approximated if a.get("recompute")]
+    others = [a for a in approximated if not str(a.get("reason", "")).startswith(RECOMPUTE_REASON)]
+    stand_ins = [a for a in others if a["kind"] != "elementwise" and not a.get("missing_kind") and a not in unread]
+    generic = [a for a in others if a not in stand_ins and a not in unread]
     out = []
+    if recomputed:
+        out.append(f"{len(recomputed)} layer(s){where} run under torch.utils.checkpoint: the forward they run again in "
+                   "backward is added as its FLOPs' share of their step, their std widened (docs/layer-list.md, "
+                   "activation checkpointing)")
     if unread:
         kinds = ", ".join(sorted({a["kind"] for a in unread}))
         out.append(f"{len(unread)} layer(s){where} set a feature their kind's model was fitted without ({kinds}: "

@@ -3,7 +3,7 @@
 import torch
 from torch import nn
 
-from thor_sdk.models.blocks import (GRUCellStep, GRUSequence, LSTMCellStep, LSTMSequence, TokenPositionalEmbedding,
+from thor_sdk.models.blocks import (GRUCellLoop, GRUSequence, LSTMCellLoop, LSTMSequence, TokenPositionalEmbedding,
                                     TransformerBlock)
 from thor_sdk.layers.kinds import complete_config
 
@@ -241,9 +241,9 @@ def build_layer(kind, c):
     if kind == "gru":
         return GRUSequence(_i(c["input_size"]), _i(c["hidden_size"]), _i(c["num_layers"]))
     if kind == "lstm_cell":
-        return LSTMCellStep(_i(c["input_size"]), _i(c["hidden_size"]))
+        return LSTMCellLoop(_i(c["input_size"]), _i(c["hidden_size"]))
     if kind == "gru_cell":
-        return GRUCellStep(_i(c["input_size"]), _i(c["hidden_size"]))
+        return GRUCellLoop(_i(c["input_size"]), _i(c["hidden_size"]))
     if kind == "softmax":
         return nn.Softmax(dim=-1)
     if kind == "upsample":

@@ -7,7 +7,7 @@ import operator
 from thor_sdk.errors import ModelError, UnsupportedOperatorError, UsageError
 
 from .kinds import complete_config, get_kind
-from .trace import RECOMPUTED
+from .trace import RECOMPUTE_REASON, RECOMPUTED
 
 
 def _prod(shape):
@@ -169,7 +169,7 @@ def _module_layer(mod, in_shape, out_shape, unsupported, in_axis=0):
     axis 1)."""
     from torch import nn
 
-    from thor_sdk.models.blocks import (GRUCellStep, GRUSequence, LSTMCellStep, LSTMSequence, TokenPositionalEmbedding,
+    from thor_sdk.models.blocks import (GRUCellLoop, GRUSequence, LSTMCellLoop, LSTMSequence, TokenPositionalEmbedding,
                                         TransformerBlock)
 
     label = type(mod).__name__
@@ -196,7 +196,7 @@ def _module_layer(mod, in_shape, out_shape, unsupported, in_axis=0):
             unsupported.append("GRU(bidirectional)")
         return "gru", {"input_size": gru.input_size, "hidden_size": gru.hidden_size,
                        "seq_len": in_shape[0], "num_layers": gru.num_layers}
-    if isinstance(mod, (nn.LSTMCell, nn.GRUCell, LSTMCellStep, GRUCellStep)):
+    if isinstance(mod, (nn.LSTMCell, nn.GRUCell, LSTMCellLoop, GRUCellLoop)):
         return _cell_layer(mod, in_shape, in_axis, unsupported)
     if isinstance(mod, nn.Softmax):
         return _softmax_layer(_batch_first_dims(mod.dim, in_axis, len(in_shape) + 1), in_shape, unsupported,
@@ -1039,30 +1039,37 @@ def valid_config(kind, config):
 def _leaf_types():
     from torch import nn
 
-    from thor_sdk.models.blocks import (GRUCellStep, GRUSequence, LSTMCellStep, LSTMSequence, TokenPositionalEmbedding,
+    from thor_sdk.models.blocks import (GRUCellLoop, GRUSequence, LSTMCellLoop, LSTMSequence, TokenPositionalEmbedding,
                                         TransformerBlock)
 
-    return (LSTMSequence, GRUSequence, TokenPositionalEmbedding, TransformerBlock, LSTMCellStep, GRUCellStep, nn.LSTM,
+    return (LSTMSequence, GRUSequence, TokenPositionalEmbedding, TransformerBlock, LSTMCellLoop, GRUCellLoop, nn.LSTM,
             nn.GRU)
 
 
+#: kinds of a recurrent cell called once per time step: a module's calls are one layer of ``steps`` calls
+CELL_KINDS = ("lstm_cell", "gru_cell")
+
+
 def _cell_layer(mod, in_shape, in_axis, unsupported):
-    """``nn.LSTMCell`` / ``nn.GRUCell`` called on a batch of inputs (batch first) as one ``lstm_cell`` / ``gru_cell``
-    step (a loop over time gives one per step); its probes, ``LSTMCellStep`` / ``GRUCellStep``, as themselves."""
+    """One call of ``nn.LSTMCell`` / ``nn.GRUCell`` on a batch of inputs (batch first) as an ``lstm_cell`` /
+    ``gru_cell`` of 1 step (``layers_from_module`` counts a module's calls into its first call's layer); its probes,
+    ``LSTMCellLoop`` / ``GRUCellLoop``, as themselves."""
     from torch import nn
 
-    from thor_sdk.models.blocks import LSTMCellStep
+    from thor_sdk.models.blocks import LSTMCellLoop
 
     cell = mod.cell if hasattr(mod, "cell") else mod
-    kind = "lstm_cell" if isinstance(mod, (nn.LSTMCell, LSTMCellStep)) else "gru_cell"
+    kind = "lstm_cell" if isinstance(mod, (nn.LSTMCell, LSTMCellLoop)) else "gru_cell"
     name = type(cell).__name__
     if not cell.bias:
         unsupported.append(f"{name}(bias=False)")
         return None
-    if mod is cell and (in_axis != 0 or tuple(in_shape or ()) != (cell.input_size,)):
-        unsupported.append(f"{name}(an input of per-sample shape {list(in_shape or ())}, not [{cell.input_size}])")
+    shape = tuple(in_shape or ())
+    steps = shape[0] if mod is not cell and len(shape) == 2 else 1
+    if in_axis != 0 or shape[-1:] != (cell.input_size,) or len(shape) != (1 if mod is cell else 2):
+        unsupported.append(f"{name}(an input of per-sample shape {list(shape)}, not [{cell.input_size}])")
         return None
-    return kind, {"input_size": cell.input_size, "hidden_size": cell.hidden_size}
+    return kind, {"input_size": cell.input_size, "hidden_size": cell.hidden_size, "steps": steps}
 
 
 def _batch_first_dims(dims, axis, ndim):
@@ -1833,6 +1840,7 @@ def layers_from_module(module, input_shape, input_dtype="float32", vocab=None, s
     fixed = set()  # tensors made without the input's values or parameters, the same at every batch size
     made = set()  # tensors made without the input's values or parameters, sized by the batch (_makes_a_tensor)
     lookups = {}  # embedding node -> (its layer, whether its ids are fixed: positions); _positional_sum
+    cells = {}  # a cell module's target -> the layer of its first call, which counts its calls (steps)
 
     def fixed_shape(n):
         """The full shape of a tensor in ``fixed`` (a mask, position ids), else None."""
@@ -1930,13 +1938,27 @@ def layers_from_module(module, input_shape, input_dtype="float32", vocab=None, s
                 got = ("elementwise", {"numel": _prod(shape)})
         if got is None:
             continue
+        if node.op == "call_module" and got[0] in CELL_KINDS:
+            # a cell's calls are one layer (one weight update): at its first call, counting steps; its role is its
+            # input's (the state a call passes to the next is the layer's own)
+            x_grad = bool(node.args) and needs_grad.get(node.args[0], False)
+            first = cells.get(node.target)
+            if first is None:
+                add_layer(layers, name, got, x_grad, op_label(node, gm), approx)
+                cells[node.target] = layers[-1]
+            else:
+                first["config"]["steps"] += 1
+                if x_grad:
+                    first["role"] = "hidden"
+            continue
         add_layer(layers, name, got, upstream, op_label(node, gm), approx)
         if node.op == "call_module" and got[0] == "embedding" and not approx:
             lookups[node] = (layers[-1], bool(node.args) and node.args[0] in fixed)
     _mark_recomputed(layers, *pending)
     recomputed = [layer["name"] for layer in layers if layer.get(RECOMPUTED)]
     if recomputed and unknown_ops == "error":
-        which = recomputed[0] if len(recomputed) == 1 else f"{len(recomputed)} layers, {recomputed[0]} .. {recomputed[-1]}"
+        which = (recomputed[0] if len(recomputed) == 1
+                 else f"{len(recomputed)} layers, {recomputed[0]} .. {recomputed[-1]}")
         unsupported.append(f"torch.utils.checkpoint ({which}: their forward runs again in backward, which no "
                            "probe measures; --unknown-ops approx adds it as their forward FLOPs' share)")
     refuse_unsupported(unsupported, source, unknown_ops)
@@ -1945,8 +1967,7 @@ def layers_from_module(module, input_shape, input_dtype="float32", vocab=None, s
         if layer.pop(RECOMPUTED, False):
             share = get_kind(layer["kind"]).forward_share(layer["config"], layer["role"])
             layer["recompute"] = share
-            why = (f"its forward runs again in backward (torch.utils.checkpoint): {share:.2f} of its training step "
-                   "added, its forward FLOPs' share")
+            why = f"{RECOMPUTE_REASON}: {share:.2f} of its training step added, its forward FLOPs' share"
             layer["approx"] = f"{layer['approx']}; {why}" if layer.get("approx") else why
     return layers
 

@@ -95,7 +95,7 @@ class Kind:
         ``P`` terms are zero for kinds without parameters. The extra per-sample bytes, written in the
         forward and read back in the backward: ``lstm`` its gates and cell state per time step and
         layer (``2*4*seq_len*num_layers*5*hidden``), ``gru`` its gates and hidden state
-        (``2*4*seq_len*num_layers*4*hidden``), ``lstm_cell`` and ``gru_cell`` one step's of those, ``transformer_block`` its attention scores and
+        (``2*4*seq_len*num_layers*4*hidden``), ``lstm_cell`` and ``gru_cell`` those of each call, ``transformer_block`` its attention scores and
         probabilities (``2*seq_len^2*n_heads``) and its other saved activations
         (``seq_len*(4*n_heads*head_dim + 4*d_model + 2*d_ff)``), both times ``2*4``; ``mha`` its queries, keys,
         values and heads' output (``2*embed_dim*(seq_len + kv_len)``) and, on the explicit path (need_weights)
@@ -362,14 +362,13 @@ KINDS = {
              "adaptive average pooling of (channels, length) to out_size (global pooling when 1)", False),
         Kind("gru", ("input_size", "hidden_size", "seq_len", "num_layers"),
              "GRU over a sequence (batch first), returning the whole output sequence", True),
-        Kind("lstm_cell", ("input_size", "hidden_size"),
-             "one step of nn.LSTMCell (with its biases): the input and the state (h, c) a previous step passed on, "
-             "input_size + 2 x hidden_size per sample, to the new hidden state; a loop over time is one layer "
-             "per step", True),
-        Kind("gru_cell", ("input_size", "hidden_size"),
-             "one step of nn.GRUCell (with its biases): the input and the hidden state a previous step passed on, "
-             "input_size + hidden_size per sample, to the new hidden state; a loop over time is one layer per step",
-             True),
+        Kind("lstm_cell", ("input_size", "hidden_size", "steps"),
+             "nn.LSTMCell (with its biases) called steps times in a training step, as a Python loop over time "
+             "calls it: each call on one time step's input (batch first, input_size) and the state the call before "
+             "returned, from a zero state; one weight update for all of them", True),
+        Kind("gru_cell", ("input_size", "hidden_size", "steps"),
+             "nn.GRUCell (with its biases) called steps times in a training step, as a Python loop over time "
+             "calls it (see lstm_cell)", True),
         Kind("softmax", ("numel", "last_dim"),
              "softmax over the last dimension (last_dim elements) of numel elements per sample", False),
         Kind("hardswish", ("numel",), "hard swish; numel = elements per sample", False),
@@ -481,8 +480,8 @@ _SHAPES = {
                   lambda c: (c["channels"], _conv_out(c["length"], c["kernel"], c["stride"], c["padding"]))),
     "adaptive_avgpool1d": (lambda c: (c["channels"], c["length"]), lambda c: (c["channels"], c["out_size"])),
     "gru": (lambda c: (c["seq_len"], c["input_size"]), lambda c: (c["seq_len"], c["hidden_size"])),
-    "lstm_cell": (lambda c: (c["input_size"] + 2 * c["hidden_size"],), lambda c: (c["hidden_size"],)),
-    "gru_cell": (lambda c: (c["input_size"] + c["hidden_size"],), lambda c: (c["hidden_size"],)),
+    "lstm_cell": (lambda c: (c["steps"], c["input_size"]), lambda c: (c["hidden_size"],)),
+    "gru_cell": (lambda c: (c["steps"], c["input_size"]), lambda c: (c["hidden_size"],)),
     "softmax": (lambda c: _softmax_shape(c),) * 2,
     "upsample": (lambda c: (c["channels"], c["height"], c["width"]),
                  lambda c: (c["channels"], c["height"] * c["scale"], c["width"] * c["scale"])),
@@ -582,9 +581,10 @@ _FLOPS = {
     # 3 gates x 2 matmuls per time step and layer (multiply-add = 2), plus ~10 elementwise ops per unit
     "gru": lambda c: c["seq_len"] * sum(6.0 * c["hidden_size"] * (i + c["hidden_size"]) + 10.0 * c["hidden_size"]
                                         for i in _rnn_layer_inputs(c)),
-    # one time step of one layer of lstm and gru, as those kinds count it
-    "lstm_cell": lambda c: 8.0 * c["hidden_size"] * (c["input_size"] + c["hidden_size"]),
-    "gru_cell": lambda c: 6.0 * c["hidden_size"] * (c["input_size"] + c["hidden_size"]) + 10.0 * c["hidden_size"],
+    # per call, one time step of one layer of lstm and gru, as those kinds count it
+    "lstm_cell": lambda c: c["steps"] * 8.0 * c["hidden_size"] * (c["input_size"] + c["hidden_size"]),
+    "gru_cell": lambda c: c["steps"] * (6.0 * c["hidden_size"] * (c["input_size"] + c["hidden_size"])
+                                        + 10.0 * c["hidden_size"]),
     "softmax": lambda c: 5.0 * _prod(_softmax_shape(c)),  # max, subtract, exp, sum, divide
     "hardswish": lambda c: 4.0 * c["numel"],
     "hardsigmoid": lambda c: 3.0 * c["numel"],
@@ -654,9 +654,9 @@ def _tb_saved(c):
 _EXTRA_BYTES = {
     "lstm": lambda c, runs: 2 * 4.0 * c["seq_len"] * c["num_layers"] * 5 * c["hidden_size"],
     "gru": lambda c, runs: 2 * 4.0 * c["seq_len"] * c["num_layers"] * 4 * c["hidden_size"],
-    # one step's gates and cell state (lstm), gates and hidden state (gru), as those kinds count a step
-    "lstm_cell": lambda c, runs: 2 * 4.0 * 5 * c["hidden_size"],
-    "gru_cell": lambda c, runs: 2 * 4.0 * 4 * c["hidden_size"],
+    # per call, its gates and cell state (lstm), gates and hidden state (gru), as those kinds count a step
+    "lstm_cell": lambda c, runs: 2 * 4.0 * c["steps"] * 5 * c["hidden_size"],
+    "gru_cell": lambda c, runs: 2 * 4.0 * c["steps"] * 4 * c["hidden_size"],
     "transformer_block": lambda c, runs: 2 * 4.0 * _tb_saved(c),
     # the row statistics of the softmax (a fused kernel saves them for its backward); with dropout the probabilities
     # and their mask (the explicit path)

@@ -5,6 +5,8 @@ import operator
 
 #: ``node.meta`` key of the nodes traced inside ``torch.utils.checkpoint``: their forward runs again in backward
 RECOMPUTED = "thor_recomputed"
+#: how a recomputed layer's ``approx`` reason begins (after a stand-in's own reason, where it is one too)
+RECOMPUTE_REASON = "its forward runs again in backward (torch.utils.checkpoint)"
 
 
 class ModelRunError(Exception):

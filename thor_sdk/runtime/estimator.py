@@ -657,7 +657,8 @@ class Estimator:
                 row["approx"] = why
                 approximated.append({"index": i, "name": layer.get("name"), "op": layer.get("op"),
                                      "kind": layer["kind"], "missing_kind": key is None, "reason": why,
-                                     **({"unread_feature": True} if key is not None and unread else {})})
+                                     **({"unread_feature": True} if key is not None and unread else {}),
+                                     **({"recompute": float(layer["recompute"])} if layer.get("recompute") else {})})
             out_layers.append(row)
         total_var += [fsum(extras) ** 2 for extras in op_extra.values()]
         layers_var = fsum(total_var)

@@ -3,7 +3,7 @@
 FLOPs and bytes are affine in the batch size ``b``: ``flops(b) = flops_per_sample * b + flops_fixed``
 (the optimizer update is per step, not per sample), likewise bytes. ``launches`` is how many times
 the layer's work is issued one after the other in a step: ``seq_len * num_layers`` for recurrent
-kinds (each time step waits for the previous one), 1 for every other kind; the mean function's
+kinds (each time step waits for the previous one), ``steps`` for a cell's calls, 1 for every other kind; the mean function's
 overhead is paid per launch. A layer list may carry them as ``layer["cost"] = {"flops_per_sample",
 "flops_fixed", "bytes_per_sample", "bytes_fixed"[, "launches"]}`` (what the Java and Swift runtimes
 read; launches defaults to 1); the Python runtime computes them from ``thor_sdk.layers.kinds`` (plain
@@ -16,6 +16,8 @@ from thor_sdk.errors import UsageError
 
 TERM_KEYS = ("flops_per_sample", "flops_fixed", "bytes_per_sample", "bytes_fixed")
 RECURRENT = ("lstm", "gru")
+#: a cell called once per time step: ``steps`` launches
+CELLS = ("lstm_cell", "gru_cell")
 
 
 def cost_terms(kind, config, role):
@@ -23,7 +25,8 @@ def cost_terms(kind, config, role):
     from thor_sdk.layers.kinds import get_kind
 
     out = {key: max(float(v), 0.0) for key, v in zip(TERM_KEYS, get_kind(kind).train_terms(config, role))}
-    out["launches"] = float(config["seq_len"] * config["num_layers"]) if kind in RECURRENT else 1.0
+    out["launches"] = (float(config["seq_len"] * config["num_layers"]) if kind in RECURRENT
+                       else float(config["steps"]) if kind in CELLS else 1.0)
     return out
 
 
