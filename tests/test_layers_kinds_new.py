@@ -643,7 +643,7 @@ def _n(shape):
 class _CellLoop(nn.Module):
     """A cell stepped over time in a Python loop, zero states sized by the batch, read from the last state."""
 
-    def __init__(self, cell, steps_first=False):
+    def __init__(self, cell):
         super().__init__()
         self.cell, self.fc = cell, nn.Linear(cell.hidden_size, 3)
 
