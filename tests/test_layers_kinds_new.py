@@ -707,3 +707,22 @@ def test_a_cells_calls_are_launches_of_its_cost_terms():
     assert terms("lstm_cell", c, "hidden")["launches"] == 7.0
     one = get_kind("lstm_cell").forward_flops(dict(c, steps=1))
     assert get_kind("lstm_cell").forward_flops(c) == 7 * one
+
+
+class _TwiceLinear(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.shared, self.fc = nn.Linear(6, 6), nn.Linear(6, 2)
+
+    def forward(self, x):
+        return self.fc(self.shared(torch.relu(self.shared(x))))
+
+
+def test_a_module_with_weights_called_twice_is_named_in_a_warning_a_cell_loop_is_not():
+    from thor_sdk.api import repeated_module_warnings
+
+    (line,) = repeated_module_warnings(layers_of(_TwiceLinear(), input_shape=[6]).layers)
+    assert "1 module(s) with weights called more than once" in line and "shared x2" in line
+    assert repeated_module_warnings(layers_of(_CellLoop(nn.GRUCell(5, 7)), input_shape=[4, 5]).layers) == []
+    assert repeated_module_warnings(layers_of(nn.Sequential(nn.Linear(6, 6), nn.ReLU(), nn.Linear(6, 2)),
+                                              input_shape=[6]).layers) == []

@@ -473,6 +473,7 @@ def estimate_layers(est, ml, batch_size, unknown_ops="error", level=None):
         from thor_sdk.layers import approximation_warnings
 
         warnings += approximation_warnings(result["approximated"])
+    warnings += repeated_module_warnings(ml.layers)
     outside = [(i, row) for i, row in enumerate(result["layers"]) if row.get("outside")]
     if outside:  # where the samples never were, the GP falls back to its mean function with a wider std
         eg = "; ".join(f"layer {i} ({row.get('name') or row['kind']}): " + ", ".join(
@@ -483,6 +484,26 @@ def estimate_layers(est, ml, batch_size, unknown_ops="error", level=None):
                         "measures them")
     result["warnings"] = warnings
     return result
+
+
+def repeated_module_warnings(layers):
+    """One warning line where a module with weights is called more than once in a step (its layers share a name the
+    torch.fx reader took from the module; a recurrent cell's calls are one layer already): each call is estimated as a
+    layer of its own, as if its weights were updated once per call, where the model updates them once."""
+    from collections import Counter
+
+    from thor_sdk.layers.kinds import get_kind
+
+    calls = Counter(layer.get("name") for layer in layers
+                    if layer.get("op") and layer.get("name") and get_kind(layer["kind"]).has_params)
+    repeated = sorted((n, c) for n, c in calls.items() if c > 1)
+    if not repeated:
+        return []
+    eg = ", ".join(f"{n} x{c}" for n, c in repeated[:3]) + (", ..." if len(repeated) > 3 else "")
+    return [f"{len(repeated)} module(s) with weights called more than once in a step ({eg}): each call is estimated "
+            "as a layer of its own, its weight update and a step's fixed costs counted per call, which the model "
+            "pays once (recurrent cells' calls read 2.0-2.3x so before they were one layer, "
+            "bench/results/composition-host-20261128-cell-steps.md): for small layers an overestimate"]
 
 
 #: reference readings ``measure_level`` takes unless told otherwise, and at most
