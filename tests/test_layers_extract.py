@@ -380,7 +380,8 @@ def test_a_token_and_a_positional_lookup_summed_are_one_positional_embedding():
     class Embed(nn.Module):
         def __init__(self, form):
             super().__init__()
-            self.form, self.wte, self.wpe, self.tt = form, nn.Embedding(50, 16), nn.Embedding(32, 16), nn.Embedding(2, 16)
+            self.form, self.wte, self.wpe = form, nn.Embedding(50, 16), nn.Embedding(32, 16)
+            self.tt = nn.Embedding(2, 16)
             self.register_buffer("position_ids", torch.arange(32).expand((1, -1)))
             self.head = nn.Linear(16, 50)
 

@@ -5,6 +5,7 @@ import io
 import operator
 
 from thor_sdk.errors import ModelError, UnsupportedOperatorError, UsageError
+from thor_sdk.runtime.terms import CELLS
 
 from .kinds import complete_config, get_kind
 from .trace import RECOMPUTE_REASON, RECOMPUTED
@@ -1046,30 +1047,24 @@ def _leaf_types():
             nn.GRU)
 
 
-#: kinds of a recurrent cell called once per time step: a module's calls are one layer of ``steps`` calls
-CELL_KINDS = ("lstm_cell", "gru_cell")
-
-
 def _cell_layer(mod, in_shape, in_axis, unsupported):
     """One call of ``nn.LSTMCell`` / ``nn.GRUCell`` on a batch of inputs (batch first) as an ``lstm_cell`` /
     ``gru_cell`` of 1 step (``layers_from_module`` counts a module's calls into its first call's layer); its probes,
     ``LSTMCellLoop`` / ``GRUCellLoop``, as themselves."""
     from torch import nn
 
-    from thor_sdk.models.blocks import LSTMCellLoop
-
-    cell = mod.cell if hasattr(mod, "cell") else mod
-    kind = "lstm_cell" if isinstance(mod, (nn.LSTMCell, LSTMCellLoop)) else "gru_cell"
+    cell = mod.cell if hasattr(mod, "cell") else mod  # a probe's loop holds its cell
     name = type(cell).__name__
     if not cell.bias:
         unsupported.append(f"{name}(bias=False)")
         return None
     shape = tuple(in_shape or ())
-    steps = shape[0] if mod is not cell and len(shape) == 2 else 1
     if in_axis != 0 or shape[-1:] != (cell.input_size,) or len(shape) != (1 if mod is cell else 2):
         unsupported.append(f"{name}(an input of per-sample shape {list(shape)}, not [{cell.input_size}])")
         return None
-    return kind, {"input_size": cell.input_size, "hidden_size": cell.hidden_size, "steps": steps}
+    steps = 1 if mod is cell else shape[0]
+    return ("lstm_cell" if isinstance(cell, nn.LSTMCell) else "gru_cell",
+            {"input_size": cell.input_size, "hidden_size": cell.hidden_size, "steps": steps})
 
 
 def _batch_first_dims(dims, axis, ndim):
@@ -1938,7 +1933,7 @@ def layers_from_module(module, input_shape, input_dtype="float32", vocab=None, s
                 got = ("elementwise", {"numel": _prod(shape)})
         if got is None:
             continue
-        if node.op == "call_module" and got[0] in CELL_KINDS:
+        if node.op == "call_module" and got[0] in CELLS:
             # a cell's calls are one layer (one weight update): at its first call, counting steps; its role is its
             # input's (the state a call passes to the next is the layer's own)
             x_grad = bool(node.args) and needs_grad.get(node.args[0], False)

@@ -89,23 +89,22 @@ class Kind:
             update    12*P                                            SGD: read + write params, read grads
             extra     b * extra_per_sample                            kind-specific, see below
 
-        ``P_fwd = P`` except ``embedding``, whose forward reads only the ``seq_len`` rows it looks up
-        (``seq_len * embedding_dim * (1 + positional)``). The backward terms count only when the
-        backward runs (``backward_runs``: parameters, or an input that needs a gradient); the
-        ``P`` terms are zero for kinds without parameters. The extra per-sample bytes, written in the
-        forward and read back in the backward: ``lstm`` its gates and cell state per time step and
-        layer (``2*4*seq_len*num_layers*5*hidden``), ``gru`` its gates and hidden state
-        (``2*4*seq_len*num_layers*4*hidden``), ``lstm_cell`` and ``gru_cell`` those of each call, ``transformer_block`` its attention scores and
-        probabilities (``2*seq_len^2*n_heads``) and its other saved activations
-        (``seq_len*(4*n_heads*head_dim + 4*d_model + 2*d_ff)``), both times ``2*4``; ``mha`` its queries, keys,
-        values and heads' output (``2*embed_dim*(seq_len + kv_len)``) and, on the explicit path (need_weights)
-        and for its dropout mask (p > 0), the attention probabilities (``num_heads*seq_len*kv_len`` each), times
-        ``2*4``; ``sdpa`` its softmax's row statistics (``num_heads*seq_len``) and with dropout its probabilities
-        and their mask (``2*num_heads*seq_len*kv_len``), times ``2*4``; max pooling its
-        int64 argmax indices (``2*8*O``; ``adaptive_maxpool2d`` too, ``8*O`` without a backward), ``reduce_max`` with
-        ``indices`` its int64 argmax (``2*8*rows*inner``), dropout its byte mask (``2*numel``), dropout2d its float
-        mask of one value per channel (``2*4*channels``); ``add``, ``sub`` and a full-size ``mul`` read a second
-        operand (``4*numel``; ``mul`` also saves it for the backward and writes its gradient, ``+8*numel``; ``sub``'s
+        ``P_fwd = P`` except ``embedding``, whose forward reads only the ``seq_len`` rows it looks up (``seq_len *
+        embedding_dim * (1 + positional)``). The backward terms count only when the backward runs
+        (``backward_runs``: parameters, or an input that needs a gradient); the ``P`` terms are zero for kinds
+        without parameters. The extra per-sample bytes, written in the forward and read back in the backward:
+        ``lstm`` its gates and cell state per time step and layer (``2*4*seq_len*num_layers*5*hidden``), ``gru`` its
+        gates and hidden state (``2*4*seq_len*num_layers*4*hidden``), ``lstm_cell`` and ``gru_cell`` those of each
+        call, ``transformer_block`` its attention scores and probabilities (``2*seq_len^2*n_heads``) and its other
+        saved activations (``seq_len*(4*n_heads*head_dim + 4*d_model + 2*d_ff)``), both times ``2*4``; ``mha`` its
+        queries, keys, values and heads' output (``2*embed_dim*(seq_len + kv_len)``) and, on the explicit path
+        (need_weights) and for its dropout mask (p > 0), the attention probabilities (``num_heads*seq_len*kv_len``
+        each), times ``2*4``; ``sdpa`` its softmax's row statistics (``num_heads*seq_len``) and with dropout its
+        probabilities and their mask (``2*num_heads*seq_len*kv_len``), times ``2*4``; max pooling its int64 argmax
+        indices (``2*8*O``; ``adaptive_maxpool2d`` too, ``8*O`` without a backward), ``reduce_max`` with ``indices``
+        its int64 argmax (``2*8*rows*inner``), dropout its byte mask (``2*numel``), dropout2d its float mask of one
+        value per channel (``2*4*channels``); ``add``, ``sub`` and a full-size ``mul`` read a second operand
+        (``4*numel``; ``mul`` also saves it for the backward and writes its gradient, ``+8*numel``; ``sub``'s
         backward negates the gradient, ``+8*numel``). Affine in ``b`` (per-sample + per-step terms), as the runtime
         needs.
         """

@@ -1,13 +1,13 @@
 """A layer's cost terms (training FLOPs, bytes moved, sequential launches) for the estimator's mean function.
 
 FLOPs and bytes are affine in the batch size ``b``: ``flops(b) = flops_per_sample * b + flops_fixed``
-(the optimizer update is per step, not per sample), likewise bytes. ``launches`` is how many times
-the layer's work is issued one after the other in a step: ``seq_len * num_layers`` for recurrent
-kinds (each time step waits for the previous one), ``steps`` for a cell's calls, 1 for every other kind; the mean function's
-overhead is paid per launch. A layer list may carry them as ``layer["cost"] = {"flops_per_sample",
-"flops_fixed", "bytes_per_sample", "bytes_fixed"[, "launches"]}`` (what the Java and Swift runtimes
-read; launches defaults to 1); the Python runtime computes them from ``thor_sdk.layers.kinds`` (plain
-Python, no torch) when they are absent. Standard library only.
+(the optimizer update is per step, not per sample), likewise bytes. ``launches`` is how many times the
+layer's work is issued one after the other in a step: ``seq_len * num_layers`` for recurrent kinds (each
+time step waits for the previous one), ``steps`` for a cell's calls, 1 for every other kind; the mean
+function's overhead is paid per launch. A layer list may carry them as ``layer["cost"] =
+{"flops_per_sample", "flops_fixed", "bytes_per_sample", "bytes_fixed"[, "launches"]}`` (what the Java
+and Swift runtimes read; launches defaults to 1); the Python runtime computes them from
+``thor_sdk.layers.kinds`` (plain Python, no torch) when they are absent. Standard library only.
 """
 
 import math
