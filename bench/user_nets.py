@@ -936,6 +936,91 @@ class CharGRUCell(nn.Module):
         return self.out(h)
 
 
+def _dw_separable(cin, cout, stride):
+    return [nn.Conv2d(cin, cin, 3, stride, 1, groups=cin, bias=False), nn.BatchNorm2d(cin), nn.ReLU(inplace=True),
+            nn.Conv2d(cin, cout, 1, bias=False), nn.BatchNorm2d(cout), nn.ReLU(inplace=True)]
+
+
+class FrozenMobileNetFT(nn.Module):
+    """Transfer learning as on-device personalisation runs it (TensorFlow Lite's model personalization, Core ML's
+    updatable classifier): a MobileNetV1-style backbone of depthwise-separable blocks (widths 32-256) on 3x64x64
+    images, pretrained and frozen with ``requires_grad_(False)`` (left in training mode, as ``model.train()`` leaves
+    it: its batch norms use the batch's statistics), and a new classifier of the user's 5 classes trained."""
+
+    def __init__(self, classes=5):
+        super().__init__()
+        layers = [nn.Conv2d(3, 32, 3, 2, 1, bias=False), nn.BatchNorm2d(32), nn.ReLU(inplace=True)]
+        for cin, cout, stride in ((32, 64, 1), (64, 128, 2), (128, 128, 1), (128, 256, 2), (256, 256, 1)):
+            layers += _dw_separable(cin, cout, stride)
+        self.backbone = nn.Sequential(*layers, nn.AdaptiveAvgPool2d(1), nn.Flatten())
+        self.backbone.requires_grad_(False)
+        self.classifier = nn.Sequential(nn.Dropout(0.2), nn.Linear(256, classes))
+
+    def forward(self, x):
+        return self.classifier(self.backbone(x))
+
+
+class _BasicBlock(nn.Module):
+    def __init__(self, cin, cout, stride):
+        super().__init__()
+        self.conv1, self.bn1 = nn.Conv2d(cin, cout, 3, stride, 1, bias=False), nn.BatchNorm2d(cout)
+        self.conv2, self.bn2 = nn.Conv2d(cout, cout, 3, 1, 1, bias=False), nn.BatchNorm2d(cout)
+        self.short = (nn.Sequential() if stride == 1 and cin == cout else
+                      nn.Sequential(nn.Conv2d(cin, cout, 1, stride, bias=False), nn.BatchNorm2d(cout)))
+
+    def forward(self, x):
+        out = F.relu(self.bn1(self.conv1(x)))
+        return F.relu(self.bn2(self.conv2(out)) + self.short(x))
+
+
+class ResNetLastStageFT(nn.Module):
+    """Partial fine-tuning (TinyTL's and on-device learning papers' setting): a CIFAR ResNet of basic blocks
+    (16/32/64, two per stage) whose stem and first two stages are frozen, its last stage and classifier trained."""
+
+    def __init__(self, classes=10):
+        super().__init__()
+        self.stem = nn.Sequential(nn.Conv2d(3, 16, 3, 1, 1, bias=False), nn.BatchNorm2d(16), nn.ReLU(inplace=True))
+        self.stage1 = nn.Sequential(_BasicBlock(16, 16, 1), _BasicBlock(16, 16, 1))
+        self.stage2 = nn.Sequential(_BasicBlock(16, 32, 2), _BasicBlock(32, 32, 1))
+        self.stage3 = nn.Sequential(_BasicBlock(32, 64, 2), _BasicBlock(64, 64, 1))
+        self.fc = nn.Linear(64, classes)
+        for part in (self.stem, self.stage1, self.stage2):
+            part.requires_grad_(False)
+
+    def forward(self, x):
+        x = self.stage3(self.stage2(self.stage1(self.stem(x))))
+        return self.fc(F.adaptive_avg_pool2d(x, 1).flatten(1))
+
+
+class _LoRALinear(nn.Module):
+    """LoRA as loralib and peft write it: the pretrained ``nn.Linear`` frozen, a trained low-rank update ``B(A(x))``
+    (rank r, B zero at the start) scaled by alpha / r added to its output."""
+
+    def __init__(self, base, r=8, alpha=16):
+        super().__init__()
+        self.base = base.requires_grad_(False)
+        self.lora_A = nn.Linear(base.in_features, r, bias=False)
+        self.lora_B = nn.Linear(r, base.out_features, bias=False)
+        nn.init.zeros_(self.lora_B.weight)
+        self.scaling = alpha / r
+
+    def forward(self, x):
+        return self.base(x) + self.lora_B(self.lora_A(x)) * self.scaling
+
+
+class LoRAGPT(MiniGPT):
+    """MiniGPT fine-tuned with LoRA, the way a phone adapts a small language model to its user: every pretrained
+    weight frozen (the tied embedding and head too), rank-8 adapters on each block's q/k/v and output projections
+    trained."""
+
+    def __init__(self):
+        super().__init__()
+        self.requires_grad_(False)
+        for block in self.h:
+            block.attn.c_attn = _LoRALinear(block.attn.c_attn)
+            block.attn.c_proj = _LoRALinear(block.attn.c_proj)
+
+
 #: (class name, per-sample input shape): the held-out user nets, in the order they are measured
 NETS = (("UNetTiny", (3, 32, 32)), ("BiLSTM", (32,)), ("GRU2", (50, 12)), ("MHA", (24, 32)),
         ("DilatedTCN", (3, 128)), ("MobileBlock", (3, 64, 64)), ("Deconv", (3, 32, 32)), ("TextGRU", (40,)),
@@ -950,4 +1035,5 @@ NETS = (("UNetTiny", (3, 32, 32)), ("BiLSTM", (32,)), ("GRU2", (50, 12)), ("MHA"
         ("ClampMobile", (3, 32, 32)), ("BiGRUKWS", (40, 98)), ("MiniGPT", (64,)),
         ("ConvNeXtMini", (3, 32, 32)), ("TutorialLSTM", (28, 28)), ("CheckpointedGPT", (64,)),
         ("CheckpointedResMLP", (128,)), ("CheckpointedCNN", (3, 32, 32)), ("TimeSequenceCells", (100,)),
-        ("CharGRUCell", (40,)))
+        ("CharGRUCell", (40,)), ("FrozenMobileNetFT", (3, 64, 64)), ("ResNetLastStageFT", (3, 32, 32)),
+        ("LoRAGPT", (64,)))

@@ -312,7 +312,12 @@ class _Converter:
             if first_blocker is not None and layer == first_blocker[0]:
                 blocked = True
             kind, _ = self.types[layer]
-            if kind in ("convolution", "innerProduct"):
+            mod = self.modules.get(layer)
+            if kind in ("convolution", "innerProduct") and mod is not None \
+                    and not any(p.requires_grad for p in mod.parameters()):
+                frozen.append({"layer": layer, "type": kind,
+                               "reason": "frozen in the model (its parameters' requires_grad is False)"})
+            elif kind in ("convolution", "innerProduct"):
                 if blocked:
                     frozen.append({"layer": layer, "type": kind,
                                    "reason": f"behind {first_blocker[0]} ({first_blocker[1]}), which Core ML cannot "

@@ -6,7 +6,9 @@ batch. Everything that changes from step to step is an explicit input and output
 =================  ==============================================  ===============================
 role               inputs                                          outputs
 =================  ==============================================  ===============================
-``param``          each parameter, named as in the module          ``<name>.new``
+``param``          each trained parameter, named as in the module  ``<name>.new``
+``frozen``         each frozen one (``requires_grad`` False: a     --
+                   fine-tuned net's backbone): read, never updated
 ``buffer``         each buffer (BatchNorm running stats)           ``<name>.new``
 ``optim``          Adam: ``adam.m.<name>``, ``adam.v.<name>``,     ``<input name>.new``
                    ``adam.step`` (float scalar)
@@ -55,7 +57,7 @@ import os
 
 from thor_sdk.errors import ExportError, UsageError
 
-EXPORTER_VERSION = "thor-sdk onnx_train 2"  # 2: static views as one Reshape
+EXPORTER_VERSION = "thor-sdk onnx_train 3"  # 2: static views as one Reshape; 3: frozen parameters not trained
 OPTIMIZERS = ("sgd", "adam")
 LOSSES = ("ce", "mse")
 OPSET = 18
@@ -95,13 +97,15 @@ def _spec(name, t, role):
 def step_layout(module, x, y, optimizer="sgd", x_requires_grad=False):
     """Names, shapes and roles of the step's inputs and outputs, and the (output, input) state pairs."""
     params = [(n, p) for n, p in module.named_parameters()]
+    trained = [(n, p) for n, p in params if p.requires_grad]
     buffers = [(n, b) for n, b in module.named_buffers()]
-    inputs = [_spec(n, p, "param") for n, p in params] + [_spec(n, b, "buffer") for n, b in buffers]
+    inputs = [_spec(n, p, "param" if p.requires_grad else "frozen") for n, p in params]
+    inputs += [_spec(n, b, "buffer") for n, b in buffers]
     if optimizer == "adam":
-        inputs += [_spec(f"adam.m.{n}", p, "optim") for n, p in params]
-        inputs += [_spec(f"adam.v.{n}", p, "optim") for n, p in params]
+        inputs += [_spec(f"adam.m.{n}", p, "optim") for n, p in trained]
+        inputs += [_spec(f"adam.v.{n}", p, "optim") for n, p in trained]
         inputs.append({"name": "adam.step", "shape": [], "dtype": "float32", "role": "optim"})
-    state = [s for s in inputs]
+    state = [s for s in inputs if s["role"] != "frozen"]
     inputs += [_spec("x", x, "data"), _spec("y", y, "data"),
                {"name": "lr", "shape": [], "dtype": "float32", "role": "hparam"}]
     outputs = [{"name": "loss", "shape": [], "dtype": "float32", "role": "loss"}]
@@ -116,13 +120,15 @@ def make_step_fn(module, loss="ce", optimizer="sgd", x_requires_grad=False, beta
     """The training step as a pure function of flat tensors, in ``step_layout`` order.
 
     ``step(*params, *buffers, [*m, *v, step], x, y, lr) -> (loss, *new params, *new buffers,
-    [*new m, *new v, new step], [x_grad])``. Used for tracing; runs eagerly too.
+    [*new m, *new v, new step], [x_grad])``, the new params and Adam's state those of the trained parameters only
+    (a frozen one, ``requires_grad`` False, is read and gets no gradient). Used for tracing; runs eagerly too.
     """
     import torch
 
     pnames = [n for n, _ in module.named_parameters()]
+    trains = [p.requires_grad for _, p in module.named_parameters()]
     bnames = [n for n, _ in module.named_buffers()]
-    n_p, n_b = len(pnames), len(bnames)
+    n_p, n_b, n_t = len(pnames), len(bnames), sum(trains)
     loss_fn = cross_entropy if loss == "ce" else mse
     b1, b2 = betas
 
@@ -131,11 +137,12 @@ def make_step_fn(module, loss="ce", optimizer="sgd", x_requires_grad=False, beta
         buffers = flat[n_p:n_p + n_b]
         rest = flat[n_p + n_b:]
         if optimizer == "adam":
-            ms, vs, t = rest[:n_p], rest[n_p:2 * n_p], rest[2 * n_p]
-            rest = rest[2 * n_p + 1:]
+            ms, vs, t = rest[:n_t], rest[n_t:2 * n_t], rest[2 * n_t]
+            rest = rest[2 * n_t + 1:]
         x, y, lr = rest
-        # trace_step passes parameters (and x) that already require grad: no detach nodes in the graph
-        ps = [p if p.requires_grad else p.detach().requires_grad_(True) for p in params]
+        # trace_step passes trained parameters (and x) that already require grad: no detach nodes in the graph
+        ps = [p if not tr or p.requires_grad else p.detach().requires_grad_(True) for p, tr in zip(params, trains)]
+        pt = [p for p, tr in zip(ps, trains) if tr]
         bs = [b.clone() for b in buffers]  # BatchNorm updates these in place; they become outputs
         xin = x
         if x_requires_grad and not x.requires_grad:
@@ -143,14 +150,14 @@ def make_step_fn(module, loss="ce", optimizer="sgd", x_requires_grad=False, beta
         with torch.enable_grad():
             out = torch.func.functional_call(module, {**dict(zip(pnames, ps)), **dict(zip(bnames, bs))}, (xin,))
             value = loss_fn(out, y)
-            wrt = ps + ([xin] if x_requires_grad else [])
-            grads = torch.autograd.grad(value, wrt, allow_unused=True)
+            wrt = pt + ([xin] if x_requires_grad else [])
+            grads = torch.autograd.grad(value, wrt, allow_unused=True) if wrt else []
         grads = [torch.zeros_like(w) if g is None else g for g, w in zip(grads, wrt)]
-        gp = grads[:n_p]
+        gp = grads[:n_t]
         with torch.no_grad():
             outs = [value]
             if optimizer == "sgd":
-                outs += [p - lr * g for p, g in zip(ps, gp)]
+                outs += [p - lr * g for p, g in zip(pt, gp)]
                 outs += bs
             else:
                 t1 = t + 1.0
@@ -159,7 +166,7 @@ def make_step_fn(module, loss="ce", optimizer="sgd", x_requires_grad=False, beta
                 new_m = [m + (g - m) * (1.0 - b1) for m, g in zip(ms, gp)]
                 new_v = [v * b2 + g * g * (1.0 - b2) for v, g in zip(vs, gp)]
                 step_size = lr / bc1
-                outs += [p - step_size * m / (torch.sqrt(v) / bc2_sqrt + eps) for p, m, v in zip(ps, new_m, new_v)]
+                outs += [p - step_size * m / (torch.sqrt(v) / bc2_sqrt + eps) for p, m, v in zip(pt, new_m, new_v)]
                 outs += bs + new_m + new_v + [t1]
             if x_requires_grad:
                 outs.append(grads[-1])
@@ -175,7 +182,7 @@ def initial_values(module, x, y, optimizer="sgd", lr=0.01):
     vals = [p.detach().clone() for _, p in module.named_parameters()]
     vals += [b.detach().clone() for _, b in module.named_buffers()]
     if optimizer == "adam":
-        ps = [p.detach() for _, p in module.named_parameters()]
+        ps = [p.detach() for _, p in module.named_parameters() if p.requires_grad]
         vals += [torch.zeros_like(p) for p in ps] + [torch.zeros_like(p) for p in ps]
         vals.append(torch.tensor(0.0))
     vals += [x.detach().clone(), y.detach().clone(), torch.tensor(float(lr))]
@@ -238,8 +245,8 @@ def trace_step(module, x, y, loss="ce", optimizer="sgd", x_requires_grad=False, 
 
     fn = make_step_fn(module, loss, optimizer, x_requires_grad)
     args = initial_values(module, x, y, optimizer, lr)
-    n_p = len(list(module.parameters()))
-    traced_args = [a.requires_grad_(True) if i < n_p else a for i, a in enumerate(args)]
+    trains = [p.requires_grad for p in module.parameters()]
+    traced_args = [a.requires_grad_(True) if i < len(trains) and trains[i] else a for i, a in enumerate(args)]
     if x_requires_grad:
         traced_args[-3] = traced_args[-3].clone().requires_grad_(True)
     table = dict(extra_decompositions or {})

@@ -44,7 +44,7 @@ def _make_step_class():
         def __init__(self, model, x, y, loss: str, optimizer: str, lr: float, x_requires_grad: bool, step_json: str):
             super().__init__()
             self.model = model
-            self.params = [p for p in model.parameters()]
+            self.params = [p for p in model.parameters() if p.requires_grad]  # a frozen one is read, never trained
             self.exp_avg = [torch.zeros_like(p) for p in self.params] if optimizer == "adam" else []
             self.exp_avg_sq = [torch.zeros_like(p) for p in self.params] if optimizer == "adam" else []
             self.register_buffer("step_count", torch.zeros((), dtype=torch.float64))

@@ -8,7 +8,8 @@ from bench_module import load_bench
 from thor_sdk.errors import UnsupportedOperatorError
 from thor_sdk.layers import layers_of
 
-STAND_IN_NETS = {"BiLSTM", "ManualAttn", "EinsumAttn", "StyleBlock", "MiniGPT"}  # DilatedTCN: dilated convs are kinds
+# DilatedTCN: dilated convs are kinds; LoRAGPT is MiniGPT with adapters
+STAND_IN_NETS = {"BiLSTM", "ManualAttn", "EinsumAttn", "StyleBlock", "MiniGPT", "LoRAGPT"}
 #: nets that run blocks through torch.utils.checkpoint: refused by default, their layers' recompute added under approx
 CHECKPOINTED_NETS = {"CheckpointedGPT", "CheckpointedResMLP", "CheckpointedCNN"}
 

@@ -97,7 +97,8 @@ def test_an_estimator_tells_its_runtimes_the_default():
         gps[key] = KindGP(features=gp_features(kind), random_state=0).fit(X, y, terms=T)
     doc = build_estimator(gps, device={"name": "t"}, runtime="torch", metric="time", unit="s",
                           flops_baseline={"unit_per_flop": 1e-11}, provenance={"note": "test"})
-    assert doc["kinds"]["conv1d"]["defaults"] == doc["kinds"]["conv1d:grouped"]["defaults"] == {"dilation": 1}
+    assert doc["kinds"]["conv1d"]["defaults"] == doc["kinds"]["conv1d:grouped"]["defaults"] \
+        == {"dilation": 1, "frozen": 0}
     assert "defaults" not in doc["kinds"]["relu"]
     est = Estimator(doc)
     layer = {"name": "c", "kind": "conv1d", "role": "hidden", "config": CONV1D}

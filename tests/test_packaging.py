@@ -195,8 +195,9 @@ def test_a_command_needing_a_missing_extra_says_which_in_one_line(tmp_path):
     csv = tmp_path / "samples.csv"
     csv.write_text("kind,batch_size,time_s," + ",".join(feats) + "\n"
                    + "".join(f"linear,{b},{1e-4 * b},"
-                             f"{','.join('1' if f == 'bias' else str(8 * (i + 1)) for i, f in enumerate(feats))}\n"
-                             for b in (1, 2, 4, 8)))
+                             + ",".join({"bias": "1", "frozen": "0"}.get(f, str(8 * (i + 1)))
+                                        for i, f in enumerate(feats))
+                             + "\n" for b in (1, 2, 4, 8)))
     cases = [
         (["probe", "--device", "host", "--model", layers, "--out", tmp_path / "c.db"], "probe", "torch", "probe"),
         (["measure", "--device", "host", "--model", "lenet5"], "measure", "torch", "probe"),

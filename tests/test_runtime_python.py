@@ -180,8 +180,8 @@ def test_the_fast_reading_of_a_feature_agrees_with_every_check(fitted, value):
     checks do, and whatever those refuse it refuses with their message."""
     _, _, est = fitted
     model = est._model("linear")
-    values = {"in_features": value, "out_features": 64, "tokens": 1, "bias": 1, "batch_size": 8, "role": 0,
-              "train_flops": 1e6, "train_bytes": 1e5}
+    values = {"in_features": value, "out_features": 64, "tokens": 1, "bias": 1, "frozen": 0, "batch_size": 8,
+              "role": 0, "train_flops": 1e6, "train_bytes": 1e5}
     _agree(model, values)
     # a padded input (conv2d's in_channels_pad8 ...) read from its base count
     conv = load_estimator(str(VECTORS / "estimator_time_profile.json"))._model("conv2d")
@@ -302,7 +302,7 @@ def test_vectors_still_match_the_numpy_model(case):
 
 def test_vectors_cover_the_promised_cases():
     assert set(CASES) == {"time_profile", "energy_floored", "time_grouped", "time_stand_in", "time_defaults",
-                          "time_unread"}
+                          "time_unread", "time_frozen"}
     docs = [json.loads(p.read_text()) for p in VECTORS.glob("estimator_*.json")]
     gps = [g for d in docs for g in d["kinds"].values()]
     assert any(g["n_samples"] == 1 for g in gps)
@@ -341,8 +341,9 @@ def test_padded_features_are_derived_from_their_base_never_read():
     gp = KindGP.from_dict(json.loads((VECTORS / "estimator_time_profile.json").read_text())["kinds"]["conv2d"])
     x = feature_vector("conv2d", _conv_layer()["config"], 16, "input", gp.features)  # the GP's own inputs
     assert x[9:13] == [8 / 3, 1.0, 16 / 3, 1.0]
-    # today's conv2d inputs hold dilation after bias (1 where the config leaves it out); this file predates it
-    assert feature_vector("conv2d", _conv_layer()["config"], 16, "input") == x[:9] + [1.0] + x[9:]
+    # today's conv2d inputs hold dilation and frozen after bias (1 and 0 where the config leaves them out); this
+    # file predates both
+    assert feature_vector("conv2d", _conv_layer()["config"], 16, "input") == x[:9] + [1.0, 0.0] + x[9:]
     m = gp.predict([x], terms=[at_batch(cost_terms("conv2d", _conv_layer()["config"], "input"), 16)])
     assert close(base, float(m[0]), 1e-9)
     feats = dict(_conv_layer()["config"], batch_size=16, role="input")

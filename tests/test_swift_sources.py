@@ -81,9 +81,10 @@ def test_runtime_knows_the_defaulted_features_the_python_one_does(source):
     from thor_sdk.layers.kinds import DEFAULT_FEATURES
 
     text = source.read_text()
-    line = next(ln for ln in text.splitlines() if "DEFAULT_FEATURES = Map.of(" in ln or "let defaultFeatures" in ln)
+    line = next(ln for ln in text.splitlines() if "DEFAULT_FEATURES = Map.of" in ln or "let defaultFeatures" in ln)
     start = text.index(line)
-    block = text[start:text.index(";" if source.suffix == ".java" else "\n", start + len(line) - 1)]
-    pairs = re.findall(r'"(\w+)"(?:,\s*Map\.of\(|:\s*\[)"(\w+)",?\s*:?\s*([0-9.]+)', block)
-    assert {(k, f, float(v)) for k, f, v in pairs} == {(k, f, float(v)) for k, d in DEFAULT_FEATURES.items()
-                                                        for f, v in d.items()}
+    block = text[start:text.index(";" if source.suffix == ".java" else "\n]", start)]
+    # per kind: Map.entry("kind", Map.of("feature", value, ...)) in Java, "kind": ["feature": value, ...] in Swift
+    kinds = re.findall(r'"(\w+)"(?:,\s*Map\.of\(|:\s*\[)([^)\]]*)', block)
+    pairs = {(k, f, float(v)) for k, inner in kinds for f, v in re.findall(r'"(\w+)"\s*[,:]\s*([0-9.]+)', inner)}
+    assert pairs == {(k, f, float(v)) for k, d in DEFAULT_FEATURES.items() for f, v in d.items()}

@@ -495,7 +495,7 @@ def repeated_module_warnings(layers):
     from thor_sdk.layers.kinds import get_kind
 
     calls = Counter(layer.get("name") for layer in layers
-                    if layer.get("op") and layer.get("name") and get_kind(layer["kind"]).has_params)
+                    if layer.get("op") and layer.get("name") and get_kind(layer["kind"]).trains(layer["config"]))
     repeated = sorted((n, c) for n, c in calls.items() if c > 1)
     if not repeated:
         return []

@@ -90,7 +90,10 @@ APPROX_REL_STD = 0.5
 #: features a kind gained after estimators were first written, with the value a layer leaving one out has: an
 #: estimator whose entry lacks the feature reads a layer setting another value as approximated (written here, not
 #: imported from thor_sdk.layers.kinds.DEFAULT_FEATURES: the vectors pin the runtimes' rule)
-UNREAD_DEFAULTS = {"conv1d": {"dilation": 1}, "conv2d": {"dilation": 1}}
+UNREAD_DEFAULTS = {k: ({"dilation": 1, "frozen": 0} if k in ("conv1d", "conv2d") else {"frozen": 0})
+                   for k in ("conv2d", "linear", "batchnorm2d", "layernorm", "embedding", "lstm", "transformer_block",
+                             "conv1d", "batchnorm1d", "prelu", "groupnorm", "gru", "lstm_cell", "gru_cell", "mha",
+                             "conv_transpose2d")}
 
 
 def unread_feature(layer, features):
@@ -145,10 +148,17 @@ def synthetic_cost(kind, config, batch_size, role, rng, noise=0.05):
     return (2e-11 * flops + 2e-5) * float(np.exp(rng.normal(0.0, noise)))
 
 
-def sample(kind, n, rng, linear=False, config=None, slowdown=1.0):
+def features_before_frozen(kind):
+    """``kind``'s GP features as estimators had them before ``frozen`` was one (2026-11-28): the cases written
+    before it keep their estimators, and pin how a runtime reads an entry that lacks it."""
+    return [f for f in gp_features(kind) if f != "frozen"]
+
+
+def sample(kind, n, rng, linear=False, config=None, slowdown=1.0, features=None):
     """``n`` SYNTHETIC samples of ``kind``; ``config(rng)`` draws their configs (default: ``_random_config``),
-    ``slowdown`` multiplies the synthetic law (a slow structural variant)."""
-    feats = gp_features(kind)
+    ``slowdown`` multiplies the synthetic law (a slow structural variant); ``features`` the GP's inputs (default:
+    ``features_before_frozen``)."""
+    feats = features or features_before_frozen(kind)
     X, y, T = [], [], []
     for _ in range(n):
         c = _fix(kind, config(rng) if config else _random_config(kind, rng))
@@ -157,7 +167,7 @@ def sample(kind, n, rng, linear=False, config=None, slowdown=1.0):
         cost = slowdown * synthetic_cost(kind, c, bs, role, rng)
         if linear:  # a noisy difference of two measurements: can be <= 0 for cheap layers
             cost = cost + float(rng.normal(0.0, 4e-5))
-        X.append(feature_vector(kind, c, bs, role))
+        X.append(feature_vector(kind, c, bs, role, feats))
         y.append(cost)
         T.append(at_batch(cost_terms(kind, c, role), bs))
     return feats, X, y, T
@@ -810,7 +820,7 @@ def write_defaults_case():
     stream: the other cases are not rewritten."""
     rng = np.random.default_rng(20261128)
     gps = fit_kinds([("relu", 6, False), ("output", 5, False)], rng)
-    gps["conv1d"] = _fit_conv1d(rng, gp_features("conv1d"), dilated=True)
+    gps["conv1d"] = _fit_conv1d(rng, features_before_frozen("conv1d"), dilated=True)
     doc = synthetic_estimator(gps, whole_rel_std=0.05)
     assert doc["kinds"]["conv1d"]["defaults"] == {"dilation": 1}
     base = _conv1d_config(rng, dilation=False)
@@ -840,7 +850,7 @@ def write_unread_case():
     stream: the other cases are not rewritten."""
     rng = np.random.default_rng(20261129)
     gps = fit_kinds([("relu", 6, False), ("output", 5, False)], rng)
-    gps["conv1d"] = _fit_conv1d(rng, [f for f in gp_features("conv1d") if f != "dilation"], dilated=False)
+    gps["conv1d"] = _fit_conv1d(rng, [f for f in features_before_frozen("conv1d") if f != "dilation"], dilated=False)
     doc = synthetic_estimator(gps, whole_rel_std=0.05)
     assert "defaults" not in doc["kinds"]["conv1d"] and "dilation" not in doc["kinds"]["conv1d"]["features"]
     base = _conv1d_config(rng, dilation=False)
@@ -868,8 +878,54 @@ def write_unread_case():
     write("time_unread", doc, expected)
 
 
+def write_frozen_case():
+    """``time_frozen``: a linear entry fitted on trained and frozen layers (``frozen`` a GP input, read as 0 where
+    left out: its ``defaults``; SYNTHETIC costs of the frozen layers' FLOPs, which lack the weight gradient and
+    update), a conv1d entry written before ``frozen`` was a feature, relu and output. Layers and queries leave
+    ``frozen`` out or give it as 0 or 1; a frozen conv1d reads as its trained twin and is approximated, as in
+    ``time_unread``; a conv1d at frozen 0 or without it is not. Its own random stream: the other cases are not
+    rewritten."""
+    rng = np.random.default_rng(20261130)
+    gps = fit_kinds([("relu", 6, False), ("output", 5, False)], rng)
+    feats, X, y, T = sample("linear", 20, rng, features=gp_features("linear"),
+                            config=lambda r: dict(_random_config("linear", r), frozen=int(r.integers(0, 2))))
+    gps["linear"] = KindGP(features=feats, random_state=0).fit(X, y, noise_std=[0.05 * v for v in y], terms=T)
+    gps["conv1d"] = _fit_conv1d(rng, features_before_frozen("conv1d"), dilated=True)
+    doc = synthetic_estimator(gps, whole_rel_std=0.05)
+    assert doc["kinds"]["linear"]["defaults"] == {"frozen": 0} and "frozen" not in doc["kinds"]["conv1d"]["features"]
+    base = _fix("linear", _random_config("linear", rng))
+    queries = [("linear", {**base, "batch_size": 16, "role": "hidden"}),
+               ("linear", {**base, "frozen": 0, "batch_size": 16, "role": "hidden"}),
+               ("linear", {**base, "frozen": 1, "batch_size": 16, "role": "hidden"}),
+               ("linear", {**base, "frozen": 1, "batch_size": 16, "role": "input"})]
+    models = []
+    for bs, frozen in ((16, (1, 1, None, 0, 1)), (4, (0, 1, None))):
+        layers = []
+        for i, f in enumerate(frozen):
+            c = _fix("linear", _random_config("linear", rng))
+            if f is not None:
+                c["frozen"] = f
+            layers.append(with_cost({"name": f"fc{i}", "kind": "linear", "role": "input" if i == 0 else "hidden",
+                                     "config": c}))
+            layers.append(with_cost({"name": f"r{i}", "kind": "relu", "role": "input" if f == 1 and i == 0
+                                     else "hidden", "config": {"numel": int(rng.choice([256, 1024]))}}))
+        for i, f in enumerate((1, 0, None, 1)):
+            c = dict(_conv1d_config(rng, dilation=False), dilation=1)
+            if f is not None:
+                c["frozen"] = f
+            layers.append(with_cost({"name": f"c{i}", "kind": "conv1d", "role": "hidden", "op": "Conv1d",
+                                     "config": c}))
+        layers.append(with_cost({"name": "head", "kind": "output", "role": "output",
+                                 "config": {"in_features": 64, "out_features": 10, "tokens": 1}}))
+        models.append((layers, bs))
+    expected = expected_for(doc, queries, models)
+    assert all(e.get("layer_unread") for e in expected["estimate"])
+    write("time_frozen", doc, expected)
+
+
 def main():
-    only = {"--unread-only": write_unread_case, "--defaults-only": write_defaults_case,
+    only = {"--frozen-only": write_frozen_case, "--unread-only": write_unread_case,
+            "--defaults-only": write_defaults_case,
             "--levels-only": write_level_vectors, "--training-only": write_training_vectors,
             "--grouped-only": write_grouped_case, "--stand-in-only": write_stand_in_case}
     for flag, write_case in only.items():  # one case's files rewritten, the others left as they are
@@ -912,6 +968,8 @@ def main():
     write_grouped_case()
     write_stand_in_case()
     write_defaults_case()
+    write_unread_case()
+    write_frozen_case()
 
 
 if __name__ == "__main__":

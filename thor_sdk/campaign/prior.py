@@ -82,6 +82,11 @@ KERNEL_NEIGHBOUR_KINDS = ("conv1d", "conv2d")
 #: conv costs what no FLOPs or bytes say (0.56-1.13x the undilated conv of the same output on the host)
 DILATION_NEIGHBOUR_KINDS = ("conv1d", "conv2d")
 DILATION_NEIGHBOUR_SHARE = 0.15
+#: share of the candidates of each kind with weights but the head (``FREEZABLE``) that are frozen, from a Sobol
+#: dimension of its own: the zoo's nets are trained whole, and a net fine-tuned on the device with its backbone
+#: frozen runs layers whose step has no weight gradient or update (0.31-0.37x a whole ResNet-18's or MobileNetV2's
+#: step on the host with all but the classifier frozen), which a profile must have measured
+FROZEN_NEIGHBOUR_SHARE = 0.2
 #: kinds a third of whose neighbour share is a square kernel's one-sided half (``_rect_neighbour``)
 RECT_NEIGHBOUR_KINDS = ("conv2d", "maxpool2d", "avgpool2d")
 ROLE_NEIGHBOUR_KINDS = ("gru", "lstm", "gru_cell", "lstm_cell")
@@ -155,6 +160,7 @@ def build_prior(model_names=None):
     doc = {"format": PRIOR_FORMAT, "version": PRIOR_VERSION, "models": names, "proxy_batch_size": PROXY_BATCH,
            "batch_range": list(BATCH_RANGE), "size_factor": SIZE_FACTOR, "sequence_factor": SEQUENCE_FACTOR,
            "neighbour_share": NEIGHBOUR_SHARE, "dilation_share": DILATION_NEIGHBOUR_SHARE,
+           "frozen_share": FROZEN_NEIGHBOUR_SHARE,
            "kinds": {k: {"share": sum(e["proxy_cost_s"] for e in rows) / total,
                          "rel_share": sum(e["rel_share"] for e in rows),
                          "configs": [{"config": e["config"], "role": e["role"], "count": e["count"],
@@ -429,6 +435,8 @@ def candidates(prior, kind, n, seed=0):
     """``n`` probe candidates ``(config, batch_size, role)`` for ``kind``, in Sobol order (deterministic)."""
     from scipy.stats import qmc
 
+    from thor_sdk.layers.kinds import FREEZABLE
+
     entry = prior["kinds"][kind]
     configs = entry["configs"]
     weights = [math.sqrt(max(c.get("rel_share", c["share"]), 1e-12)) * c["count"] for c in configs]
@@ -444,8 +452,11 @@ def candidates(prior, kind, n, seed=0):
     other_role = _other_role(kind, configs) if share > 0 else None
     kernels = share > 0 and kind in KERNEL_NEIGHBOUR_KINDS
     other_flags = {f: v for f in NEIGHBOUR_FLAGS if (v := _other_flag(configs, f)) is not None} if share > 0 else {}
-    # a dimension of its own for the dropout flip or the dilation
+    # a dimension of its own for the dropout flip or the dilation, and one for freezing
     first_size = 5 if kind in DROPOUT_NEIGHBOUR_KINDS or kind in DILATION_NEIGHBOUR_KINDS else 4
+    frozen_share = float(prior.get("frozen_share", 0.0)) if kind in FREEZABLE else 0.0
+    frozen_dim = first_size if frozen_share > 0 else None
+    first_size += frozen_dim is not None
     dims = first_size + len(size_feats)
     sob = qmc.Sobol(d=dims, scramble=True, seed=seed)
     pts = sob.random(1 << max(1, math.ceil(math.log2(max(2 * n, 2)))))
@@ -485,6 +496,8 @@ def candidates(prior, kind, n, seed=0):
         if other_flags and p[2] < share:  # (p[2] also picks a role: recurrent kinds have no such flag)
             config = dict(config, **other_flags)
         role = other_role if other_role and p[2] < share else base["role"]
+        if frozen_dim is not None and p[frozen_dim] < frozen_share:
+            config = dict(config, frozen=1 - int(config.get("frozen", 0)))
         key = json.dumps([config, batch, role], sort_keys=True)
         if key in seen:
             continue

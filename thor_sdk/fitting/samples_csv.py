@@ -2,8 +2,9 @@
 
 Columns: ``kind``, ``role`` (input|hidden|output; optional, default hidden, output for kind
 output), ``batch_size``, ``time_s`` and/or ``energy_j`` (at least one per row), and the kind's
-feature columns (``thor-sdk kinds``). Columns of other kinds' features are left empty. Extra
-columns are ignored. See docs/samples-csv.md.
+feature columns (``thor-sdk kinds``; a defaulted one, a conv's ``dilation`` or a layer's ``frozen``, may be
+empty: it reads as its default). Columns of other kinds' features are left empty. Extra columns are ignored. See
+docs/samples-csv.md.
 
 Read strictly (``thor_sdk.store.files.read_csv``): UTF-8, no NUL bytes, no duplicate column, every row
 as wide as the header. Every value is checked before anything is fitted: a role the kind has, a batch
@@ -14,7 +15,7 @@ size that is an integer in [1, MAX_BATCH_SIZE], features within the kind's bound
 import os
 
 from thor_sdk.errors import FormatError, ThorError
-from thor_sdk.layers.kinds import get_kind
+from thor_sdk.layers.kinds import DEFAULT_FEATURES, get_kind
 
 METRIC_COLUMNS = {"time": "time_s", "energy": "energy_j"}
 #: the largest batch size a row may give (as the estimator runtime's)
@@ -47,11 +48,13 @@ def read_samples_csv(path):
         if role not in kind.roles:
             raise FormatError(f"{where}: role {role!r} is not one of kind {kind.name}'s roles "
                               f"({', '.join(kind.roles)}; empty: {default})")
-        missing = [f for f in kind.features if not row.get(f)]
+        defaults = DEFAULT_FEATURES.get(kind.name, {})  # a conv's dilation 1, a layer's frozen 0 where left empty
+        missing = [f for f in kind.features if not row.get(f) and f not in defaults]
         if missing:
-            raise FormatError(f"{where}: kind {kind.name} needs numeric columns {', '.join(kind.features)} and "
-                              f"batch_size (empty: {', '.join(missing)})")
-        config = {f: csv_number(row[f], where, f) for f in kind.features}
+            raise FormatError(f"{where}: kind {kind.name} needs numeric columns "
+                              f"{', '.join(f for f in kind.features if f not in defaults)} and batch_size (empty: "
+                              f"{', '.join(missing)})")
+        config = {f: csv_number(row[f], where, f) if row.get(f) else defaults[f] for f in kind.features}
         try:
             kind.check_config(config)
         except ThorError as e:

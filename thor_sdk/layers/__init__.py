@@ -187,7 +187,7 @@ def read_layer_list(path):
         if role not in kind.roles and not (role == "output" and kind.name == "linear"):
             raise FormatError(f"{path}: layer {i} of kind {kind.name!r} cannot have role {role!r} "
                               f"(its roles: {', '.join(kind.roles)})")
-        upstream = upstream or kind.has_params
+        upstream = upstream or kind.trains(layer["config"])
         entry = {"name": layer.get("name", str(i)), "kind": layer["kind"], "role": role,
                  "config": dict(layer["config"])}
         if "cost" in layer:  # recomputed from the config here, but read as given by the Java and Swift runtimes

@@ -186,6 +186,15 @@ def _i(v):
 
 
 def build_layer(kind, c):
+    """The torch module of one layer of ``kind`` with config ``c``; its parameters frozen (``requires_grad``
+    False) where the config says ``frozen`` 1."""
+    layer = _build_layer(kind, c)
+    if isinstance(c, dict) and c.get("frozen"):
+        layer.requires_grad_(False)
+    return layer
+
+
+def _build_layer(kind, c):
     if kind == "conv2d":
         c = complete_config(kind, c)
         return nn.Conv2d(_i(c["in_channels"]), _i(c["out_channels"]), (_i(c["kernel"]), _i(c["kernel_w"])),

@@ -7,7 +7,7 @@ import operator
 from thor_sdk.errors import ModelError, UnsupportedOperatorError, UsageError
 from thor_sdk.runtime.terms import CELLS
 
-from .kinds import complete_config, get_kind
+from .kinds import FREEZABLE, complete_config, get_kind
 from .trace import RECOMPUTE_REASON, RECOMPUTED
 
 
@@ -1642,6 +1642,8 @@ def _positional_sum(node, lookups, full_shape, layers):
             or _prod(shape[:-1]) != c["seq_len"] or shape[-1] != c["embedding_dim"]:
         return False
     c["positional"] = 1
+    if c.get("frozen") != pos["config"].get("frozen"):  # one table frozen, the other trained: a trained layer
+        c.pop("frozen", None)
     layers.remove(pos)
     return True
 
@@ -1844,6 +1846,7 @@ def layers_from_module(module, input_shape, input_dtype="float32", vocab=None, s
     pending = (0, None)  # where the last node's layers start in ``layers``, and that node
     for node in gm.graph.nodes:
         _mark_recomputed(layers, *pending)
+        _mark_frozen(layers, *pending, gm, unknown_ops, unsupported)
         pending = (len(layers), node)
         arg_nodes = [a for a in node.all_input_nodes]
         upstream = any(needs_grad.get(a, False) for a in arg_nodes)
@@ -1884,7 +1887,7 @@ def layers_from_module(module, input_shape, input_dtype="float32", vocab=None, s
             needs_grad[node] = upstream
             continue
         if _positional_sum(node, lookups, full_shape, layers):
-            needs_grad[node] = True
+            needs_grad[node] = upstream  # either table trained (a frozen pair, as LoRA leaves it: no gradient)
             continue
         if node.op == "call_module":
             mod = gm.get_submodule(node.target)
@@ -1950,6 +1953,7 @@ def layers_from_module(module, input_shape, input_dtype="float32", vocab=None, s
         if node.op == "call_module" and got[0] == "embedding" and not approx:
             lookups[node] = (layers[-1], bool(node.args) and node.args[0] in fixed)
     _mark_recomputed(layers, *pending)
+    _mark_frozen(layers, *pending, gm, unknown_ops, unsupported)
     recomputed = [layer["name"] for layer in layers if layer.get(RECOMPUTED)]
     if recomputed and unknown_ops == "error":
         which = (recomputed[0] if len(recomputed) == 1
@@ -1965,6 +1969,60 @@ def layers_from_module(module, input_shape, input_dtype="float32", vocab=None, s
             why = f"{RECOMPUTE_REASON}: {share:.2f} of its training step added, its forward FLOPs' share"
             layer["approx"] = f"{layer['approx']}; {why}" if layer.get("approx") else why
     return layers
+
+
+def _params_of(node, gm, suffix=""):
+    """The parameters a node's layer computes with: a module's (``suffix``: the part's own submodule, a
+    transformer layer's ``.linear1``, where the module has one), else the parameters a function reads (``get_attr``
+    inputs: timm's LayerNorm2d calls ``F.layer_norm`` with its own weight)."""
+    import torch
+
+    if node.op == "call_module":
+        mod = gm.get_submodule(node.target)
+        if suffix:
+            try:
+                mod = mod.get_submodule(suffix.lstrip("."))
+            except AttributeError:
+                pass
+        return list(mod.parameters())
+    out = []
+    for a in node.all_input_nodes:
+        if a.op == "get_attr":
+            try:
+                value = operator.attrgetter(str(a.target))(gm)
+            except AttributeError:
+                continue
+            if isinstance(value, torch.nn.Parameter):
+                out.append(value)
+    return out
+
+
+def _mark_frozen(layers, start, node, gm, unknown_ops, unsupported):
+    """Set ``frozen`` 1 on the layers from ``start`` on (those ``node`` gave) whose kind has weights and none of
+    whose parameters requires a gradient (a fine-tuned net's frozen backbone). A layer trained in part (some of
+    its parameter tensors frozen: a bias-only fine-tune) is refused, or under ``--unknown-ops approx`` estimated as
+    trained and marked approx: no probe measures it."""
+    if node is None or len(layers) == start:
+        return
+    name = str(node.target) if node.op == "call_module" else node.name
+    for layer in layers[start:]:
+        if layer["kind"] not in FREEZABLE:
+            continue
+        suffix = layer["name"][len(name):] if layer["name"].startswith(name) else ""
+        params = _params_of(node, gm, suffix)
+        trained = sum(bool(p.requires_grad) for p in params)
+        if not params or trained == len(params):
+            continue
+        if trained == 0:
+            layer["config"] = dict(layer["config"], frozen=1)
+            continue
+        why = (f"{trained} of its {len(params)} parameter tensors trained, the others frozen: estimated as trained "
+               "(no probe measures a layer frozen in part)")
+        if unknown_ops == "approx":
+            layer.setdefault("approx", f"{layer.get('op') or op_label(node, gm)}: {why}")
+        elif not any(u.startswith(layer["name"] + " ") for u in unsupported):
+            unsupported.append(f"{layer['name']} ({layer.get('op') or op_label(node, gm)}: {why}; --unknown-ops "
+                               "approx estimates it so)")
 
 
 def _mark_recomputed(layers, start, node):
@@ -2011,12 +2069,17 @@ def finish_layers(layers, source="model"):
     if not layers:
         raise ModelError(f"{source} has no layers with a cost (only free reshapes or none at all)")
     for layer in layers:
-        layer["config"] = complete_config(layer["kind"], layer["config"])  # every feature spelled out, as written
+        layer["config"] = complete_config(layer["kind"], layer["config"])  # every feature spelled out, as written,
         get_kind(layer["kind"]).check_config(layer["config"])
+        if layer["config"].get("frozen") == 0:  # but frozen, written on frozen layers only (trained is the rule)
+            layer["config"] = {k: v for k, v in layer["config"].items() if k != "frozen"}
     last = layers[-1]
     if last["kind"] == "linear" and "approx" not in last:  # a stand-in (a matmul of two activations) has no weights
         c = last["config"]
         last = dict(last, kind="output", role="output",
                     config={"in_features": c["in_features"], "out_features": c["out_features"], "tokens": c["tokens"]})
+        if c.get("frozen"):  # the head kind is always trained: a frozen last Linear is estimated as one
+            last["approx"] = ("a frozen last Linear: estimated as the output head, which is trained (its weight "
+                              "gradient and update counted)")
         layers = layers[:-1] + [last]
     return layers

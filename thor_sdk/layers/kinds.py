@@ -16,7 +16,7 @@ imports nothing of thor_sdk but ``errors``, so the stdlib runtime may use it.
 """
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from thor_sdk.errors import NotFoundError, UsageError
 
@@ -51,10 +51,18 @@ class Kind:
         per_sample, fixed = self._flops_terms(c, role)
         return per_sample * batch_size + fixed
 
+    def trains(self, c):
+        """Whether a training step computes this layer's weight gradient and updates its weights: it has weights
+        and its config does not freeze them (``frozen`` 1: a fine-tuned net's backbone, whose parameters have
+        ``requires_grad`` False)."""
+        return self.has_params and not (isinstance(c, dict) and c.get("frozen", 0))
+
     def _flops_terms(self, c, role):
-        """``train_flops`` as (per sample, per step): forward and backward per sample, the update per step."""
+        """``train_flops`` as (per sample, per step): forward and backward per sample, the update per step. A
+        frozen layer's backward computes its input's gradient only (none as the input layer), as a layer without
+        weights."""
         fwd = self.forward_flops(c)
-        if self.has_params:
+        if self.trains(c):
             return fwd * (3.0 if role != "input" else 2.0), 2.0 * self.num_params(c)
         return fwd * (2.0 if role != "input" else 1.0), 0.0
 
@@ -71,10 +79,10 @@ class Kind:
         ``train_bytes`` are affine in the batch size, and these are their slopes and intercepts (one pass)."""
         return self._flops_terms(c, role) + self._bytes_terms(c, role)
 
-    def backward_runs(self, role):
-        """Whether a training step runs this layer's backward at all (no: a parameter-free layer
+    def backward_runs(self, role, c=None):
+        """Whether a training step runs this layer's backward at all (no: a parameter-free or frozen layer
         whose input needs no gradient)."""
-        return self.has_params or role != "input"
+        return (self.has_params if c is None else self.trains(c)) or role != "input"
 
     def train_bytes(self, c, batch_size, role):
         """Bytes moved by one training step of this layer alone (float32 = 4 bytes, int64 ids 8).
@@ -92,7 +100,9 @@ class Kind:
         ``P_fwd = P`` except ``embedding``, whose forward reads only the ``seq_len`` rows it looks up (``seq_len *
         embedding_dim * (1 + positional)``). The backward terms count only when the backward runs
         (``backward_runs``: parameters, or an input that needs a gradient); the ``P`` terms are zero for kinds
-        without parameters. The extra per-sample bytes, written in the forward and read back in the backward:
+        without parameters. A frozen layer (``frozen`` 1) reads its parameters in the forward and, for its input's
+        gradient, in the backward, but writes no weight gradient and has no update. The extra per-sample bytes,
+        written in the forward and read back in the backward:
         ``lstm`` its gates and cell state per time step and layer (``2*4*seq_len*num_layers*5*hidden``), ``gru`` its
         gates and hidden state (``2*4*seq_len*num_layers*4*hidden``), ``lstm_cell`` and ``gru_cell`` those of each
         call, ``transformer_block`` its attention scores and probabilities (``2*seq_len^2*n_heads``) and its other
@@ -115,15 +125,16 @@ class Kind:
         """``train_bytes`` as (per sample, per step)."""
         n_in, n_out = float(_prod(self.in_shape(c))), float(_prod(self.out_shape(c)))
         p = float(self.num_params(c)) if self.has_params else 0.0
+        p_train = p if self.trains(c) else 0.0
         s = 8.0 if self.input_dtype == "int64" else 4.0
         grads_in = role != "input"
         p_fwd = float(_FWD_PARAM_READS[self.name](c)) if self.name in _FWD_PARAM_READS else p
         per_sample, fixed = s * n_in + 4.0 * n_out, 4.0 * p_fwd
-        runs = self.backward_runs(role)
+        runs = self.backward_runs(role, c)
         if runs:
             per_sample += 4.0 * n_out + s * n_in + 4.0 * n_in * grads_in
-            fixed += 4.0 * p * grads_in + 4.0 * p
-        fixed += 12.0 * p
+            fixed += 4.0 * p * grads_in + 4.0 * p_train
+        fixed += 12.0 * p_train
         if self.name in _EXTRA_BYTES:
             per_sample += float(_EXTRA_BYTES[self.name](c, runs))
         return per_sample, fixed
@@ -224,7 +235,17 @@ OPTIONAL_KEYS = {k: {"kernel_w": "kernel", "stride_w": "stride", "padding_w": "p
 #: but the kernel's memory access (on this project's host a dilated conv1d took 0.56-1.13x the undilated conv of
 #: the same output and FLOPs, ``bench/results/stand-ins-host-*.md``), so only the GP can learn it. A probe's config
 #: leaves each out at its default (``minimal_config``): undilated probes keep the ids they had before.
-DEFAULT_FEATURES = {"conv1d": {"dilation": 1}, "conv2d": {"dilation": 1}}
+#:
+#: ``frozen`` (0, trained; it came on 2026-11-28) is one of every kind with weights but the output head
+#: (``FREEZABLE``): 1 where none of the layer's parameters requires a gradient, as in a net fine-tuned on the device
+#: with its pretrained backbone frozen (transfer learning, the commonest training on a phone). Such a layer's
+#: step has no weight gradient and no update, and as the input layer no backward at all: on the host a
+#: MobileNetV2 (96x96) and a ResNet-18 (64x64) trained only in their classifier took 0.37x and 0.31x their
+#: fully trained steps. Its FLOPs and bytes say so (``Kind.trains``); the GP reads the rest.
+FREEZABLE = ("conv2d", "linear", "batchnorm2d", "layernorm", "embedding", "lstm", "transformer_block", "conv1d",
+             "batchnorm1d", "prelu", "groupnorm", "gru", "lstm_cell", "gru_cell", "mha", "conv_transpose2d")
+DEFAULT_FEATURES = {k: ({"dilation": 1, "frozen": 0} if k in ("conv1d", "conv2d") else {"frozen": 0})
+                    for k in FREEZABLE}
 
 
 def complete_config(kind, config):
@@ -261,7 +282,7 @@ def with_added_features(kind, config):
 #: bounds of a layer config (see ``Kind.check_config``)
 MAX_FEATURE = 1e9
 MAX_NUMEL = 1e10
-_FLAGS = ("bias", "positional", "broadcast", "cross", "need_weights", "causal", "mask", "shared", "indices")
+_FLAGS = ("bias", "positional", "broadcast", "cross", "need_weights", "causal", "mask", "shared", "indices", "frozen")
 _MAY_BE_ZERO = ("padding", "padding_w", "output_padding", "pad_c", "pad_h", "pad_w")
 
 
@@ -298,7 +319,7 @@ _ELEMENTWISE = ("relu", "relu6", "gelu", "tanh", "sigmoid", "dropout", "flatten"
                 "permute", "elementwise", "scale", "clamp") + _ACTIVATIONS
 
 KINDS = {
-    k.name: k
+    k.name: k if k.name not in FREEZABLE else replace(k, features=k.features + ("frozen",))
     for k in [
         Kind("conv2d", ("in_channels", "out_channels", "kernel", "stride", "padding", "groups", "height", "width",
                         "bias", "dilation"),

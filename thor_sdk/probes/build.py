@@ -88,9 +88,11 @@ class Probe:
                 "tokens": 1}
 
     def head_input_requires_grad(self):
+        """Whether the head's input needs a gradient in the 2-layer probe: behind a hidden layer, or behind an
+        input layer that trains (a frozen one's backward does not run)."""
         if self.role in ("output", "hidden"):
             return True
-        return get_kind(self.kind).has_params
+        return get_kind(self.kind).trains(self.config)
 
     def to_dict(self):
         return {"id": self.id, "kind": self.kind, "role": self.role, "batch_size": self.batch_size,

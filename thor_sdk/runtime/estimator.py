@@ -147,9 +147,11 @@ def _matern52(c, t):
 # ----------------------------------------------------------------------------- one kind
 def _unread_feature(layer, model):
     """Why a layer is estimated approximately by a model fitted before one of its kind's defaulted features existed
-    (``DEFAULT_FEATURES``: a conv's dilation), where the layer sets it to another value than its default; else None.
-    Such a model reads the layer as its twin at the default (an undilated conv of the same output, FLOPs and bytes),
-    so the layer is marked approx and its std widened, as a stand-in's."""
+    (``DEFAULT_FEATURES``: a conv's dilation, a layer's ``frozen``), where the layer sets it to another value than
+    its default; else None. Such a model reads the layer as its twin at the default (an undilated conv of the same
+    output, a trained layer) through the layer's own FLOPs and bytes (a dilated conv's are its twin's, a frozen
+    layer's lack the weight gradient and update), so the layer is marked approx and its std widened, as a
+    stand-in's."""
     defaults = DEFAULT_FEATURES.get(layer["kind"])
     config = layer.get("config")
     if not defaults or not isinstance(config, dict):
@@ -159,8 +161,8 @@ def _unread_feature(layer, model):
     if not off:
         return None
     return (f"the estimator's {layer['kind']} model predates its feature(s) {', '.join(off)}: estimated as the same "
-            f"layer at {', '.join(f'{f} {d:g}' for f, d in defaults.items())} (same FLOPs and bytes); refit the "
-            "campaign with this thor-sdk, or profile dilated layers, for their own cost")
+            f"layer at {', '.join(f'{f} {d:g}' for f, d in defaults.items())} (through its own FLOPs and bytes); "
+            "refit the campaign with this thor-sdk, or profile such layers, for their own cost")
 
 
 def _defaults(d, given, where):

@@ -198,9 +198,27 @@ let varFloor = 1e-12
 public let approxOpRelStd = 0.5
 
 /// Features a kind gained after estimators were first written, with the value a layer leaving one out has
-/// (thor_sdk.layers.kinds.DEFAULT_FEATURES): an estimator whose entry lacks one reads a layer setting another value
-/// as its twin at that value, so the layer is approximated, as a stand-in is (the Python runtime's rule).
-let defaultFeatures: [String: [String: Double]] = ["conv1d": ["dilation": 1], "conv2d": ["dilation": 1]]
+/// (thor_sdk.layers.kinds.DEFAULT_FEATURES: a conv's dilation, and frozen for every kind with weights but the output
+/// head): an estimator whose entry lacks one reads a layer setting another value as its twin at that value, so the
+/// layer is approximated, as a stand-in is (the Python runtime's rule).
+let defaultFeatures: [String: [String: Double]] = [
+    "conv1d": ["dilation": 1, "frozen": 0],
+    "conv2d": ["dilation": 1, "frozen": 0],
+    "linear": ["frozen": 0],
+    "batchnorm2d": ["frozen": 0],
+    "layernorm": ["frozen": 0],
+    "embedding": ["frozen": 0],
+    "lstm": ["frozen": 0],
+    "transformer_block": ["frozen": 0],
+    "batchnorm1d": ["frozen": 0],
+    "prelu": ["frozen": 0],
+    "groupnorm": ["frozen": 0],
+    "gru": ["frozen": 0],
+    "lstm_cell": ["frozen": 0],
+    "gru_cell": ["frozen": 0],
+    "mha": ["frozen": 0],
+    "conv_transpose2d": ["frozen": 0]
+]
 
 /// Why `m`, fitted before one of the layer's kind's defaulted features existed, estimates the layer approximately
 /// (the layer sets the feature to another value than its default); else nil.
@@ -218,7 +236,7 @@ func unreadFeature(_ layer: Layer, _ m: KindModel) -> String? {
         return nil
     }
     return "the estimator's \(layer.kind) model predates its feature(s) \(off.joined(separator: ", ")): estimated "
-        + "as the same layer at the default (same FLOPs and bytes); refit the campaign for its own cost"
+        + "as the same layer at the default (through its own FLOPs and bytes); refit the campaign for its own cost"
 }
 
 func matern52(_ r: Double) -> Double {

@@ -56,11 +56,27 @@ public final class Estimator {
     public static final double APPROX_OP_REL_STD = 0.5;
     /**
      * Features a kind gained after estimators were first written, with the value a layer leaving one out has
-     * (thor_sdk.layers.kinds.DEFAULT_FEATURES): an estimator whose entry lacks one reads a layer setting another
-     * value as its twin at that value, so the layer is approximated, as a stand-in is (the Python runtime's rule).
+     * (thor_sdk.layers.kinds.DEFAULT_FEATURES: a conv's dilation, and frozen for every kind with weights but the
+     * output head): an estimator whose entry lacks one reads a layer setting another value as its twin at that
+     * value, so the layer is approximated, as a stand-in is (the Python runtime's rule).
      */
-    static final Map<String, Map<String, Double>> DEFAULT_FEATURES = Map.of(
-            "conv1d", Map.of("dilation", 1.0), "conv2d", Map.of("dilation", 1.0));
+    static final Map<String, Map<String, Double>> DEFAULT_FEATURES = Map.ofEntries(
+            Map.entry("conv1d", Map.of("dilation", 1.0, "frozen", 0.0)),
+            Map.entry("conv2d", Map.of("dilation", 1.0, "frozen", 0.0)),
+            Map.entry("linear", Map.of("frozen", 0.0)),
+            Map.entry("batchnorm2d", Map.of("frozen", 0.0)),
+            Map.entry("layernorm", Map.of("frozen", 0.0)),
+            Map.entry("embedding", Map.of("frozen", 0.0)),
+            Map.entry("lstm", Map.of("frozen", 0.0)),
+            Map.entry("transformer_block", Map.of("frozen", 0.0)),
+            Map.entry("batchnorm1d", Map.of("frozen", 0.0)),
+            Map.entry("prelu", Map.of("frozen", 0.0)),
+            Map.entry("groupnorm", Map.of("frozen", 0.0)),
+            Map.entry("gru", Map.of("frozen", 0.0)),
+            Map.entry("lstm_cell", Map.of("frozen", 0.0)),
+            Map.entry("gru_cell", Map.of("frozen", 0.0)),
+            Map.entry("mha", Map.of("frozen", 0.0)),
+            Map.entry("conv_transpose2d", Map.of("frozen", 0.0)));
     static final String[] TERM_KEYS = {"flops_per_sample", "flops_fixed", "bytes_per_sample", "bytes_fixed"};
     /** Features the runtime derives from a layer's cost terms (F and B at the batch size), never from its config. */
     public static final List<String> DERIVED = List.of("train_flops", "train_bytes");
@@ -1236,8 +1252,8 @@ public final class Estimator {
             return null;
         }
         return "the estimator's " + layer.kind + " model predates its feature(s) " + String.join(", ", off)
-                + ": estimated as the same layer at the default (same FLOPs and bytes); refit the campaign for "
-                + "its own cost";
+                + ": estimated as the same layer at the default (through its own FLOPs and bytes); refit the campaign "
+                + "for its own cost";
     }
 
     /** Variance (the metric's unit squared) of the summed cost of all layers of one kind. */
