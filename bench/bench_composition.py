@@ -24,13 +24,14 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
-def _layer_probes(model, batch_size):
+def _layer_probes(model, batch_size, input_shape=None):
     """``[(probe, count)]``: the net's distinct layers as THOR probes, in the net's order (as a target-driven
     campaign plans them)."""
     from thor_sdk.campaign.targets import target_points
     from thor_sdk.layers import layers_of
 
-    return list(target_points([layers_of(model)], [batch_size]).values())
+    shape = None if input_shape is None else list(input_shape)
+    return list(target_points([layers_of(model, input_shape=shape)], [batch_size]).values())
 
 
 def _cycle(dev, model, batch_size, probes, settings):
@@ -48,20 +49,25 @@ def _cycle(dev, model, batch_size, probes, settings):
     return before, whole(), costs
 
 
-def run(models, batch_size=16, cycles=4, threads=1, settings=None, progress=None):
-    """The benchmark's result document (see ``main``); ``progress(model, cycle, ratio)`` after each cycle."""
+def run(models, batch_size=16, cycles=4, threads=1, settings=None, progress=None, input_shape=None):
+    """The benchmark's result document (see ``main``); ``progress(model, cycle, ratio)`` after each cycle.
+    ``input_shape``: the per-sample shape of ``file.py:Class`` models (zoo nets have their own)."""
     from thor_sdk.devices.host import HostDevice
+    from thor_sdk.harness.whole_model import resolve_model
 
     dev = HostDevice(threads=threads)
     nets = []
     for model in models:
-        probes = _layer_probes(model, batch_size)
+        shape = input_shape if ".py:" in model else None
+        probes = _layer_probes(model, batch_size, shape)
+        source = resolve_model(model, input_shape=shape) if shape is not None else model
         rows = []
         for c in range(cycles):
             order = probes if c % 2 == 0 else probes[::-1]
-            before, after, costs = _cycle(dev, model, batch_size, order, settings)
+            before, after, costs = _cycle(dev, source, batch_size, order, settings)
             total = sum(costs[p.id] * n for p, n in probes)
             rows.append({"whole_before_s": before, "whole_after_s": after, "probes_sum_s": total,
+                         "frozen_probes_sum_s": sum(costs[p.id] * n for p, n in probes if p.config.get("frozen")),
                          "ratio": total / (0.5 * (before + after)), "costs_s": costs})
             if progress:
                 progress(model, c + 1, rows[-1]["ratio"])
@@ -95,7 +101,9 @@ def report(result, command, load_start, load_end, stamp):
                      f"**{n['median_ratio']:.3f}** |")
     lines += ["", "Probes' sum per layer kind (median over cycles):", ""]
     for n in result["nets"]:
-        lines.append(f"- {n['model']}: " + ", ".join(f"{k} {v * 1e3:.2f} ms" for k, v in n["by_kind_s"].items()))
+        frozen = statistics.median(r.get("frozen_probes_sum_s", 0.0) for r in n["cycles"])
+        lines.append(f"- {n['model']}: " + ", ".join(f"{k} {v * 1e3:.2f} ms" for k, v in n["by_kind_s"].items())
+                     + (f"; frozen layers' probes {frozen * 1e3:.2f} ms" if frozen else ""))
     return "\n".join(lines) + "\n"
 
 
@@ -105,7 +113,9 @@ def main(argv=None):
     from thor_sdk.store.files import write_text
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--model", action="append", help="a zoo net (repeatable; default vgg_small)")
+    ap.add_argument("--model", action="append", help="a zoo net, or file.py:Class with --input-shape (repeatable; "
+                    "default vgg_small)")
+    ap.add_argument("--input-shape", default=None, help="per-sample input shape of file.py:Class models, e.g. 3,64,64")
     ap.add_argument("--batch-size", type=int, default=16)
     ap.add_argument("--cycles", type=int, default=4)
     ap.add_argument("--threads", type=int, default=1)
@@ -117,15 +127,21 @@ def main(argv=None):
     if not (1 <= args.cycles <= 100 and 1 <= args.batch_size <= 1024 and 1 <= args.threads <= 256) \
             or (args.window_s is not None and not 0.001 <= args.window_s <= 60):
         raise SystemExit("--cycles 1..100, --batch-size 1..1024, --threads 1..256, --window-s 0.001..60")
-    unknown = [m for m in models if m not in known]
+    try:
+        shape = None if args.input_shape is None else tuple(int(v) for v in args.input_shape.split(","))
+    except ValueError:
+        shape = ()
+    if shape is not None and not (1 <= len(shape) <= 4 and all(1 <= v <= 4096 for v in shape)):
+        raise SystemExit("--input-shape: 1 to 4 integers in 1..4096, e.g. 3,64,64")
+    unknown = [m for m in models if m not in known and not (".py:" in m and shape is not None)]
     if unknown:
-        raise SystemExit(f"unknown zoo net(s): {', '.join(unknown)}")
+        raise SystemExit(f"unknown zoo net(s), or a file.py:Class without --input-shape: {', '.join(unknown)}")
     settings = ProtocolSettings() if args.window_s is None else ProtocolSettings(min_window_s=args.window_s)
     command = "python bench/bench_composition.py " + " ".join(argv if argv is not None else sys.argv[1:])
     load_start = os.getloadavg()[0]
     result = run(models, args.batch_size, args.cycles, args.threads, settings,
                  progress=lambda m, c, r: print(f"{m} cycle {c}: probes / whole {r:.3f}", file=sys.stderr,
-                                                flush=True))
+                                                flush=True), input_shape=shape)
     stamp = dt.datetime.now(dt.timezone.utc).strftime("%Y%m%d-%H%M")
     text = report(result, command, load_start, os.getloadavg()[0], stamp)
     print(text)

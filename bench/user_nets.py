@@ -1021,6 +1021,22 @@ class LoRAGPT(MiniGPT):
             block.attn.c_proj = _LoRALinear(block.attn.c_proj)
 
 
+class FrozenMobileNetFTWhole(FrozenMobileNetFT):
+    """FrozenMobileNetFT trained whole (nothing frozen): its twin in ``bench/bench_composition.py``, not in NETS."""
+
+    def __init__(self):
+        super().__init__()
+        self.requires_grad_(True)
+
+
+class ResNetLastStageFTWhole(ResNetLastStageFT):
+    """ResNetLastStageFT trained whole: its twin in ``bench/bench_composition.py``, not in NETS."""
+
+    def __init__(self):
+        super().__init__()
+        self.requires_grad_(True)
+
+
 #: (class name, per-sample input shape): the held-out user nets, in the order they are measured
 NETS = (("UNetTiny", (3, 32, 32)), ("BiLSTM", (32,)), ("GRU2", (50, 12)), ("MHA", (24, 32)),
         ("DilatedTCN", (3, 128)), ("MobileBlock", (3, 64, 64)), ("Deconv", (3, 32, 32)), ("TextGRU", (40,)),

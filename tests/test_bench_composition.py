@@ -14,7 +14,9 @@ def _bench():
 
 
 @pytest.mark.parametrize("bad", [["--cycles", "0"], ["--batch-size", "0"], ["--window-s", "nan"],
-                                 ["--model", "no_such_net"]])
+                                 ["--model", "no_such_net"], ["--model", "net.py:Net"],
+                                 ["--model", "net.py:Net", "--input-shape", "3,x"],
+                                 ["--model", "net.py:Net", "--input-shape", "0,8"]])
 def test_bad_arguments_stop_before_any_work(bad, tmp_path):
     with pytest.raises(SystemExit) as e:
         _bench().main(bad + ["--report", str(tmp_path / "r.md")])
