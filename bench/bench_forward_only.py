@@ -8,9 +8,9 @@ trained Linear head, measured whole (``HostDevice.measure_model``), beside the s
 marginal cost in the net is the difference over ``deep - 1``. Its THOR probe (``measure_probe`` and
 ``derive_samples``, as a campaign measures it) is measured in the same cycle, between the two whole runs. Cases: a
 frozen 3x3 conv, a frozen BatchNorm2d, a ReLU and an in-place ReLU (``nn.ReLU(inplace=True)``, what torchvision's
-backbones use) behind them, all forward only (probe role ``input``); and as the control, the conv trained
-(``hidden``: its layers behind a trained one). Reported per case: each cycle's probe over marginal cost and their
-median. Time only.
+backbones use; its probe runs in place, ``inplace`` 1) behind them, all forward only (probe role ``input``); and as
+the control, the conv trained (``hidden``: its layers behind a trained one). Reported per case: each cycle's probe
+over marginal cost and their median. Time only.
 """
 
 import argparse
@@ -37,7 +37,7 @@ CASES = {
     "batchnorm2d frozen": ("batchnorm2d", {"channels": C, "height": SIDE, "width": SIDE, "frozen": 1}, "input",
                            False),
     "relu": ("relu", {"numel": C * SIDE * SIDE}, "input", False),
-    "relu in place": ("relu", {"numel": C * SIDE * SIDE}, "input", False),
+    "relu in place": ("relu", {"numel": C * SIDE * SIDE, "inplace": 1}, "input", False),
 }
 
 

@@ -363,8 +363,11 @@ def test_candidates_take_structural_neighbours_of_the_zoo_layers():
     assert {e["role"] for e in prior["kinds"]["gru"]["configs"]} == {"input"}
     roles = [r for _, _, r in candidates(prior, "gru", 160, seed=0)]
     assert 0.15 <= roles.count("hidden") / len(roles) <= 0.35
-    # kinds whose zoo layers have both roles, or that are not recurrent, keep the zoo's roles
-    assert {r for _, _, r in candidates(prior, "relu", 80, seed=0)} == {"hidden"}
+    # kinds whose zoo layers have both roles, or that are not recurrent, keep the zoo's roles (but those run forward
+    # only, as behind a frozen backbone: forward_only_share, tests/test_frozen.py)
+    assert {r for c, _, r in candidates(prior, "relu", 80, seed=0)} == {"hidden", "input"}
+    no_forward_only = {k: v for k, v in prior.items() if k != "forward_only_share"}
+    assert {r for _, _, r in candidates(no_forward_only, "relu", 80, seed=0)} == {"hidden"}
     # a kind whose zoo layers all have a bias: a share of the candidates has none (attention projections,
     # x @ y). Every zoo linear has one (vit_tiny's bias-free ones were the stand-ins of its attention, now kind sdpa)
     assert {e["config"]["bias"] for e in prior["kinds"]["linear"]["configs"]} == {1}

@@ -285,3 +285,61 @@ def test_core_ml_leaves_a_frozen_layer_out_of_the_updatable_ones(tmp_path):
     assert [f["reason"] for f in r["frozen"] if f["layer"] == first] == [
         "frozen in the model (its parameters' requires_grad is False)"]
     assert validate_updatable(str(path))["updatable"] == r["updatable"]
+
+
+class InPlace(nn.Module):
+    """A frozen stem and the ways an activation runs in place, then a trained conv and an in-place ReLU behind it."""
+
+    def __init__(self):
+        super().__init__()
+        self.stem = nn.Conv2d(3, 8, 3, padding=1).requires_grad_(False)
+        self.act = nn.ReLU(inplace=True)
+        self.trained = nn.Conv2d(8, 8, 3, padding=1)
+        self.act2 = nn.ReLU(inplace=True)
+        self.fc = nn.Linear(8 * 8 * 8, 4)
+
+    def forward(self, x):
+        x = self.act(self.stem(x))
+        x = F.relu(x, inplace=True)
+        x = F.hardtanh(x, 0.0, 6.0, True)
+        x = x.relu_()
+        x = F.leaky_relu(x, 0.1)  # out of place
+        x = F.silu(x)
+        return self.fc(self.act2(self.trained(x)).flatten(1))
+
+
+def test_an_activation_run_in_place_forward_only_is_marked_and_one_behind_a_trained_layer_is_not():
+    got = [(l["kind"], l["role"], l["config"].get("inplace", 0)) for l in layers_of(InPlace(), input_shape=[3, 8, 8])
+           .layers if l["kind"] in ("relu", "relu6", "leaky_relu", "silu")]
+    assert got == [("relu", "input", 1), ("relu", "input", 1), ("relu6", "input", 1), ("relu", "input", 1),
+                   ("leaky_relu", "input", 0), ("silu", "input", 0), ("relu", "hidden", 0)]
+
+
+def test_an_in_place_probe_runs_forward_only_and_in_place():
+    probe = Probe("relu", {"numel": 64, "inplace": 1}, 4, "input")
+    assert probe.build("input").module[0].inplace and not Probe("relu", {"numel": 64}, 4, "input").build(
+        "input").module[0].inplace
+    with pytest.raises(UsageError, match="in-place relu is probed forward only"):
+        Probe("relu", {"numel": 64, "inplace": 1}, 4, "hidden")
+    with pytest.raises(UsageError, match="inplace must be 0 or 1"):
+        get_kind("relu").check_config({"numel": 64, "inplace": 3})
+
+
+def test_the_profile_plans_forward_only_layers_of_kinds_without_weights():
+    from thor_sdk.campaign.prior import candidates, load_prior
+    from thor_sdk.layers.kinds import IN_PLACE
+
+    prior = load_prior()
+    for kind in ("relu", "maxpool2d", "add"):
+        got = candidates(prior, kind, 200)
+        share = sum(r == "input" for _, _, r in got) / len(got)
+        assert 0.1 < share < 0.35, (kind, share)
+        in_place = [c for c, _, r in got if c.get("inplace")]
+        assert (len(in_place) > 0) == (kind in IN_PLACE)
+        assert all(r == "input" for c, _, r in got if c.get("inplace"))
+    # half the frozen candidates of a kind with weights run forward only
+    conv = candidates(prior, "conv2d", 200)
+    assert any(c.get("frozen") and r == "input" for c, _, r in conv)
+    assert any(c.get("frozen") and r == "hidden" for c, _, r in conv)
+    old = {k: v for k, v in prior.items() if k not in ("frozen_share", "forward_only_share")}
+    assert not any(c.get("inplace") for c, _, _ in candidates(old, "relu", 100))

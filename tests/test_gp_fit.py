@@ -17,7 +17,7 @@ from thor_sdk.layers.kinds import feature_vector, gp_features
 from thor_sdk.runtime import load_estimator
 from thor_sdk.runtime.terms import at_batch, cost_terms
 
-RELU = gp_features("relu")  # numel, batch_size, role
+RELU = gp_features("relu")  # numel, inplace, batch_size, role
 
 
 def _relu_samples(n, rng, noise=0.03, law=lambda f, b: 2e-5 + f / 1e9 + b / 3e9):
@@ -312,9 +312,10 @@ def test_inducing_points_grow_with_samples_between_bounds():
     assert [gp.n_inducing(n) for n in (1, 192, 200, 384, 600, 768, 2000)] == [64, 64, 66, 128, 200, 256, 256]
     assert KindGP(RELU, max_inducing=16).n_inducing(2000) == 16
     rng = np.random.default_rng(3)
-    X = np.c_[rng.choice(2000, 60, replace=False) + 1, rng.choice([1, 8, 32], 60), np.zeros(60)].astype(float)
+    X = np.c_[rng.choice(2000, 60, replace=False) + 1, np.zeros(60), rng.choice([1, 8, 32], 60),
+              np.zeros(60)].astype(float)
     X = np.r_[X, X]  # every row twice: 60 distinct
-    T = np.c_[X[:, 0] * X[:, 1] * 3.0, X[:, 0] * X[:, 1] * 8.0]
+    T = np.c_[X[:, 0] * X[:, 2] * 3.0, X[:, 0] * X[:, 2] * 8.0]
     y = 1e-6 + T[:, 0] * 1e-10
     assert len(KindGP(RELU).fit(X, y, terms=T).inducing_) == 60
 

@@ -94,6 +94,8 @@ UNREAD_DEFAULTS = {k: ({"dilation": 1, "frozen": 0} if k in ("conv1d", "conv2d")
                    for k in ("conv2d", "linear", "batchnorm2d", "layernorm", "embedding", "lstm", "transformer_block",
                              "conv1d", "batchnorm1d", "prelu", "groupnorm", "gru", "lstm_cell", "gru_cell", "mha",
                              "conv_transpose2d")}
+UNREAD_DEFAULTS.update({k: {"inplace": 0} for k in ("relu", "relu6", "leaky_relu", "hardswish", "hardsigmoid", "silu",
+                                                     "elu")})
 
 
 def unread_feature(layer, features):
@@ -149,9 +151,9 @@ def synthetic_cost(kind, config, batch_size, role, rng, noise=0.05):
 
 
 def features_before_frozen(kind):
-    """``kind``'s GP features as estimators had them before ``frozen`` was one (2026-11-28): the cases written
-    before it keep their estimators, and pin how a runtime reads an entry that lacks it."""
-    return [f for f in gp_features(kind) if f != "frozen"]
+    """``kind``'s GP features as estimators had them before ``frozen`` and ``inplace`` were ones (2026-11-28): the
+    cases written before them keep their estimators, and pin how a runtime reads an entry that lacks them."""
+    return [f for f in gp_features(kind) if f not in ("frozen", "inplace")]
 
 
 def sample(kind, n, rng, linear=False, config=None, slowdown=1.0, features=None):

@@ -87,6 +87,13 @@ DILATION_NEIGHBOUR_SHARE = 0.15
 #: frozen runs layers whose step has no weight gradient or update (0.31-0.37x a whole ResNet-18's or MobileNetV2's
 #: step on the host with all but the classifier frozen), which a profile must have measured
 FROZEN_NEIGHBOUR_SHARE = 0.2
+#: share of the candidates of each parameter-free kind that can take either role run forward only (role ``input``:
+#: as behind a frozen backbone's layers), half of them in place where the kind can run so (``IN_PLACE``), from the
+#: dimension that freezes kinds with weights (half of whose frozen candidates run forward only too): the zoo's nets
+#: train whole, so its activations, norms and poolings all sit behind a trained layer (``hidden``), where a frozen
+#: backbone's run forward only (an in-place ReLU there costs a third of the out-of-place probe's ReLU,
+#: ``bench/bench_forward_only.py``)
+FORWARD_ONLY_SHARE = 0.2
 #: kinds a third of whose neighbour share is a square kernel's one-sided half (``_rect_neighbour``)
 RECT_NEIGHBOUR_KINDS = ("conv2d", "maxpool2d", "avgpool2d")
 ROLE_NEIGHBOUR_KINDS = ("gru", "lstm", "gru_cell", "lstm_cell")
@@ -160,7 +167,7 @@ def build_prior(model_names=None):
     doc = {"format": PRIOR_FORMAT, "version": PRIOR_VERSION, "models": names, "proxy_batch_size": PROXY_BATCH,
            "batch_range": list(BATCH_RANGE), "size_factor": SIZE_FACTOR, "sequence_factor": SEQUENCE_FACTOR,
            "neighbour_share": NEIGHBOUR_SHARE, "dilation_share": DILATION_NEIGHBOUR_SHARE,
-           "frozen_share": FROZEN_NEIGHBOUR_SHARE,
+           "frozen_share": FROZEN_NEIGHBOUR_SHARE, "forward_only_share": FORWARD_ONLY_SHARE,
            "kinds": {k: {"share": sum(e["proxy_cost_s"] for e in rows) / total,
                          "rel_share": sum(e["rel_share"] for e in rows),
                          "configs": [{"config": e["config"], "role": e["role"], "count": e["count"],
@@ -435,7 +442,7 @@ def candidates(prior, kind, n, seed=0):
     """``n`` probe candidates ``(config, batch_size, role)`` for ``kind``, in Sobol order (deterministic)."""
     from scipy.stats import qmc
 
-    from thor_sdk.layers.kinds import FREEZABLE
+    from thor_sdk.layers.kinds import FREEZABLE, IN_PLACE, get_kind
 
     entry = prior["kinds"][kind]
     configs = entry["configs"]
@@ -455,7 +462,10 @@ def candidates(prior, kind, n, seed=0):
     # a dimension of its own for the dropout flip or the dilation, and one for freezing
     first_size = 5 if kind in DROPOUT_NEIGHBOUR_KINDS or kind in DILATION_NEIGHBOUR_KINDS else 4
     frozen_share = float(prior.get("frozen_share", 0.0)) if kind in FREEZABLE else 0.0
-    frozen_dim = first_size if frozen_share > 0 else None
+    forward_share = (float(prior.get("forward_only_share", 0.0))
+                     if not get_kind(kind).has_params and "input" in get_kind(kind).roles
+                     and "hidden" in get_kind(kind).roles else 0.0)
+    frozen_dim = first_size if frozen_share > 0 or forward_share > 0 else None
     first_size += frozen_dim is not None
     dims = first_size + len(size_feats)
     sob = qmc.Sobol(d=dims, scramble=True, seed=seed)
@@ -496,8 +506,14 @@ def candidates(prior, kind, n, seed=0):
         if other_flags and p[2] < share:  # (p[2] also picks a role: recurrent kinds have no such flag)
             config = dict(config, **other_flags)
         role = other_role if other_role and p[2] < share else base["role"]
-        if frozen_dim is not None and p[frozen_dim] < frozen_share:
+        if frozen_dim is not None and p[frozen_dim] < frozen_share:  # frozen; half of them forward only
             config = dict(config, frozen=1 - int(config.get("frozen", 0)))
+            if p[frozen_dim] < frozen_share / 2 and "input" in get_kind(kind).roles:
+                role = "input"
+        elif frozen_dim is not None and p[frozen_dim] < forward_share:  # forward only; half of them in place
+            role = "input"
+            if p[frozen_dim] < forward_share / 2 and kind in IN_PLACE:
+                config = dict(config, inplace=1)
         key = json.dumps([config, batch, role], sort_keys=True)
         if key in seen:
             continue

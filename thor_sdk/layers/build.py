@@ -292,6 +292,8 @@ def _build_layer(kind, c):
     simple = {"relu": nn.ReLU, "relu6": nn.ReLU6, "gelu": nn.GELU, "tanh": nn.Tanh, "sigmoid": nn.Sigmoid,
               "hardswish": nn.Hardswish, "hardsigmoid": nn.Hardsigmoid, "silu": nn.SiLU,
               "leaky_relu": nn.LeakyReLU, "elu": nn.ELU}
+    if isinstance(c, dict) and c.get("inplace"):  # overwrites its input (a forward-only layer's, see kinds.IN_PLACE)
+        return simple[kind](inplace=True)
     return simple[kind]()
 
 

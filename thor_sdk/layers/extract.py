@@ -7,7 +7,7 @@ import operator
 from thor_sdk.errors import ModelError, UnsupportedOperatorError, UsageError
 from thor_sdk.runtime.terms import CELLS
 
-from .kinds import FREEZABLE, complete_config, get_kind
+from .kinds import FREEZABLE, IN_PLACE, SPARSE_FEATURES, complete_config, get_kind
 from .trace import RECOMPUTE_REASON, RECOMPUTED
 
 
@@ -1847,6 +1847,7 @@ def layers_from_module(module, input_shape, input_dtype="float32", vocab=None, s
     for node in gm.graph.nodes:
         _mark_recomputed(layers, *pending)
         _mark_frozen(layers, *pending, gm, unknown_ops, unsupported)
+        _mark_in_place(layers, *pending, gm)
         pending = (len(layers), node)
         arg_nodes = [a for a in node.all_input_nodes]
         upstream = any(needs_grad.get(a, False) for a in arg_nodes)
@@ -1954,6 +1955,7 @@ def layers_from_module(module, input_shape, input_dtype="float32", vocab=None, s
             lookups[node] = (layers[-1], bool(node.args) and node.args[0] in fixed)
     _mark_recomputed(layers, *pending)
     _mark_frozen(layers, *pending, gm, unknown_ops, unsupported)
+    _mark_in_place(layers, *pending, gm)
     recomputed = [layer["name"] for layer in layers if layer.get(RECOMPUTED)]
     if recomputed and unknown_ops == "error":
         which = (recomputed[0] if len(recomputed) == 1
@@ -2025,6 +2027,37 @@ def _mark_frozen(layers, start, node, gm, unknown_ops, unsupported):
                                "approx estimates it so)")
 
 
+#: the position of ``inplace`` among the functional activations' positional arguments
+_INPLACE_ARG = {"relu": 1, "relu6": 1, "hardswish": 1, "hardsigmoid": 1, "silu": 1, "selu": 1, "hardtanh": 3,
+                "leaky_relu": 2, "elu": 2, "celu": 2}
+
+
+def _runs_in_place(node, gm):
+    """Whether an activation node overwrites its input: a module built ``inplace=True``, a function given
+    ``inplace=True`` (by keyword or position), or the underscore form (``x.relu_()``, ``F.leaky_relu_``)."""
+    if node.op == "call_module":
+        return getattr(gm.get_submodule(node.target), "inplace", False) is True
+    name = str(node.target if node.op == "call_method" else getattr(node.target, "__name__", ""))
+    if name.endswith("_") and not name.endswith("__"):
+        return True
+    if node.kwargs.get("inplace") is True:
+        return True
+    pos = _INPLACE_ARG.get(name) if node.op == "call_function" else None
+    return pos is not None and len(node.args) > pos and node.args[pos] is True
+
+
+def _mark_in_place(layers, start, node, gm):
+    """Set ``inplace`` 1 on the layers from ``start`` on (those ``node`` gave) of a kind that can run in place, where
+    ``node`` does and the layer runs forward only (role ``input``: behind a frozen backbone's layers). Behind a
+    trained layer no probe can run it in place: it stays out of place (``kinds.IN_PLACE``)."""
+    if node is None or len(layers) == start:
+        return
+    for layer in layers[start:]:
+        if layer["kind"] in IN_PLACE and layer["role"] == "input" and "approx" not in layer \
+                and _runs_in_place(node, gm):
+            layer["config"] = dict(layer["config"], inplace=1)
+
+
 def _mark_recomputed(layers, start, node):
     """Mark the layers from ``start`` on (those ``node`` gave) as recomputed where ``node`` was traced inside
     ``torch.utils.checkpoint`` (``trace.checkpoints_marked``)."""
@@ -2071,8 +2104,8 @@ def finish_layers(layers, source="model"):
     for layer in layers:
         layer["config"] = complete_config(layer["kind"], layer["config"])  # every feature spelled out, as written,
         get_kind(layer["kind"]).check_config(layer["config"])
-        if layer["config"].get("frozen") == 0:  # but frozen, written on frozen layers only (trained is the rule)
-            layer["config"] = {k: v for k, v in layer["config"].items() if k != "frozen"}
+        if any(layer["config"].get(f) == 0 for f in SPARSE_FEATURES):  # but frozen and inplace: written where 1
+            layer["config"] = {k: v for k, v in layer["config"].items() if not (k in SPARSE_FEATURES and v == 0)}
     last = layers[-1]
     if last["kind"] == "linear" and "approx" not in last:  # a stand-in (a matmul of two activations) has no weights
         c = last["config"]

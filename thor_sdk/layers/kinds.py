@@ -244,8 +244,20 @@ OPTIONAL_KEYS = {k: {"kernel_w": "kernel", "stride_w": "stride", "padding_w": "p
 #: fully trained steps. Its FLOPs and bytes say so (``Kind.trains``); the GP reads the rest.
 FREEZABLE = ("conv2d", "linear", "batchnorm2d", "layernorm", "embedding", "lstm", "transformer_block", "conv1d",
              "batchnorm1d", "prelu", "groupnorm", "gru", "lstm_cell", "gru_cell", "mha", "conv_transpose2d")
-DEFAULT_FEATURES = {k: ({"dilation": 1, "frozen": 0} if k in ("conv1d", "conv2d") else {"frozen": 0})
-                    for k in FREEZABLE}
+#:
+#: ``inplace`` (0; 2026-11-28) is one of the activations PyTorch can run in place (``IN_PLACE``): 1 on a layer that
+#: runs forward only (role ``input``: behind a frozen backbone's layers) and overwrites its input
+#: (``nn.ReLU(inplace=True)``, as torchvision's backbones build theirs, ``F.relu(x, inplace=True)``, ``x.relu_()``).
+#: There it costs a fraction of the out-of-place op its probe otherwise runs: 0.053 ms against 0.162 ms for a ReLU
+#: over 32x32x32 at batch 16 on the host, whose out-of-place probe read 0.204 ms (``bench/bench_forward_only.py``).
+#: Behind a trained layer (role ``hidden``) no probe can run one in place (its input is the probe's leaf that needs a
+#: gradient): such a layer keeps 0 and is estimated out of place.
+IN_PLACE = ("relu", "relu6", "leaky_relu", "hardswish", "hardsigmoid", "silu", "elu")
+DEFAULT_FEATURES = {**{k: ({"dilation": 1, "frozen": 0} if k in ("conv1d", "conv2d") else {"frozen": 0})
+                       for k in FREEZABLE},
+                    **{k: {"inplace": 0} for k in IN_PLACE}}
+#: defaulted features a layer list carries only where they are not their default (every other one is spelled out)
+SPARSE_FEATURES = ("frozen", "inplace")
 
 
 def complete_config(kind, config):
@@ -282,7 +294,8 @@ def with_added_features(kind, config):
 #: bounds of a layer config (see ``Kind.check_config``)
 MAX_FEATURE = 1e9
 MAX_NUMEL = 1e10
-_FLAGS = ("bias", "positional", "broadcast", "cross", "need_weights", "causal", "mask", "shared", "indices", "frozen")
+_FLAGS = ("bias", "positional", "broadcast", "cross", "need_weights", "causal", "mask", "shared", "indices", "frozen",
+          "inplace")
 _MAY_BE_ZERO = ("padding", "padding_w", "output_padding", "pad_c", "pad_h", "pad_w")
 
 
@@ -319,7 +332,8 @@ _ELEMENTWISE = ("relu", "relu6", "gelu", "tanh", "sigmoid", "dropout", "flatten"
                 "permute", "elementwise", "scale", "clamp") + _ACTIVATIONS
 
 KINDS = {
-    k.name: k if k.name not in FREEZABLE else replace(k, features=k.features + ("frozen",))
+    k.name: (replace(k, features=k.features + ("frozen",)) if k.name in FREEZABLE else
+             replace(k, features=k.features + ("inplace",)) if k.name in IN_PLACE else k)
     for k in [
         Kind("conv2d", ("in_channels", "out_channels", "kernel", "stride", "padding", "groups", "height", "width",
                         "bias", "dilation"),

@@ -59,6 +59,9 @@ class Probe:
             object.__setattr__(self, "role", "output")
         elif self.role not in k.roles:
             raise UsageError(f"kind {self.kind} cannot have role {self.role!r} (roles: {', '.join(k.roles)})")
+        if self.config.get("inplace") and self.role != "input":
+            raise UsageError(f"an in-place {self.kind} is probed forward only (role input): behind a layer that needs "
+                             "a gradient its input is the probe's leaf, which torch cannot overwrite")
         object.__setattr__(self, "config", canonical_config(minimal_config(self.kind, self.config)))
 
     @property

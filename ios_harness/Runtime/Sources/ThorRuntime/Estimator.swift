@@ -198,9 +198,10 @@ let varFloor = 1e-12
 public let approxOpRelStd = 0.5
 
 /// Features a kind gained after estimators were first written, with the value a layer leaving one out has
-/// (thor_sdk.layers.kinds.DEFAULT_FEATURES: a conv's dilation, and frozen for every kind with weights but the output
-/// head): an estimator whose entry lacks one reads a layer setting another value as its twin at that value, so the
-/// layer is approximated, as a stand-in is (the Python runtime's rule).
+/// (thor_sdk.layers.kinds.DEFAULT_FEATURES: a conv's dilation, frozen for every kind with weights but the output
+/// head, inplace for the activations that can run in place): an estimator whose entry lacks one reads a layer setting
+/// another value as its twin at that value, so the layer is approximated, as a stand-in is (the Python runtime's
+/// rule).
 let defaultFeatures: [String: [String: Double]] = [
     "conv1d": ["dilation": 1, "frozen": 0],
     "conv2d": ["dilation": 1, "frozen": 0],
@@ -217,7 +218,14 @@ let defaultFeatures: [String: [String: Double]] = [
     "lstm_cell": ["frozen": 0],
     "gru_cell": ["frozen": 0],
     "mha": ["frozen": 0],
-    "conv_transpose2d": ["frozen": 0]
+    "conv_transpose2d": ["frozen": 0],
+    "relu": ["inplace": 0],
+    "relu6": ["inplace": 0],
+    "leaky_relu": ["inplace": 0],
+    "hardswish": ["inplace": 0],
+    "hardsigmoid": ["inplace": 0],
+    "silu": ["inplace": 0],
+    "elu": ["inplace": 0]
 ]
 
 /// Why `m`, fitted before one of the layer's kind's defaulted features existed, estimates the layer approximately

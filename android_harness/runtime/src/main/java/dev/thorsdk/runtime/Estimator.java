@@ -56,9 +56,10 @@ public final class Estimator {
     public static final double APPROX_OP_REL_STD = 0.5;
     /**
      * Features a kind gained after estimators were first written, with the value a layer leaving one out has
-     * (thor_sdk.layers.kinds.DEFAULT_FEATURES: a conv's dilation, and frozen for every kind with weights but the
-     * output head): an estimator whose entry lacks one reads a layer setting another value as its twin at that
-     * value, so the layer is approximated, as a stand-in is (the Python runtime's rule).
+     * (thor_sdk.layers.kinds.DEFAULT_FEATURES: a conv's dilation, frozen for every kind with weights but the output
+     * head, inplace for the activations that can run in place): an estimator whose entry lacks one reads a layer
+     * setting another value as its twin at that value, so the layer is approximated, as a stand-in is (the Python
+     * runtime's rule).
      */
     static final Map<String, Map<String, Double>> DEFAULT_FEATURES = Map.ofEntries(
             Map.entry("conv1d", Map.of("dilation", 1.0, "frozen", 0.0)),
@@ -76,7 +77,14 @@ public final class Estimator {
             Map.entry("lstm_cell", Map.of("frozen", 0.0)),
             Map.entry("gru_cell", Map.of("frozen", 0.0)),
             Map.entry("mha", Map.of("frozen", 0.0)),
-            Map.entry("conv_transpose2d", Map.of("frozen", 0.0)));
+            Map.entry("conv_transpose2d", Map.of("frozen", 0.0)),
+            Map.entry("relu", Map.of("inplace", 0.0)),
+            Map.entry("relu6", Map.of("inplace", 0.0)),
+            Map.entry("leaky_relu", Map.of("inplace", 0.0)),
+            Map.entry("hardswish", Map.of("inplace", 0.0)),
+            Map.entry("hardsigmoid", Map.of("inplace", 0.0)),
+            Map.entry("silu", Map.of("inplace", 0.0)),
+            Map.entry("elu", Map.of("inplace", 0.0)));
     static final String[] TERM_KEYS = {"flops_per_sample", "flops_fixed", "bytes_per_sample", "bytes_fixed"};
     /** Features the runtime derives from a layer's cost terms (F and B at the batch size), never from its config. */
     public static final List<String> DERIVED = List.of("train_flops", "train_bytes");
