@@ -110,7 +110,6 @@ def report(result, command, load_start, load_end, stamp):
 def main(argv=None):
     from thor_sdk.harness.protocol import ProtocolSettings
     from thor_sdk.models import list_models
-    from thor_sdk.store.files import write_text
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--model", action="append", help="a zoo net, or file.py:Class with --input-shape (repeatable; "
@@ -143,10 +142,17 @@ def main(argv=None):
                  progress=lambda m, c, r: print(f"{m} cycle {c}: probes / whole {r:.3f}", file=sys.stderr,
                                                 flush=True), input_shape=shape)
     stamp = dt.datetime.now(dt.timezone.utc).strftime("%Y%m%d-%H%M")
-    text = report(result, command, load_start, os.getloadavg()[0], stamp)
+    save_report(report(result, command, load_start, os.getloadavg()[0], stamp), result, command, args.report,
+                f"composition-host-{stamp}")
+
+
+def save_report(text, result, command, path, default_name):
+    """Print the Markdown report and write it to ``path`` (default ``bench/results/<default_name>.md``), with the
+    result document and its command as JSON beside it."""
+    from thor_sdk.store.files import write_text
+
     print(text)
-    path = args.report or os.path.join(os.path.dirname(os.path.abspath(__file__)), "results",
-                                       f"composition-host-{stamp}.md")
+    path = path or os.path.join(os.path.dirname(os.path.abspath(__file__)), "results", f"{default_name}.md")
     write_text(path, text)
     write_text(path[:-3] + ".json", json.dumps(dict(result, command=command), indent=1) + "\n")
     print(f"report: {path}", file=sys.stderr)

@@ -15,7 +15,6 @@ over marginal cost and their median. Time only.
 
 import argparse
 import datetime as dt
-import json
 import os
 import platform
 import statistics
@@ -25,6 +24,7 @@ import torch
 from torch import nn
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # bench_composition's report writer
 
 C, SIDE = 32, 32
 #: case -> (the repeated module's kind, its config, the probe's role, whether the copies train)
@@ -116,8 +116,8 @@ def report(result, command, load_start, load_end, stamp):
 
 
 def main(argv=None):
+    from bench_composition import save_report
     from thor_sdk.harness.protocol import ProtocolSettings
-    from thor_sdk.store.files import write_text
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--batch-size", type=int, default=16)
@@ -137,13 +137,8 @@ def main(argv=None):
                  progress=lambda case, c, r: print(f"{case} cycle {c}: probe / marginal {r:.2f}", file=sys.stderr,
                                                    flush=True))
     stamp = dt.datetime.now(dt.timezone.utc).strftime("%Y%m%d-%H%M")
-    text = report(result, command, load_start, os.getloadavg()[0], stamp)
-    print(text)
-    path = args.report or os.path.join(os.path.dirname(os.path.abspath(__file__)), "results",
-                                       f"forward-only-host-{stamp}.md")
-    write_text(path, text)
-    write_text(path[:-3] + ".json", json.dumps(dict(result, command=command), indent=1) + "\n")
-    print(f"report: {path}", file=sys.stderr)
+    save_report(report(result, command, load_start, os.getloadavg()[0], stamp), result, command, args.report,
+                f"forward-only-host-{stamp}")
 
 
 if __name__ == "__main__":
