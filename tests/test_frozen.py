@@ -343,3 +343,16 @@ def test_the_profile_plans_forward_only_layers_of_kinds_without_weights():
     assert any(c.get("frozen") and r == "hidden" for c, _, r in conv)
     old = {k: v for k, v in prior.items() if k not in ("frozen_share", "forward_only_share")}
     assert not any(c.get("inplace") for c, _, _ in candidates(old, "relu", 100))
+
+
+def test_a_samples_csv_may_leave_the_defaulted_features_out_or_empty(tmp_path):
+    from thor_sdk.fitting.samples_csv import read_samples_csv
+
+    path = tmp_path / "s.csv"
+    path.write_text("kind,role,batch_size,time_s,in_features,out_features,tokens,bias,frozen,numel\n"
+                    "linear,hidden,8,0.001,64,32,1,1,,\n"
+                    "linear,hidden,8,0.0007,64,32,1,1,1,\n"
+                    "relu,input,8,0.0001,,,,,,2048\n")
+    rows = read_samples_csv(str(path))
+    configs = [r["config"] for r in rows]
+    assert [c.get("frozen") for c in configs[:2]] == [0, 1] and configs[2]["inplace"] == 0

@@ -2,8 +2,8 @@
 
 Columns: ``kind``, ``role`` (input|hidden|output; optional, default hidden, output for kind
 output), ``batch_size``, ``time_s`` and/or ``energy_j`` (at least one per row), and the kind's
-feature columns (``thor-sdk kinds``; a defaulted one, a conv's ``dilation`` or a layer's ``frozen``, may be
-empty: it reads as its default). Columns of other kinds' features are left empty. Extra columns are ignored. See
+feature columns (``thor-sdk kinds``; a defaulted one, a conv's ``dilation``, a layer's ``frozen`` or an
+activation's ``inplace``, may be empty: it reads as its default). Columns of other kinds' features are left empty. Extra columns are ignored. See
 docs/samples-csv.md.
 
 Read strictly (``thor_sdk.store.files.read_csv``): UTF-8, no NUL bytes, no duplicate column, every row
@@ -48,7 +48,7 @@ def read_samples_csv(path):
         if role not in kind.roles:
             raise FormatError(f"{where}: role {role!r} is not one of kind {kind.name}'s roles "
                               f"({', '.join(kind.roles)}; empty: {default})")
-        defaults = DEFAULT_FEATURES.get(kind.name, {})  # a conv's dilation 1, a layer's frozen 0 where left empty
+        defaults = DEFAULT_FEATURES.get(kind.name, {})  # dilation 1, frozen and inplace 0 where left empty
         missing = [f for f in kind.features if not row.get(f) and f not in defaults]
         if missing:
             raise FormatError(f"{where}: kind {kind.name} needs numeric columns "
