@@ -18,11 +18,11 @@ import datetime as dt
 import gc
 import json
 import os
-import platform
 import statistics
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # bench_composition's machine_line
 
 MIN_GROUP_MS = 0.5  # groups whose probes sum to less are below this host's resolution: left out
 
@@ -83,6 +83,7 @@ def main(argv=None):
 
 def _measure(args, command):
     import torch
+    from bench_composition import machine_line
 
     from thor_sdk.harness.torch_trainer import TorchTrainer, trainer_for_probe_model
     from thor_sdk.models import model_spec
@@ -143,8 +144,7 @@ def _measure(args, command):
     stamp = dt.datetime.now(dt.timezone.utc).strftime("%Y%m%d-%H%M")
     lines = [f"# Additivity by ablation: {args.model}, batch {args.batch_size} (host, {stamp} UTC)", "",
              f"Command: `{command}`", "",
-             f"Machine: {platform.platform()}, {os.cpu_count()} cores, torch threads 1, load average at start "
-             f"{load_start:.2f}, at end {os.getloadavg()[0]:.2f}. Whole net: median {net:.1f} ms over "
+             machine_line(1, load_start, os.getloadavg()[0]) + f" Whole net: median {net:.1f} ms over "
              f"{args.rounds} rounds (min {min(rows['full']) * 1e3:.1f}, max {max(rows['full']) * 1e3:.1f}).", "",
              "| layers taken out | in context (median drop) | rounds' IQR | their probes' sum | probes / context |",
              "|---|---|---|---|---|"]

@@ -86,12 +86,17 @@ def run(models, batch_size=16, cycles=4, threads=1, settings=None, progress=None
     return {"nets": nets, "device_info": dev.info()}
 
 
+def machine_line(threads, load_start, load_end):
+    """A report's sentence on the machine: its platform, cores and torch threads, and the load average around the
+    run."""
+    return (f"Machine: {platform.platform()}, {os.cpu_count()} cores, torch threads {threads}, load average at start "
+            f"{load_start:.2f}, at end {load_end:.2f}.")
+
+
 def report(result, command, load_start, load_end, stamp):
     lines = [f"# Composition: whole nets vs the sum of their exact probes (host, {stamp} UTC)", "",
              f"Command: `{command}`", "",
-             f"Machine: {platform.platform()}, {os.cpu_count()} cores, torch threads "
-             f"{result['device_info']['torch_threads']}, load average at start {load_start:.2f}, at end "
-             f"{load_end:.2f}. Time only.", "",
+             machine_line(result['device_info']['torch_threads'], load_start, load_end) + " Time only.", "",
              "| net | batch | layers (distinct) | whole, median | probes' sum, median | ratio per cycle | median ratio |",
              "|---|---|---|---|---|---|---|"]
     for n in result["nets"]:

@@ -16,7 +16,6 @@ over marginal cost and their median. Time only.
 import argparse
 import datetime as dt
 import os
-import platform
 import statistics
 import sys
 
@@ -24,7 +23,7 @@ import torch
 from torch import nn
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # bench_composition's report writer
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # bench_composition's report helpers
 
 C, SIDE = 32, 32
 #: case -> (the repeated module's kind, its config, the probe's role, whether the copies train)
@@ -101,10 +100,11 @@ def run(batch_size=16, deep=9, cycles=3, settings=None, cases=None, progress=Non
 
 
 def report(result, command, load_start, load_end, stamp):
+    from bench_composition import machine_line
+
     lines = [f"# Forward-only layers in a net vs their probes (host, {stamp} UTC)", "", f"Command: `{command}`", "",
-             f"Machine: {platform.platform()}, {os.cpu_count()} cores, torch threads "
-             f"{result['device_info']['torch_threads']}, load average at start {load_start:.2f}, at end "
-             f"{load_end:.2f}. Batch {result['batch_size']}, {result['deep']} copies against 1. Time only.", "",
+             machine_line(result['device_info']['torch_threads'], load_start, load_end)
+             + f" Batch {result['batch_size']}, {result['deep']} copies against 1. Time only.", "",
              "| case | probe role | marginal in the net, median | probe, median | probe / marginal per cycle | median |",
              "|---|---|---|---|---|---|"]
     for c in result["cases"]:
