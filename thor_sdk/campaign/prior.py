@@ -461,10 +461,10 @@ def candidates(prior, kind, n, seed=0):
     other_flags = {f: v for f in NEIGHBOUR_FLAGS if (v := _other_flag(configs, f)) is not None} if share > 0 else {}
     # a dimension of its own for the dropout flip or the dilation, and one for freezing
     first_size = 5 if kind in DROPOUT_NEIGHBOUR_KINDS or kind in DILATION_NEIGHBOUR_KINDS else 4
+    roles = get_kind(kind).roles
     frozen_share = float(prior.get("frozen_share", 0.0)) if kind in FREEZABLE else 0.0
     forward_share = (float(prior.get("forward_only_share", 0.0))
-                     if not get_kind(kind).has_params and "input" in get_kind(kind).roles
-                     and "hidden" in get_kind(kind).roles else 0.0)
+                     if not get_kind(kind).has_params and "input" in roles and "hidden" in roles else 0.0)
     frozen_dim = first_size if frozen_share > 0 or forward_share > 0 else None
     first_size += frozen_dim is not None
     dims = first_size + len(size_feats)
@@ -508,7 +508,7 @@ def candidates(prior, kind, n, seed=0):
         role = other_role if other_role and p[2] < share else base["role"]
         if frozen_dim is not None and p[frozen_dim] < frozen_share:  # frozen; half of them forward only
             config = dict(config, frozen=1 - int(config.get("frozen", 0)))
-            if p[frozen_dim] < frozen_share / 2 and "input" in get_kind(kind).roles:
+            if p[frozen_dim] < frozen_share / 2 and "input" in roles:
                 role = "input"
         elif frozen_dim is not None and p[frozen_dim] < forward_share:  # forward only; half of them in place
             role = "input"

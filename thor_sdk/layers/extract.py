@@ -1845,9 +1845,7 @@ def layers_from_module(module, input_shape, input_dtype="float32", vocab=None, s
 
     pending = (0, None)  # where the last node's layers start in ``layers``, and that node
     for node in gm.graph.nodes:
-        _mark_recomputed(layers, *pending)
-        _mark_frozen(layers, *pending, gm, unknown_ops, unsupported)
-        _mark_in_place(layers, *pending, gm)
+        _mark_node(layers, *pending, gm, unknown_ops, unsupported)
         pending = (len(layers), node)
         arg_nodes = [a for a in node.all_input_nodes]
         upstream = any(needs_grad.get(a, False) for a in arg_nodes)
@@ -1953,9 +1951,7 @@ def layers_from_module(module, input_shape, input_dtype="float32", vocab=None, s
         add_layer(layers, name, got, upstream, op_label(node, gm), approx)
         if node.op == "call_module" and got[0] == "embedding" and not approx:
             lookups[node] = (layers[-1], bool(node.args) and node.args[0] in fixed)
-    _mark_recomputed(layers, *pending)
-    _mark_frozen(layers, *pending, gm, unknown_ops, unsupported)
-    _mark_in_place(layers, *pending, gm)
+    _mark_node(layers, *pending, gm, unknown_ops, unsupported)
     recomputed = [layer["name"] for layer in layers if layer.get(RECOMPUTED)]
     if recomputed and unknown_ops == "error":
         which = (recomputed[0] if len(recomputed) == 1
@@ -1971,6 +1967,14 @@ def layers_from_module(module, input_shape, input_dtype="float32", vocab=None, s
             why = f"{RECOMPUTE_REASON}: {share:.2f} of its training step added, its forward FLOPs' share"
             layer["approx"] = f"{layer['approx']}; {why}" if layer.get("approx") else why
     return layers
+
+
+def _mark_node(layers, start, node, gm, unknown_ops, unsupported):
+    """What a node's layers (``layers[start:]``) carry from how the node ran, once they are all added: recomputed
+    under ``torch.utils.checkpoint``, frozen, run in place."""
+    _mark_recomputed(layers, start, node)
+    _mark_frozen(layers, start, node, gm, unknown_ops, unsupported)
+    _mark_in_place(layers, start, node, gm)
 
 
 def _params_of(node, gm, suffix=""):
