@@ -8,12 +8,17 @@ from thor_sdk.errors import UsageError
 FORMATS = ("onnx", "torchscript", "coreml")
 
 
-def export_model(model, batch_size, fmt, out, *, optimizer="sgd", loss="ce", lr=0.01, epochs=1):
+def export_model(model, batch_size, fmt, out, *, optimizer="sgd", loss="ce", lr=0.01, epochs=1, trainable=None):
     """Export ``model`` (a reference network name) at ``batch_size`` to ``out`` in ``fmt``.
+
+    ``trainable``: name patterns of the only parameters the step trains (a fine-tune,
+    ``thor_sdk.layers.trainable``): the others are read, never updated (ONNX: ``frozen`` inputs without a
+    ``.new`` output or optimizer state; TorchScript: not updated; Core ML: their layers not updatable).
 
     Returns a summary dict: format, path, bytes, seconds, and the format's own description (ONNX:
     inputs/outputs/state pairs; TorchScript: shapes; Core ML: updatable and frozen layers).
     """
+    from thor_sdk.layers.trainable import apply_trainable, check_patterns
     from thor_sdk.models import build_model, model_spec
 
     from .bundle import sha256_file
@@ -30,6 +35,7 @@ def export_model(model, batch_size, fmt, out, *, optimizer="sgd", loss="ce", lr=
     batch_size = number("batch size", batch_size, low=1, high=MAX_RUN_BATCH_SIZE, integer=True)
     lr = number("learning rate", lr, low=0, low_open=True, high=MAX_LR)  # stored in the file a phone runs
     epochs = number("epochs", epochs, low=1, high=1000000, integer=True)
+    trainable = check_patterns(trainable)
     from thor_sdk.store.files import check_output
 
     check_output(out, f"{fmt} file")  # before any model is built or exported
@@ -37,6 +43,7 @@ def export_model(model, batch_size, fmt, out, *, optimizer="sgd", loss="ce", lr=
     if loss == "mse" and spec.label_shape:
         raise UsageError(f"--loss mse needs one label per sample; {model} predicts a sequence (use ce)")
     module = build_model(model)
+    tuned = apply_trainable(module, trainable, model)
     t0 = time.perf_counter()
     if fmt == "coreml":
         from .coreml_train import export_coreml, validate_updatable
@@ -59,4 +66,6 @@ def export_model(model, batch_size, fmt, out, *, optimizer="sgd", loss="ce", lr=
     seconds = time.perf_counter() - t0
     return {"model": model, "batch_size": int(batch_size), "format": fmt, "path": os.fspath(out),
             "bytes": os.path.getsize(out), "sha256": sha256_file(out), "seconds": round(seconds, 3),
-            "optimizer": optimizer, "loss": loss, "lr": float(lr), "detail": detail}
+            "optimizer": optimizer, "loss": loss, "lr": float(lr), "detail": detail,
+            **({"trainable": list(trainable), "trained_parameters": tuned["trained"],
+                "parameters": tuned["parameters"]} if tuned else {})}

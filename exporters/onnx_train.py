@@ -537,8 +537,9 @@ def cache_dir():
 def content_hash(module, x, y, **options):
     """sha256 of everything the exported graph depends on: exporter and library versions, the
     module's structure (its repr, and each submodule's plain attributes, which a repr may leave out: probes of
-    ``x.sum`` and ``x.mean``, or of a full-size and a broadcast product, are one repr), source and tensors, the
-    example batch and the export options."""
+    ``x.sum`` and ``x.mean``, or of a full-size and a broadcast product, are one repr), source and tensors (and
+    which parameters require a gradient: a fine-tune's step updates only those), the example batch and the
+    export options."""
     import inspect
 
     import onnxscript
@@ -566,7 +567,8 @@ def content_hash(module, x, y, **options):
         except (OSError, TypeError):  # built-in or dynamically created class: its name must do
             pass
     for name, t in list(module.named_parameters()) + list(module.named_buffers()) + [("x", x), ("y", y)]:
-        put(f"{name}:{t.dtype}:{tuple(t.shape)}")
+        # requires_grad too: a frozen parameter is read, not updated (a fine-tune's graph is another graph)
+        put(f"{name}:{t.dtype}:{tuple(t.shape)}:{bool(t.requires_grad)}")
         put(t.detach().cpu().contiguous().numpy().tobytes())
     return h.hexdigest()
 

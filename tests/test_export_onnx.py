@@ -396,6 +396,16 @@ def test_probes_of_one_repr_and_shapes_are_two_cache_entries(a, b):
     assert len(keys) == 2
 
 
+def test_a_fine_tune_of_the_same_weights_is_another_cache_entry():
+    # the same module, weights and batch with its first layer frozen exports another graph (no update of the
+    # frozen weights): one cache key for both would run the whole net's training step for the fine-tune
+    pm = KIND_PROBES["conv2d-input"].build("input")
+    whole = onnx_train.content_hash(pm.module, pm.x, pm.y, optimizer="sgd")
+    for p in pm.module[0].parameters():
+        p.requires_grad_(False)
+    assert onnx_train.content_hash(pm.module, pm.x, pm.y, optimizer="sgd") != whole
+
+
 def test_cache_dir_follows_the_environment(monkeypatch, tmp_path):
     monkeypatch.setenv("THOR_SDK_CACHE", str(tmp_path))
     assert onnx_train.cache_dir().startswith(str(tmp_path))

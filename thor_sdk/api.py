@@ -417,7 +417,7 @@ def _device_key(info):
         or "unknown"
 
 
-def estimate(estimator, model, batch_size=32, input_shape=None, unknown_ops="error", level=None):
+def estimate(estimator, model, batch_size=32, input_shape=None, unknown_ops="error", level=None, trainable=None):
     """THOR estimate (per layer and total, with std) plus the FLOPs baseline, as a plain dict.
 
     ``unknown_ops="approx"`` estimates operators without a layer kind (as the generic elementwise kind)
@@ -428,15 +428,26 @@ def estimate(estimator, model, batch_size=32, input_shape=None, unknown_ops="err
 
     ``level``: the device's level now (``measure_level``'s result, or a number): THOR's estimate and the
     FLOPs baseline (fitted on the same profile) are both scaled by it, and THOR's std gains the level's
-    own; None estimates the device as it was profiled."""
+    own; None estimates the device as it was profiled.
+
+    ``trainable``: name patterns of the only parameters that train (a fine-tune of ``model``, whatever its own
+    ``requires_grad`` says; ``thor_sdk.layers.trainable``): the others' layers are estimated frozen (no weight
+    gradient or update; before the first trained layer, no backward at all). The result's ``model`` says so,
+    and ``trainable`` lists the patterns."""
     from thor_sdk.layers import layers_of
+    from thor_sdk.layers.trainable import check_patterns
     from thor_sdk.runtime import load_estimator
 
     (batch_size,) = _check_batch_sizes([batch_size])
+    trainable = check_patterns(trainable)
     est = load_estimator(estimator) if not hasattr(estimator, "estimate") else estimator
     _level_arg(level)  # a bad level fails before the model is traced
-    ml = layers_of(model, input_shape=input_shape, unknown_ops=unknown_ops)
-    return estimate_layers(est, ml, batch_size, unknown_ops, level=level)
+    ml = layers_of(model, input_shape=input_shape, unknown_ops=unknown_ops, trainable=trainable)
+    result = estimate_layers(est, ml, batch_size, unknown_ops, level=level)
+    if trainable:
+        result["model"] = f"{ml.name} [trainable {','.join(trainable)}]"
+        result["trainable"] = list(trainable)
+    return result
 
 
 def _level_arg(level):
@@ -686,7 +697,7 @@ def _measurement_quality(dev, r, metric, settings):
 
 
 def measure(model, device="host", batch_size=32, metric="time", runtime="torch", settings=None, out=None,
-            meter=None, threads=None, input_shape=None, input_dtype=None, vocab=None):
+            meter=None, threads=None, input_shape=None, input_dtype=None, vocab=None, trainable=None):
     """Measure a whole model's training step on ``device`` (the ground truth THOR is checked against).
 
     ``model`` takes every form ``estimate`` takes: a reference or zoo network name; ``path/file.py:Class``
@@ -694,7 +705,8 @@ def measure(model, device="host", batch_size=32, metric="time", runtime="torch",
     below ``vocab``); a layer-list JSON or an ONNX file, rebuilt layer by layer from its kinds (see
     ``thor_sdk.harness.whole_model``). Remote devices measure reference networks by name only.
     The result's ``model`` is the model as given (a module: its class name); ``out`` records the run in
-    that campaign under the same label."""
+    that campaign under the same label. ``trainable``: name patterns of the only parameters that train (a
+    fine-tune, as ``estimate`` takes it; measured on the host, the label says so)."""
     import numbers
 
     from thor_sdk.harness.protocol import ProtocolSettings
@@ -706,10 +718,11 @@ def measure(model, device="host", batch_size=32, metric="time", runtime="torch",
     from thor_sdk.bounds import MAX_RUN_BATCH_SIZE
 
     (batch_size,) = _check_batch_sizes([batch_size], MAX_RUN_BATCH_SIZE)
-    source = resolve_model(model, input_shape, input_dtype, vocab)  # unknown names, missing files, bad shapes fail here
+    # unknown names, missing files, bad shapes and patterns fail here
+    source = resolve_model(model, input_shape, input_dtype, vocab, trainable=trainable)
     if source.name is None and isinstance(device, str) and not _is_host(device):
         raise UsageError(f"{device} measures whole models by reference-network name only (its bundle exports the "
-                         f"network by name); measure {source.label} on the host (--device host)")
+                         f"network by name, trained whole); measure {source.label} on the host (--device host)")
     dev = _device(device, meter, threads)
     settings = settings or ProtocolSettings()
     campaign = None

@@ -23,7 +23,7 @@ MAX_BATCH_SIZE = 10 ** 9
 DEFAULT_CONFIDENCE = 0.95
 DEFAULT_PER = "run"
 MODEL_KEYS = {"model", "name", "input_shape", "batch_size", "samples", "epochs", "budget_j", "budget_s", "per",
-              "confidence", "unknown_ops"}
+              "confidence", "unknown_ops", "trainable"}
 
 
 @dataclass(frozen=True)
@@ -56,6 +56,7 @@ class ModelCheck:
     input_shape: object = None
     unknown_ops: str = "error"
     name: object = None  # label in the output (default: the model's own name)
+    trainable: tuple = None  # name patterns of the only parameters that train (a fine-tune), None: as the model says
 
 
 @dataclass(frozen=True)
@@ -95,9 +96,11 @@ def _confidence(v):
 
 
 def model_check(model, batch_size, samples=None, epochs=None, budget_j=None, budget_s=None, per=None,
-                confidence=None, input_shape=None, unknown_ops=None, name=None):
+                confidence=None, input_shape=None, unknown_ops=None, name=None, trainable=None):
     """A validated ``ModelCheck`` (UsageError naming the first bad value). Defaults: ``epochs`` 1, ``per``
-    ``run``, ``confidence`` 0.95, ``unknown_ops`` ``error``; at least one of ``budget_j``, ``budget_s``."""
+    ``run``, ``confidence`` 0.95, ``unknown_ops`` ``error``; at least one of ``budget_j``, ``budget_s``.
+    ``trainable``: name patterns of the only parameters that train (``thor_sdk.layers.trainable``)."""
+    from thor_sdk.layers.trainable import check_patterns
     from thor_sdk.runtime.training import MAX_EPOCHS, MAX_SAMPLES
 
     if model is None or (isinstance(model, str) and not model.strip()):
@@ -131,7 +134,7 @@ def model_check(model, batch_size, samples=None, epochs=None, budget_j=None, bud
     if not budgets:
         raise UsageError("give a budget: --budget-j (joules) and/or --budget-s (seconds)")
     return ModelCheck(model, batch_size, samples, epochs, tuple(budgets), per, confidence, input_shape,
-                      unknown_ops, name)
+                      unknown_ops, name, check_patterns(trainable))
 
 
 def _resolve(path, base):
@@ -194,7 +197,7 @@ def parse_budgets(doc, base, what="budgets file"):
                 epochs=entry.get("epochs"), budget_j=entry.get("budget_j"), budget_s=entry.get("budget_s"),
                 per=entry.get("per", doc.get("per")), confidence=entry.get("confidence", doc.get("confidence")),
                 input_shape=entry.get("input_shape"), unknown_ops=entry.get("unknown_ops", doc.get("unknown_ops")),
-                name=entry.get("name")))
+                name=entry.get("name"), trainable=entry.get("trainable")))
         except UsageError as e:
             raise FormatError(f"budgets file {what}: models[{i}] ({entry['model']}): {e}") from None
     return BudgetFile(str(what), tuple(_resolve(p, base) for p in est), tuple(models))

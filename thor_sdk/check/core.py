@@ -123,7 +123,8 @@ def _label(spec, ml):
     if spec.name:
         return spec.name
     name = str(ml.name)
-    return name.rpartition(":")[2] if ".py:" in name else name
+    name = name.rpartition(":")[2] if ".py:" in name else name
+    return f"{name} [trainable {','.join(spec.trainable)}]" if spec.trainable else name
 
 
 def _source(model):
@@ -163,7 +164,8 @@ def check_models(specs, estimators):
     first = next(iter(estimators.values()))[0]
     results, warnings = [], []
     for spec in specs:
-        ml = layers_of(spec.model, input_shape=spec.input_shape, unknown_ops=spec.unknown_ops)
+        ml = layers_of(spec.model, input_shape=spec.input_shape, unknown_ops=spec.unknown_ops,
+                       trainable=spec.trainable)
         label = _label(spec, ml)
         budgets = {b.metric: b for b in spec.budgets}
         order = [m for m in ("energy", "time") if m in budgets] + \
@@ -193,7 +195,7 @@ def check_models(specs, estimators):
 
 
 def check(model=None, estimator=None, *, batch_size=None, samples=None, epochs=None, budget_j=None, budget_s=None,
-          per=None, confidence=None, input_shape=None, unknown_ops=None, name=None, budgets=None):
+          per=None, confidence=None, input_shape=None, unknown_ops=None, name=None, budgets=None, trainable=None):
     """Check the estimated cost of training ``model`` on the estimator's device against budgets.
 
     One model: ``thor_sdk.check("model.json", "pixel8-energy.json", batch_size=16, samples=5000, epochs=3,
@@ -205,14 +207,16 @@ def check(model=None, estimator=None, *, batch_size=None, samples=None, epochs=N
     ``input_shape``, an ONNX file, a layer-list JSON, a ``torch.nn.Module``). ``estimator``: a path, a
     parsed document or a loaded estimator, or a list of at most two (one time, one energy) of one device
     and runtime. A joule budget needs an energy estimator, a second budget a time one; every metric an
-    estimator has is estimated. Returns a ``CheckReport`` (``.results``: a ``CheckResult`` per model and
+    estimator has is estimated. ``trainable``: name patterns of the only parameters that train (a fine-tune;
+    a budgets file's ``trainable`` per model). Returns a ``CheckReport`` (``.results``: a ``CheckResult`` per model and
     metric; ``.passed``; ``.exit_code``); input errors raise ``ThorError`` subclasses before any estimate.
     """
     if budgets is not None:
         given = [k for k, v in (("model", model), ("batch_size", batch_size), ("samples", samples),
                                 ("epochs", epochs), ("budget_j", budget_j), ("budget_s", budget_s), ("per", per),
                                 ("confidence", confidence), ("input_shape", input_shape),
-                                ("unknown_ops", unknown_ops), ("name", name)) if v is not None]
+                                ("unknown_ops", unknown_ops), ("name", name), ("trainable", trainable or None))
+                 if v is not None]
         if given:
             given = [f"{k} (--{k.replace('_', '-')})" for k in given]
             raise UsageError(f"a budgets file says everything per model: drop {', '.join(given)} "
@@ -226,5 +230,5 @@ def check(model=None, estimator=None, *, batch_size=None, samples=None, epochs=N
             raise UsageError("give the batch size (--batch-size)")
         specs = [model_check(model, batch_size, samples=samples, epochs=epochs, budget_j=budget_j,
                              budget_s=budget_s, per=per, confidence=confidence, input_shape=input_shape,
-                             unknown_ops=unknown_ops, name=name)]
+                             unknown_ops=unknown_ops, name=name, trainable=trainable)]
     return check_models(specs, load_estimators(estimator))

@@ -6,7 +6,7 @@ import click
 
 from thor_sdk.errors import InputError, ThorError
 
-from .common import emit_json, json_option
+from .common import emit_json, json_option, trainable_option
 
 
 @click.command("check")
@@ -25,12 +25,13 @@ from .common import emit_json, json_option
 @click.option("--name", help="Label of the model in the output [default: its name].")
 @click.option("--unknown-ops", type=click.Choice(["error", "approx"]),
               help="As for `estimate`: refuse operators and kinds without a model (default), or approximate them.")
+@trainable_option
 @click.option("--budgets", "budgets_file", type=click.Path(dir_okay=False),
               help="TOML file of models and budgets (docs/check.md) instead of --model and its options.")
 @click.option("--junit", type=click.Path(dir_okay=False), help="Also write a JUnit XML report to this file.")
 @json_option
 def cmd(estimators, model, input_shape, batch_size, samples, epochs, budget_j, budget_s, per, confidence, name,
-        unknown_ops, budgets_file, junit, as_json):
+        unknown_ops, trainable, budgets_file, junit, as_json):
     """Check the estimated cost of training a model on the estimator's device against budgets.
 
     Exit code 0: every budget kept (at the upper bound of the confidence); 1: one is not; 2: a malformed
@@ -44,7 +45,8 @@ def cmd(estimators, model, input_shape, batch_size, samples, epochs, budget_j, b
             check_target(junit)
         report = check(model, list(estimators) or None, batch_size=batch_size, samples=samples, epochs=epochs,
                        budget_j=budget_j, budget_s=budget_s, per=per, confidence=confidence,
-                       input_shape=input_shape, unknown_ops=unknown_ops, name=name, budgets=budgets_file)
+                       input_shape=input_shape, unknown_ops=unknown_ops, name=name, budgets=budgets_file,
+                       trainable=trainable or None)
         if junit:
             write_junit(report, junit, elapsed_s=time.monotonic() - started)
     except InputError:

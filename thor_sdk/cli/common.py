@@ -17,6 +17,12 @@ unknown_ops_option = click.option(
          "elementwise ops as the generic elementwise kind; missing kinds from their FLOPs and bytes), list them, "
          "and widen the std.")
 
+trainable_option = click.option(
+    "--trainable", "trainable", multiple=True, metavar="PATTERN",
+    help="Fine-tune: only the parameters whose names match train, the rest are frozen, whatever the model's own "
+         "requires_grad says (repeatable; a glob over the whole name, e.g. 'fc.*', '*.lora_*', or a module's "
+         "name, e.g. 'classifier'; an ONNX file's initializer names). `thor-sdk layers` shows the names in use.")
+
 
 def emit_json(obj):
     """Strict JSON on stdout: a result holding NaN or infinity is an error, never a bare ``NaN`` token."""

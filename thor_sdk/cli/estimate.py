@@ -4,7 +4,7 @@ import json
 
 import click
 
-from .common import emit_json, json_option, table, unknown_ops_option, warn_measurement
+from .common import emit_json, json_option, table, trainable_option, unknown_ops_option, warn_measurement
 
 
 def _fmt(v, unit):
@@ -30,21 +30,26 @@ def _fmt(v, unit):
               help="The device's level measured elsewhere (the reference probe now over its profile median, "
                    "e.g. by an app): scale the estimates by it.")
 @unknown_ops_option
+@trainable_option
 @json_option
-def cmd(estimator, model, input_shape, batch_size, relevel, device, level_readings, given_level, unknown_ops, as_json):
+def cmd(estimator, model, input_shape, batch_size, relevel, device, level_readings, given_level, unknown_ops, trainable,
+        as_json):
     """Estimate MODEL's training-step cost per layer and in total, with the FLOPs baseline beside it."""
     from thor_sdk.api import estimate, level_disagreement, measure_level
     from thor_sdk.errors import UsageError
+    from thor_sdk.layers.trainable import check_patterns
     from thor_sdk.runtime import load_estimator
 
     if relevel and given_level is not None:
         raise UsageError("give --relevel or --level, not both")
+    trainable = check_patterns(trainable)  # before the level is measured
     est = load_estimator(estimator)
     level = given_level  # checked by estimate before the model is traced
     if relevel:
         measured = measure_level(est, device=device, readings=level_readings)
         level = measured if measured["applied"] else None  # within the profile's drift: the std covers it
-    r = estimate(est, model, batch_size=batch_size, input_shape=input_shape, unknown_ops=unknown_ops, level=level)
+    r = estimate(est, model, batch_size=batch_size, input_shape=input_shape, unknown_ops=unknown_ops, level=level,
+                 trainable=trainable)
     if relevel:
         r["level"] = measured  # with its readings, probe, time and whether it was applied
     warn_measurement(r)

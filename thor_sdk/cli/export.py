@@ -2,7 +2,7 @@
 
 import click
 
-from .common import emit_json, json_option
+from .common import emit_json, json_option, trainable_option
 
 
 @click.command("export")
@@ -14,17 +14,21 @@ from .common import emit_json, json_option
               help="Cross-entropy on class labels, or mean squared error on one-hot targets.")
 @click.option("--lr", type=float, default=0.01, show_default=True, help="Learning rate stored in the file.")
 @click.option("--out", required=True, type=click.Path(dir_okay=False), help="File to write.")
+@trainable_option
 @json_option
-def cmd(model, batch_size, fmt, optimizer, loss, lr, out, as_json):
+def cmd(model, batch_size, fmt, optimizer, loss, lr, out, trainable, as_json):
     """Export MODEL's training step (forward, loss, backward, optimizer update) as ONNX, TorchScript
     or an updatable Core ML model."""
     from thor_sdk.exporters.export import export_model
 
-    r = export_model(model, batch_size, fmt, out, optimizer=optimizer, loss=loss, lr=lr)
+    r = export_model(model, batch_size, fmt, out, optimizer=optimizer, loss=loss, lr=lr, trainable=trainable)
     if as_json:
         emit_json(r)
         return
     click.echo(f"wrote {r['path']} ({r['bytes'] / 1e6:.1f} MB, {fmt}, {optimizer}, {loss}) in {r['seconds']:.1f} s")
+    if r.get("trainable"):
+        click.echo(f"  fine-tune: {len(r['trained_parameters'])} of {r['parameters']} parameter tensors trained "
+                   f"({', '.join(r['trainable'])}), the rest frozen")
     d = r["detail"]
     if fmt == "onnx":
         click.echo(f"  {d['inputs']} inputs, {d['outputs']} outputs; feed each '<name>.new' output back as '<name>' "

@@ -4,7 +4,7 @@ import json
 
 import click
 
-from .common import emit_json, json_option, table, unknown_ops_option
+from .common import emit_json, json_option, table, trainable_option, unknown_ops_option
 
 
 @click.command("layers")
@@ -12,8 +12,9 @@ from .common import emit_json, json_option, table, unknown_ops_option
 @click.option("--input-shape", help="Per-sample input shape for file.py:Class models, e.g. 3,32,32.")
 @click.option("--out", type=click.Path(dir_okay=False), help="Write the layer list JSON here.")
 @unknown_ops_option
+@trainable_option
 @json_option
-def cmd(model, input_shape, out, unknown_ops, as_json):
+def cmd(model, input_shape, out, unknown_ops, trainable, as_json):
     """Show MODEL's THOR layer list (a name, file.py:Class, .onnx or layer-list .json)."""
     from thor_sdk.layers import layers_of
 
@@ -21,7 +22,7 @@ def cmd(model, input_shape, out, unknown_ops, as_json):
         from thor_sdk.store.files import check_output
 
         check_output(out, "layer list")  # before the model is built
-    ml = layers_of(model, input_shape=input_shape, unknown_ops=unknown_ops)
+    ml = layers_of(model, input_shape=input_shape, unknown_ops=unknown_ops, trainable=trainable)
     if out:
         from thor_sdk.store.files import write_text
 

@@ -2,7 +2,7 @@
 
 import click
 
-from .common import emit_json, json_option, warn_measurement
+from .common import emit_json, json_option, trainable_option, warn_measurement
 from .probe import protocol_options, settings_from
 
 
@@ -21,16 +21,17 @@ from .probe import protocol_options, settings_from
 @click.option("--meter", help="Energy meter overriding the device's own, e.g. external:monsoon.csv[,offset=S].")
 @click.option("--runtime", type=click.Choice(["torch", "onnxruntime"]), default="torch", show_default=True)
 @click.option("--out", type=click.Path(dir_okay=False), help="Also record the run in this campaign database.")
+@trainable_option
 @protocol_options
 @json_option
-def cmd(device, meter, model, input_shape, input_dtype, vocab, batch_size, metric, runtime, out, min_rounds,
+def cmd(device, meter, model, input_shape, input_dtype, vocab, batch_size, metric, runtime, out, trainable, min_rounds,
         max_rounds, window_s, cv_target, threads, as_json):
     """Measure MODEL's whole training step on DEVICE: the ground truth estimates are checked against."""
     from thor_sdk.api import measure
 
     r = measure(model, device=device, batch_size=batch_size, metric=metric, runtime=runtime,
                 settings=settings_from(min_rounds, max_rounds, window_s, cv_target), out=out, threads=threads,
-                meter=meter, input_shape=input_shape, input_dtype=input_dtype, vocab=vocab)
+                meter=meter, input_shape=input_shape, input_dtype=input_dtype, vocab=vocab, trainable=trainable)
     warn_measurement(r)
     if as_json:
         emit_json(r)

@@ -39,7 +39,9 @@ class ModelSource:
     class name); ``reshapes[i]`` is the per-sample shape layer ``i`` of a layer list is reshaped to
     before it runs (``None``: it takes the previous layer's output as is). ``input_dtype`` ``None`` (a file or
     module given no dtype): read from the module when it is built, as ``layers_of`` reads it (token ids when
-    its input only feeds embedding lookups, else float32).
+    its input only feeds embedding lookups, else float32). ``trainable``: parameter name patterns
+    (``thor_sdk.layers.trainable``), the only parameters that train when the network is built (None: as the
+    model says); a layer list or ONNX file carries them as its layers' ``frozen`` marks instead.
     """
 
     label: str
@@ -49,11 +51,13 @@ class ModelSource:
     input_dtype: str = "float32"
     vocab: int = None
     reshapes: tuple = ()
+    trainable: tuple = None
 
     @property
     def name(self):
-        """The reference network's name, or ``None`` for every other form."""
-        return self.ref if self.form == "name" else None
+        """The reference network's name, or ``None`` for every other form (and for one fine-tuned by
+        ``trainable``: it is built here, not by a device that builds networks by name)."""
+        return self.ref if self.form == "name" and not self.trainable else None
 
 
 @dataclass
@@ -127,6 +131,11 @@ def _refuse_extras(model, what, input_shape=None, input_dtype=None, vocab=None):
                          "file.py:Class models and torch.nn.Module instances")
 
 
+def _label(model, trainable):
+    """How a model is named in results and campaigns: a fine-tune (``trainable`` patterns) is not the model."""
+    return f"{model} [trainable {','.join(trainable)}]" if trainable else model
+
+
 def _per_sample(shape):
     return tuple(int(round(s)) for s in shape)
 
@@ -165,18 +174,24 @@ def chain_reshapes(layers, source="layer list"):
     return tuple(out)
 
 
-def resolve_model(model, input_shape=None, input_dtype=None, vocab=None):
+def resolve_model(model, input_shape=None, input_dtype=None, vocab=None, trainable=None):
     """A ``ModelSource`` for ``model`` in any form, checked before any work: unknown names, missing
-    files, malformed shapes and layer lists that do not chain fail here."""
+    files, malformed shapes and layer lists that do not chain fail here. ``trainable``: name patterns of
+    the only parameters that train (``thor_sdk.layers.trainable``; checked against the parameters when the
+    network is built, an ONNX file's here)."""
     from thor_sdk import models
+    from thor_sdk.layers.trainable import check_patterns
 
+    trainable = check_patterns(trainable)
     if isinstance(model, ModelSource):
+        if trainable and trainable != model.trainable:
+            raise UsageError(f"{model.label} is already resolved: give trainable to resolve_model")
         return model
     if isinstance(model, str):
         if model in models.SPECS:
             _refuse_extras(model, "a reference network", input_shape, input_dtype, vocab)
-            return ModelSource(model, "name", model, tuple(models.SPECS[model].input_shape),
-                               models.SPECS[model].input_dtype)
+            return ModelSource(_label(model, trainable), "name", model, tuple(models.SPECS[model].input_shape),
+                               models.SPECS[model].input_dtype, trainable=trainable)
         if model.endswith(".json") or model.endswith(".onnx"):
             from thor_sdk.layers import layers_of, read_layer_list
 
@@ -184,16 +199,21 @@ def resolve_model(model, input_shape=None, input_dtype=None, vocab=None):
                 raise NotFoundError(f"no such file: {model}")
             if model.endswith(".json"):
                 _refuse_extras(model, "a layer list", input_shape, input_dtype, vocab)
+                if trainable:
+                    raise UsageError(f"{model}: a layer list marks its frozen layers itself (\"frozen\": 1 in a "
+                                     "layer's config); --trainable is for models with named parameters")
                 ml = read_layer_list(model)  # a list may end in any kind: then it trains with the MSE loss
             else:
                 _refuse_extras(model, "an ONNX model", None, input_dtype, vocab)
-                ml = layers_of(model, input_shape=None if input_shape is None else list(_shape(input_shape)))
+                ml = layers_of(model, input_shape=None if input_shape is None else list(_shape(input_shape)),
+                               trainable=trainable)  # its frozen layers are built frozen
             reshapes = chain_reshapes(ml.layers, model)
             first = ml.layers[0]
             from thor_sdk.layers.kinds import get_kind
 
             kind = get_kind(first["kind"])
-            return ModelSource(model, "layers", ml, _per_sample(kind.in_shape(first["config"])), kind.input_dtype,
+            return ModelSource(_label(model, trainable), "layers", ml, _per_sample(kind.in_shape(first["config"])),
+                               kind.input_dtype,
                                reshapes=reshapes)
         if ".py:" in model:
             path, _, cls_name = model.rpartition(":")
@@ -203,7 +223,8 @@ def resolve_model(model, input_shape=None, input_dtype=None, vocab=None):
                 raise UsageError(f"{model}: give the class as path/file.py:ClassName")
             if input_shape is None:
                 raise UsageError(f"{model}: give the per-sample input shape (--input-shape, e.g. 3,32,32)")
-            return ModelSource(model, "file", model, _shape(input_shape), *_module_dtype(input_dtype, vocab))
+            return ModelSource(_label(model, trainable), "file", model, _shape(input_shape),
+                               *_module_dtype(input_dtype, vocab), trainable=trainable)
         raise NotFoundError(
             f"unknown model {model!r}: not a reference network ({', '.join(models.SPECS)}), "
             "a .json layer list, a .onnx file or a file.py:Class"
@@ -212,8 +233,8 @@ def resolve_model(model, input_shape=None, input_dtype=None, vocab=None):
     if torch is not None and isinstance(model, torch.nn.Module):
         if input_shape is None:
             raise UsageError("give input_shape (per sample) with a torch.nn.Module")
-        return ModelSource(type(model).__name__, "module", model, _shape(input_shape),
-                           *_module_dtype(input_dtype, vocab))
+        return ModelSource(_label(type(model).__name__, trainable), "module", model, _shape(input_shape),
+                           *_module_dtype(input_dtype, vocab), trainable=trainable)
     raise UsageError(f"cannot measure an object of type {type(model).__name__}: give a model name, file.py:Class, "
                      "a .json layer list, a .onnx file or a torch.nn.Module")
 
@@ -307,6 +328,7 @@ def build_training(source, batch_size, seed=0):
     """A freshly built network (seeded) for ``source`` with one random batch of ``batch_size`` and its loss."""
     import torch
 
+    from thor_sdk.layers.trainable import apply_trainable
     from thor_sdk.models import build_model, example_batch
 
     source = resolve_model(source)
@@ -315,7 +337,9 @@ def build_training(source, batch_size, seed=0):
         raise UsageError(f"batch size must be >= 1, got {batch_size}")
     if source.form == "name":
         x, y = example_batch(source.ref, b, seed)
-        return Training(build_model(source.ref, seed), x, y, "ce")
+        module = build_model(source.ref, seed)
+        apply_trainable(module, source.trainable, source.label)
+        return Training(module, x, y, "ce")
     torch.manual_seed(seed)
     g = torch.Generator().manual_seed(seed)
     if source.form == "layers":
@@ -340,6 +364,7 @@ def build_training(source, batch_size, seed=0):
         module = load_module_from_file(source.ref)
     else:
         module = copy.deepcopy(source.ref)  # training it must not change the caller's module
+    apply_trainable(module, source.trainable, source.label)
     shape = (b, *source.input_shape)
     if source.input_dtype is None:
         from thor_sdk.layers.extract import input_dtype_of

@@ -80,38 +80,52 @@ def load_module_from_file(ref):
     return load(ref)
 
 
-def layers_of(model, input_shape=None, input_dtype=None, vocab=None, unknown_ops="error"):
+def layers_of(model, input_shape=None, input_dtype=None, vocab=None, unknown_ops="error", trainable=None):
     """The ``ModelLayers`` of a model given in any of the supported forms.
 
     ``unknown_ops``: ``"error"`` (default) refuses operators without a layer kind, naming them all;
     ``"approx"`` turns elementwise and reshaping ones into layers of the generic ``elementwise`` kind,
     marked ``"approx"`` (estimates widen their uncertainty for them). A registered net whose spec declares
     ``unknown_ops="stand-ins"`` (a zoo ViT calling ``F.scaled_dot_product_attention``) is extracted with its
-    stand-ins under ``"error"`` too."""
+    stand-ins under ``"error"`` too.
+
+    ``trainable``: parameter name patterns (``thor_sdk.layers.trainable``): only the parameters they match
+    train, the rest are frozen (a fine-tune), whatever the model's own ``requires_grad`` says; None: as the
+    model says. A layer list carries its frozen layers itself (refused with patterns); a ``torch.nn.Module``
+    given is copied, never changed."""
     from thor_sdk import models
 
+    from .trainable import apply_trainable, check_patterns
+
+    trainable = check_patterns(trainable)  # before any file is read or code run
     if isinstance(model, str):
         if model in models.SPECS:
             spec = models.model_spec(model)
             from .extract import layers_from_module
 
             mode = spec.unknown_ops if unknown_ops == "error" else unknown_ops
-            layers = layers_from_module(models.build_model(model), spec.input_shape, spec.input_dtype,
+            module = models.build_model(model)
+            apply_trainable(module, trainable, model)
+            layers = layers_from_module(module, spec.input_shape, spec.input_dtype,
                                         spec.vocab, source=model, unknown_ops=mode)
             return ModelLayers(model, list(spec.input_shape), spec.input_dtype, layers)
         if model.endswith(".json"):
+            if trainable:
+                raise UsageError(f"{model}: a layer list marks its frozen layers itself (\"frozen\": 1 in a layer's "
+                                 "config); --trainable is for models with named parameters")
             return read_layer_list(model)
         if model.endswith(".onnx"):
             from .onnx_import import layers_from_onnx
 
             shape = parse_input_shape(input_shape) if isinstance(input_shape, str) else input_shape
-            return layers_from_onnx(model, input_shape=shape, unknown_ops=unknown_ops)
+            return layers_from_onnx(model, input_shape=shape, unknown_ops=unknown_ops, trainable=trainable)
         if ".py:" in model:
             if input_shape is None:
                 raise UsageError(f"{model}: give the per-sample input shape (--input-shape, e.g. 3,32,32)")
             # checked before the file's code runs or torch is imported
             shape = parse_input_shape(input_shape) if isinstance(input_shape, str) else check_input_shape(input_shape)
             module = load_module_from_file(model)
+            apply_trainable(module, trainable, model)
             from .extract import input_dtype_of, layers_from_module
             from .user_code import running_user_code
 
@@ -129,6 +143,11 @@ def layers_of(model, input_shape=None, input_dtype=None, vocab=None, unknown_ops
     from .extract import input_dtype_of, layers_from_module
 
     shape = list(input_shape)
+    if trainable:
+        import copy
+
+        model = copy.deepcopy(model)  # the caller's module keeps its own requires_grad
+        apply_trainable(model, trainable, type(model).__name__)
     dtype = input_dtype or input_dtype_of(model, shape)
     return ModelLayers(type(model).__name__, shape, dtype,
                        layers_from_module(model, shape, dtype, vocab, unknown_ops=unknown_ops))

@@ -943,14 +943,17 @@ def _into_attention(g, operands, attention):
     return free
 
 
-def _find_patterns(g):
-    """Multi-node layers: {anchor: info} and the set of nodes folded into some anchor."""
+def _find_patterns(g, owned=None):
+    """Multi-node layers: {anchor: info} and the set of nodes folded into some anchor; ``owned`` (a dict, filled
+    when given): the id of each anchor -> the nodes folded into it (whose parameters are the anchor layer's)."""
     absorbed, info = set(), {}
     operands, attention = [], set()  # matched attention's q, k^T and v; its nodes' ids
+    owned = {} if owned is None else owned
 
     def take(anchor, extra, nodes):
         info.setdefault(id(anchor), {}).update(extra)
         absorbed.update(id(n) for n in nodes)
+        owned.setdefault(id(anchor), []).extend(n for n in nodes if n is not anchor)
 
     for n in g.nodes:
         if n.op_type == "Erf":
@@ -1044,6 +1047,7 @@ def _find_patterns(g):
             info.setdefault(id(root), {})["num_layers"] = info.get(id(root), {}).get("num_layers", 1) + 1
             info.setdefault(id(rnn), {})["rnn_root"] = root
             absorbed.add(id(rnn))
+            owned.setdefault(id(root), []).append(rnn)  # a stacked layer's weights are the one layer's
     return absorbed, info
 
 
@@ -1529,21 +1533,76 @@ _COMPUTE_BOUND_OPS = {"Conv", "ConvTranspose", "ConvInteger", "Gemm", "MatMul", 
                       "QLinearMatMul", "LSTM", "GRU", "RNN", "Einsum", "Attention", "MultiHeadAttention"}
 
 
-def layers_from_onnx(path, input_shape=None, unknown_ops="error"):
+#: ONNX tensor types of parameters (float, float16, double, bfloat16); an int64 initializer is a shape or index
+_FLOAT_TYPES = {1, 10, 11, 16}
+#: inputs of a node that are buffers, not parameters (a batch norm's running mean and variance)
+_BUFFER_INPUTS = {"BatchNormalization": (3, 4)}
+
+
+def _param_sources(g, name, depth=0):
+    """The float initializers a constant input ``name`` is read from: itself, or those of the constant nodes
+    computing it (a weight transposed or cast in the graph); empty for an activation or a shape."""
+    t = g.initializers.get(name)
+    if t is not None:
+        return [name] if t.data_type in _FLOAT_TYPES else []
+    node = g.producer.get(name)
+    if node is None or depth > 8 or name not in g.consts or node.op_type in ("Shape", "Size"):
+        return []
+    return [s for i in node.input if i for s in _param_sources(g, i, depth + 1)]
+
+
+def _layer_params(g, node, owned):
+    """The names of the parameter initializers of the layer ``node`` anchors (its own inputs' and those of the
+    nodes folded into it: an MHA's projections, a bias Add, a stacked LSTM's layers), each once, in order."""
+    out = []
+    for n in [node] + owned.get(id(node), []):
+        skip = _BUFFER_INPUTS.get(n.op_type, ())
+        for i, name in enumerate(n.input):
+            if name and i not in skip:
+                out += [s for s in _param_sources(g, name) if s not in out]
+    return out
+
+
+def _trained_part(g, node, owned, trainable, seen, where):
+    """``(trained, total)`` parameter initializers of the layer ``node`` anchors under the ``trainable`` patterns
+    (their names added to ``seen``); UsageError where its weights are not named initializers."""
+    from .trainable import matches
+
+    names = _layer_params(g, node, owned)
+    if not names:
+        raise UsageError(f"{where}: its weights are not initializers of the file (Constant nodes?): --trainable "
+                         "cannot choose what it trains; export the model with its parameters as initializers")
+    seen.extend(n for n in names if n not in seen)
+    return sum(any(matches(n, p) for p in trainable) for n in names), len(names)
+
+
+def layers_from_onnx(path, input_shape=None, unknown_ops="error", trainable=None):
     """The ``ModelLayers`` of the ONNX model in ``path``.
 
     ``input_shape`` (per sample) is needed only when the file's input has dynamic per-sample axes.
     Raises ``NotFoundError`` (no file), ``FormatError`` (not ONNX), ``UnsupportedOperatorError``
     (naming every operator without a layer kind; with ``unknown_ops="approx"`` only those that are
     not elementwise: the others become generic ``elementwise`` layers marked ``approx``) or ``ModelError``.
+
+    ``trainable``: parameter name patterns (``thor_sdk.layers.trainable``) over the file's initializer names
+    (torch.onnx names them as the module's parameters, ``classifier.1.weight``): a layer none of whose weights
+    match is frozen (``frozen`` 1, and, like a frozen layer in torch, it needs no gradient: a frozen backbone's
+    layers are ``input`` layers); one trained in part is refused, or estimated as trained under approx. A batch
+    norm's running statistics are buffers, not weights. None: every layer with weights trains (an ONNX file
+    says nothing of ``requires_grad``).
     """
     from . import ModelLayers
+    from .kinds import FREEZABLE
+    from .trainable import check_patterns, trained_names
 
+    trainable = check_patterns(trainable)
     source = os.path.basename(path)
     model = _load(path)
     per_sample, dtype, batch_param = _fix_input_shape(model, source, input_shape)
     g = _Graph(model, source, batch_param, os.path.dirname(os.path.abspath(path)))
-    absorbed, info = _find_patterns(g)
+    owned = {}
+    absorbed, info = _find_patterns(g, owned)
+    param_names = []  # every parameter initializer of a layer, for the patterns' check
 
     layers, unsupported, unknown = [], [], []
     needs_grad = {}  # tensor -> whether it depends on a layer with parameters
@@ -1579,15 +1638,31 @@ def layers_from_onnx(path, input_shape=None, unknown_ops="error"):
         has_params = (isinstance(got, tuple) and got[0] in _PARAM_KINDS
                       or isinstance(got, list) and any(part[0] in _PARAM_KINDS for _, part, _ in got)) \
             and not (node.op_type in ("MatMul", "Einsum") and approx)
+        name = node.name or f"{node.op_type.lower()}_{k}"
+        frozen = False
+        if trainable and has_params:
+            trained, total = _trained_part(g, node, owned, trainable, param_names, f"{source}: {name} ({node.op_type})")
+            frozen = trained == 0
+            if 0 < trained < total:
+                why = (f"{trained} of its {total} parameter initializers trained, the others frozen: estimated as "
+                       "trained (no probe measures a layer frozen in part)")
+                if unknown_ops == "approx":
+                    approx = approx or f"{node.op_type}: {why}"
+                else:
+                    unsupported.append(f"{name} ({node.op_type}: {why}; --unknown-ops approx estimates it so)")
         for o in outs:
-            needs_grad[o] = upstream or has_params
+            needs_grad[o] = upstream or (has_params and not frozen)
         if got is None:
             continue
-        name = node.name or f"{node.op_type.lower()}_{k}"
+        if frozen:  # every part with weights, a bidirectional GRU's both directions
+            got = [(sfx, (kd, dict(c, frozen=1) if kd in FREEZABLE else c), r) for sfx, (kd, c), r in got] \
+                if isinstance(got, list) else (got[0], dict(got[1], frozen=1) if got[0] in FREEZABLE else got[1])
         if isinstance(got, list):  # several layers: a stand-in's (an Einsum of three), a bidirectional GRU's
             add_stand_in_layers(layers, name, got, approx, upstream, node.op_type)
             continue
         add_layer(layers, name, got, upstream, node.op_type, approx)
+    if trainable:
+        trained_names(param_names, trainable, source)  # a pattern matching no weight of any layer is an error
     refuse_unsupported(unsupported, source, unknown_ops)
     if unknown:
         raise ModelError(f"{source}: ONNX shape inference left these shapes unknown: {', '.join(unknown[:5])}"
