@@ -92,7 +92,7 @@ def group_summaries(rows):
 
 def evaluate_unseen(estimator, models, device="host", batch_sizes=(16,), metric=None, runtime=None, settings=None,
                     threads=None, reference="lenet5", progress=None, input_shape=None, tdp=None, pre_variants=(),
-                    pre_runs=None, step_logs=(), passes=1, relevel=False, unknown_ops="error"):
+                    pre_runs=None, step_logs=(), passes=1, relevel=False, unknown_ops="error", trainable=None):
     """Estimate models and measure them directly, side by side, for THOR and every baseline.
 
     ``estimator``: a path or a loaded estimator (``thor-sdk profile`` + ``fit``). ``models``: any form
@@ -108,7 +108,8 @@ def evaluate_unseen(estimator, models, device="host", batch_sizes=(16,), metric=
     that measures its device first would; every row keeps its estimates at the profile's level in
     ``unleveled``, and the result their summary. ``unknown_ops``: as ``estimate`` (``"approx"``: operators
     without a kind are estimated through stand-in kinds or as generic ops, and each row lists them in
-    ``approximated``). ``progress``:
+    ``approximated``). ``trainable``: parameter name patterns of a fine-tune (``thor_sdk.layers.trainable``),
+    applied to every model, estimated and measured so (each row's ``model`` says ``[trainable ...]``). ``progress``:
     called ``("start", total)`` then ``("step", label)`` after each measurement.
     Returns a plain dict (JSON-ready): one row per measured model and batch size with ``estimates`` per
     method (value, APE, and for THOR the std, z and whether the 95% interval covers the measurement),
@@ -135,7 +136,8 @@ def evaluate_unseen(estimator, models, device="host", batch_sizes=(16,), metric=
     if isinstance(passes, bool) or not isinstance(passes, int) or not 1 <= passes <= MAX_PASSES:
         raise UsageError(f"passes must be an integer from 1 to {MAX_PASSES}, got {passes!r}")
     settings = settings or ProtocolSettings()
-    sources = [resolve_model(m, input_shape) for m in models]  # unknown names, missing files fail before any work
+    # unknown names, missing files, patterns matching no ONNX initializer fail before any work
+    sources = [resolve_model(m, input_shape, trainable=trainable) for m in models]
     for b in batch_sizes:
         _check_batch_sizes([b])
     dev = _device(device, threads=threads)
@@ -155,7 +157,8 @@ def evaluate_unseen(estimator, models, device="host", batch_sizes=(16,), metric=
     applied = relevel_info if relevel_info and relevel_info["applied"] else None
     items = []  # (source, layer list, batch size, estimate, label, estimate at the profile's level)
     for model, source in zip(models, sources):
-        ml = layers_of(model, input_shape=input_shape, unknown_ops=unknown_ops)  # traced once, for every batch size
+        # traced once, for every batch size
+        ml = layers_of(model, input_shape=input_shape, unknown_ops=unknown_ops, trainable=trainable)
         for b in batch_sizes:
             label = f"{source.label} b{b}"
             try:
