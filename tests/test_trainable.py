@@ -115,6 +115,36 @@ def test_an_onnx_files_initializers_are_chosen_as_the_modules_parameters(net_onn
     assert _summary(layers_of(net_onnx, trainable=patterns)) == want
 
 
+class AttnNet(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.proj = nn.Linear(16, 32)
+        self.attn = nn.MultiheadAttention(32, 4, batch_first=True)
+        self.norm = nn.LayerNorm(32)
+        self.act = nn.PReLU()  # one shared slope: a one-number weight, read through an Unsqueeze in ONNX
+        self.head = nn.Linear(32, 5)
+
+    def forward(self, x):
+        h = self.proj(x)
+        a, _ = self.attn(h, h, h, need_weights=False)
+        return self.head(self.act(self.norm(h + a)).mean(1))
+
+
+@pytest.mark.parametrize("patterns", [["attn", "head"], ["act", "head"], ["norm", "head"], ["head"]])
+def test_attention_projections_and_a_one_number_slope_are_one_layers_weights_in_onnx(tmp_path, patterns):
+    # the MHA's projections (folded into one layer) are its weights; the constants between them (shapes, the
+    # attention's scale) are not; PReLU's one slope is
+    pytest.importorskip("onnx")
+    torch.manual_seed(0)
+    m = AttnNet()
+    path = tmp_path / "attn.onnx"
+    torch.onnx.export(m, (torch.randn(2, 10, 16),), str(path), dynamo=False, input_names=["x"],
+                      training=torch.onnx.TrainingMode.TRAINING, do_constant_folding=False)
+    want = _summary(layers_of(m, input_shape=[10, 16], trainable=patterns))
+    assert _summary(layers_of(str(path), trainable=patterns)) == want
+    assert [k for k, _, f, _ in want if f] and not any(a for *_, a in want)
+
+
 def test_onnx_batch_norm_statistics_are_buffers_and_misspelt_or_partial_patterns_are_errors(net_onnx):
     # features.1 (the batch norm) trains through its weight and bias alone: running statistics are not parameters
     got = _summary(layers_of(net_onnx, trainable=["features.1", "head"]))

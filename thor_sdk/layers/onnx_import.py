@@ -1539,16 +1539,18 @@ _FLOAT_TYPES = {1, 10, 11, 16}
 _BUFFER_INPUTS = {"BatchNormalization": (3, 4)}
 
 
-def _param_sources(g, name, depth=0):
+def _param_sources(g, name, depth=0, scalar_ok=False):
     """The float initializers a constant input ``name`` is read from: itself, or those of the constant nodes
-    computing it (a weight transposed or cast in the graph); empty for an activation or a shape."""
+    computing it (a weight transposed or cast in the graph); empty for an activation or a shape, and for a single
+    number (an attention's scale, a norm's epsilon folded into the graph: constants, not weights) unless
+    ``scalar_ok`` (a PReLU's one shared slope)."""
     t = g.initializers.get(name)
     if t is not None:
-        return [name] if t.data_type in _FLOAT_TYPES else []
+        return [name] if t.data_type in _FLOAT_TYPES and (scalar_ok or _prod(t.dims) > 1) else []
     node = g.producer.get(name)
     if node is None or depth > 8 or name not in g.consts or node.op_type in ("Shape", "Size"):
         return []
-    return [s for i in node.input if i for s in _param_sources(g, i, depth + 1)]
+    return [s for i in node.input if i for s in _param_sources(g, i, depth + 1, scalar_ok)]
 
 
 def _layer_params(g, node, owned):
@@ -1559,7 +1561,7 @@ def _layer_params(g, node, owned):
         skip = _BUFFER_INPUTS.get(n.op_type, ())
         for i, name in enumerate(n.input):
             if name and i not in skip:
-                out += [s for s in _param_sources(g, name) if s not in out]
+                out += [s for s in _param_sources(g, name, scalar_ok=n.op_type == "PRelu" and i == 1) if s not in out]
     return out
 
 
