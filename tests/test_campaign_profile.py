@@ -13,23 +13,10 @@ from thor_sdk.layers import layers_of
 from thor_sdk.store import Campaign
 
 
-def whole_only(prior):
-    """``prior`` as one written before it held the zoo's classifier-only fine-tunes: their configs and fields gone."""
-    from thor_sdk.campaign.prior import FINETUNE_SUFFIX
-
-    kinds = {}
-    for k, e in prior["kinds"].items():
-        configs = [c for c in e["configs"] if not all(m.endswith(FINETUNE_SUFFIX) for m in c["models"])]
-        if configs:
-            kinds[k] = dict(e, configs=configs)
-    return dict({f: v for f, v in prior.items() if f not in ("finetunes", "finetune_weight")}, kinds=kinds)
-
-
 @pytest.fixture(scope="module")
 def small_prior(tmp_path_factory):
-    """A prior from two reference nets trained whole (the shipped one is built from the whole zoo and its
-    fine-tunes, whose weighting is tested apart)."""
-    doc = build_prior(["lenet5", "har"], finetune_weight=0)
+    """A prior from two reference nets (the shipped one is built from the whole zoo)."""
+    doc = build_prior(["lenet5", "har"])
     path = tmp_path_factory.mktemp("prior") / "prior.json"
     path.write_text(json.dumps(doc))
     return path, doc
@@ -64,31 +51,6 @@ def test_relative_shares_weigh_every_zoo_net_alike(small_prior):
     har_s = sum(proxy_cost_s(l["kind"], l["config"], l["role"]) for l in layers_of("har").layers)
     c = next(c for c in doc["kinds"]["linear"]["configs"] if c["models"] == ["har"])
     assert c["rel_weight"] == pytest.approx(c["count"] / har_s ** 2)
-
-
-def test_the_prior_holds_each_nets_classifier_only_fine_tune_at_its_weight():
-    """Training on a phone is most often a fine-tune: each zoo net's classifier-only fine-tune (every layer frozen
-    but the head) joins the prior at FINETUNE_WEIGHT of a net, so the profile aims at its forward-only layers too."""
-    from thor_sdk.campaign.prior import FINETUNE_SUFFIX, FINETUNE_WEIGHT, GENERIC_KINDS, finetune_layers
-
-    doc = build_prior(["lenet5", "har"])
-    assert doc["finetunes"] == ["lenet5" + FINETUNE_SUFFIX, "har" + FINETUNE_SUFFIX]
-    assert doc["finetune_weight"] == FINETUNE_WEIGHT == 0.5
-    share_of = {}
-    for n, e in doc["kinds"].items():
-        for c in e["configs"] if n not in GENERIC_KINDS else ():
-            for m in c["models"]:
-                share_of[m] = share_of.get(m, 0.0) + c["rel_share"] / len(c["models"])
-    for net in ("lenet5", "har"):  # weights 1, 1, 0.5, 0.5 of 3
-        assert share_of[net] == pytest.approx(1 / 3, abs=0.05)
-        assert share_of[net + FINETUNE_SUFFIX] == pytest.approx(1 / 6, abs=0.05)
-    frozen = [c for c in doc["kinds"]["conv2d"]["configs"] if c["config"].get("frozen")]
-    assert frozen and all(c["role"] == "input" and c["models"] == ["lenet5" + FINETUNE_SUFFIX] for c in frozen)
-    # the head trains: a fine-tune's last layer is the zoo net's own head, shared
-    assert any(set(c["models"]) == {"har", "har" + FINETUNE_SUFFIX} for c in doc["kinds"]["output"]["configs"])
-    shipped = load_prior()
-    assert len(shipped["finetunes"]) >= 40 and all(m.endswith(FINETUNE_SUFFIX) for m in shipped["finetunes"])
-    assert finetune_layers("erfnet_small") is None  # a segmentation net ends in a conv: no classifier to keep
 
 
 def test_candidates_are_valid_deterministic_and_span_batch_sizes(small_prior):
@@ -404,7 +366,7 @@ def test_candidates_take_structural_neighbours_of_the_zoo_layers():
     # kinds whose zoo layers have both roles, or that are not recurrent, keep the zoo's roles (but those run forward
     # only, as behind a frozen backbone: forward_only_share, tests/test_frozen.py)
     assert {r for c, _, r in candidates(prior, "relu", 80, seed=0)} == {"hidden", "input"}
-    no_forward_only = {k: v for k, v in whole_only(prior).items() if k != "forward_only_share"}
+    no_forward_only = {k: v for k, v in prior.items() if k != "forward_only_share"}
     assert {r for _, _, r in candidates(no_forward_only, "relu", 80, seed=0)} == {"hidden"}
     # a kind whose zoo layers all have a bias: a share of the candidates has none (attention projections,
     # x @ y). Every zoo linear has one (vit_tiny's bias-free ones were the stand-ins of its attention, now kind sdpa)
@@ -531,9 +493,6 @@ def test_a_recurrent_kind_integrates_over_the_role_its_zoo_layers_lack(tmp_path)
         by_role.setdefault(p.role, []).append(w)
     assert set(by_role) == {"input", "hidden"}
     assert sum(by_role["hidden"]) == pytest.approx(OTHER_ROLE_WEIGHT * sum(by_role["input"]))
-    # a kind that is not recurrent integrates over its zoo layers' roles only (a fine-tune's relus run forward only)
-    assert {p.role for p, _, _ in plan.integration["relu"]} == {"hidden", "input"}
-    plan = ProfilePlan(whole_only(load_prior()), kinds=["relu"])
     assert {p.role for p, _, _ in plan.integration["relu"]} == {"hidden"}
 
 

@@ -94,14 +94,6 @@ FROZEN_NEIGHBOUR_SHARE = 0.2
 #: backbone's run forward only (an in-place ReLU there costs a third of the out-of-place probe's ReLU,
 #: ``bench/bench_forward_only.py``)
 FORWARD_ONLY_SHARE = 0.2
-#: what one zoo net's classifier-only fine-tune (every layer frozen but the output head, ``FINETUNE_SUFFIX``) counts
-#: in the prior's relative shares and weights, a net trained whole counting 1. Training on a phone is most often such
-#: a fine-tune, and its backbone runs forward only (frozen convs, norms and activations as input layers): with the
-#: zoo's nets trained whole alone, the profile's active selection never aimed at those layers (20% of candidates
-#: frozen or forward only, then diluted: profile 41 held 3 frozen batch norms and 3 in-place activations, and a
-#: MobileNetV3's classifier-only fine-tune read 49 of its layers outside the samples)
-FINETUNE_WEIGHT = 0.5
-FINETUNE_SUFFIX = ":classifier-only"
 #: kinds a third of whose neighbour share is a square kernel's one-sided half (``_rect_neighbour``)
 RECT_NEIGHBOUR_KINDS = ("conv2d", "maxpool2d", "avgpool2d")
 ROLE_NEIGHBOUR_KINDS = ("gru", "lstm", "gru_cell", "lstm_cell")
@@ -121,43 +113,16 @@ def proxy_cost_s(kind, config, role, batch_size=PROXY_BATCH):
     return 2e-5 + flops / 2e10 + nbytes / 5e9
 
 
-def finetune_layers(name):
-    """The layer list of zoo net ``name`` fine-tuned in its classifier alone (every parameter frozen but the output
-    head's: ``--trainable <head>``), or None where its last layer is no Linear head of its own (or nothing before
-    it has weights to freeze)."""
-    from thor_sdk.errors import ThorError
-    from thor_sdk.layers import layers_of
-
-    last = layers_of(name).layers[-1]
-    if last["kind"] != "output" or not last.get("name"):
-        return None
-    try:
-        layers = layers_of(name, trainable=[last["name"]]).layers
-    except ThorError:  # a head sharing its weight with an embedding, or named unlike its module
-        return None
-    return layers if any(l["config"].get("frozen") for l in layers) else None
-
-
-def build_prior(model_names=None, finetune_weight=FINETUNE_WEIGHT):
-    """The prior document from the zoo's layer lists (imports torch to trace the nets), and from each net's
-    classifier-only fine-tune at ``finetune_weight`` of a net (0: none)."""
+def build_prior(model_names=None):
+    """The prior document from the zoo's layer lists (imports torch to trace the nets)."""
     from thor_sdk.layers import layers_of
     from thor_sdk.models import list_models
 
     names = list(model_names or list_models("zoo"))
     kinds = {}
     model_cost = {}
-    net_weight = {}
-    lists = [(name, layers_of(name).layers, 1.0) for name in names]
-    finetunes = []
-    if finetune_weight > 0:
-        for name in names:
-            layers = finetune_layers(name)
-            if layers is not None:
-                finetunes.append(name + FINETUNE_SUFFIX)
-                lists.append((name + FINETUNE_SUFFIX, layers, float(finetune_weight)))
-    for name, layers, weight in lists:
-        net_weight[name] = weight
+    for name in names:
+        layers = layers_of(name).layers
         model_cost[name] = sum(proxy_cost_s(l["kind"], l["config"], l["role"]) for l in layers)
         for layer in layers:
             key = json.dumps({"config": layer["config"], "role": layer["role"]}, sort_keys=True)
@@ -193,9 +158,8 @@ def build_prior(model_names=None, finetune_weight=FINETUNE_WEIGHT):
             # relative: every zoo net counts as much as any other, whatever its size (what a whole-model
             # relative error weighs); rel_weight = sum over nets of count / net cost^2 (1/s^2) weighs a
             # layer's variance in the nets' summed relative variance
-            e["rel_share"] = sum(n * unit * net_weight[m] / model_cost[m]
-                                 for m, n in e["per_model"].items()) / sum(net_weight.values())
-            e["rel_weight"] = sum(n * weight * net_weight[m] / model_cost[m] ** 2 for m, n in e["per_model"].items())
+            e["rel_share"] = sum(n * unit / model_cost[m] for m, n in e["per_model"].items()) / len(names)
+            e["rel_weight"] = sum(n * weight / model_cost[m] ** 2 for m, n in e["per_model"].items())
             total += e["proxy_cost_s"]
             rows.append(e)
         rows.sort(key=lambda e: -e["rel_share"])
@@ -204,7 +168,6 @@ def build_prior(model_names=None, finetune_weight=FINETUNE_WEIGHT):
            "batch_range": list(BATCH_RANGE), "size_factor": SIZE_FACTOR, "sequence_factor": SEQUENCE_FACTOR,
            "neighbour_share": NEIGHBOUR_SHARE, "dilation_share": DILATION_NEIGHBOUR_SHARE,
            "frozen_share": FROZEN_NEIGHBOUR_SHARE, "forward_only_share": FORWARD_ONLY_SHARE,
-           **({"finetunes": finetunes, "finetune_weight": float(finetune_weight)} if finetunes else {}),
            "kinds": {k: {"share": sum(e["proxy_cost_s"] for e in rows) / total,
                          "rel_share": sum(e["rel_share"] for e in rows),
                          "configs": [{"config": e["config"], "role": e["role"], "count": e["count"],
