@@ -230,3 +230,13 @@ def test_the_cli_shows_a_fine_tunes_layers_and_a_misspelt_pattern_is_one_error_l
     assert [l["config"].get("frozen", 0) for l in layers if l["kind"] in ("conv2d", "linear")] == [1, 1, 1, 0]
     code, out, err = _cli("layers", "lenet5", "--trainable", "fc")
     assert code == 2 and out == "" and err.strip().count("\n") == 0 and err.startswith("Error: --trainable 'fc'")
+
+
+def test_evaluate_takes_a_fine_tune_with_an_estimator_only_and_checks_it_before_measuring():
+    from pathlib import Path
+
+    est = Path(__file__).resolve().parents[1] / "examples" / "check" / "synthetic-phone-time.json"
+    code, out, err = _cli("evaluate", "--estimator", str(est), "--models", "lenet5", "--trainable", "nope", "--quiet")
+    assert code == 2 and out == "" and err.startswith("Error: --trainable 'nope' matches no parameter of lenet5")
+    code, out, err = _cli("evaluate", "--model", "lenet5", "--trainable", "11")
+    assert code == 2 and "--trainable goes with --estimator" in err

@@ -4,7 +4,7 @@ import click
 
 from thor_sdk.errors import UsageError
 
-from .common import Progress, emit_json, json_option, quiet_option, table, unknown_ops_option
+from .common import Progress, emit_json, json_option, quiet_option, table, trainable_option, unknown_ops_option
 from .probe import protocol_options, settings_from
 
 
@@ -51,12 +51,13 @@ from .probe import protocol_options, settings_from
 @click.option("--max-probes", type=int, help="Without --estimator: probes per model's campaign at most.")
 @click.option("--max-seconds", type=float, help="Without --estimator: seconds per model's campaign at most.")
 @unknown_ops_option
+@trainable_option
 @protocol_options
 @quiet_option
 @json_option
 def cmd(estimator, device, model_list, models, input_shape, batch_sizes, out, campaign, tdp_w, tdp_device, pre_variants,
-        pre_runs, step_logs, unseen, metric, runtime, out_dir, passes, relevel, unknown_ops, max_probes, max_seconds,
-        min_rounds, max_rounds, window_s, cv_target, threads, quiet, as_json):
+        pre_runs, step_logs, unseen, metric, runtime, out_dir, passes, relevel, unknown_ops, trainable, max_probes,
+        max_seconds, min_rounds, max_rounds, window_s, cv_target, threads, quiet, as_json):
     """THOR and the baselines against measured training steps.
 
     With --estimator (a device profile): estimate models it never saw with THOR and each baseline, measure
@@ -73,7 +74,7 @@ def cmd(estimator, device, model_list, models, input_shape, batch_sizes, out, ca
         baselines = {"tdp": {k: v for k, v in (("tdp_w", tdp_w), ("device", tdp_device)) if v is not None},
                      "pre_variants": tuple(pre_variants or ("linear", "ridge", "kernel_ridge", "svr")),
                      "pre_runs": pre_runs, "step_logs": tuple(step_logs), "passes": passes, "relevel": relevel,
-                     "unknown_ops": unknown_ops}
+                     "unknown_ops": unknown_ops, "trainable": trainable or None}
         return _unseen(estimator, device, expand_models(specs or ["zoo:heldout"]), input_shape,
                        list(batch_sizes or (16,)), metric, runtime, threads, settings, out, campaign, baselines, quiet,
                        as_json)
@@ -83,6 +84,8 @@ def cmd(estimator, device, model_list, models, input_shape, batch_sizes, out, ca
         raise UsageError("--relevel goes with --estimator (a device profile's reference probe gives the level)")
     if unknown_ops != "error":
         raise UsageError("--unknown-ops goes with --estimator (the per-model benchmark probes every layer's kind)")
+    if trainable:
+        raise UsageError("--trainable goes with --estimator (the per-model benchmark probes the nets trained whole)")
     for name, v in (("--out", out), ("--campaign", campaign), ("--input-shape", input_shape), ("--tdp-w", tdp_w),
                     ("--tdp-device", tdp_device), ("--pre-variant", pre_variants), ("--pre-runs", pre_runs),
                     ("--step-log", step_logs)):
