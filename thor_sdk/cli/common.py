@@ -21,7 +21,8 @@ trainable_option = click.option(
     "--trainable", "trainable", multiple=True, metavar="PATTERN",
     help="Fine-tune: only the parameters whose names match train, the rest are frozen, whatever the model's own "
          "requires_grad says (repeatable; a glob over the whole name, e.g. 'fc.*', '*.lora_*', or a module's "
-         "name, e.g. 'classifier'; an ONNX file's initializer names). `thor-sdk layers` shows the names in use.")
+         "name, e.g. 'classifier'; an ONNX file's initializer names). `thor-sdk layers` shows a net's module names; "
+         "a pattern that matches nothing is an error naming some of the parameters.")
 
 
 def emit_json(obj):
