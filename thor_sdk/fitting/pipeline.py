@@ -382,8 +382,9 @@ def _assemble(gps, model_runs, metric, drift_var, provenance, kw):
     from thor_sdk.fitting.gp import round_sig
     from thor_sdk.runtime import load_estimator
 
-    provenance = dict(provenance, n_samples={k: g.n_samples_ for k, g in gps.items()},
-                      fit_warnings={k: g.warnings_ for k, g in gps.items() if g.warnings_})
+    # (each kind's fit warnings are in its own entry, ``kinds.<key>.fit.warnings``: not copied here, 5% of a profile's
+    # estimator that its size budget would take from the GPs' inducing points)
+    provenance = dict(provenance, n_samples={k: g.n_samples_ for k, g in gps.items()})
     doc = build_estimator(gps, whole_model={"rel_std": 0.0}, provenance=provenance, **kw)
     cal = calibrate(load_estimator(doc), model_runs, metric, drift_var)
     wm = {"rel_std": cal["rel_std"], "log_bias": cal["log_bias"], "source": cal["source"],
