@@ -435,7 +435,7 @@ def estimate(estimator, model, batch_size=32, input_shape=None, unknown_ops="err
     gradient or update; before the first trained layer, no backward at all). The result's ``model`` says so,
     and ``trainable`` lists the patterns."""
     from thor_sdk.layers import layers_of
-    from thor_sdk.layers.trainable import check_patterns
+    from thor_sdk.layers.trainable import check_patterns, label
     from thor_sdk.runtime import load_estimator
 
     (batch_size,) = _check_batch_sizes([batch_size])
@@ -445,7 +445,7 @@ def estimate(estimator, model, batch_size=32, input_shape=None, unknown_ops="err
     ml = layers_of(model, input_shape=input_shape, unknown_ops=unknown_ops, trainable=trainable)
     result = estimate_layers(est, ml, batch_size, unknown_ops, level=level)
     if trainable:
-        result["model"] = f"{ml.name} [trainable {','.join(trainable)}]"
+        result["model"] = label(ml.name, trainable)
         result["trainable"] = list(trainable)
     return result
 

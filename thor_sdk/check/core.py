@@ -123,8 +123,9 @@ def _label(spec, ml):
     if spec.name:
         return spec.name
     name = str(ml.name)
-    name = name.rpartition(":")[2] if ".py:" in name else name
-    return f"{name} [trainable {','.join(spec.trainable)}]" if spec.trainable else name
+    from thor_sdk.layers.trainable import label
+
+    return label(name.rpartition(":")[2] if ".py:" in name else name, spec.trainable)
 
 
 def _source(model):

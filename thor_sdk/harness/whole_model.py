@@ -131,11 +131,6 @@ def _refuse_extras(model, what, input_shape=None, input_dtype=None, vocab=None):
                          "file.py:Class models and torch.nn.Module instances")
 
 
-def _label(model, trainable):
-    """How a model is named in results and campaigns: a fine-tune (``trainable`` patterns) is not the model."""
-    return f"{model} [trainable {','.join(trainable)}]" if trainable else model
-
-
 def _per_sample(shape):
     return tuple(int(round(s)) for s in shape)
 
@@ -180,7 +175,7 @@ def resolve_model(model, input_shape=None, input_dtype=None, vocab=None, trainab
     the only parameters that train (``thor_sdk.layers.trainable``; checked against the parameters when the
     network is built, an ONNX file's here)."""
     from thor_sdk import models
-    from thor_sdk.layers.trainable import check_patterns
+    from thor_sdk.layers.trainable import check_patterns, label as tuned_label
 
     trainable = check_patterns(trainable)
     if isinstance(model, ModelSource):
@@ -190,7 +185,7 @@ def resolve_model(model, input_shape=None, input_dtype=None, vocab=None, trainab
     if isinstance(model, str):
         if model in models.SPECS:
             _refuse_extras(model, "a reference network", input_shape, input_dtype, vocab)
-            return ModelSource(_label(model, trainable), "name", model, tuple(models.SPECS[model].input_shape),
+            return ModelSource(tuned_label(model, trainable), "name", model, tuple(models.SPECS[model].input_shape),
                                models.SPECS[model].input_dtype, trainable=trainable)
         if model.endswith(".json") or model.endswith(".onnx"):
             from thor_sdk.layers import layers_of, read_layer_list
@@ -212,7 +207,7 @@ def resolve_model(model, input_shape=None, input_dtype=None, vocab=None, trainab
             from thor_sdk.layers.kinds import get_kind
 
             kind = get_kind(first["kind"])
-            return ModelSource(_label(model, trainable), "layers", ml, _per_sample(kind.in_shape(first["config"])),
+            return ModelSource(tuned_label(model, trainable), "layers", ml, _per_sample(kind.in_shape(first["config"])),
                                kind.input_dtype,
                                reshapes=reshapes)
         if ".py:" in model:
@@ -223,7 +218,7 @@ def resolve_model(model, input_shape=None, input_dtype=None, vocab=None, trainab
                 raise UsageError(f"{model}: give the class as path/file.py:ClassName")
             if input_shape is None:
                 raise UsageError(f"{model}: give the per-sample input shape (--input-shape, e.g. 3,32,32)")
-            return ModelSource(_label(model, trainable), "file", model, _shape(input_shape),
+            return ModelSource(tuned_label(model, trainable), "file", model, _shape(input_shape),
                                *_module_dtype(input_dtype, vocab), trainable=trainable)
         raise NotFoundError(
             f"unknown model {model!r}: not a reference network ({', '.join(models.SPECS)}), "
@@ -233,7 +228,7 @@ def resolve_model(model, input_shape=None, input_dtype=None, vocab=None, trainab
     if torch is not None and isinstance(model, torch.nn.Module):
         if input_shape is None:
             raise UsageError("give input_shape (per sample) with a torch.nn.Module")
-        return ModelSource(_label(type(model).__name__, trainable), "module", model, _shape(input_shape),
+        return ModelSource(tuned_label(type(model).__name__, trainable), "module", model, _shape(input_shape),
                            *_module_dtype(input_dtype, vocab), trainable=trainable)
     raise UsageError(f"cannot measure an object of type {type(model).__name__}: give a model name, file.py:Class, "
                      "a .json layer list, a .onnx file or a torch.nn.Module")

@@ -9,6 +9,7 @@ from thor_sdk.runtime.terms import CELLS
 
 from .kinds import FREEZABLE, IN_PLACE, SPARSE_FEATURES, complete_config, get_kind
 from .trace import RECOMPUTE_REASON, RECOMPUTED
+from .trainable import trained_in_part
 
 
 def _prod(shape):
@@ -2022,8 +2023,7 @@ def _mark_frozen(layers, start, node, gm, unknown_ops, unsupported):
         if trained == 0:
             layer["config"] = dict(layer["config"], frozen=1)
             continue
-        why = (f"{trained} of its {len(params)} parameter tensors trained, the others frozen: estimated as trained "
-               "(no probe measures a layer frozen in part)")
+        why = trained_in_part(trained, len(params))
         if unknown_ops == "approx":
             layer.setdefault("approx", f"{layer.get('op') or op_label(node, gm)}: {why}")
         elif not any(u.startswith(layer["name"] + " ") for u in unsupported):

@@ -1595,7 +1595,7 @@ def layers_from_onnx(path, input_shape=None, unknown_ops="error", trainable=None
     """
     from . import ModelLayers
     from .kinds import FREEZABLE
-    from .trainable import check_patterns, trained_names
+    from .trainable import check_patterns, trained_in_part, trained_names
 
     trainable = check_patterns(trainable)
     source = os.path.basename(path)
@@ -1646,8 +1646,7 @@ def layers_from_onnx(path, input_shape=None, unknown_ops="error", trainable=None
             trained, total = _trained_part(g, node, owned, trainable, param_names, f"{source}: {name} ({node.op_type})")
             frozen = trained == 0
             if 0 < trained < total:
-                why = (f"{trained} of its {total} parameter initializers trained, the others frozen: estimated as "
-                       "trained (no probe measures a layer frozen in part)")
+                why = trained_in_part(trained, total, "parameter initializers")
                 if unknown_ops == "approx":
                     approx = approx or f"{node.op_type}: {why}"
                 else:

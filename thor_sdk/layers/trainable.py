@@ -80,3 +80,16 @@ def apply_trainable(module, patterns, what="the model"):
     for name, p in params.items():
         p.requires_grad_(name in keep)
     return {"trained": [n for n in params if n in keep], "parameters": len(params)}
+
+
+def label(name, patterns):
+    """How a model is named in results, campaigns and checks: a fine-tune (``patterns``) is not the model."""
+    return f"{name} [trainable {','.join(patterns)}]" if patterns else name
+
+
+def trained_in_part(trained, total, what="parameter tensors"):
+    """Why a layer with ``trained`` of its ``total`` weights trained (a bias-only fine-tune, or patterns that
+    match part of a layer) is estimated as trained, in words (the torch and ONNX readers alike)."""
+    return (f"{trained} of its {total} {what} trained, the others frozen: estimated as trained (no probe measures "
+            "a layer frozen in part)")
+
