@@ -1,6 +1,7 @@
 """Does a net cost what its layers' exact probes sum to? THOR's composition, through the product's own measuring code.
 
     python bench/bench_composition.py --model vgg_small --model cnn5 [--batch-size 16] [--cycles 4]
+    python bench/bench_composition.py --model mobilenetv3_small --trainable classifier   # a fine-tune
 
 THOR estimates a net as the sum of its layers' probe differences. Even with every layer probed exactly
 (no GP), that sum can differ from the net measured whole: a layer inside a net may cost more or less
@@ -11,6 +12,8 @@ layer of it as THOR's probe (``measure_probe`` and ``derive_samples``, exactly a
 the net whole again; the cycle's ratio is the probes' sum (each layer times its count) over the mean of
 the two whole runs around it. The probe order is reversed every other cycle. Reported per net: each
 cycle's ratio and their median, and per layer kind the median over cycles of its probes' sum. Time only.
+``--trainable PATTERN`` composes a fine-tune (``thor_sdk.layers.trainable``): the layers and the whole step
+with only the matching parameters trained, the rest frozen (forward-only probes where nothing before trains).
 """
 
 import argparse
@@ -24,14 +27,14 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
-def _layer_probes(model, batch_size, input_shape=None):
+def _layer_probes(model, batch_size, input_shape=None, trainable=None):
     """``[(probe, count)]``: the net's distinct layers as THOR probes, in the net's order (as a target-driven
     campaign plans them)."""
     from thor_sdk.campaign.targets import target_points
     from thor_sdk.layers import layers_of
 
     shape = None if input_shape is None else list(input_shape)
-    return list(target_points([layers_of(model, input_shape=shape)], [batch_size]).values())
+    return list(target_points([layers_of(model, input_shape=shape, trainable=trainable)], [batch_size]).values())
 
 
 def _cycle(dev, model, batch_size, probes, settings):
@@ -49,9 +52,10 @@ def _cycle(dev, model, batch_size, probes, settings):
     return before, whole(), costs
 
 
-def run(models, batch_size=16, cycles=4, threads=1, settings=None, progress=None, input_shape=None):
+def run(models, batch_size=16, cycles=4, threads=1, settings=None, progress=None, input_shape=None, trainable=None):
     """The benchmark's result document (see ``main``); ``progress(model, cycle, ratio)`` after each cycle.
-    ``input_shape``: the per-sample shape of ``file.py:Class`` models (zoo nets have their own)."""
+    ``input_shape``: the per-sample shape of ``file.py:Class`` models (zoo nets have their own); ``trainable``:
+    name patterns of the only parameters that train (every net a fine-tune)."""
     from thor_sdk.devices.host import HostDevice
     from thor_sdk.harness.whole_model import resolve_model
 
@@ -59,8 +63,9 @@ def run(models, batch_size=16, cycles=4, threads=1, settings=None, progress=None
     nets = []
     for model in models:
         shape = input_shape if ".py:" in model else None
-        probes = _layer_probes(model, batch_size, shape)
-        source = resolve_model(model, input_shape=shape) if shape is not None else model
+        probes = _layer_probes(model, batch_size, shape, trainable)
+        source = resolve_model(model, input_shape=shape, trainable=trainable) \
+            if shape is not None or trainable else model
         rows = []
         for c in range(cycles):
             order = probes if c % 2 == 0 else probes[::-1]
@@ -76,7 +81,7 @@ def run(models, batch_size=16, cycles=4, threads=1, settings=None, progress=None
             kinds.setdefault(p.kind, []).append((p, n))
         by_kind = {k: statistics.median(sum(r["costs_s"][p.id] * n for p, n in ps) for r in rows)
                    for k, ps in kinds.items()}
-        nets.append({"model": model, "batch_size": batch_size, "layers": sum(n for _, n in probes),
+        nets.append({"model": model, "trainable": list(trainable or []), "batch_size": batch_size, "layers": sum(n for _, n in probes),
                      "distinct_probes": len(probes), "cycles": rows,
                      "median_ratio": statistics.median(r["ratio"] for r in rows),
                      "whole_median_s": statistics.median(v for r in rows for v in (r["whole_before_s"],
@@ -101,7 +106,8 @@ def report(result, command, load_start, load_end, stamp):
              "|---|---|---|---|---|---|---|"]
     for n in result["nets"]:
         per = ", ".join(f"{r['ratio']:.3f}" for r in n["cycles"])
-        lines.append(f"| {n['model']} | {n['batch_size']} | {n['layers']} ({n['distinct_probes']}) | "
+        tuned = f" [trainable {', '.join(n['trainable'])}]" if n.get("trainable") else ""
+        lines.append(f"| {n['model']}{tuned} | {n['batch_size']} | {n['layers']} ({n['distinct_probes']}) | "
                      f"{n['whole_median_s'] * 1e3:.2f} ms | {n['probes_median_s'] * 1e3:.2f} ms | {per} | "
                      f"**{n['median_ratio']:.3f}** |")
     lines += ["", "Probes' sum per layer kind (median over cycles):", ""]
@@ -123,6 +129,8 @@ def main(argv=None):
     ap.add_argument("--batch-size", type=int, default=16)
     ap.add_argument("--cycles", type=int, default=4)
     ap.add_argument("--threads", type=int, default=1)
+    ap.add_argument("--trainable", action="append", default=None,
+                    help="train only parameters matching this name pattern, freeze the rest (repeatable)")
     ap.add_argument("--window-s", type=float, default=None, help="minimum window (default: the protocol's)")
     ap.add_argument("--report", default=None, help="Markdown path (default bench/results/composition-host-*.md)")
     args = ap.parse_args(argv)
@@ -145,7 +153,7 @@ def main(argv=None):
     load_start = os.getloadavg()[0]
     result = run(models, args.batch_size, args.cycles, args.threads, settings,
                  progress=lambda m, c, r: print(f"{m} cycle {c}: probes / whole {r:.3f}", file=sys.stderr,
-                                                flush=True), input_shape=shape)
+                                                flush=True), input_shape=shape, trainable=args.trainable)
     stamp = dt.datetime.now(dt.timezone.utc).strftime("%Y%m%d-%H%M")
     save_report(report(result, command, load_start, os.getloadavg()[0], stamp), result, command, args.report,
                 f"composition-host-{stamp}")

@@ -45,3 +45,26 @@ def test_each_cycle_is_the_probes_sum_over_the_whole_runs_around_it(tmp_path):
     assert set(net["by_kind_s"]) == {p.kind for p, _ in probes}
     text = bench.report(result, "python bench/bench_composition.py --model transformer_tiny", 0.5, 0.6, "20261126-0000")
     assert "| transformer_tiny | 2 | 5 (4) | " in text and f"**{net['median_ratio']:.3f}**" in text
+
+
+def test_a_fine_tune_composes_its_frozen_layers_and_measures_the_fine_tune_whole(tmp_path):
+    """--trainable: the probes are the fine-tune's (the frozen blocks' layers forward-only, marked frozen), and the
+    whole runs train only the matching parameters (measured with fewer trained tensors than the whole net)."""
+    from thor_sdk.harness.protocol import ProtocolSettings
+
+    bench = _bench()
+    fast = ProtocolSettings(warmup_steps=1, min_window_s=0.002, min_rounds=2, max_rounds=2)
+    result = bench.run(["transformer_tiny"], batch_size=2, cycles=1, settings=fast, trainable=["4"])
+    (net,) = result["nets"]
+    probes = bench._layer_probes("transformer_tiny", 2, trainable=["4"])
+    whole = bench._layer_probes("transformer_tiny", 2)
+    assert net["trainable"] == ["4"]
+    assert {p.id for p, _ in probes} != {p.id for p, _ in whole}
+    frozen = [p for p, _ in probes if p.config.get("frozen")]
+    assert frozen and all(p.role == "input" for p in frozen)  # nothing trains before them: no backward at all
+    (c,) = net["cycles"]
+    assert set(c["costs_s"]) == {p.id for p, _ in probes}
+    assert 0 < c["frozen_probes_sum_s"] < c["probes_sum_s"]
+    text = bench.report(result, "python bench/bench_composition.py --model transformer_tiny --trainable 4", 0.5, 0.6,
+                        "20261129-0000")
+    assert "| transformer_tiny [trainable 4] | 2 |" in text and "frozen layers' probes" in text
