@@ -28,6 +28,7 @@ def cmd(campaigns, samples_csv, metric, runtime, out, as_json):
                "floored": {k: v["fit"]["floored_samples"] for k, v in doc["kinds"].items()
                            if v.get("fit", {}).get("floored_samples")},
                "noisy_samples": prov.get("noisy_samples", {}),
+               "warm_forward_only_samples": prov.get("warm_forward_only_samples", 0),
                "whole_model_rel_std": wm.get("rel_std"), "whole_model_source": wm.get("source"),
                "unit_per_flop": doc["flops_baseline"].get("unit_per_flop")}
     if as_json:
@@ -43,6 +44,10 @@ def cmd(campaigns, samples_csv, metric, runtime, out, as_json):
         click.echo(f"excluded (flagged): {f['kind']}/{f['role']} {f['config']}: {f['reason']}")
     for k, n in summary["floored"].items():
         click.echo(f"{k}: {n} sample(s) at or below their noise were floored (a layer cannot cost less than nothing)")
+    if summary["warm_forward_only_samples"]:
+        click.echo(f"{summary['warm_forward_only_samples']} forward-only sample(s) were measured warm, before probes "
+                   "swept the caches: fine-tunes (frozen layers) estimated from them read high; profile again to "
+                   "sweep them", err=True)
     for k, d in summary["noisy_samples"].items():
         click.echo(f"{k}: rests on {d['noisy']} noisy sample(s) of {d['samples']} "
                    f"({'; '.join(d['reasons'][:1])}): its estimates are less reliable", err=True)

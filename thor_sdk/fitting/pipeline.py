@@ -308,6 +308,16 @@ def noisy_by_kind(samples):
     return {k: d for k, d in sorted(out.items()) if d["noisy"]}
 
 
+def warm_forward_only(samples):
+    """How many forward-only samples (role input, no weights that train) a campaign measured warm, before swept
+    probes existed (``thor_sdk.probes.build``): their probes charged the layer the head's warm-to-cold step, so
+    fine-tunes estimated from them read high. 0 where every one was swept or the samples do not say (a CSV)."""
+    from thor_sdk.layers.kinds import get_kind
+
+    return sum(1 for s in samples if s.get("cache") == "warm" and s["role"] == "input"
+               and not get_kind(s["kind"]).trains(s["config"]))
+
+
 def inducing_caps(doc, over_bytes, caps=None):
     """``{key: cap}`` (``caps`` updated): the inducing points of the kinds that have the most lowered to one
     common level, the highest that takes ``over_bytes`` out of ``doc`` (each kind's bytes per inducing point
@@ -354,6 +364,9 @@ def build(samples, *, device, runtime, metric, model_runs=(), sources=(), random
     gps = fit_kinds(good, random_state=random_state, extra_log_var=drift_var, progress=progress)
     base = dict(sources=list(sources), flagged_excluded=flagged, noisy_samples=noisy_by_kind(good),
                 reference_runs=n_ref, producer=f"thor-sdk {__version__}")
+    warm = warm_forward_only(good)
+    if warm:
+        base["warm_forward_only_samples"] = warm
     if levels:
         base["sample_levels"] = levels
     kw = dict(device=device, runtime=runtime, metric=metric, unit=UNITS[metric],

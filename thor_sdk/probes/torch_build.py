@@ -24,6 +24,24 @@ class Head(nn.Module):
         return self.fc(x.reshape(x.shape[0], -1))
 
 
+class Swept(nn.Sequential):
+    """A swept probe part (``Probe.cache``): the part's modules in order (indexed as the unswept part's, the head
+    last), after ``sweep_bytes`` are written and read: copies of the head's first bias, a trained parameter (an
+    input of an exported step, so no exporter or runtime folds them into a constant; not the data, which an
+    in-place layer overwrites). The logits are scaled by ``1 + 0 * sum``, exactly 1, which keeps the sweep in an
+    exported graph."""
+
+    def __init__(self, modules, sweep_bytes):
+        super().__init__(*modules)
+        self.n = int(sweep_bytes) // 4
+
+    def forward(self, x):
+        s = self[-1].fc.bias.detach()[:1].repeat(self.n).sum()
+        for m in self:
+            x = m(x)
+        return x * (1.0 + 0.0 * s)
+
+
 def cross_entropy(logits, y):
     """Cross-entropy for (B, C) logits with (B,) labels or (B, T, C) logits with (B, T) labels."""
     if logits.dim() == 3:
@@ -51,6 +69,15 @@ class ProbeModel:
 
 
 def build_part(probe, part, seed=0):
+    pm = _build_part(probe, part, seed)
+    if probe.cache == "swept":
+        from .build import SWEEP_BYTES
+
+        pm.module = Swept(list(pm.module) if isinstance(pm.module, nn.Sequential) else [pm.module], SWEEP_BYTES)
+    return pm
+
+
+def _build_part(probe, part, seed):
     torch.manual_seed(seed)
     g = torch.Generator().manual_seed(seed)
     b = probe.batch_size

@@ -4,8 +4,10 @@ Tables (schema version in ``meta``):
 
 - ``meta(key, value)``: JSON values -- format, version, device info, metric, batch sizes, target
   models, protocol settings, runtime.
-- ``probes(id, seq, kind, role, batch_size, config, status, ...)``: every probe the campaign planned,
-  in order; ``status`` is ``planned`` until its measurement is committed, then ``done``.
+- ``probes(id, seq, kind, role, batch_size, config, status, ..., cache)``: every probe the campaign planned, in
+  order; ``status`` is ``planned`` until its measurement is committed, then ``done``. ``cache`` (``swept`` or
+  ``warm``, ``thor_sdk.probes.build``) is NULL in rows planned before it existed: those probes ran warm (and are
+  rebuilt so if re-measured); the column is added on a file's first plan.
 - ``windows(probe_id, part, round, time_s, energy_j, net_energy_j, start_s, end_s, state, idle_power_w)``: each
   measured window, committed per round (time and gross energy per step); when the probe completes,
   the same transaction adds what is known only then or is bulkier: the energy per step with the idle
@@ -59,7 +61,8 @@ CREATE TABLE IF NOT EXISTS probes (
     status TEXT NOT NULL CHECK (status IN ('planned', 'done', 'failed')),
     planned_utc TEXT NOT NULL,
     done_utc TEXT,
-    reason TEXT
+    reason TEXT,
+    cache TEXT
 );
 CREATE TABLE IF NOT EXISTS windows (
     probe_id TEXT NOT NULL REFERENCES probes(id),
@@ -322,20 +325,26 @@ class Campaign:
     def plan(self, probe):
         """Record ``probe`` as planned (committed). Returns False if it was already in the campaign."""
         with self._tx():
+            if not self._has_cache_column():
+                self.conn.execute("ALTER TABLE probes ADD COLUMN cache TEXT")
             seq = self.conn.execute("SELECT COALESCE(MAX(seq), 0) + 1 FROM probes").fetchone()[0]
             cur = self.conn.execute(
-                "INSERT OR IGNORE INTO probes(id, seq, kind, role, batch_size, config, status, planned_utc) "
-                "VALUES (?, ?, ?, ?, ?, ?, 'planned', ?)",
+                "INSERT OR IGNORE INTO probes(id, seq, kind, role, batch_size, config, status, planned_utc, cache) "
+                "VALUES (?, ?, ?, ?, ?, ?, 'planned', ?, ?)",
                 (probe.id, seq, probe.kind, probe.role, probe.batch_size,
-                 json.dumps(probe.config, sort_keys=True), _now()))
+                 json.dumps(probe.config, sort_keys=True), _now(), probe.cache))
         return cur.rowcount == 1
+
+    def _has_cache_column(self):
+        return "cache" in {row[1] for row in self.conn.execute("PRAGMA table_info(probes)")}
 
     def _probes(self, where="", args=()):
         from thor_sdk.probes import Probe
 
+        cache = "cache" if self._has_cache_column() else "NULL"
         rows = self.conn.execute(
-            f"SELECT kind, role, batch_size, config FROM probes {where} ORDER BY seq", args).fetchall()
-        return [Probe(k, json.loads(c), b, r) for k, r, b, c in rows]
+            f"SELECT kind, role, batch_size, config, {cache} FROM probes {where} ORDER BY seq", args).fetchall()
+        return [Probe(k, json.loads(c), b, r, st or "warm") for k, r, b, c, st in rows]
 
     def probes(self, status=None):
         if status is None:
@@ -427,11 +436,13 @@ class Campaign:
 
     def samples(self, metric=None, include_flagged=True):
         """All derived samples as dicts (kind, role, batch_size, config, metric, value, std, n, flagged,
-        flag_reason, parts, noisy, noise_reason, measured_utc; ``noisy`` None where the file predates it;
-        ``measured_utc``: when the probe's measurement was stored)."""
+        flag_reason, parts, noisy, noise_reason, measured_utc, cache; ``noisy`` None where the file predates it;
+        ``measured_utc``: when the probe's measurement was stored; ``cache`` ``warm`` where the file predates it)."""
         noisy_cols = "s.noisy, s.noise_reason" if self._has_sample_columns() else "NULL, NULL"
+        cache = "p.cache" if self._has_cache_column() else "NULL"
         q = ("SELECT p.id, p.kind, p.role, p.batch_size, p.config, s.metric, s.value, s.std, s.n, s.flagged, "
-             f"s.flag_reason, s.parts, {noisy_cols}, p.done_utc FROM samples s JOIN probes p ON p.id = s.probe_id")
+             f"s.flag_reason, s.parts, {noisy_cols}, p.done_utc, {cache} FROM samples s JOIN probes p ON "
+             "p.id = s.probe_id")
         cond, args = [], []
         if metric:
             cond.append("s.metric = ?")
@@ -444,12 +455,12 @@ class Campaign:
         from thor_sdk.layers.kinds import with_added_features
 
         out = []
-        for pid, kind, role, b, cfg, m, v, sd, n, fl, why, parts, noisy, nwhy, done in self.conn.execute(q, args):
+        for pid, kind, role, b, cfg, m, v, sd, n, fl, why, parts, noisy, nwhy, done, st in self.conn.execute(q, args):
             out.append({"probe_id": pid, "kind": kind, "role": role, "batch_size": b,
                         "config": with_added_features(kind, json.loads(cfg)),
                         "metric": m, "value": v, "std": sd, "n": n, "flagged": bool(fl), "flag_reason": why,
                         "parts": json.loads(parts), "noisy": None if noisy is None else bool(noisy),
-                        "noise_reason": nwhy, "measured_utc": done})
+                        "noise_reason": nwhy, "measured_utc": done, "cache": st or "warm"})
         return out
 
     def windows(self, probe_id, detail=False):
