@@ -104,6 +104,24 @@ def functionalize_copies(gm):
     return True
 
 
+def drop_writes_into(gm, inputs):
+    """Erase the ``copy_`` nodes torch's functionalization appends to write a mutated graph input back (an in-place
+    first layer overwriting the data batch): an ONNX step has no in-place, reads its inputs and leaves them as they
+    are. Only copies into ``inputs`` that nothing reads are erased. Returns how many."""
+    import torch
+
+    dropped = 0
+    for n in list(gm.graph.nodes):
+        if n.op == "call_function" and n.target is torch.ops.aten.copy_.default and n.args[0] in inputs \
+                and not n.users:
+            gm.graph.erase_node(n)
+            dropped += 1
+    if dropped:
+        gm.graph.lint()
+        gm.recompile()
+    return dropped
+
+
 def has_mutation(gm):
     return any((_schema(n) is not None and _schema(n).is_mutable) for n in gm.graph.nodes)
 

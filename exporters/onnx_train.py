@@ -389,6 +389,9 @@ def _translate_direct(internals, registry, onnx_table, gm, args, in_names, out_n
             with _tracing_context(), torch.no_grad():
                 fgm = make_fx(torch.func.functionalize(gm, remove="mutations"), decomposition_table=onnx_table,
                               tracing_mode="fake")(*args)
+            if "x" in in_names:  # an in-place first layer (a forward-only probe's ReLU) overwrote the batch
+                fx_passes.drop_writes_into(fgm, [[n for n in fgm.graph.nodes if n.op == "placeholder"]
+                                                 [in_names.index("x")]])
         fx_passes.remove_identities(fgm)
         placeholders = [n for n in fgm.graph.nodes if n.op == "placeholder"]
         outs = fx_passes.distinct_outputs(fgm, torch.ops.aten.clone.default)

@@ -469,3 +469,45 @@ def test_export_cli_writes_a_checked_graph(tmp_path):
     desc = onnx_train.describe(str(out))
     assert desc["optimizer"] == "adam" and r["detail"]["state_tensors"] == len(desc["state_pairs"])
     onnx.checker.check_model(onnx.load(str(out)), full_check=True)
+
+
+@pytest.mark.parametrize("probe", [
+    Probe("relu", {"numel": 24}, 2, "input"),
+    Probe("relu", {"numel": 24, "inplace": 1}, 2, "input"),  # overwrites the batch: no write-back in the graph
+    Probe("conv2d", dict(in_channels=2, out_channels=3, kernel=3, stride=1, padding=1, groups=1, height=5, width=5,
+                         bias=1, frozen=1), 2, "input"),
+    Probe("embedding", dict(num_embeddings=20, embedding_dim=4, seq_len=3, positional=0, frozen=1), 2, "input")],
+    ids=["relu", "relu-inplace", "conv-frozen", "embedding-frozen"])
+def test_a_swept_probe_keeps_its_sweep_through_export_and_onnxruntime(probe, exporter, tmp_path):
+    """A forward-only probe's parts sweep SWEEP_BYTES before the layer (thor_sdk.probes.build): the exported step
+    computes the same loss as eager torch, and the sweep (a Tile of the head bias's first element, summed) is still in
+    the graph onnxruntime runs after its own optimizations (nothing folds it into a constant)."""
+    import onnx
+    import onnxruntime as ort
+
+    from thor_sdk.harness.torch_trainer import TorchTrainer
+    from thor_sdk.probes.build import SWEEP_BYTES
+
+    assert probe.cache == "swept" and '"cache": "swept"' in probe.key
+    for part in probe.parts():
+        pm = probe.build(part)
+        path = onnx_train.cached_export(pm.module, pm.x, pm.y, optimizer="sgd", lr=LR["sgd"],
+                                        x_requires_grad=pm.x_requires_grad, cache=str(tmp_path), exporter=exporter)
+        _, losses = onnx_steps(path)
+        eager = TorchTrainer(copy.deepcopy(pm.module), pm.x, pm.y, cross_entropy, pm.x_requires_grad, "sgd", LR["sgd"])
+        for _ in losses:
+            eager.step()
+        assert abs(losses[-1] - float(eager.last_loss)) <= 1e-4
+        so = ort.SessionOptions()
+        so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+        so.optimized_model_filepath = str(tmp_path / f"{part}-optimized.onnx")
+        ort.InferenceSession(path, so, providers=["CPUExecutionProvider"])
+        ops = [n.op_type for n in onnx.load(so.optimized_model_filepath).graph.node]
+        assert "Tile" in ops and "ReduceSum" in ops, ops
+    assert pm.module.n * 4 == SWEEP_BYTES
+    # a probe that trains is not swept, and a warm probe (stored before sweeps) keeps its old id and build
+    assert Probe("conv2d", dict(probe.config, frozen=0), 2, "input").cache == "warm" if probe.kind == "conv2d" else True
+    warm = Probe(probe.kind, probe.config, 2, "input", "warm")
+    assert warm.id != probe.id and '"cache"' not in warm.key and not hasattr(warm.build("input").module, "n")
+    assert Probe.from_dict({k: v for k, v in warm.to_dict().items() if k != "cache"}) == warm
+    assert Probe.from_dict(probe.to_dict()) == probe
