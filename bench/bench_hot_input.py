@@ -9,6 +9,10 @@ such layers above their marginal cost in a net (conv 1.05x, batch norm 1.08x, an
 the same layers (32 channels, 32x32, frozen) on one tensor right after it was written in place (hot) and after a
 64 MB buffer was written too (cold), interleaved, median of ``--repeats`` calls in each of 3 rounds. One intra-op
 thread. Time only. Writes ``bench/results/hot-input-host-<stamp>.md`` and ``.json``.
+
+Followed up (2026-11-29): probes that write their input just before the layer moved neither ``bench_forward_only``
+nor a fine-tune's composition (1.38x -> 1.32x); the cause was the probe's tail (``bench/bench_probe_tail.py``), and
+forward-only probes are now swept (``thor_sdk.probes.build``).
 """
 
 import argparse
