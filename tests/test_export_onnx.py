@@ -480,8 +480,9 @@ def test_export_cli_writes_a_checked_graph(tmp_path):
     ids=["relu", "relu-inplace", "conv-frozen", "embedding-frozen"])
 def test_a_swept_probe_keeps_its_sweep_through_export_and_onnxruntime(probe, exporter, tmp_path):
     """A forward-only probe's parts sweep SWEEP_BYTES before the layer (thor_sdk.probes.build): the exported step
-    computes the same loss as eager torch, and the sweep (a Tile of the head bias's first element, summed) is still in
-    the graph onnxruntime runs after its own optimizations (nothing folds it into a constant)."""
+    computes the same loss as eager torch, and the sweep (a Tile of the head bias's first element, summed) and the
+    frozen conv block after it are still in the graph onnxruntime runs after its own optimizations (nothing folds them
+    into a constant)."""
     import onnx
     import onnxruntime as ort
 
@@ -504,6 +505,7 @@ def test_a_swept_probe_keeps_its_sweep_through_export_and_onnxruntime(probe, exp
         ort.InferenceSession(path, so, providers=["CPUExecutionProvider"])
         ops = [n.op_type for n in onnx.load(so.optimized_model_filepath).graph.node]
         assert "Tile" in ops and "ReduceSum" in ops, ops
+        assert sum(op.endswith("Conv") for op in ops) >= 1 + (probe.kind == "conv2d" and part == "input"), ops
     assert pm.module.n * 4 == SWEEP_BYTES
     # a probe that trains is not swept, and a warm probe (stored before sweeps) keeps its old id and build
     assert Probe("conv2d", dict(probe.config, frozen=0), 2, "input").cache == "warm" if probe.kind == "conv2d" else True

@@ -57,6 +57,22 @@ def test_the_sweep_changes_no_number_of_the_step():
         assert torch.equal(head_a.fc.bias.grad, head_b.fc.bias.grad)
 
 
+def test_the_sweep_and_the_frozen_block_run_before_the_layer_in_both_parts():
+    """Each step: the sweep (SWEEP_BYTES of the head's first bias), then the frozen conv block, then the part's own
+    modules; the block trains nothing and is in both parts alike, so it cancels in the difference."""
+    p = Probe("relu", {"numel": 64}, 4, "input")
+    for part in p.parts():
+        pm = p.build(part)
+        order = []
+        for name, m in [("block", pm.module.context.conv)] + [(str(i), m) for i, m in enumerate(pm.module)]:
+            m.register_forward_pre_hook(lambda mod, args, name=name: order.append(name))
+        pm.module(pm.x)
+        assert order == ["block"] + [str(i) for i in range(len(pm.module))]
+        assert not any(q.requires_grad for q in pm.module.context.parameters())
+        assert [n for n, q in pm.module.named_parameters() if q.requires_grad] == \
+            [f"part.{len(pm.module) - 1}.fc.weight", f"part.{len(pm.module) - 1}.fc.bias"]  # the head only
+
+
 def test_a_campaign_written_before_the_sweep_reads_back_warm_and_gains_the_column_on_its_first_plan(tmp_path):
     path = str(tmp_path / "old.db")
     c = Campaign.create(path, META)

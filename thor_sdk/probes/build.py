@@ -14,15 +14,17 @@ For a layer of kind K at config c, batch size b and role r (see ``thor_sdk.layer
 The head in each pair is identical (same input size), so no correction term is needed.
 
 **Swept caches** (``cache`` ``swept``): an input-role probe of a layer that does no backward (frozen, or without
-weights: a fine-tuned net's backbone) starts every step of both parts by writing and reading ``SWEEP_BYTES`` (a
-tensor made from the probe's input, so no runtime folds it away; its sum scales the logits by exactly 1). Without
-it the 1-layer part's small working set (the head, the loss, the backward, the update and the interpreter's own
-data) stays in the caches from step to step while the 2-layer part's layer evicts it, and the difference charged
-that to the layer: about 0.15 ms per probe on the host (``bench/bench_probe_tail.py``), most of a small frozen
-conv's cost, where a net runs every layer's step after others evicted it. Swept, the exact probes of
-MobileNetV3-small's classifier-only fine-tune sum to 1.24x its measured step instead of 1.38x
-(``bench/bench_composition.py --trainable``). Layers that train keep their probes (their nets compose to
-0.98-1.05x either way). Probes stored before this (no ``cache``) ran warm and keep doing so.
+weights: a fine-tuned net's backbone) starts every step of both parts by writing and reading ``SWEEP_BYTES`` (made
+from the head's bias, so no runtime folds it away), then runs a small frozen conv block (3x3 conv 16->16, batch norm,
+ReLU), then the layer (2-layer part) and the head; the sums scale the logits by exactly 1, and all of it cancels in
+the difference. Warm, the 1-layer part's small working set (the head, the loss, the backward, the update, the
+interpreter's own data) stayed in the caches from step to step while the layer evicted it in the 2-layer part, and
+the difference charged that to the layer (``bench/bench_probe_tail.py``: the tail 0.22 ms alone, 0.38-0.40 ms after
+a layer); swept alone, the layer ran colder than in a net, straight after the sweep; after the block it runs as
+after the layers before it. The exact probes of MobileNetV3-small's classifier-only fine-tune sum to 0.99-1.00x its
+measured step (1.38x warm, 1.26x swept without the block; ``bench/bench_composition.py --trainable``); layers that
+train keep their probes (their nets compose to 0.98-1.05x as they were). Probes stored before this (no ``cache``)
+ran warm and keep doing so.
 """
 
 import hashlib

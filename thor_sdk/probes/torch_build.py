@@ -1,5 +1,6 @@
 """torch side of probe building: modules, example batches and the training-step recipe."""
 
+import math
 from dataclasses import dataclass
 
 import torch
@@ -24,22 +25,47 @@ class Head(nn.Module):
         return self.fc(x.reshape(x.shape[0], -1))
 
 
-class Swept(nn.Sequential):
-    """A swept probe part (``Probe.cache``): the part's modules in order (indexed as the unswept part's, the head
-    last), after ``sweep_bytes`` are written and read: copies of the head's first bias, a trained parameter (an
-    input of an exported step, so no exporter or runtime folds them into a constant; not the data, which an
-    in-place layer overwrites). The logits are scaled by ``1 + 0 * sum``, exactly 1, which keeps the sweep in an
-    exported graph."""
+class _Context(nn.Module):
+    """What a swept probe runs between the sweep and the layer: a small frozen conv block (3x3 conv 16->16, batch norm,
+    ReLU on 16 x 16 x 8 x 8), so the layer runs after other layers' work as in a net, not straight after a sweep."""
+
+    SHAPE = (16, 16, 8, 8)
+
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(16, 16, 3, padding=1, bias=False).requires_grad_(False)
+        self.bn = nn.BatchNorm2d(16).requires_grad_(False)
+
+    def forward(self, z):
+        return F.relu(self.bn(self.conv(z)))
+
+
+class Swept(nn.Module):
+    """A swept probe part (``Probe.cache``): ``sweep_bytes`` written and read (copies of the head's first bias, a
+    trained parameter: an input of an exported step, so nothing folds them into a constant; not the data, which an
+    in-place layer overwrites), then a small frozen conv block on the first of them (``_Context``), then the part's
+    modules in order (indexed as the unswept part's: the layer first, the head last). The logits are scaled by
+    ``1 + 0 * (sums)``, exactly 1, which keeps the sweep and the block in an exported graph."""
 
     def __init__(self, modules, sweep_bytes):
-        super().__init__(*modules)
-        self.n = int(sweep_bytes) // 4
+        super().__init__()
+        self.part = nn.Sequential(*modules)
+        self.context = _Context()
+        self.n = max(int(sweep_bytes) // 4, math.prod(_Context.SHAPE))
+
+    def __getitem__(self, i):
+        return self.part[i]
+
+    def __len__(self):
+        return len(self.part)
+
+    def __iter__(self):
+        return iter(self.part)
 
     def forward(self, x):
-        s = self[-1].fc.bias.detach()[:1].repeat(self.n).sum()
-        for m in self:
-            x = m(x)
-        return x * (1.0 + 0.0 * s)
+        t = self.part[-1].fc.bias.detach()[:1].repeat(self.n)
+        s = t.sum() + self.context(t[:math.prod(_Context.SHAPE)].view(_Context.SHAPE)).sum()
+        return self.part(x) * (1.0 + 0.0 * s)
 
 
 def cross_entropy(logits, y):
