@@ -8,8 +8,8 @@ that moves more memory they do not, so the tail is slower in the 2-layer part an
 layer. Inside a net every step runs after other layers, so a layer's cost there has no such share. Here the tail of
 one probe (the head of MobileNetV3-small's frozen 1x1 conv 96->576 at 3x3, batch 16) is timed alone and right after
 each of: a tiny op, the swept probes' own sweep (``thor_sdk.probes.torch_build.Swept``: 4 MiB written and read), the
-layer itself, a depthwise 3x3 conv and a 256x256 matmul; and the layer's probe difference warm and swept, beside the
-layer's forward alone in a loop. All in one process, as the host measures (one intra-op thread, denormals flushed),
+layer itself, a depthwise 3x3 conv and a 256x256 matmul; and the layer's probe difference warm and swept (the sweep,
+then a small frozen conv block, then the layer), beside the layer's forward alone in a loop. All in one process, as the host measures (one intra-op thread, denormals flushed),
 rounds in alternating order. Time only.
 """
 
