@@ -312,10 +312,9 @@ def warm_forward_only(samples):
     """How many forward-only samples (role input, no weights that train) a campaign measured warm, before swept
     probes existed (``thor_sdk.probes.build``): their probes charged the layer the head's warm-to-cold step, so
     fine-tunes estimated from them read high. 0 where every one was swept or the samples do not say (a CSV)."""
-    from thor_sdk.layers.kinds import get_kind
+    from thor_sdk.probes.build import forward_only
 
-    return sum(1 for s in samples if s.get("cache") == "warm" and s["role"] == "input"
-               and not get_kind(s["kind"]).trains(s["config"]))
+    return sum(1 for s in samples if s.get("cache") == "warm" and forward_only(s["kind"], s["config"], s["role"]))
 
 
 def inducing_caps(doc, over_bytes, caps=None):

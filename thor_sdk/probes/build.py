@@ -48,6 +48,12 @@ def _prod(shape):
     return n
 
 
+def forward_only(kind, config, role):
+    """Whether a layer of ``kind`` at ``config`` in ``role`` runs forward only (role input, no weights that train):
+    the layers whose probes are swept, and whose warm samples ``fit`` counts."""
+    return role == "input" and not get_kind(kind).trains(config)
+
+
 def canonical_config(config):
     """Config with ints where the value is integral (stable JSON / ids)."""
     out = {}
@@ -94,7 +100,7 @@ class Probe:
     def sweep_applies(self):
         """Whether this probe's steps start with a cache sweep: role input and no backward (frozen, or no
         weights)."""
-        return self.role == "input" and not get_kind(self.kind).trains(self.config)
+        return forward_only(self.kind, self.config, self.role)
 
     @property
     def key(self):

@@ -335,8 +335,12 @@ class Campaign:
                  json.dumps(probe.config, sort_keys=True), _now(), probe.cache))
         return cur.rowcount == 1
 
+    def _columns(self, table):
+        """The column names ``table`` has in this file (older files lack the ones added since)."""
+        return {row[1] for row in self.conn.execute(f"PRAGMA table_info({table})")}
+
     def _has_cache_column(self):
-        return "cache" in {row[1] for row in self.conn.execute("PRAGMA table_info(probes)")}
+        return "cache" in self._columns("probes")
 
     def _probes(self, where="", args=()):
         from thor_sdk.probes import Probe
@@ -374,19 +378,19 @@ class Campaign:
                       ("idle_power_w", "REAL"))
 
     def _ensure_window_detail_columns(self):
-        have = {row[1] for row in self.conn.execute("PRAGMA table_info(windows)")}
+        have = self._columns("windows")
         for name, typ in self._WINDOW_DETAIL:
             if name not in have:
                 self.conn.execute(f"ALTER TABLE windows ADD COLUMN {name} {typ}")
 
     def _ensure_sample_columns(self):
-        have = {row[1] for row in self.conn.execute("PRAGMA table_info(samples)")}
+        have = self._columns("samples")
         for name, typ in (("noisy", "INTEGER"), ("noise_reason", "TEXT")):
             if name not in have:
                 self.conn.execute(f"ALTER TABLE samples ADD COLUMN {name} {typ}")
 
     def _has_sample_columns(self):
-        return "noisy" in {row[1] for row in self.conn.execute("PRAGMA table_info(samples)")}
+        return "noisy" in self._columns("samples")
 
     def complete(self, probe_id, samples, window_detail=None):
         """Store the derived samples and mark the probe done, atomically.
@@ -469,7 +473,7 @@ class Campaign:
         if not detail:
             return self.conn.execute("SELECT part, round, time_s, energy_j FROM windows WHERE probe_id = ? "
                                      "ORDER BY round, part", (probe_id,)).fetchall()
-        have = {row[1] for row in self.conn.execute("PRAGMA table_info(windows)")}
+        have = self._columns("windows")
         cols = ["part", "round", "time_s", "energy_j"] + [n for n, _ in self._WINDOW_DETAIL if n in have]
         out = []
         for row in self.conn.execute(f"SELECT {', '.join(cols)} FROM windows WHERE probe_id = ? "
