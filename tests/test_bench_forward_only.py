@@ -46,7 +46,9 @@ def test_short_run_end_to_end(tmp_path):
     doc = json.loads((tmp_path / "r.json").read_text())
     (case,) = doc["cases"]
     row = case["cycles"][0]
-    assert case["case"] == "relu" and row["probe_s"] > 0
+    # the probe's cost is a difference of two measured parts: at batch 2 a ReLU's can come out below zero, so only
+    # that it is a number is asserted (a sign is the benchmark's finding, not this test's)
+    assert case["case"] == "relu" and math.isfinite(row["probe_s"]) and row["whole_1_s"] > 0
     assert math.isclose(row["marginal_s"], row["whole_2_s"] - row["whole_1_s"])
     assert math.isnan(row["ratio"]) or math.isclose(row["ratio"], row["probe_s"] / row["marginal_s"])
     assert "| relu | input |" in path.read_text()
