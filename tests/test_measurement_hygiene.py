@@ -4,6 +4,7 @@ import pytest
 
 import thor_sdk
 from thor_sdk.api import fit, probe
+from thor_sdk.fitting.pipeline import head_part_samples
 from thor_sdk.devices.host import HostDevice
 from thor_sdk.devices.state import load_state, load_summary
 from thor_sdk.harness.protocol import ProtocolSettings
@@ -70,12 +71,15 @@ def test_noisy_probes_are_kept_flagged_and_fit_names_their_kinds(tmp_path):
     summary = probe(["har"], device=FakeDevice(noise=0.25), out=db, settings=settings, batch_sizes=[16])
     assert summary["noisy"] > 0
     with Campaign.open(db) as c:
-        noisy = [s for s in c.samples("time") if s["noisy"]]
+        samples = c.samples("time")
+    noisy = [s for s in samples if s["noisy"]]
     assert noisy and all("above the 3.0% target" in s["noise_reason"] for s in noisy)
+    heads = [s for s in head_part_samples(samples) if s["noisy"]]  # the output kind's samples read off the heads
+    assert all(s["noise_reason"].startswith("CV head") for s in heads)
     doc = fit(db)
     reported = doc["provenance"]["noisy_samples"]
-    assert set(reported) == {s["kind"] for s in noisy}
-    assert sum(d["noisy"] for d in reported.values()) == len(noisy)
+    assert set(reported) == {s["kind"] for s in noisy + heads}
+    assert sum(d["noisy"] for d in reported.values()) == len(noisy) + len(heads)
     # a quiet fake device: nothing noisy, nothing reported
     db2 = str(tmp_path / "quiet.db")
     assert probe(["har"], device=FakeDevice(noise=0.001), out=db2, batch_sizes=[16])["noisy"] == 0

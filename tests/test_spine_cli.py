@@ -67,6 +67,22 @@ def test_probe_fit_estimate_measure_on_host(har_estimator):
     assert "FLOPs baseline" in table and "THOR" in table
 
 
+def test_fit_reads_the_layer_probes_heads_as_output_samples_and_says_so(har_estimator, tmp_path):
+    from thor_sdk.fitting.pipeline import head_part_samples
+    from thor_sdk.store import Campaign
+
+    db, _ = har_estimator
+    with Campaign.open(str(db)) as c:
+        samples = c.samples("time")
+    layer_probes = [s for s in samples if s["kind"] != "output"]
+    assert layer_probes and len(head_part_samples(samples)) == len(layer_probes)  # har: no forward-only layer
+    r = json.loads(run("fit", str(db), "--out", str(tmp_path / "e.json"), "--json", check=True).stdout)
+    n_output = sum(1 for s in samples if s["kind"] == "output")
+    assert r["head_part_samples"] == len(layer_probes) and r["kinds"]["output"] == n_output + len(layer_probes)
+    text = run("fit", str(db), "--out", str(tmp_path / "e2.json"), check=True).stdout
+    assert f"output: {len(layer_probes)} of its samples are the layer probes' 1-layer parts" in text
+
+
 def test_estimate_user_model_file(har_estimator, tmp_path):
     _, est = har_estimator
     f = tmp_path / "my_net.py"

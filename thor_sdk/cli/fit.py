@@ -29,6 +29,7 @@ def cmd(campaigns, samples_csv, metric, runtime, out, as_json):
                            if v.get("fit", {}).get("floored_samples")},
                "noisy_samples": prov.get("noisy_samples", {}),
                "warm_forward_only_samples": prov.get("warm_forward_only_samples", 0),
+               "head_part_samples": prov.get("head_part_samples", 0),
                "whole_model_rel_std": wm.get("rel_std"), "whole_model_source": wm.get("source"),
                "unit_per_flop": doc["flops_baseline"].get("unit_per_flop")}
     if as_json:
@@ -40,6 +41,9 @@ def cmd(campaigns, samples_csv, metric, runtime, out, as_json):
                      ["kind", "samples", "mean-fn error", "inducing", "floored"]))
     click.echo(f"\nwrote {out} ({summary['bytes']} bytes): {summary['device']} / {summary['runtime']}, "
                f"{summary['metric']}; whole-model rel std {100 * (wm.get('rel_std') or 0):.1f}% ({wm.get('source')})")
+    if summary["head_part_samples"]:
+        click.echo(f"output: {summary['head_part_samples']} of its samples are the layer probes' 1-layer parts "
+                   "(each the head an output probe measures)")
     for f in summary["flagged_excluded"]:
         click.echo(f"excluded (flagged): {f['kind']}/{f['role']} {f['config']}: {f['reason']}")
     for k, n in summary["floored"].items():

@@ -40,6 +40,8 @@ CALIBRATION_PREFIX = "calibration:"
 MAX_ESTIMATOR_BYTES = 256_000
 #: ... but never below this many inducing points for a kind that has them
 MIN_BUDGET_INDUCING = 32
+#: inducing points of the output kind where the layer probes' heads are among its samples (head_part_samples)
+HEAD_PART_INDUCING = 64
 
 
 def sample_terms(samples):
@@ -308,6 +310,56 @@ def noisy_by_kind(samples):
     return {k: d for k, d in sorted(out.items()) if d["noisy"]}
 
 
+def head_part_samples(samples):
+    """Samples of the ``output`` kind read off the other probes' 1-layer parts: every layer probe measures its
+    head alone (``Probe.head_probe``: the same model an output probe of that head measures), so a profile of
+    1,000 probes holds about as many head measurements, where its own output probes were 3 (the output kind's
+    share of the zoo's cost is 0.5%). Fitted on those 3, profile 46's output kind read another campaign's 1,096 heads at
+    0.88x (median; 0.80x at 4,096-32,768 inputs), 17.3% MAPE; with its own 1,027 heads, 1.00x and 8.2%, 95% of them
+    in its 95% intervals (``bench/bench_head_parts.py``, ``bench/results/head-parts-host-20261129-0250-*``). Each derived
+    sample is the part's median over its rounds with its standard error, ``noisy`` where the head's own CV is above
+    the protocol's default target or its probe's machine was busy, ``source`` ``head_part``; none from an output probe, a swept one, one whose head needs no input gradient, or a part
+    without a finite positive median (a CSV's samples have no parts: none)."""
+    from thor_sdk.errors import ThorError
+    from thor_sdk.harness.protocol import ProtocolSettings
+    from thor_sdk.layers.kinds import with_added_features
+    from thor_sdk.probes.build import Probe
+
+    cv_target = ProtocolSettings().cv_target
+    out = []
+    for s in samples:
+        parts = s.get("parts")
+        head = parts.get("head") if isinstance(parts, dict) and s.get("kind") != "output" else None
+        if not isinstance(head, dict):
+            continue
+        med, sd, n = head.get("median"), head.get("std"), head.get("n")
+        if not (_number(med) and med > 0):
+            continue
+        try:
+            hp = Probe(s["kind"], s["config"], int(s["batch_size"]), s["role"], s.get("cache") or "warm").head_probe()
+        except (ThorError, KeyError, TypeError, ValueError):
+            continue
+        if hp is None:
+            continue
+        n = int(n) if _number(n) and n >= 1 else 1
+        std = float(sd) / math.sqrt(n) if _number(sd) and sd >= 0 else 0.0
+        why = [w for w in (s.get("noise_reason") or "").split("; ") if w.startswith("machine busy")]
+        cv = float(sd) / float(med) if _number(sd) else float("inf")
+        if not cv <= cv_target:
+            why.insert(0, f"CV head {cv:.1%} above the {cv_target:.1%} target")
+        out.append({"probe_id": f"{s.get('probe_id')}:head", "kind": "output", "role": "output",
+                    "batch_size": hp.batch_size, "config": with_added_features("output", hp.config),
+                    "metric": s["metric"], "value": float(med), "std": std, "n": n, "flagged": False,
+                    "flag_reason": None, "parts": {"head": head}, "noisy": bool(why),
+                    "noise_reason": "; ".join(why) or None, "measured_utc": s.get("measured_utc"), "cache": "warm",
+                    "source": "head_part"})
+    return out
+
+
+def _number(v):
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+
+
 def warm_forward_only(samples):
     """How many forward-only samples (role input, no weights that train) a campaign measured warm, before swept
     probes existed (``thor_sdk.probes.build``): their probes charged the layer the head's warm-to-cold step, so
@@ -358,11 +410,18 @@ def build(samples, *, device, runtime, metric, model_runs=(), sources=(), random
                for s in samples if s["metric"] == metric and s["flagged"]]
     if not good:
         raise FormatError(f"no usable {metric} samples in {', '.join(sources) or 'the input'}")
+    heads = head_part_samples([s for s in samples if s["metric"] == metric])  # a flagged difference's head is sound
+    good = good + heads
     drift_var, n_ref = drift_log_var(model_runs, metric)
     good, levels = at_campaign_level(good, model_runs, metric)
-    gps = fit_kinds(good, random_state=random_state, extra_log_var=drift_var, progress=progress)
+    # a thousand heads vary in two features (inputs, batch size): 64 inducing points read them at 7.0% MAPE where
+    # 194 read 6.5% (profile 46, in sample), and leave the file's budget to the kinds that need it
+    caps = {"output": HEAD_PART_INDUCING} if heads else {}
+    gps = fit_kinds(good, random_state=random_state, extra_log_var=drift_var, progress=progress, max_inducing=caps)
     base = dict(sources=list(sources), flagged_excluded=flagged, noisy_samples=noisy_by_kind(good),
                 reference_runs=n_ref, producer=f"thor-sdk {__version__}")
+    if heads:
+        base["head_part_samples"] = len(heads)
     warm = warm_forward_only(good)
     if warm:
         base["warm_forward_only_samples"] = warm
@@ -370,7 +429,6 @@ def build(samples, *, device, runtime, metric, model_runs=(), sources=(), random
         base["sample_levels"] = levels
     kw = dict(device=device, runtime=runtime, metric=metric, unit=UNITS[metric],
               flops_baseline=fit_unit_per_flop(good))
-    caps = {}
     while True:
         budget = {"max_bytes": int(max_bytes), "inducing_caps": dict(caps)}
         doc = _assemble(gps, model_runs, metric, drift_var, dict(base, size_budget=budget), kw)

@@ -137,6 +137,16 @@ class Probe:
             return True
         return get_kind(self.kind).trains(self.config)
 
+    def head_probe(self):
+        """The output probe whose one part is this probe's 1-layer part, or None where none is: the same head
+        (``head_config``, its input needing a gradient) fed a tensor of the same size, so every layer probe's
+        ``head`` measurement is also a sample of the ``output`` kind (``fitting.pipeline.head_part_samples``).
+        None for an output probe (its head is its sample), a swept one (its 1-layer part sweeps first) and one
+        whose head input needs no gradient (behind a forward-only layer: no input-gradient GEMM)."""
+        if self.role == "output" or self.cache == "swept" or not self.head_input_requires_grad():
+            return None
+        return Probe("output", self.head_config(), self.batch_size, "output")
+
     def to_dict(self):
         return {"id": self.id, "kind": self.kind, "role": self.role, "batch_size": self.batch_size,
                 "config": self.config, "cache": self.cache}
