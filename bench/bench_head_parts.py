@@ -1,4 +1,4 @@
-"""The output kind's estimates against the heads a campaign measured: every layer probe's 1-layer part is an output probe.
+"""The output kind's estimates against the heads a campaign measured: each layer probe's 1-layer part is one.
 
     python bench/bench_head_parts.py --campaign host-torch.db --estimator A.json [--estimator B.json] [--report R.md]
 

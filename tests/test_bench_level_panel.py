@@ -16,11 +16,13 @@ from thor_sdk.runtime import load_estimator
 VECTORS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "vectors")
 
 
-def _estimator(log_bias=None):
+def _estimator(log_bias=None, kind_log_bias=None):
     with open(os.path.join(VECTORS, "estimator_level.json"), encoding="utf-8") as f:
         doc = json.load(f)  # kinds conv2d, maxpool2d, relu, output
     if log_bias is not None:
         doc["whole_model"]["log_bias"] = log_bias
+    if kind_log_bias is not None:
+        doc["whole_model"]["kind_log_bias"] = kind_log_bias
     return load_estimator(doc)
 
 
@@ -39,6 +41,11 @@ def test_the_panel_takes_known_kinds_spread_over_their_costs_and_is_deterministi
     unbiased = level_panel(_estimator())
     assert [m["expected"] for m in unbiased] == pytest.approx([m["estimate"] for m in unbiased])
     assert len(level_panel(est, max_probes=1)) == 1
+    # a convolution's own bias (the calibration's per kind family) is taken off its layers alone
+    by_family = level_panel(_estimator(log_bias=-0.1, kind_log_bias={"conv2d": -0.25}))
+    assert any(m["probe"].kind == "conv2d" for m in by_family)
+    for m in by_family:
+        assert m["expected"] == pytest.approx(m["estimate"] * math.exp(0.25 if m["probe"].kind == "conv2d" else 0.1))
 
 
 def test_a_layer_cost_is_its_probes_subtraction_on_the_device():

@@ -47,7 +47,8 @@ def test_the_head_part_and_the_output_probe_build_the_same_step():
     p = Probe("conv2d", CONV, 4, "hidden")
     a, b = p.build("head"), p.head_probe().build("head")
     assert a.x.numel() == b.x.numel() and a.x_requires_grad == b.x_requires_grad is True
-    assert [(n, q.shape) for n, q in a.module.named_parameters()] == [(n, q.shape) for n, q in b.module.named_parameters()]
+    shapes = [[(n, q.shape) for n, q in m.module.named_parameters()] for m in (a, b)]
+    assert shapes[0] == shapes[1]
     assert torch.equal(a.module(a.x.reshape(b.x.shape)), a.module(a.x))  # the head flattens: a view, the same numbers
 
 
@@ -60,8 +61,8 @@ def test_a_derived_sample_is_the_heads_median_with_its_standard_error():
     assert h["metric"] == "time" and h["measured_utc"] == s["measured_utc"] and h["probe_id"] == s["probe_id"] + ":head"
     assert not h["flagged"] and not h["noisy"]
     # its own CV decides whether it is noisy, not the 2-layer part's; a busy machine carries over
-    assert not head_part_samples([_sample("conv2d", CONV, "hidden", noisy=True,
-                                          noise_reason="CV hidden 7.0% above the 3.0% target after 8 rounds")])[0]["noisy"]
+    hidden_cv = "CV hidden 7.0% above the 3.0% target after 8 rounds"
+    assert not head_part_samples([_sample("conv2d", CONV, "hidden", noisy=True, noise_reason=hidden_cv)])[0]["noisy"]
     busy = head_part_samples([_sample("conv2d", CONV, "hidden", noisy=True,
                                       noise_reason="machine busy (other runnable threads: median 2, other 1-minute "
                                                    "load 1.5)")])[0]
@@ -106,7 +107,7 @@ def test_fit_uses_the_heads_and_says_how_many():
             samples.append(_sample("conv2d", cfg, "hidden", batch=b,
                                    head={"median": 1e-4 + 2e-9 * numel * b, "std": 1e-6, "n": 5}))
     doc = build(samples, device={"kind": "host"}, runtime="torch", metric="time")
-    assert doc["provenance"]["head_part_samples"] == len(samples) and doc["kinds"]["output"]["n_samples"] == len(samples)
+    assert doc["provenance"]["head_part_samples"] == doc["kinds"]["output"]["n_samples"] == len(samples)
     from thor_sdk.runtime import load_estimator
 
     est = load_estimator(doc)

@@ -531,8 +531,9 @@ LEVEL_PANEL_FLOOR = 0.25
 def level_panel(estimator, batch_size=LEVEL_PANEL_BATCH, per_kind=LEVEL_PANEL_PER_KIND, max_probes=LEVEL_PANEL_MAX):
     """Probes whose cost the estimator predicts, to check a level on more than its one reference probe:
     ``[{"probe": Probe, "expected", "estimate"}]``. ``estimate``: the layer's estimate at the profile's level;
-    ``expected``: that without the calibration's common bias (``whole_model.log_bias``, which the estimates
-    carry for layers inside a net), what the layer's probe should cost, as the reference's ``median_value`` is.
+    ``expected``: that without the calibration's bias (``whole_model.log_bias``, or the layer's kind's in
+    ``kind_log_bias``: ``log_bias_of``; the estimates carry it for layers inside a net), what the layer's probe should
+    cost, as the reference's ``median_value`` is.
 
     Layers (not output heads, not stand-ins) of the profile's calibration nets (zoo nets, never held out) at
     ``batch_size``; per kind the estimator has, up to ``per_kind`` distinct layers spread over that kind's
@@ -543,29 +544,32 @@ def level_panel(estimator, batch_size=LEVEL_PANEL_BATCH, per_kind=LEVEL_PANEL_PE
 
     from thor_sdk.campaign.profile import DEFAULT_CALIBRATION
     from thor_sdk.layers import layers_of
+    from thor_sdk.layers.kinds import model_key
     from thor_sdk.probes import Probe
     from thor_sdk.runtime import load_estimator
 
     est = load_estimator(estimator) if not hasattr(estimator, "estimate") else estimator
     floor = LEVEL_PANEL_FLOOR * est.require_reference()["median_value"]
-    alone = math.exp(-est.whole_model_log_bias)
     by_kind, share = {}, {}
     for name in DEFAULT_CALIBRATION:
         ml = layers_of(name)
         e = est.estimate(ml.layers, batch_size, unknown="approx")
         skip = {a["index"] for a in e.get("approximated") or []}
         for i, (layer, el) in enumerate(zip(ml.layers, e["layers"])):
-            if i in skip or layer["role"] == "output" or layer.get("approx") or not el["mean"] * alone > floor:
+            if i in skip or layer["role"] == "output" or layer.get("approx"):
+                continue
+            alone = math.exp(-est.log_bias_of(model_key(layer["kind"], layer["config"])))
+            if not el["mean"] * alone > floor:
                 continue
             p = Probe(layer["kind"], layer["config"], batch_size, layer["role"])
-            by_kind.setdefault(layer["kind"], {})[p.id] = (p, el["mean"])
+            by_kind.setdefault(layer["kind"], {})[p.id] = (p, el["mean"], alone)
             share[layer["kind"]] = share.get(layer["kind"], 0.0) + el["mean"]
     panel = []
     for kind in sorted(by_kind, key=lambda k: (-share[k], k)):
         items = sorted(by_kind[kind].values(), key=lambda pe: (pe[1], pe[0].id))
         n = min(per_kind, len(items))
         picks = sorted({round((j + 1) * (len(items) - 1) / (n + 1)) for j in range(n)}) if n > 1 else [len(items) // 2]
-        panel += [{"probe": items[j][0], "expected": items[j][1] * alone, "estimate": items[j][1]} for j in picks]
+        panel += [{"probe": items[j][0], "expected": items[j][1] * items[j][2], "estimate": items[j][1]} for j in picks]
     return panel[:max_probes]
 
 

@@ -42,6 +42,10 @@ MAX_ESTIMATOR_BYTES = 256_000
 MIN_BUDGET_INDUCING = 32
 #: inducing points of the output kind where the layer probes' heads are among its samples (head_part_samples)
 HEAD_PART_INDUCING = 64
+#: layer kinds whose share of a calibration net's estimate is a regressor of its whole-model bias (family_bias)
+CONV_FAMILY = ("conv1d", "conv2d")
+#: calibration (model, batch size) pairs on each side of a conv share of 1/2 before the family biases are fitted
+MIN_FAMILY_PAIRS = 3
 
 
 def sample_terms(samples):
@@ -216,7 +220,7 @@ def at_campaign_level(samples, model_runs, metric):
                  "samples_scaled": sum(1 for v in used if v != 1.0)}
 
 
-def calibrate(est, model_runs, metric, drift_var):
+def calibrate(est, model_runs, metric, drift_var, family=True):
     """Whole-model relative std and common bias from calibration runs, with its evidence.
 
     Each run gives ``ln(measured / (estimated x level))`` (the run's median step; ``level``: the device's
@@ -238,7 +242,10 @@ def calibrate(est, model_runs, metric, drift_var):
         key = (json.dumps(layers, sort_keys=True), r["batch_size"])
         if key not in estimated:
             try:
-                estimated[key] = est.estimate(layers, r["batch_size"])["layers_total"]["mean"]
+                e = est.estimate(layers, r["batch_size"])
+                conv = sum(row["mean"] for row in e.get("layers") or () if row.get("kind") in CONV_FAMILY)
+                total = e["layers_total"]["mean"]
+                estimated[key] = (total, conv / total if total > 0 else 0.0)
             except Exception as e:  # a kind the estimator lacks: that model cannot calibrate it
                 estimated[key] = f"{type(e).__name__}: {e}"
         got = estimated[key]
@@ -248,12 +255,13 @@ def calibrate(est, model_runs, metric, drift_var):
             continue
         level = levels(r.get("created_utc")) if levels else 1.0
         runs.append({"model": r["model"][len(CALIBRATION_PREFIX):], "batch_size": r["batch_size"],
-                     "measured": r["mean"], "estimated": got, "device_level": level,
-                     "log_ratio": math.log(r["mean"] / (got * level))})
-    by_key = {}
+                     "measured": r["mean"], "estimated": got[0], "conv_share": got[1], "device_level": level,
+                     "log_ratio": math.log(r["mean"] / (got[0] * level))})
+    by_key, shares = {}, {}
     for r in runs:
         if "log_ratio" in r:
             by_key.setdefault((r["model"], r["batch_size"]), []).append(r["log_ratio"])
+            shares[(r["model"], r["batch_size"])] = r["conv_share"]
     used = [statistics.median(v) for v in by_key.values()]  # one per (model, batch size): passes are not independent
     n_runs = sum(len(v) for v in by_key.values())
     models = {m for m, _ in by_key}
@@ -282,7 +290,51 @@ def calibrate(est, model_runs, metric, drift_var):
         rel = math.sqrt(drift_var)
         source = ("no calibration runs: reference-probe drift only" if drift_var > 0 else
                   "no calibration runs and no drift measurements: layer uncertainty only")
-    return {"rel_std": rel, "log_bias": bias, "source": source, "drift_log_std": math.sqrt(drift_var), "runs": runs}
+    family = family_bias([(statistics.median(v), shares[k], k[0]) for k, v in by_key.items()]) \
+        if family and len(used) >= MIN_BIAS_RUNS and len(models) >= 2 else None
+    if family:
+        source += (f"; by kind family: convolutions {family['conv']:+.3f}, the rest {family['other']:+.3f} "
+                   f"(regressed on the nets' conv shares, each shrunk by its standard error)")
+    return {"rel_std": rel, "log_bias": bias, "family": family, "source": source,
+            "drift_log_std": math.sqrt(drift_var), "runs": runs}
+
+
+def family_bias(points):
+    """``{"conv", "other", "conv_se", "other_se", "pairs", "shares"}`` or None: the whole-model bias of convolutions
+    (CONV_FAMILY) and of the other layers, from ``points`` ``[(ln(measured / estimated), conv share of the
+    estimate, model)]`` (one per calibration (model, batch size)): the least-squares line of ln ratio over conv share,
+    read at the lowest share the nets have (the other layers') and at the highest (the convolutions'), not
+    extrapolated to 0 and 1; each shrunk toward 0 by its standard error (``bias_shrinkage``). None unless at least
+    MIN_FAMILY_PAIRS pairs of two models lie on each side of a share of 1/2 (else the two are not told apart).
+
+    One common bias moved every layer by the median of nets whose layers the GP over- and under-estimates alike:
+    on profile 46 the calibration nets read ln +0.01 to +0.04 without convolutions and -0.08 to -0.22 with 55-69% of
+    their estimate in them, and one common -0.054 left the attention and recurrent user nets low (0.75-0.85x)
+    while the convolutional ones stayed high (1.15-1.25x). Read at shares 0 and 1, profile 41's convolutions took
+    -0.26 and its held-out conv nets went low (``bench/bench_family_bias.py``)."""
+    import numpy as np
+
+    lo = [p for p in points if p[1] < 0.5]
+    hi = [p for p in points if p[1] >= 0.5]
+    if min(len(lo), len(hi)) < MIN_FAMILY_PAIRS or len({p[2] for p in lo}) < 2 or len({p[2] for p in hi}) < 2:
+        return None
+    y = np.array([p[0] for p in points])
+    A = np.array([[1.0 - p[1], p[1]] for p in points])  # columns: the other layers' share, the convolutions'
+    coef, *_ = np.linalg.lstsq(A, y, rcond=None)
+    resid = y - A @ coef
+    dof = max(len(points) - 2, 1)
+    s2 = float(resid @ resid) / dof
+    cov = s2 * np.linalg.pinv(A.T @ A)
+    # the line read where the nets are, not extrapolated: at their lowest and highest conv share
+    ends = {"other": min(p[1] for p in points), "conv": max(p[1] for p in points)}
+    out = {"pairs": len(points), "shares": [round(ends["other"], 4), round(ends["conv"], 4)]}
+    for name, x in ends.items():
+        g = np.array([1.0 - x, x])
+        value = float(g @ coef)
+        se = math.sqrt(max(float(g @ cov @ g), 0.0))
+        out[name] = bias_shrinkage(value, se) * value
+        out[f"{name}_se"] = se
+    return out
 
 
 def bias_shrinkage(center, se):
@@ -314,12 +366,13 @@ def head_part_samples(samples):
     """Samples of the ``output`` kind read off the other probes' 1-layer parts: every layer probe measures its
     head alone (``Probe.head_probe``: the same model an output probe of that head measures), so a profile of
     1,000 probes holds about as many head measurements, where its own output probes were 3 (the output kind's
-    share of the zoo's cost is 0.5%). Fitted on those 3, profile 46's output kind read another campaign's 1,096 heads at
-    0.88x (median; 0.80x at 4,096-32,768 inputs), 17.3% MAPE; with its own 1,027 heads, 1.00x and 8.2%, 95% of them
-    in its 95% intervals (``bench/bench_head_parts.py``, ``bench/results/head-parts-host-20261129-0250-*``). Each derived
-    sample is the part's median over its rounds with its standard error, ``noisy`` where the head's own CV is above
-    the protocol's default target or its probe's machine was busy, ``source`` ``head_part``; none from an output probe, a swept one, one whose head needs no input gradient, or a part
-    without a finite positive median (a CSV's samples have no parts: none)."""
+    share of the zoo's cost is 0.5%). Fitted on those 3, profile 46's output kind read another campaign's 1,096
+    heads at 0.88x (median; 0.80x at 4,096-32,768 inputs), 17.3% MAPE; with its own 1,027 heads, 1.00x and 8.2%,
+    95% of them in its 95% intervals (``bench/bench_head_parts.py``, ``bench/results/head-parts-host-20261129-0250-*``).
+    Each derived sample is the part's median over its rounds with its standard error, ``noisy`` where the head's
+    own CV is above the protocol's default target or its probe's machine was busy, ``source`` ``head_part``. None
+    from an output probe, a swept one, one whose head needs no input gradient, or a part without a finite positive
+    median (a CSV's samples have no parts: none)."""
     from thor_sdk.errors import ThorError
     from thor_sdk.harness.protocol import ProtocolSettings
     from thor_sdk.layers.kinds import with_added_features
@@ -394,11 +447,12 @@ def inducing_caps(doc, over_bytes, caps=None):
 
 
 def build(samples, *, device, runtime, metric, model_runs=(), sources=(), random_state=0, progress=None,
-          max_bytes=MAX_ESTIMATOR_BYTES):
+          max_bytes=MAX_ESTIMATOR_BYTES, family=True):
     """The estimator document from samples of one device, runtime and metric, at most ``max_bytes`` long as
     ``write_estimator`` writes it where that can be met: the inducing points of the kinds that have the most
     are lowered to a common level (``inducing_caps``; those kinds refitted) until it fits; the caps, or how
-    far over the file stayed, are in ``provenance.size_budget``."""
+    far over the file stayed, are in ``provenance.size_budget``. ``family``: False calibrates one common bias
+    only, not one per kind family (``family_bias``; a benchmark compares the two)."""
     from thor_sdk import __version__
     from thor_sdk.baselines.flops import fit_unit_per_flop
     from thor_sdk.fitting.estimator import dumps_estimator
@@ -431,7 +485,7 @@ def build(samples, *, device, runtime, metric, model_runs=(), sources=(), random
               flops_baseline=fit_unit_per_flop(good))
     while True:
         budget = {"max_bytes": int(max_bytes), "inducing_caps": dict(caps)}
-        doc = _assemble(gps, model_runs, metric, drift_var, dict(base, size_budget=budget), kw)
+        doc = _assemble(gps, model_runs, metric, drift_var, dict(base, size_budget=budget), kw, family)
         size = len(dumps_estimator(doc).encode("utf-8"))
         if size <= max_bytes:
             return doc
@@ -445,27 +499,33 @@ def build(samples, *, device, runtime, metric, model_runs=(), sources=(), random
                              unchanged=lambda key, rows: key not in changed))
 
 
-def _assemble(gps, model_runs, metric, drift_var, provenance, kw):
+def _assemble(gps, model_runs, metric, drift_var, provenance, kw, family=True):
     """The estimator document of fitted ``gps``: calibrated on the whole-model runs, the common bias folded
     into every kind's offset for the document only (the GPs are left as they were)."""
     from thor_sdk.fitting.estimator import build_estimator
     from thor_sdk.fitting.gp import round_sig
+    from thor_sdk.layers.kinds import base_kind
     from thor_sdk.runtime import load_estimator
 
     # (each kind's fit warnings are in its own entry, ``kinds.<key>.fit.warnings``: not copied here, 5% of a profile's
     # estimator that its size budget would take from the GPs' inducing points)
     provenance = dict(provenance, n_samples={k: g.n_samples_ for k, g in gps.items()})
     doc = build_estimator(gps, whole_model={"rel_std": 0.0}, provenance=provenance, **kw)
-    cal = calibrate(load_estimator(doc), model_runs, metric, drift_var)
-    wm = {"rel_std": cal["rel_std"], "log_bias": cal["log_bias"], "source": cal["source"],
-          "drift_log_std": cal["drift_log_std"]}
+    cal = calibrate(load_estimator(doc), model_runs, metric, drift_var, family)
+    family = cal["family"]
+    bias_of = {k: (family["conv"] if base_kind(k) in CONV_FAMILY else family["other"]) if family else cal["log_bias"]
+               for k in gps}
+    wm = {"rel_std": cal["rel_std"], "log_bias": family["other"] if family else cal["log_bias"],
+          "source": cal["source"], "drift_log_std": cal["drift_log_std"]}
+    if family:
+        wm["kind_log_bias"] = {k: round_sig(b, 6) for k, b in sorted(bias_of.items()) if base_kind(k) in CONV_FAMILY}
     ref = reference_level(model_runs, metric)
     if ref:
         wm["reference"] = ref
     runs = [{k: round_sig(v, 6) if isinstance(v, float) else v for k, v in r.items()} for r in cal["runs"]]
     offsets = {k: g.residual_offset_ for k, g in gps.items()}
-    for g in gps.values():  # folded into every kind's residual offset: the file format is unchanged
-        g.residual_offset_ += cal["log_bias"]
+    for k, g in gps.items():  # folded into every kind's residual offset: the file format is unchanged
+        g.residual_offset_ += bias_of[k]
     try:
         return build_estimator(gps, whole_model=wm, provenance=dict(provenance, calibration=runs), **kw)
     finally:  # exactly as they were (not "- bias": a size-budget pass assembles the same GPs again)

@@ -387,6 +387,15 @@ class Estimator:
         self.whole_model_log_bias = _num(wm.get("log_bias", 0.0), "whole_model.log_bias")
         if abs(self.whole_model_log_bias) > 5:
             raise FormatError("estimator: whole_model.log_bias beyond +-5 is not a calibration")
+        kb = wm.get("kind_log_bias") or {}
+        if not isinstance(kb, dict):
+            raise FormatError("estimator: whole_model.kind_log_bias must be an object {kind: ln bias}")
+        self.whole_model_kind_log_bias = {}
+        for k, v in kb.items():
+            b = _num(v, f"whole_model.kind_log_bias[{k!r}]")
+            if abs(b) > 5:
+                raise FormatError(f"estimator: whole_model.kind_log_bias[{k!r}] beyond +-5 is not a calibration")
+            self.whole_model_kind_log_bias[str(k)] = b
         drift = wm.get("drift_log_std")
         self.drift_log_std = 0.0 if drift is None else _num(drift, "whole_model.drift_log_std", nonneg=True)
         if self.drift_log_std > MAX_LEVEL_LOG_STD:
@@ -420,6 +429,12 @@ class Estimator:
     def kinds(self):
         """``{kind: [feature names]}`` of every kind this estimator has a model for."""
         return {k: list(m.features) for k, m in self._models.items()}
+
+    def log_bias_of(self, key):
+        """The calibration's ln bias folded into the entry ``key`` (a kind, or a structural variant): its own from
+        ``whole_model.kind_log_bias``, else ``whole_model.log_bias``. A layer alone, as its probe measures it,
+        costs about its estimate times ``exp(-log_bias_of(key))``."""
+        return self.whole_model_kind_log_bias.get(key, self.whole_model_log_bias)
 
     def require_reference(self):
         """``whole_model.reference`` (the profile's reference probe and its median); NotFoundError for an
