@@ -221,7 +221,9 @@ def at_campaign_level(samples, model_runs, metric):
 
 
 def calibrate(est, model_runs, metric, drift_var, family=True):
-    """Whole-model relative std and common bias from calibration runs, with its evidence.
+    """Whole-model relative std and common bias from calibration runs, with its evidence, and the bias per kind
+    family where the runs tell convolutions from the rest (``family``: ``family_bias``'s, or None; ``family=False``
+    skips it).
 
     Each run gives ``ln(measured / (estimated x level))`` (the run's median step; ``level``: the device's
     speed at that moment relative to the whole campaign, from the reference probe re-measured around it,
@@ -500,8 +502,9 @@ def build(samples, *, device, runtime, metric, model_runs=(), sources=(), random
 
 
 def _assemble(gps, model_runs, metric, drift_var, provenance, kw, family=True):
-    """The estimator document of fitted ``gps``: calibrated on the whole-model runs, the common bias folded
-    into every kind's offset for the document only (the GPs are left as they were)."""
+    """The estimator document of fitted ``gps``: calibrated on the whole-model runs, the bias (per kind family
+    where ``calibrate`` reads one, else the common one) folded into each kind's offset for the document only (the
+    GPs are left as they were)."""
     from thor_sdk.fitting.estimator import build_estimator
     from thor_sdk.fitting.gp import round_sig
     from thor_sdk.layers.kinds import base_kind
