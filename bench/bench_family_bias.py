@@ -23,12 +23,11 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-SCALES = [x / 200 for x in range(100, 401)]  # 0.5x to 2x
-
-
 def best_scale_mape(pairs):
-    """The least MAPE % of ``pairs`` ``[(measured, estimated)]`` over one common scale of the estimates (0.5-2x)."""
-    return min(100.0 * statistics.mean(abs(k * e / m - 1.0) for m, e in pairs) for k in SCALES)
+    """``thor_sdk.evaluate.unseen.best_scale_mape``: the least MAPE % over one common scale (0.5-2x)."""
+    from thor_sdk.evaluate.unseen import best_scale_mape as best
+
+    return best(pairs)
 
 
 def fit_both(campaign_path):

@@ -57,3 +57,32 @@ def test_every_stand_in_case_builds_each_of_its_layers_alone():
             out = out[0] if isinstance(out, tuple) else out
             assert tuple(out.shape[1:]) == tuple(int(s) for s in kind.out_shape(layer["config"])), (label, layer)
             assert torch.isfinite(out).all()
+
+
+def test_a_run_written_before_the_best_scale_figures_renders_them_from_its_rows():
+    import json
+    import os
+
+    from thor_sdk.evaluate.unseen import best_scale_mape
+
+    bench = load_bench("bench_user_nets")
+    path = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "bench", "results",
+                        "user-nets-host-20261129-0348.json")
+    with open(path, encoding="utf-8") as f:
+        doc = json.load(f)
+    assert "thor_best_scale_mape" not in doc["groups"]["all"]  # as that run wrote it
+    text = "\n".join(bench.render(doc))
+    rows = doc["rows"]
+    thor = best_scale_mape([(r["measured"], r["thor"]) for r in rows])
+    flops = best_scale_mape([(r["measured"], r["flops"]) for r in rows])
+    assert f"each at its best single scale (a machine uniformly faster or slower than profiled taken out) THOR " \
+           f"{thor:.1f}%, FLOPs {flops:.1f}%" in text
+    assert thor < doc["groups"]["all"]["thor_mape"]  # a common scale of 1 is among those tried
+
+
+def test_the_best_scale_mape_takes_out_a_common_factor_only():
+    from thor_sdk.evaluate.unseen import best_scale_mape
+
+    assert best_scale_mape([(1.0, 1.3), (2.0, 2.6), (4.0, 5.2)]) == pytest.approx(0.0, abs=0.4)
+    assert best_scale_mape([(1.0, 1.1), (1.0, 0.9)]) == pytest.approx(100 * 0.1 / 1.1, abs=0.01)
+    assert best_scale_mape([]) is None and best_scale_mape([(0.0, 1.0), (1.0, float("nan"))]) is None

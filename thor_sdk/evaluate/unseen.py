@@ -53,6 +53,21 @@ def _ape(est, true):
     return abs(est - true) / abs(true) * 100.0 if est is not None and true else None
 
 
+#: the scales best_scale_mape tries: 0.5x to 2x in steps of 0.005
+BEST_SCALES = tuple(x / 200 for x in range(100, 401))
+
+
+def best_scale_mape(pairs):
+    """The least MAPE % of ``pairs`` ``[(measured, estimated)]`` over one common scale of every estimate (0.5-2x),
+    None without pairs: what is left of the errors once a machine that ran uniformly faster or slower than when it
+    was profiled is taken out. For comparing methods or estimators on one run's measurements; never a figure of
+    the estimate an app gets."""
+    pairs = [(m, e) for m, e in pairs if m and m > 0 and e is not None and math.isfinite(e)]
+    if not pairs:
+        return None
+    return min(100.0 * statistics.fmean(abs(k * e / m - 1.0) for m, e in pairs) for k in BEST_SCALES)
+
+
 def _mean(xs):
     xs = [x for x in xs if x is not None]
     return statistics.fmean(xs) if xs else None
