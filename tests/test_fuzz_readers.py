@@ -732,3 +732,21 @@ def test_onnx_reader(graph):
         get_kind(layer["kind"]).check_config(layer["config"])
         assert "approx" not in layer or unknown_ops == "approx"
     assert ml.layers[-1]["kind"] != "output" or "approx" not in ml.layers[-1]
+
+
+def test_an_overhead_near_the_float_range_is_refused_not_an_overflow():
+    """Found by test_estimator_reader: a mean function's overhead of 1.96e295 made the whole-model term's square
+    raise OverflowError (a float ** 2 raises where a product gives inf); now a UsageError, as every too-large
+    estimate is."""
+    import pytest
+
+    from thor_sdk.errors import UsageError
+    from thor_sdk.runtime import load_estimator
+
+    doc = json.loads(GOOD_ESTIMATOR.read_text())
+    doc["kinds"]["conv2d"]["mean_function"]["overhead"] = 1.9630793e+295
+    est = load_estimator(doc)
+    with pytest.raises(UsageError, match="too large to represent"):
+        est.estimate(_good_layers(), 4)
+    with pytest.raises(UsageError, match="too large to represent"):
+        est.estimate(_good_layers(), 4, level={"level": 1.0, "log_std": 0.01})

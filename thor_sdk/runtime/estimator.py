@@ -677,14 +677,15 @@ class Estimator:
                                      **({"unread_feature": True} if key is not None and unread else {}),
                                      **({"recompute": float(layer["recompute"])} if layer.get("recompute") else {})})
             out_layers.append(row)
-        total_var += [fsum(extras) ** 2 for extras in op_extra.values()]
+        # squares as products: a float ** 2 beyond the range raises OverflowError, a product gives inf (refused below)
+        total_var += [e * e for e in (fsum(extras) for extras in op_extra.values())]
         layers_var = fsum(total_var)
         if layers_var < 0.0:  # covariances of one kind summed below zero: rounding, or a W the kernel cannot give
             if layers_var < -1e-6 * total_mean * total_mean:
                 raise FormatError("estimator: the variance factor and the kernel give this model a negative "
                                   "variance; the file is corrupt")
             layers_var = 0.0
-        whole = (self.whole_model_rel_std * total_mean) ** 2
+        whole = (self.whole_model_rel_std * total_mean) * (self.whole_model_rel_std * total_mean)
         if not math.isfinite(total_mean) or not math.isfinite(layers_var + whole):
             raise UsageError("the estimate is too large to represent (far outside what the estimator covers)")
         result = {"metric": self.metric, "unit": self.unit, "device": self.device.get("name"),
@@ -799,7 +800,11 @@ def at_level(result, level):
     lt["mean"] *= f
     lt["std"] *= f
     mean = t["mean"] * f
-    t["std"] = sqrt((t["std"] * f) ** 2 + (mean * s) ** 2)
+    a, b = t["std"] * f, mean * s
+    std = sqrt(a * a + b * b)
+    if not (math.isfinite(mean) and math.isfinite(std)):
+        raise UsageError("the estimate at this level is too large to represent (far outside what the estimator covers)")
+    t["std"] = std
     t["mean"] = mean
     result["level"] = lvl
     return result
