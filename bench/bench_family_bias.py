@@ -23,13 +23,6 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-def best_scale_mape(pairs):
-    """``thor_sdk.evaluate.unseen.best_scale_mape``: the least MAPE % over one common scale (0.5-2x)."""
-    from thor_sdk.evaluate.unseen import best_scale_mape as best
-
-    return best(pairs)
-
-
 def fit_both(campaign_path):
     """``{"common": estimator dict, "family": estimator dict}`` of one campaign."""
     from thor_sdk.fitting.pipeline import build
@@ -45,6 +38,8 @@ def fit_both(campaign_path):
 
 def score_results(est, path):
     from bench_rescore import load_results, rescore
+
+    from thor_sdk.evaluate.unseen import best_scale_mape
 
     got = rescore(load_results(path), est)
     rows = [r for r in got["rows"] if r["group"] == "heldout"]
@@ -62,6 +57,7 @@ def score_user_nets(est, path):
 
     import user_nets
     from thor_sdk.api import estimate
+    from thor_sdk.evaluate.unseen import best_scale_mape
 
     with open(path, encoding="utf-8") as f:
         doc = json.load(f)

@@ -42,8 +42,10 @@ def heads(campaign_path, metric="time"):
 def score(estimator, rows, unbiased=False):
     """One estimator's figures over ``rows`` (``heads``'s)."""
     from thor_sdk.runtime import load_estimator
+    from thor_sdk.store.files import read_json
 
-    est = load_estimator(estimator)
+    doc = read_json(estimator, "estimator")
+    est = load_estimator(doc)
     scale = math.exp(-est.whole_model_log_bias) if unbiased else 1.0
     pts = []
     for r in rows:
@@ -61,15 +63,9 @@ def score(estimator, rows, unbiased=False):
 
     bands = {f"{lo}-{hi or ''}": summary([p for p in pts if p[0] >= lo and (hi is None or p[0] < hi)])
              for lo, hi in BANDS}
-    return {"estimator": estimator, "output_samples": _n_output(estimator),
+    return {"estimator": estimator, "output_samples": ((doc.get("kinds") or {}).get("output") or {}).get("n_samples"),
             "head_part_samples": est.provenance.get("head_part_samples"),
             "all": summary(pts), "bands": {k: v for k, v in bands.items() if v}}
-
-
-def _n_output(path):
-    from thor_sdk.store.files import read_json
-
-    return ((read_json(path, "estimator").get("kinds") or {}).get("output") or {}).get("n_samples")
 
 
 def report(result, command, stamp):

@@ -267,7 +267,7 @@ def calibrate(est, model_runs, metric, drift_var, family=True):
     used = [statistics.median(v) for v in by_key.values()]  # one per (model, batch size): passes are not independent
     n_runs = sum(len(v) for v in by_key.values())
     models = {m for m, _ in by_key}
-    bias = 0.0
+    bias, by_family = 0.0, None
     # robust: one whole-model run caught by a burst of load must not hide a bias every other run shows
     center = statistics.median(used) if used else 0.0
     mad = statistics.median(abs(x - center) for x in used) if used else 0.0
@@ -284,6 +284,11 @@ def calibrate(est, model_runs, metric, drift_var, family=True):
         source = (f"{len(used)} calibration (model, batch size) pair(s) of {len(models)} model(s), {n_runs} run(s): "
                   f"median ln bias {center:+.3f} (standard error {se:.3f}), {bias:+.3f} corrected "
                   f"(shrunk by {w:.2f}), robust spread around it plus drift")
+        if family:
+            by_family = family_bias([(statistics.median(v), shares[k], k[0]) for k, v in by_key.items()])
+        if by_family:
+            source += (f"; by kind family: convolutions {by_family['conv']:+.3f}, the rest {by_family['other']:+.3f} "
+                       f"(regressed on the nets' conv shares, each shrunk by its standard error)")
     elif used:
         rel = math.sqrt(max(center * center + sd * sd, drift_var))
         source = (f"robust RMS of ln(measured / estimated) over {len(used)} calibration (model, batch size) "
@@ -292,12 +297,7 @@ def calibrate(est, model_runs, metric, drift_var, family=True):
         rel = math.sqrt(drift_var)
         source = ("no calibration runs: reference-probe drift only" if drift_var > 0 else
                   "no calibration runs and no drift measurements: layer uncertainty only")
-    family = family_bias([(statistics.median(v), shares[k], k[0]) for k, v in by_key.items()]) \
-        if family and len(used) >= MIN_BIAS_RUNS and len(models) >= 2 else None
-    if family:
-        source += (f"; by kind family: convolutions {family['conv']:+.3f}, the rest {family['other']:+.3f} "
-                   f"(regressed on the nets' conv shares, each shrunk by its standard error)")
-    return {"rel_std": rel, "log_bias": bias, "family": family, "source": source,
+    return {"rel_std": rel, "log_bias": bias, "family": by_family, "source": source,
             "drift_log_std": math.sqrt(drift_var), "runs": runs}
 
 
@@ -516,12 +516,12 @@ def _assemble(gps, model_runs, metric, drift_var, provenance, kw, family=True):
     doc = build_estimator(gps, whole_model={"rel_std": 0.0}, provenance=provenance, **kw)
     cal = calibrate(load_estimator(doc), model_runs, metric, drift_var, family)
     family = cal["family"]
-    bias_of = {k: (family["conv"] if base_kind(k) in CONV_FAMILY else family["other"]) if family else cal["log_bias"]
-               for k in gps}
+    conv = {k for k in gps if base_kind(k) in CONV_FAMILY} if family else set()
+    bias_of = {k: family["conv"] if k in conv else family["other"] if family else cal["log_bias"] for k in gps}
     wm = {"rel_std": cal["rel_std"], "log_bias": family["other"] if family else cal["log_bias"],
           "source": cal["source"], "drift_log_std": cal["drift_log_std"]}
     if family:
-        wm["kind_log_bias"] = {k: round_sig(b, 6) for k, b in sorted(bias_of.items()) if base_kind(k) in CONV_FAMILY}
+        wm["kind_log_bias"] = {k: round_sig(bias_of[k], 6) for k in sorted(conv)}
     ref = reference_level(model_runs, metric)
     if ref:
         wm["reference"] = ref
