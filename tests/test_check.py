@@ -595,7 +595,10 @@ def _close(a, b, where="$"):
         for i, (x, y) in enumerate(zip(a, b)):
             _close(x, y, f"{where}[{i}]")
     elif isinstance(a, float) and isinstance(b, float):
-        assert abs(a - b) <= 1e-9 * max(abs(a), abs(b)) + 1e-300, f"{where}: {a} vs {b}"
+        # the files hold 8 significant digits of a fit whose hyperparameters an optimiser finds: on another CPU (the
+        # committed files came from an Intel Xeon, this check also runs on an AMD EPYC) its last digits move, up to
+        # 8.5e-8 relative (2026-11-29); anything else the generator changes moves them far more than 1e-6
+        assert abs(a - b) <= 1e-6 * max(abs(a), abs(b)) + 1e-300, f"{where}: {a} vs {b}"
     else:
         assert a == b, f"{where}: {a!r} vs {b!r}"
 
