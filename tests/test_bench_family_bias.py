@@ -30,16 +30,18 @@ def test_the_report_tallies_where_the_family_bias_read_lower():
 
     def row(what, a, b):
         return {"what": what, "measurements": "m.json",
-                "common": {"n": 9, "mape": a, "at_level": None, "best_scale": a, "coverage95": 1.0},
-                "family": {"n": 9, "mape": b, "at_level": None, "best_scale": b - 1, "coverage95": 0.9}}
+                "a": {"n": 9, "mape": a, "at_level": None, "best_scale": a, "coverage95": 1.0},
+                "b": {"n": 9, "mape": b, "at_level": None, "best_scale": b - 1, "coverage95": 0.9}}
 
-    result = {"campaigns": [{"campaign": "c.db", "common_log_bias": -0.05, "family_log_bias": 0.0,
+    result = {"compare": "family", "labels": ["common", "family"],
+              "campaigns": [{"campaign": "c.db", "a_log_bias": -0.05, "b_log_bias": 0.0,
                              "kind_log_bias": {"conv2d": -0.15, "conv1d": -0.15},
                              "rows": [row("held out", 8.0, 7.0), row("user nets", 10.0, 11.0)]}]}
     text = bench.report(result, "python bench/bench_family_bias.py ...", "20261129-0000")
     assert "| `c.db` | -0.050; +0.000, -0.150 | held out | `m.json` | 9 | 8.0 / - / 8.0 | 7.0 / - / 6.0 | 100% -> 90% |" \
         in text
     assert "Family lower: as estimated in 1 of 2; at the best single scale in 1 of 2." in text  # equal is not lower
+    assert text.startswith("# Calibration bias: one common, or one per kind family")
 
 
 def test_one_campaign_is_fitted_with_a_common_bias_and_with_family_biases(tmp_path):
@@ -59,3 +61,7 @@ def test_one_campaign_is_fitted_with_a_common_bias_and_with_family_biases(tmp_pa
     # two calibration nets: fewer than three pairs of two models on each side of a conv share of 1/2, no family
     assert "kind_log_bias" not in docs["family"]["whole_model"]
     assert docs["family"]["whole_model"]["log_bias"] == docs["common"]["whole_model"]["log_bias"]
+    # --compare levels: the fake device's references change little and the levels apply in both fits
+    docs = _bench().fit_both(db, "levels")
+    assert set(docs) == {"always", "lasting"}
+    assert docs["always"]["provenance"]["sample_levels"]["applied"] is True

@@ -354,12 +354,15 @@ def profile(device="host", metric="time", out="profile.db", resume=False, runtim
     return summary
 
 
-def fit(campaign=None, samples_csv=None, out=None, metric=None, random_state=0, runtime=None, progress=None):
+def fit(campaign=None, samples_csv=None, out=None, metric=None, random_state=0, runtime=None, progress=None,
+        family=True, level_persistence=True):
     """Fit one cost model per layer kind from campaign(s) and/or a samples CSV; returns the estimator dict.
 
     ``campaign``: a path or a list of paths; several campaigns are merged when they share the device
     and the runtime (refused otherwise: costs differ many-fold between runtimes). ``runtime`` names
-    what ran a samples CSV's steps (default ``torch``; a campaign records its own).
+    what ran a samples CSV's steps (default ``torch``; a campaign records its own). ``family``: False
+    calibrates one whole-model bias common to every kind instead of one per kind family; ``level_persistence``:
+    False puts every sample at the campaign's level even where the reference's changes do not last (``build``).
     """
     from thor_sdk.fitting.pipeline import build
     from thor_sdk.fitting.samples_csv import read_samples_csv
@@ -399,7 +402,8 @@ def fit(campaign=None, samples_csv=None, out=None, metric=None, random_state=0, 
     metric = metric or (metrics.pop() if len(metrics) == 1 else "time")
     _check_metric(metric)
     doc = build(samples, device=device or {"name": "unknown"}, runtime=runtime or (runtimes.pop() if runtimes else "torch"),
-                metric=metric, model_runs=model_runs, sources=sources, random_state=random_state, progress=progress)
+                metric=metric, model_runs=model_runs, sources=sources, random_state=random_state, progress=progress,
+                family=family, level_persistence=level_persistence)
     if out:
         from thor_sdk.fitting.estimator import write_estimator
 

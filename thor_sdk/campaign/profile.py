@@ -56,6 +56,8 @@ SHARE_CAP = 4.0
 #: layer's zoo configs with their other dropout (DROPOUT_NEIGHBOUR_KINDS)
 OTHER_ROLE_WEIGHT = 0.5
 MIN_CAP = 6
+#: ln-spread of the reference probe's re-measurements above which a profile says the device's speed moved
+DRIFT_WARN_LOG_STD = 0.10
 #: every kind takes at least this fraction of its relative share of the probes: a kind whose mean function
 #: fits its few samples looks sure of itself to the gain, though its samples miss where unseen nets put it.
 #: In every profile 2-13 ``linear`` (10% of the zoo's relative cost) got 6-13 of 800-1,300 probes, nearly all
@@ -373,9 +375,46 @@ def run_profile(campaign, device, plan, metric="time", settings=None, runtime="t
     if progress:
         progress("stop", {"reason": reason})
     st = campaign.status_counts()
-    return {"stop_reason": reason, "probes_done": st.get("done", 0), "probes_failed": st.get("failed", 0),
-            "probes_measured_now": measured_now, "calibration_runs": cal, "seconds": clock() - t0,
-            **sample_summary(campaign), "kinds": dict(sorted(counts.items()))}
+    out = {"stop_reason": reason, "probes_done": st.get("done", 0), "probes_failed": st.get("failed", 0),
+           "probes_measured_now": measured_now, "calibration_runs": cal, "seconds": clock() - t0,
+           **sample_summary(campaign), "kinds": dict(sorted(counts.items()))}
+    drift = reference_drift(campaign.model_runs(), metric)
+    if drift:
+        out["reference"] = drift
+        if drift.get("warning"):
+            out["warnings"] = [drift.pop("warning")]
+    return out
+
+
+def reference_drift(model_runs, metric):
+    """How the reference probe's re-measurements moved through a campaign: ``{"n", "min", "max", "log_std",
+    "persistent"}`` (``fitting.pipeline``'s ``drift_log_var`` and ``level_persistence``), with a ``warning`` where
+    their ln-spread is above DRIFT_WARN_LOG_STD; None with fewer than two."""
+    from thor_sdk.fitting.estimator import METRIC_UNITS
+    from thor_sdk.fitting.gp import round_sig
+    from thor_sdk.fitting.pipeline import REFERENCE_PREFIX, drift_log_var, level_persistence
+
+    vals = [r["mean"] for r in model_runs if r["model"].startswith(REFERENCE_PREFIX) and r["metric"] == metric
+            and r["mean"] > 0]
+    var, n = drift_log_var(model_runs, metric)
+    if n < 2:
+        return None
+    persistence = level_persistence(model_runs, metric)
+    out = {"n": n, "min": round_sig(min(vals), 6), "max": round_sig(max(vals), 6), "log_std": round(math.sqrt(var), 4),
+           "persistent": None if persistence is None else persistence["persistent"]}
+    if out["log_std"] > DRIFT_WARN_LOG_STD:
+        if persistence is None:
+            how = ""
+        elif persistence["persistent"]:
+            how = ", its changes lasting between re-measurements, so `fit` puts each sample at the level of its moment"
+        else:
+            how = ", its changes not lasting from one re-measurement to the next, so `fit` scales no sample by them"
+        unit = METRIC_UNITS.get(metric, "")
+        out["warning"] = (f"the reference probe read {out['min']:.4g}-{out['max']:.4g} {unit} per step through the "
+                          f"profile (ln-spread {out['log_std']:.2f}{how}): the device's speed moved while it was "
+                          "profiled; the estimator describes it at its median speed, its std includes the spread; "
+                          "profile on a quieter machine for tighter estimates")
+    return out
 
 
 def calibrate(campaign, device, metric, settings, runtime, models, batches, progress=None, deadline=None,
