@@ -1,12 +1,13 @@
 """One common calibration bias against one per kind family (convolutions, the rest), on measurements already taken.
 
     python bench/bench_family_bias.py --campaign host-torch.db [--campaign ...] --results eval/results.json \
-        [--results ...] [--user-nets bench/results/user-nets-host-*.json ...] [--compare levels] [--report R.md]
+        [--results ...] [--user-nets bench/results/user-nets-host-*.json ...] [--report R.md]
 
 Each campaign is fitted twice with this tree's ``fit`` (``thor_sdk.api.fit``): once with a common whole-model bias
-only (``family=False``), once with the bias per kind family (``family_bias``); with ``--compare levels``, once with
-every sample put at the campaign's level (``level_persistence=False``) and once where the reference's changes last
-(``thor_sdk.fitting.pipeline.level_persistence``, the default). Both estimators then
+only (``family=False``), once with the bias per kind family (``family_bias``); other ``fit`` options tried the same
+way go in ``VARIANTS`` (``--compare``; ``bench/results/sample-levels-host-20261129-*.md`` came from a ``levels``
+variant of commit 3acf092, samples left as measured where the reference's changes did not last, not taken). Both
+estimators then
 estimate the nets of earlier evaluations (``evaluate``'s ``results.json``: its held-out group, through
 ``bench_rescore.rescore``) and of earlier user-net runs (``bench_user_nets.py``'s JSON, its nets rebuilt from
 ``bench/user_nets.py``); nothing is measured, so a difference between the two is the calibration's alone. Per
@@ -29,8 +30,6 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 VARIANTS = {
     "family": (("common", {"family": False}), ("family", {"family": True}),
                "Calibration bias: one common, or one per kind family"),
-    "levels": (("always", {"level_persistence": False}), ("lasting", {"level_persistence": True}),
-               "Samples at the campaign's level: always, or where the reference's changes last"),
 }
 
 
@@ -152,8 +151,7 @@ def main(argv=None):
     command = "python bench/bench_family_bias.py " + " ".join(argv if argv is not None else sys.argv[1:])
     result = run(args.campaign, args.results, args.user_nets, args.compare)
     stamp = dt.datetime.now(dt.timezone.utc).strftime("%Y%m%d-%H%M")
-    name = "family-bias" if args.compare == "family" else "sample-levels"
-    save_report(report(result, command, stamp), result, command, args.report, f"{name}-host-{stamp}")
+    save_report(report(result, command, stamp), result, command, args.report, f"{args.compare}-bias-host-{stamp}")
 
 
 if __name__ == "__main__":

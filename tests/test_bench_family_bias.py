@@ -61,7 +61,3 @@ def test_one_campaign_is_fitted_with_a_common_bias_and_with_family_biases(tmp_pa
     # two calibration nets: fewer than three pairs of two models on each side of a conv share of 1/2, no family
     assert "kind_log_bias" not in docs["family"]["whole_model"]
     assert docs["family"]["whole_model"]["log_bias"] == docs["common"]["whole_model"]["log_bias"]
-    # --compare levels: the fake device's references change little and the levels apply in both fits
-    docs = _bench().fit_both(db, "levels")
-    assert set(docs) == {"always", "lasting"}
-    assert docs["always"]["provenance"]["sample_levels"]["applied"] is True

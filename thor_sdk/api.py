@@ -355,14 +355,13 @@ def profile(device="host", metric="time", out="profile.db", resume=False, runtim
 
 
 def fit(campaign=None, samples_csv=None, out=None, metric=None, random_state=0, runtime=None, progress=None,
-        family=True, level_persistence=True):
+        family=True):
     """Fit one cost model per layer kind from campaign(s) and/or a samples CSV; returns the estimator dict.
 
     ``campaign``: a path or a list of paths; several campaigns are merged when they share the device
     and the runtime (refused otherwise: costs differ many-fold between runtimes). ``runtime`` names
     what ran a samples CSV's steps (default ``torch``; a campaign records its own). ``family``: False
-    calibrates one whole-model bias common to every kind instead of one per kind family; ``level_persistence``:
-    False puts every sample at the campaign's level even where the reference's changes do not last (``build``).
+    calibrates one whole-model bias common to every kind instead of one per kind family (``build``).
     """
     from thor_sdk.fitting.pipeline import build
     from thor_sdk.fitting.samples_csv import read_samples_csv
@@ -403,7 +402,7 @@ def fit(campaign=None, samples_csv=None, out=None, metric=None, random_state=0, 
     _check_metric(metric)
     doc = build(samples, device=device or {"name": "unknown"}, runtime=runtime or (runtimes.pop() if runtimes else "torch"),
                 metric=metric, model_runs=model_runs, sources=sources, random_state=random_state, progress=progress,
-                family=family, level_persistence=level_persistence)
+                family=family)
     if out:
         from thor_sdk.fitting.estimator import write_estimator
 

@@ -387,33 +387,26 @@ def run_profile(campaign, device, plan, metric="time", settings=None, runtime="t
 
 
 def reference_drift(model_runs, metric):
-    """How the reference probe's re-measurements moved through a campaign: ``{"n", "min", "max", "log_std",
-    "persistent"}`` (``fitting.pipeline``'s ``drift_log_var`` and ``level_persistence``), with a ``warning`` where
-    their ln-spread is above DRIFT_WARN_LOG_STD; None with fewer than two."""
+    """How the reference probe's re-measurements moved through a campaign: ``{"n", "min", "max", "log_std"}``
+    (``fitting.pipeline.drift_log_var``), with a ``warning`` where their ln-spread is above DRIFT_WARN_LOG_STD; None
+    with fewer than two."""
     from thor_sdk.fitting.estimator import METRIC_UNITS
     from thor_sdk.fitting.gp import round_sig
-    from thor_sdk.fitting.pipeline import REFERENCE_PREFIX, drift_log_var, level_persistence
+    from thor_sdk.fitting.pipeline import REFERENCE_PREFIX, drift_log_var
 
     vals = [r["mean"] for r in model_runs if r["model"].startswith(REFERENCE_PREFIX) and r["metric"] == metric
             and r["mean"] > 0]
     var, n = drift_log_var(model_runs, metric)
     if n < 2:
         return None
-    persistence = level_persistence(model_runs, metric)
-    out = {"n": n, "min": round_sig(min(vals), 6), "max": round_sig(max(vals), 6), "log_std": round(math.sqrt(var), 4),
-           "persistent": None if persistence is None else persistence["persistent"]}
+    out = {"n": n, "min": round_sig(min(vals), 6), "max": round_sig(max(vals), 6), "log_std": round(math.sqrt(var), 4)}
     if out["log_std"] > DRIFT_WARN_LOG_STD:
-        if persistence is None:
-            how = ""
-        elif persistence["persistent"]:
-            how = ", its changes lasting between re-measurements, so `fit` puts each sample at the level of its moment"
-        else:
-            how = ", its changes not lasting from one re-measurement to the next, so `fit` scales no sample by them"
         unit = METRIC_UNITS.get(metric, "")
         out["warning"] = (f"the reference probe read {out['min']:.4g}-{out['max']:.4g} {unit} per step through the "
-                          f"profile (ln-spread {out['log_std']:.2f}{how}): the device's speed moved while it was "
-                          "profiled; the estimator describes it at its median speed, its std includes the spread; "
-                          "profile on a quieter machine for tighter estimates")
+                          f"profile (ln-spread {out['log_std']:.2f}): the device's speed moved while it was profiled; "
+                          "`fit` puts each sample at the level of its moment and the estimator describes the device at "
+                          "its median speed, its std includes the spread; profile on a quieter machine for tighter "
+                          "estimates")
     return out
 
 

@@ -67,12 +67,13 @@ class Progress:
 
 
 def report_campaign(summary, as_json):
-    """A campaign's summary (``probe``, ``profile``): its warnings on stderr, then JSON or a two-column table."""
+    """A campaign's summary (``probe``, ``profile``): its warnings on stderr, then JSON or a two-column table (without
+    the warnings, said once already)."""
     warn_measurement(summary)
     if as_json:
         emit_json(summary)
         return
-    click.echo(table([(k, v) for k, v in summary.items()], ["", "value"]))
+    click.echo(table([(k, v) for k, v in summary.items() if k != "warnings"], ["", "value"]))
 
 
 def warn_measurement(summary):

@@ -45,12 +45,6 @@ def cmd(campaigns, samples_csv, metric, runtime, out, as_json):
     if summary["head_part_samples"]:
         click.echo(f"output: {summary['head_part_samples']} of its samples are the layer probes' 1-layer parts "
                    "(each the head an output probe measures)")
-    levels = summary["sample_levels"] or {}
-    if levels.get("applied") is False:
-        click.echo(f"samples taken as measured, not put at the campaign's level: the reference probe's changes did not "
-                   f"last from one re-measurement to the next (each predicted by its neighbours within "
-                   f"{levels['neighbour_error']:.2f} ln, by the series' median within {levels['median_error']:.2f})",
-                   err=True)
     for f in summary["flagged_excluded"]:
         click.echo(f"excluded (flagged): {f['kind']}/{f['role']} {f['config']}: {f['reason']}")
     for k, n in summary["floored"].items():

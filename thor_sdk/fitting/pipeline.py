@@ -34,8 +34,6 @@ MIN_BIAS_RUNS = 4  # calibration (model, batch size) pairs (of at least 2 models
 MIN_LEVEL_REFERENCES = 3  # reference re-measurements before calibration runs are put at the campaign's level
 LEVEL_MARGIN_S = 300.0  # least time beyond the first and last reference over which levels still apply
 SAMPLE_LEVEL_SMOOTHING = 3  # re-measurements of the reference in the running median a sample's level is read from
-#: reference re-measurements before ``level_persistence`` tests whether their changes last (fewer: levels applied)
-MIN_PERSISTENCE_REFERENCES = 6
 CALIBRATION_PREFIX = "calibration:"
 #: an estimator file at most this large (a whole device profile; ``fit`` lowers the inducing points of its
 #: largest kinds until it fits) ...
@@ -198,30 +196,7 @@ def device_levels(model_runs, metric, smooth=1):
     return DeviceLevels(series, smooth)
 
 
-def level_persistence(model_runs, metric):
-    """Do the reference probe's changes through a campaign last from one re-measurement to the next?
-
-    ``{"references", "neighbour_error", "median_error", "persistent"}``, or None without MIN_LEVEL_REFERENCES
-    re-measurements: each re-measurement (ln) predicted by the mean of its neighbours in time, and by the median
-    of the whole series; the mean absolute errors of the two. Where the device drifts (a slow change, a step),
-    the neighbours predict better; where its speed flips between re-measurements minutes apart, the neighbours
-    predict worse than the median: a level read from them at a sample's moment is noise, and scaling the samples
-    by it adds that noise to every one (this project's VM, 2026-11-29: the reference read 1.8-4.2 ms within
-    minutes, 17 re-measurements, neighbour error 0.31 against the median's 0.19). On independent draws the
-    neighbours still win by chance: 14% of series of 6, 9% of 17 (simulated); on a random walk under noise of
-    the same size, 32% and 71%. Below MIN_PERSISTENCE_REFERENCES the test is not made (persistent True)."""
-    runs = [r for r in _main_reference_runs(model_runs, metric) if _epoch_s(r.get("created_utc")) is not None]
-    if len(runs) < MIN_LEVEL_REFERENCES:
-        return None
-    x = [math.log(r["mean"]) for r in sorted(runs, key=lambda r: _epoch_s(r["created_utc"]))]
-    med = statistics.median(x)
-    nb = [abs(v - statistics.fmean(x[j] for j in (i - 1, i + 1) if 0 <= j < len(x))) for i, v in enumerate(x)]
-    nb_err, med_err = statistics.fmean(nb), statistics.fmean(abs(v - med) for v in x)
-    return {"references": len(x), "neighbour_error": round(nb_err, 4), "median_error": round(med_err, 4),
-            "persistent": len(x) < MIN_PERSISTENCE_REFERENCES or nb_err < med_err}
-
-
-def at_campaign_level(samples, model_runs, metric, persistence=True):
+def at_campaign_level(samples, model_runs, metric):
     """``(samples, summary)``: each sample divided (value and std) by the device's level when it was measured
     (``device_levels`` of the campaign's reference probe, smoothed over SAMPLE_LEVEL_SMOOTHING re-measurements;
     1 where no reference is near its ``measured_utc``), so that the layer models describe the device at its
@@ -229,17 +204,13 @@ def at_campaign_level(samples, model_runs, metric, persistence=True):
     says how far the levels went. Profiles 4-12 of this project's 2-core host refitted with and without it and
     rescored on their 18 evaluations (``bench/results/sample-levels-rescore-host-20261127-0413.md``): held-out MAPE
     better in 12, -5.5 to +2.9 points, -0.65 on average; unsmoothed, one noisy reference moved every sample near
-    it (profiles 9-12: better in 4 of 8). Where the reference's changes do not last from one re-measurement to
-    the next (``level_persistence``), no sample is scaled and the summary says so (``applied`` False);
-    ``persistence=False`` scales them all the same (a benchmark compares the two)."""
+    it (profiles 9-12: better in 4 of 8). Also where the reference flips between readings minutes apart (this
+    session's VM, 2026-11-29): leaving such samples as measured was tried and not taken (held out 6.2 -> 5.0% at the
+    level on profile 49, but 10.7 -> 16.8% as estimated and 9.7 -> 12.2% at the best scale on profile 50;
+    ``bench/results/sample-levels-host-20261129-*.md``)."""
     levels = device_levels(model_runs, metric, SAMPLE_LEVEL_SMOOTHING)
     if levels is None:
         return samples, None
-    persistence = level_persistence(model_runs, metric) if persistence else None
-    if persistence is not None and not persistence["persistent"]:
-        return samples, {"references": len(levels.series), "applied": False,
-                         "neighbour_error": persistence["neighbour_error"],
-                         "median_error": persistence["median_error"], "samples_scaled": 0}
     out, used = [], []
     for s in samples:
         lvl = levels(s.get("measured_utc"))
@@ -247,7 +218,7 @@ def at_campaign_level(samples, model_runs, metric, persistence=True):
             lvl = 1.0
         used.append(lvl)
         out.append(dict(s, value=s["value"] / lvl, std=s["std"] / lvl) if lvl != 1.0 else s)
-    return out, {"references": len(levels.series), "applied": True, "smoothing": SAMPLE_LEVEL_SMOOTHING,
+    return out, {"references": len(levels.series), "smoothing": SAMPLE_LEVEL_SMOOTHING,
                  "min": round(min(used), 4), "max": round(max(used), 4),
                  "samples_scaled": sum(1 for v in used if v != 1.0)}
 
@@ -481,14 +452,12 @@ def inducing_caps(doc, over_bytes, caps=None):
 
 
 def build(samples, *, device, runtime, metric, model_runs=(), sources=(), random_state=0, progress=None,
-          max_bytes=MAX_ESTIMATOR_BYTES, family=True, level_persistence=True):
+          max_bytes=MAX_ESTIMATOR_BYTES, family=True):
     """The estimator document from samples of one device, runtime and metric, at most ``max_bytes`` long as
     ``write_estimator`` writes it where that can be met: the inducing points of the kinds that have the most
     are lowered to a common level (``inducing_caps``; those kinds refitted) until it fits; the caps, or how
     far over the file stayed, are in ``provenance.size_budget``. ``family``: False calibrates one common bias
-    only, not one per kind family (``family_bias``; a benchmark compares the two); ``level_persistence``: False
-    puts every sample at the campaign's level even where the reference's changes do not last
-    (``at_campaign_level``)."""
+    only, not one per kind family (``family_bias``; a benchmark compares the two)."""
     from thor_sdk import __version__
     from thor_sdk.baselines.flops import fit_unit_per_flop
     from thor_sdk.fitting.estimator import dumps_estimator
@@ -503,7 +472,7 @@ def build(samples, *, device, runtime, metric, model_runs=(), sources=(), random
     heads = head_part_samples([s for s in samples if s["metric"] == metric])  # a flagged difference's head is sound
     good = good + heads
     drift_var, n_ref = drift_log_var(model_runs, metric)
-    good, levels = at_campaign_level(good, model_runs, metric, persistence=level_persistence)
+    good, levels = at_campaign_level(good, model_runs, metric)
     # a thousand heads vary in two features (inputs, batch size): 64 inducing points read them at 7.0% MAPE where
     # 194 read 6.5% (profile 46, in sample), and leave the file's budget to the kinds that need it
     caps = {"output": HEAD_PART_INDUCING} if heads else {}
