@@ -7,10 +7,9 @@ Each campaign is fitted twice with this tree's ``fit`` (``thor_sdk.api.fit``): o
 only (``family=False``), once with the bias per kind family (``family_bias``); other ``fit`` options tried the same
 way go in ``VARIANTS`` (``--compare``; ``bench/results/sample-levels-host-20261129-*.md`` came from a ``levels``
 variant of commit 3acf092, samples left as measured where the reference's changes did not last, not taken). Both
-estimators then
-estimate the nets of earlier evaluations (``evaluate``'s ``results.json``: its held-out group, through
-``bench_rescore.rescore``) and of earlier user-net runs (``bench_user_nets.py``'s JSON, its nets rebuilt from
-``bench/user_nets.py``); nothing is measured, so a difference between the two is the calibration's alone. Per
+estimators then estimate the nets of earlier evaluations (``evaluate``'s ``results.json``: its held-out group,
+through ``bench_rescore.rescore``) and of earlier user-net runs (``bench_user_nets.py``'s JSON, its nets rebuilt
+from ``bench/user_nets.py``); nothing is measured, so a difference between the two is the fit option's alone. Per
 (campaign, measurement file): THOR's MAPE as estimated, at the device level measured around each net (held out),
 at the best single scale of all its estimates (a machine that ran uniformly faster or slower than when profiled
 moves every estimate alike: this reads what is left), and the 95% coverage.

@@ -205,7 +205,7 @@ def at_campaign_level(samples, model_runs, metric):
     rescored on their 18 evaluations (``bench/results/sample-levels-rescore-host-20261127-0413.md``): held-out MAPE
     better in 12, -5.5 to +2.9 points, -0.65 on average; unsmoothed, one noisy reference moved every sample near
     it (profiles 9-12: better in 4 of 8). Also where the reference flips between readings minutes apart (this
-    session's VM, 2026-11-29): leaving such samples as measured was tried and not taken (held out 6.2 -> 5.0% at the
+    project's VM on 2026-11-29, an AMD EPYC): leaving such samples as measured was tried and not taken (held out 6.2 -> 5.0% at the
     level on profile 49, but 10.7 -> 16.8% as estimated and 9.7 -> 12.2% at the best scale on profile 50;
     ``bench/results/sample-levels-host-20261129-*.md``)."""
     levels = device_levels(model_runs, metric, SAMPLE_LEVEL_SMOOTHING)
