@@ -4,12 +4,10 @@
         [--results ...] [--user-nets bench/results/user-nets-host-*.json ...] [--report R.md]
 
 Each campaign is fitted twice with this tree's ``fit`` (``thor_sdk.api.fit``): once with a common whole-model bias
-only (``family=False``), once with the bias per kind family (``family_bias``); other ``fit`` options tried the same
-way go in ``VARIANTS`` (``--compare``; ``bench/results/sample-levels-host-20261129-*.md`` came from a ``levels``
-variant of commit 3acf092, samples left as measured where the reference's changes did not last, not taken). Both
-estimators then estimate the nets of earlier evaluations (``evaluate``'s ``results.json``: its held-out group,
-through ``bench_rescore.rescore``) and of earlier user-net runs (``bench_user_nets.py``'s JSON, its nets rebuilt
-from ``bench/user_nets.py``); nothing is measured, so a difference between the two is the fit option's alone. Per
+only (``family=False``), once with the bias per kind family (``family_bias``). Both estimators then
+estimate the nets of earlier evaluations (``evaluate``'s ``results.json``: its held-out group, through
+``bench_rescore.rescore``) and of earlier user-net runs (``bench_user_nets.py``'s JSON, its nets rebuilt from
+``bench/user_nets.py``); nothing is measured, so a difference between the two is the calibration's alone. Per
 (campaign, measurement file): THOR's MAPE as estimated, at the device level measured around each net (held out),
 at the best single scale of all its estimates (a machine that ran uniformly faster or slower than when profiled
 moves every estimate alike: this reads what is left), and the 95% coverage.
@@ -25,18 +23,11 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-#: what ``--compare`` fits each campaign with: (label, ``thor_sdk.api.fit`` options) for A, then B, and the title
-VARIANTS = {
-    "family": (("common", {"family": False}), ("family", {"family": True}),
-               "Calibration bias: one common, or one per kind family"),
-}
-
-
-def fit_both(campaign_path, compare="family"):
-    """``{label A: estimator dict, label B: estimator dict}`` of one campaign (``VARIANTS[compare]``)."""
+def fit_both(campaign_path):
+    """``{"common": estimator dict, "family": estimator dict}`` of one campaign (``thor_sdk.api.fit``)."""
     from thor_sdk.api import fit
 
-    return {label: fit(campaign_path, **options) for label, options in VARIANTS[compare][:2]}
+    return {"common": fit(campaign_path, family=False), "family": fit(campaign_path, family=True)}
 
 
 def score_results(est, path):
@@ -80,25 +71,23 @@ def score_user_nets(est, path):
             "best_scale": best_scale_mape(pairs), "coverage95": covered / len(pairs)}
 
 
-def run(campaigns, results=(), user_runs=(), compare="family"):
+def run(campaigns, results=(), user_runs=()):
     from thor_sdk.runtime import load_estimator
 
-    (a, _), (b, _), _ = VARIANTS[compare]
     out = []
     for c in campaigns:
-        docs = fit_both(c, compare)
+        docs = fit_both(c)
         ests = {k: load_estimator(d) for k, d in docs.items()}
-        wm = docs[b]["whole_model"]
-        entry = {"campaign": c, "a_log_bias": docs[a]["whole_model"].get("log_bias", 0.0),
-                 "b_log_bias": wm.get("log_bias", 0.0), "kind_log_bias": wm.get("kind_log_bias", {}),
-                 "sample_levels": {k: d["provenance"].get("sample_levels") for k, d in docs.items()}, "rows": []}
+        wm = docs["family"]["whole_model"]
+        entry = {"campaign": c, "common_log_bias": docs["common"]["whole_model"].get("log_bias", 0.0),
+                 "family_log_bias": wm.get("log_bias", 0.0), "kind_log_bias": wm.get("kind_log_bias", {}), "rows": []}
         for kind, paths, scorer in (("held out", results, score_results), ("user nets", user_runs, score_user_nets)):
             for p in paths:
-                ra, rb = scorer(ests[a], p), scorer(ests[b], p)
-                if ra and rb:
-                    entry["rows"].append({"what": kind, "measurements": p, "a": ra, "b": rb})
+                a, b = scorer(ests["common"], p), scorer(ests["family"], p)
+                if a and b:
+                    entry["rows"].append({"what": kind, "measurements": p, "common": a, "family": b})
         out.append(entry)
-    return {"compare": compare, "labels": [a, b], "campaigns": out}
+    return {"campaigns": out}
 
 
 def _fmt(x, spec=".1f"):
@@ -106,29 +95,28 @@ def _fmt(x, spec=".1f"):
 
 
 def report(result, command, stamp):
-    a, b = result["labels"]
-    lines = [f"# {VARIANTS[result['compare']][2]} ({stamp} UTC)", "", f"Command: `{command}`", "",
+    lines = [f"# Calibration bias: one common, or one per kind family ({stamp} UTC)", "", f"Command: `{command}`", "",
              "Each campaign fitted twice by this tree; the same measurements estimated by both (nothing measured). "
              "MAPE %: as estimated / at the level measured around each net / at the best single scale; coverage of "
              "the 95% intervals.", "",
-             f"| campaign | biases ({a}; {b}: other, conv) | nets | measurements | n | {a} | {b} | coverage |",
+             "| campaign | biases (common; other, conv) | nets | measurements | n | common | family | coverage |",
              "|---|---|---|---|---|---|---|---|"]
     tally = {"mape": [0, 0], "best_scale": [0, 0]}
     for c in result["campaigns"]:
         conv = sorted(set(c["kind_log_bias"].values()))
-        biases = f"{c['a_log_bias']:+.3f}; {c['b_log_bias']:+.3f}, " + (
+        biases = f"{c['common_log_bias']:+.3f}; {c['family_log_bias']:+.3f}, " + (
             ", ".join(f"{v:+.3f}" for v in conv) if conv else "none")
         for r in c["rows"]:
-            ra, rb = r["a"], r["b"]
+            a, b = r["common"], r["family"]
             for k in tally:
-                tally[k][0] += rb[k] < ra[k]
+                tally[k][0] += b[k] < a[k]
                 tally[k][1] += 1
-            lines.append(f"| `{c['campaign']}` | {biases} | {r['what']} | `{r['measurements']}` | {ra['n']} | "
-                         f"{_fmt(ra['mape'])} / {_fmt(ra['at_level'])} / {_fmt(ra['best_scale'])} | "
-                         f"{_fmt(rb['mape'])} / {_fmt(rb['at_level'])} / {_fmt(rb['best_scale'])} | "
-                         f"{ra['coverage95']:.0%} -> {rb['coverage95']:.0%} |")
-    lines += ["", f"{b.capitalize()} lower: as estimated in {tally['mape'][0]} of {tally['mape'][1]}; at the best single "
-              f"scale in {tally['best_scale'][0]} of {tally['best_scale'][1]}."]
+            lines.append(f"| `{c['campaign']}` | {biases} | {r['what']} | `{r['measurements']}` | {a['n']} | "
+                         f"{_fmt(a['mape'])} / {_fmt(a['at_level'])} / {_fmt(a['best_scale'])} | "
+                         f"{_fmt(b['mape'])} / {_fmt(b['at_level'])} / {_fmt(b['best_scale'])} | "
+                         f"{a['coverage95']:.0%} -> {b['coverage95']:.0%} |")
+    lines += ["", f"Family lower: as estimated in {tally['mape'][0]} of {tally['mape'][1]}; at the best single scale in "
+              f"{tally['best_scale'][0]} of {tally['best_scale'][1]}."]
     return "\n".join(lines) + "\n"
 
 
@@ -139,8 +127,7 @@ def main(argv=None):
     ap.add_argument("--campaign", action="append", required=True, help="a campaign database (read, never written)")
     ap.add_argument("--results", action="append", default=[], help="an evaluation's results.json (its held-out nets)")
     ap.add_argument("--user-nets", action="append", default=[], help="a bench_user_nets.py JSON")
-    ap.add_argument("--compare", choices=sorted(VARIANTS), default="family", help="which fit option (default family)")
-    ap.add_argument("--report", default=None, help="Markdown path (default bench/results/<compare>-bias-*.md)")
+    ap.add_argument("--report", default=None, help="Markdown path (default bench/results/family-bias-*.md)")
     args = ap.parse_args(argv)
     missing = [p for p in args.campaign + args.results + args.user_nets if not os.path.isfile(p)]
     if missing:
@@ -148,9 +135,9 @@ def main(argv=None):
     if not args.results and not args.user_nets:
         raise SystemExit("give measurements: --results and/or --user-nets")
     command = "python bench/bench_family_bias.py " + " ".join(argv if argv is not None else sys.argv[1:])
-    result = run(args.campaign, args.results, args.user_nets, args.compare)
+    result = run(args.campaign, args.results, args.user_nets)
     stamp = dt.datetime.now(dt.timezone.utc).strftime("%Y%m%d-%H%M")
-    save_report(report(result, command, stamp), result, command, args.report, f"{args.compare}-bias-host-{stamp}")
+    save_report(report(result, command, stamp), result, command, args.report, f"family-bias-host-{stamp}")
 
 
 if __name__ == "__main__":

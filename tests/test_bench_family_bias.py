@@ -30,11 +30,10 @@ def test_the_report_tallies_where_the_family_bias_read_lower():
 
     def row(what, a, b):
         return {"what": what, "measurements": "m.json",
-                "a": {"n": 9, "mape": a, "at_level": None, "best_scale": a, "coverage95": 1.0},
-                "b": {"n": 9, "mape": b, "at_level": None, "best_scale": b - 1, "coverage95": 0.9}}
+                "common": {"n": 9, "mape": a, "at_level": None, "best_scale": a, "coverage95": 1.0},
+                "family": {"n": 9, "mape": b, "at_level": None, "best_scale": b - 1, "coverage95": 0.9}}
 
-    result = {"compare": "family", "labels": ["common", "family"],
-              "campaigns": [{"campaign": "c.db", "a_log_bias": -0.05, "b_log_bias": 0.0,
+    result = {"campaigns": [{"campaign": "c.db", "common_log_bias": -0.05, "family_log_bias": 0.0,
                              "kind_log_bias": {"conv2d": -0.15, "conv1d": -0.15},
                              "rows": [row("held out", 8.0, 7.0), row("user nets", 10.0, 11.0)]}]}
     text = bench.report(result, "python bench/bench_family_bias.py ...", "20261129-0000")

@@ -642,3 +642,36 @@ def test_a_campaign_written_before_kind_mha_had_masks_reads_and_fits_as_unmasked
     for masks in ({"mask": 0, "causal": 0}, {"mask": 1, "causal": 0}):
         mean, std = est.predict_layer("mha", dict(layer, **masks, batch_size=8, role="hidden"))
         assert 0 < mean < 1 and std > 0
+
+
+def test_a_profile_says_when_its_reference_moved():
+    """``reference_drift``: the reference's range and ln-spread, with a warning above 0.10."""
+    from thor_sdk.campaign.profile import DRIFT_WARN_LOG_STD, reference_drift
+
+    def runs(values):
+        return [{"model": "reference:conv2d-x", "metric": "time", "mean": v, "batch_size": 16,
+                 "created_utc": f"2026-11-23T14:{2 * i:02d}:00+00:00"} for i, v in enumerate(values)]
+
+    calm = reference_drift(runs([1.0, 1.01, 0.99, 1.0, 1.02, 0.98]), "time")
+    assert calm["n"] == 6 and calm["log_std"] < DRIFT_WARN_LOG_STD and "warning" not in calm
+    moved = reference_drift(runs([1.0, 2.0] * 4), "time")
+    assert moved["min"] == 1.0 and moved["max"] == 2.0 and moved["log_std"] > DRIFT_WARN_LOG_STD
+    assert "1-2 s per step" in moved["warning"] and "ln-spread 0.37" in moved["warning"]
+    assert reference_drift(runs([1.0]), "time") is None
+    # merged campaigns: another, 5x slower reference probe is not a slower machine; the range is the main series'
+    other = [dict(r, model="reference:conv2d-y", mean=5.0) for r in runs([1.0, 1.0])]
+    assert reference_drift(runs([1.0, 1.01, 0.99, 1.0]) + other, "time")["max"] == 1.01
+
+
+def test_a_campaigns_warnings_are_said_once_on_stderr_not_again_in_its_table(capsys):
+    from thor_sdk.cli.common import report_campaign
+
+    summary = {"probes_done": 3, "noisy": 0, "busy": 0, "reference": {"n": 6, "log_std": 0.29},
+               "warnings": ["the reference probe read 1-2 s per step through the profile"]}
+    report_campaign(summary, as_json=False)
+    out, err = capsys.readouterr()
+    assert err.count("the reference probe read 1-2 s") == 1 and "the reference probe read" not in out
+    assert "probes_done" in out and "log_std" in out
+    report_campaign(summary, as_json=True)
+    out, err = capsys.readouterr()
+    assert '"warnings"' in out and err.count("Warning: the reference probe read") == 1

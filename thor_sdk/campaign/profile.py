@@ -387,19 +387,20 @@ def run_profile(campaign, device, plan, metric="time", settings=None, runtime="t
 
 
 def reference_drift(model_runs, metric):
-    """How the reference probe's re-measurements moved through a campaign: ``{"n", "min", "max", "log_std"}``
-    (``fitting.pipeline.drift_log_var``), with a ``warning`` where their ln-spread is above DRIFT_WARN_LOG_STD; None
-    with fewer than two."""
+    """How the reference probe's re-measurements moved through a campaign: ``{"n", "min", "max", "log_std"}`` (the
+    range of the main reference's series, ``fitting.pipeline.main_reference_runs``, and ``drift_log_var``'s
+    ln-spread, the drift ``fit`` adds to every sample), with a ``warning`` where that spread is above
+    DRIFT_WARN_LOG_STD; None with fewer than two re-measurements."""
     from thor_sdk.fitting.estimator import METRIC_UNITS
     from thor_sdk.fitting.gp import round_sig
-    from thor_sdk.fitting.pipeline import REFERENCE_PREFIX, drift_log_var
+    from thor_sdk.fitting.pipeline import drift_log_var, main_reference_runs
 
-    vals = [r["mean"] for r in model_runs if r["model"].startswith(REFERENCE_PREFIX) and r["metric"] == metric
-            and r["mean"] > 0]
-    var, n = drift_log_var(model_runs, metric)
-    if n < 2:
+    vals = [r["mean"] for r in main_reference_runs(model_runs, metric)]
+    if len(vals) < 2:
         return None
-    out = {"n": n, "min": round_sig(min(vals), 6), "max": round_sig(max(vals), 6), "log_std": round(math.sqrt(var), 4)}
+    var, _ = drift_log_var(model_runs, metric)
+    out = {"n": len(vals), "min": round_sig(min(vals), 6), "max": round_sig(max(vals), 6),
+           "log_std": round(math.sqrt(var), 4)}
     if out["log_std"] > DRIFT_WARN_LOG_STD:
         unit = METRIC_UNITS.get(metric, "")
         out["warning"] = (f"the reference probe read {out['min']:.4g}-{out['max']:.4g} {unit} per step through the "

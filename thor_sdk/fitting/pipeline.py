@@ -68,7 +68,7 @@ def drift_log_var(model_runs, metric):
     return sum(v * v for v in vals) / (len(vals) - len(by_ref)), len(vals)
 
 
-def _main_reference_runs(model_runs, metric):
+def main_reference_runs(model_runs, metric):
     """The re-measurements of the campaign's reference probe: of the most re-measured one where merged
     campaigns used several (two probes' values are not one series)."""
     refs = [r for r in model_runs if r["model"].startswith(REFERENCE_PREFIX) and r["metric"] == metric
@@ -81,7 +81,7 @@ def _main_reference_runs(model_runs, metric):
 def reference_level(model_runs, metric):
     """The reference probe and the median of its re-measurements through the campaign (None without any):
     re-measuring it later tells how much faster or slower the device is than when it was profiled."""
-    runs = [r for r in _main_reference_runs(model_runs, metric) if (r.get("detail") or {}).get("probe")]
+    runs = [r for r in main_reference_runs(model_runs, metric) if (r.get("detail") or {}).get("probe")]
     if not runs:
         return None
     vals = sorted(r["mean"] for r in runs)
@@ -189,7 +189,7 @@ def device_levels(model_runs, metric, smooth=1):
     the profile as a whole. None with fewer than MIN_LEVEL_REFERENCES reference re-measurements. Runs of
     several campaigns with different reference probes: the most re-measured one alone (two probes' values
     are not one series). ``smooth``: see ``DeviceLevels``."""
-    series = [(t, r["mean"]) for r in _main_reference_runs(model_runs, metric)
+    series = [(t, r["mean"]) for r in main_reference_runs(model_runs, metric)
               for t in [_epoch_s(r.get("created_utc"))] if t is not None]
     if len(series) < MIN_LEVEL_REFERENCES:
         return None
@@ -205,9 +205,9 @@ def at_campaign_level(samples, model_runs, metric):
     rescored on their 18 evaluations (``bench/results/sample-levels-rescore-host-20261127-0413.md``): held-out MAPE
     better in 12, -5.5 to +2.9 points, -0.65 on average; unsmoothed, one noisy reference moved every sample near
     it (profiles 9-12: better in 4 of 8). Also where the reference flips between readings minutes apart (this
-    project's VM on 2026-11-29, an AMD EPYC): leaving such samples as measured was tried and not taken (held out 6.2 -> 5.0% at the
-    level on profile 49, but 10.7 -> 16.8% as estimated and 9.7 -> 12.2% at the best scale on profile 50;
-    ``bench/results/sample-levels-host-20261129-*.md``)."""
+    project's VM on 2026-11-29, an AMD EPYC): leaving such samples as measured was tried and not taken (held out
+    6.2 -> 5.0% at the level on profile 49, but 10.7 -> 16.8% as estimated and 9.7 -> 12.2% at the best scale on
+    profile 50; ``bench/results/sample-levels-host-20261129-*.md``)."""
     levels = device_levels(model_runs, metric, SAMPLE_LEVEL_SMOOTHING)
     if levels is None:
         return samples, None
