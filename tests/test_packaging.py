@@ -118,8 +118,8 @@ def test_core_install_is_light_and_extras_bring_the_rest():
     assert _resolved(project, "probe") == {"torch", "nvidia-ml-py", "numpy", "scipy", "scikit-learn"}
     assert _resolved(project, "export") >= {"torch", "onnx", "onnxruntime", "onnxscript", "coremltools"}
     assert _resolved(project, "all") == heavy
-    assert _resolved(project, "dev") == _resolved(project, "all") | {"pytest", "hypothesis", "xmlschema", "tree-sitter",
-                                                                     "tree-sitter-swift"}
+    assert _resolved(project, "dev") == _resolved(project, "all") | {"pytest", "pytest-xdist", "hypothesis", "xmlschema",
+                                                                     "tree-sitter", "tree-sitter-swift"}
     # thor_sdk.extras (what the one-line error suggests) agrees with what each extra installs
     from thor_sdk.extras import EXTRAS
 
