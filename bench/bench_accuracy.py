@@ -41,7 +41,7 @@ def main(argv=None):
     r["load_average_at_start"] = load
     stamp = dt.datetime.now(dt.timezone.utc).strftime("%Y%m%d-%H%M")
     report = args.report or os.path.join(os.path.dirname(__file__), "results", f"accuracy-host-{stamp}.md")
-    os.makedirs(os.path.dirname(report), exist_ok=True)
+    os.makedirs(os.path.dirname(os.path.abspath(report)), exist_ok=True)  # a bare file name: this folder
     lines = [
         f"# THOR accuracy on the host ({stamp} UTC)", "",
         f"Command: `{command}`", "",

@@ -126,7 +126,7 @@ def main(argv=None):
     stamp = dt.datetime.now(dt.timezone.utc).strftime("%Y%m%d-%H%M")
     report = args.report or os.path.join(os.path.dirname(os.path.abspath(__file__)), "results",
                                          f"generalization-host-{stamp}.md")
-    os.makedirs(os.path.dirname(report), exist_ok=True)
+    os.makedirs(os.path.dirname(os.path.abspath(report)), exist_ok=True)  # a bare file name: this folder
     ps = profile_summary or {}
     lines = [f"# Generalization on the host ({stamp} UTC)", "", f"Command: `{command}`", "",
              f"Machine: {platform.platform()}, {os.cpu_count()} cores, 1 torch thread, runtime torch; load average "
