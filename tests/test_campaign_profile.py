@@ -8,7 +8,7 @@ from fake_device import FakeDevice, planted_cost
 
 from thor_sdk.api import estimate, fit, probe, profile
 from thor_sdk.campaign.prior import build_prior, candidates, load_prior
-from thor_sdk.errors import FormatError, UsageError
+from thor_sdk.errors import FormatError, NotFoundError, UsageError
 from thor_sdk.layers import layers_of
 from thor_sdk.store import Campaign
 
@@ -675,3 +675,38 @@ def test_a_campaigns_warnings_are_said_once_on_stderr_not_again_in_its_table(cap
     report_campaign(summary, as_json=True)
     out, err = capsys.readouterr()
     assert '"warnings"' in out and err.count("Warning: the reference probe read") == 1
+
+
+def test_an_app_model_given_on_resume_weighs_the_rest_of_the_profile_once(tmp_path, small_prior):
+    """``profile --resume --model X`` put X's layers into the campaign's prior from then on; it used to be read
+    only when a profile started, so on resume it was silently ignored (a host profile resumed with a keyword
+    spotter's 32x8 conv and 32,562-input linear still sampled linears of at most 1,033 inputs). Given again on
+    the next resume it is not counted twice; a model that cannot be read fails before the campaign is touched."""
+    from thor_sdk.campaign.profile import ProfilePlan
+
+    path, doc = small_prior
+    db = tmp_path / "p.db"
+    profile(device=FakeDevice(), out=str(db), max_probes=8, prior_path=str(path), reference_every_s=None,
+            calibration_models=[])
+    with Campaign.open(str(db)) as c:
+        before = c.meta["prior"]
+    assert not any(cf.get("app") for e in before["kinds"].values() for cf in e["configs"])
+    profile(device=FakeDevice(), out=str(db), resume=True, models=["cnn5"], max_probes=12)
+    with Campaign.open(str(db)) as c:
+        after = c.meta["prior"]
+        assert len(c.probes()) >= 12
+    app = [(k, cf) for k, e in after["kinds"].items() for cf in e["configs"] if cf.get("app")]
+    cnn5 = layers_of("cnn5").layers
+    assert len(app) == len(cnn5) and {cf["models"][0] for _, cf in app} == {"cnn5"}
+    assert sorted(k for k, _ in app) == sorted(layer["kind"] for layer in cnn5)
+    # the app's kinds weigh more in the selection than before
+    share0, share1 = ProfilePlan(before).share, ProfilePlan(after).share
+    assert share1["conv2d"] > share0["conv2d"]
+    profile(device=FakeDevice(), out=str(db), resume=True, models=["cnn5"], max_probes=13)
+    with Campaign.open(str(db)) as c:
+        again = c.meta["prior"]
+    assert sum(cf.get("app", False) for e in again["kinds"].values() for cf in e["configs"]) == len(cnn5)
+    with pytest.raises(NotFoundError, match="unknown model 'no_such_net'"):
+        profile(device=FakeDevice(), out=str(db), resume=True, models=["no_such_net"], max_probes=20)
+    with Campaign.open(str(db)) as c:
+        assert c.meta["prior"] == again and len(c.probes()) < 20

@@ -268,6 +268,31 @@ def _layer_keys(ml):
     return [(l["kind"], l["role"], l["config"]) for l in ml.layers]
 
 
+def _weigh_app_models(prior, app, proxy_cost_s):
+    """Put each app model of ``app`` (``[(name, layers)]``) into ``prior`` (in place): every layer a config of its
+    kind, first, the net weighing as much as 5 zoo nets. An app model the prior already holds as one (a name given
+    again on ``--resume``) is not added twice. Returns the names added."""
+    n_zoo = max(len(prior.get("models") or ()), 1)
+    have = {c["models"][0] for e in prior["kinds"].values() for c in e["configs"] if c.get("app")}
+    added = []
+    for name, layers in app:
+        if name in have or not layers:
+            continue
+        app_s = sum(proxy_cost_s(l["kind"], l["config"], l["role"]) for l in layers)
+        for layer in layers:
+            entry = prior["kinds"].setdefault(layer["kind"], {"share": 0.0, "rel_share": 0.0, "configs": []})
+            unit = proxy_cost_s(layer["kind"], layer["config"], layer["role"])
+            share, rel = 5.0 * unit, 5.0 * unit / app_s / n_zoo
+            entry["configs"].insert(0, {"config": layer["config"], "role": layer["role"], "count": 5,
+                                        "share": share, "rel_share": rel, "rel_weight": 5.0 / app_s ** 2,
+                                        "models": [name], "app": True})
+            entry["share"] += share
+            entry["rel_share"] = entry.get("rel_share", entry["share"]) + rel
+        have.add(name)
+        added.append(name)
+    return added
+
+
 def profile(device="host", metric="time", out="profile.db", resume=False, runtime="torch", max_probes=None,
             max_seconds=None, target_rel_std=None, settings=None, meter=None, threads=None, models=(),
             input_shape=None, kinds=None, seed=0, reference_every_s=120.0, calibration_models=None,
@@ -293,6 +318,10 @@ def profile(device="host", metric="time", out="profile.db", resume=False, runtim
     number("seed", seed, low=0, high=2 ** 32 - 1, integer=True)
     number("coverage_every (0: never)", coverage_every, low=0, high=10 ** 6, integer=True, optional=True)
     number("floor_share (0: no floor)", floor_share, low=0, high=1, optional=True)
+    app = []  # (name, layers) of each app model: read before any campaign is opened, so a bad one writes nothing
+    for m in ([models] if isinstance(models, str) else list(models or ())):
+        ml = m if isinstance(m, ModelLayers) else layers_of(m, input_shape=input_shape, unknown_ops=unknown_ops)
+        app.append((ml.name if isinstance(m, ModelLayers) else str(m), ml.layers))
     if resume:
         campaign = Campaign.open(out, writer=True)
         meta = campaign.meta
@@ -306,25 +335,14 @@ def profile(device="host", metric="time", out="profile.db", resume=False, runtim
         settings = ProtocolSettings(**meta["protocol"])
         prior, kinds = meta["prior"], meta.get("profile_kinds")
         calibration_models = meta.get("calibration_models", [])
+        if _weigh_app_models(prior, app, proxy_cost_s):  # an app model given on resume weighs from now on
+            campaign.set_meta("prior", prior)
     else:
         check_new(out)  # a bad --out is refused before any work
         dev = _device(device, meter, threads)
         dev.require_meter(metric)
         prior = load_prior(prior_path)
-        n_zoo = max(len(prior.get("models") or ()), 1)
-        for m in ([models] if isinstance(models, str) else list(models or ())):
-            ml = m if isinstance(m, ModelLayers) else layers_of(m, input_shape=input_shape, unknown_ops=unknown_ops)
-            app = ml.layers
-            app_s = sum(proxy_cost_s(l["kind"], l["config"], l["role"]) for l in app)
-            for layer in app:  # an app's net weighs as much as 5 zoo nets
-                entry = prior["kinds"].setdefault(layer["kind"], {"share": 0.0, "rel_share": 0.0, "configs": []})
-                unit = proxy_cost_s(layer["kind"], layer["config"], layer["role"])
-                share, rel = 5.0 * unit, 5.0 * unit / app_s / n_zoo
-                entry["configs"].insert(0, {"config": layer["config"], "role": layer["role"], "count": 5,
-                                            "share": share, "rel_share": rel, "rel_weight": 5.0 / app_s ** 2,
-                                            "models": [ml.name if isinstance(m, ModelLayers) else str(m)]})
-                entry["share"] += share
-                entry["rel_share"] = entry.get("rel_share", entry["share"]) + rel
+        _weigh_app_models(prior, app, proxy_cost_s)
         if kinds is not None:
             unknown = sorted(set(kinds) - set(prior["kinds"]))
             if unknown:

@@ -19,7 +19,7 @@ from .probe import device_option, fleet_or_one, out_options, protocol_options, s
 @click.option("--max-seconds", type=float, help="Time budget (the last 8% measures whole calibration models).")
 @click.option("--max-probes", type=int, help="Stop after this many probes in the campaign.")
 @click.option("--target-std", type=float, help="Stop once the integrated relative std over the prior is below this.")
-@click.option("--model", "models", multiple=True, help="App model(s) whose layers weigh more in the prior (optional).")
+@click.option("--model", "models", multiple=True, help="App model(s) whose layers weigh more in the prior (optional; with --resume, from then on).")
 @click.option("--input-shape", help="Per-sample input shape for file.py:Class models, e.g. 3,64,64.")
 @click.option("--kind", "kinds", multiple=True, help="Profile only these layer kinds (default: every kind of the prior).")
 @click.option("--reference-every", "reference_every_s", type=float, default=120.0, show_default=True,
