@@ -318,11 +318,16 @@ def profile(device="host", metric="time", out="profile.db", resume=False, runtim
     number("seed", seed, low=0, high=2 ** 32 - 1, integer=True)
     number("coverage_every (0: never)", coverage_every, low=0, high=10 ** 6, integer=True, optional=True)
     number("floor_share (0: no floor)", floor_share, low=0, high=1, optional=True)
-    app = []  # (name, layers) of each app model: read before any campaign is opened, so a bad one writes nothing
-    for m in ([models] if isinstance(models, str) else list(models or ())):
-        ml = m if isinstance(m, ModelLayers) else layers_of(m, input_shape=input_shape, unknown_ops=unknown_ops)
-        app.append((ml.name if isinstance(m, ModelLayers) else str(m), ml.layers))
+    def app_models():
+        """``[(name, layers)]`` of the app models, read before any campaign is opened: a bad one writes nothing."""
+        out_ = []
+        for m in ([models] if isinstance(models, str) else list(models or ())):
+            ml = m if isinstance(m, ModelLayers) else layers_of(m, input_shape=input_shape, unknown_ops=unknown_ops)
+            out_.append((ml.name if isinstance(m, ModelLayers) else str(m), ml.layers))
+        return out_
+
     if resume:
+        app = app_models()
         campaign = Campaign.open(out, writer=True)
         meta = campaign.meta
         if meta.get("campaign_kind") != "profile":
@@ -339,6 +344,7 @@ def profile(device="host", metric="time", out="profile.db", resume=False, runtim
             campaign.set_meta("prior", prior)
     else:
         check_new(out)  # a bad --out is refused before any work
+        app = app_models()
         dev = _device(device, meter, threads)
         dev.require_meter(metric)
         prior = load_prior(prior_path)
