@@ -22,6 +22,10 @@ def main(argv=None):
     from thor_sdk.evaluate import evaluate
     from thor_sdk.harness.protocol import ProtocolSettings
     from thor_sdk.models import list_models
+    from thor_sdk.store.files import write_text
+
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from bench_composition import check_report
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--model", action="append", help="default: all reference nets")
@@ -33,6 +37,8 @@ def main(argv=None):
     args = ap.parse_args(argv)
     models = args.model or list_models()
     command = "python bench/bench_accuracy.py " + " ".join(argv if argv is not None else sys.argv[1:])
+    results_dir = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results")
+    check_report(args.report, results_dir)  # before the measurements, not after them
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
     r = evaluate(models, batch_size=args.batch_size, runtime=args.runtime, out_dir=args.out_dir,
                  settings=ProtocolSettings(), threads=args.threads,
@@ -40,8 +46,7 @@ def main(argv=None):
     r["command"] = command
     r["load_average_at_start"] = load
     stamp = dt.datetime.now(dt.timezone.utc).strftime("%Y%m%d-%H%M")
-    report = args.report or os.path.join(os.path.dirname(__file__), "results", f"accuracy-host-{stamp}.md")
-    os.makedirs(os.path.dirname(os.path.abspath(report)), exist_ok=True)  # a bare file name: this folder
+    report = args.report or os.path.join(results_dir, f"accuracy-host-{stamp}.md")
     lines = [
         f"# THOR accuracy on the host ({stamp} UTC)", "",
         f"Command: `{command}`", "",
@@ -61,10 +66,8 @@ def main(argv=None):
               "after the campaign; each run's median is in the JSON (`measured_runs`) and shows the machine's drift.",
               "", "Per-run medians (ms): " + "; ".join(
                   f"{x['model']} " + ", ".join(f"{v * 1e3:.1f}" for v in x["measured_runs"]) for x in r["rows"])]
-    with open(report, "w", encoding="utf-8") as f:
-        f.write("\n".join(lines) + "\n")
-    with open(report[:-3] + ".json", "w", encoding="utf-8") as f:
-        json.dump(r, f, indent=1)
+    write_text(report, "\n".join(lines) + "\n")
+    write_text(report[:-3] + ".json", json.dumps(r, indent=1))
     print("\n".join(lines))
 
 

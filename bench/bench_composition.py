@@ -159,6 +159,18 @@ def main(argv=None):
                 f"composition-host-{stamp}")
 
 
+def check_report(report, results_dir):
+    """Make the report's folder (``results_dir`` for the default name; a bare ``--report`` name goes in this
+    folder) and refuse one that cannot be written, before any work: the report is written after the measurements."""
+    from thor_sdk.store.files import check_output
+
+    if report:
+        os.makedirs(os.path.dirname(os.path.abspath(report)), exist_ok=True)
+        check_output(report, "report")
+    else:
+        os.makedirs(results_dir, exist_ok=True)
+
+
 def save_report(text, result, command, path, default_name):
     """Print the Markdown report and write it to ``path`` (default ``bench/results/<default_name>.md``), with the
     result document and its command as JSON beside it."""

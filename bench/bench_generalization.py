@@ -69,6 +69,9 @@ def main(argv=None):
     from thor_sdk.evaluate import evaluate_unseen
     from thor_sdk.layers import layers_of
     from thor_sdk.models import list_models
+    from thor_sdk.store.files import write_text
+
+    from bench_composition import check_report
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--profile-seconds", type=float, default=1200.0)
@@ -81,6 +84,8 @@ def main(argv=None):
                     help="measure the device's level first and score THOR and FLOPs at it (evaluate --relevel)")
     args = ap.parse_args(argv)
     command = "python bench/bench_generalization.py " + " ".join(argv if argv is not None else sys.argv[1:])
+    results_dir = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results")
+    check_report(args.report, results_dir)  # before the profile and the measurements, not after them
     os.makedirs(args.out_dir, exist_ok=True)
     batches = args.batch_size or [16]
     models = args.model or list_models("heldout")
@@ -124,9 +129,7 @@ def main(argv=None):
              runtime_estimate_layers=len(big), whole_model=doc.get("whole_model"),
              calibration=doc["provenance"].get("calibration"))
     stamp = dt.datetime.now(dt.timezone.utc).strftime("%Y%m%d-%H%M")
-    report = args.report or os.path.join(os.path.dirname(os.path.abspath(__file__)), "results",
-                                         f"generalization-host-{stamp}.md")
-    os.makedirs(os.path.dirname(os.path.abspath(report)), exist_ok=True)  # a bare file name: this folder
+    report = args.report or os.path.join(results_dir, f"generalization-host-{stamp}.md")
     ps = profile_summary or {}
     lines = [f"# Generalization on the host ({stamp} UTC)", "", f"Command: `{command}`", "",
              f"Machine: {platform.platform()}, {os.cpu_count()} cores, 1 torch thread, runtime torch; load average "
@@ -143,10 +146,8 @@ def main(argv=None):
              f"Stdlib runtime: load {load_s * 1e3:.1f} ms, estimate of a {len(big)}-layer model "
              f"{est_s * 1e3:.2f} ms (medians).", "",
              "Held-out nets (never in the zoo the prior is built from):", "", "```", unseen_table(r), "```", ""]
-    with open(report, "w", encoding="utf-8") as f:
-        f.write("\n".join(lines) + "\n")
-    with open(report[:-3] + ".json", "w", encoding="utf-8") as f:
-        json.dump(r, f, indent=1, default=str)
+    write_text(report, "\n".join(lines) + "\n")
+    write_text(report[:-3] + ".json", json.dumps(r, indent=1, default=str))
     print("\n".join(lines))
 
 
