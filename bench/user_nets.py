@@ -673,12 +673,6 @@ class ClampMobile(nn.Module):
         return self.fc(x.mean(dim=(2, 3)))
 
 
-#: nets whose architecture joined the zoo after they had shown it missing (docs/model-zoo.md): no longer clean
-#: no longer unseen cases, reported apart: SeqLSTM read 1.95x before lstm_har joined the zoo; SdpaBlock calls
-#: F.scaled_dot_product_attention, as vit_tiny (in the zoo since 2026-11-27) does; MHA, Encoder and CrossAttn
-#: read 0.42-1.10x through stand-ins before nn.MultiheadAttention became kind mha and kwt_tiny, attention_har and
-#: pvt_tiny joined the zoo (2026-11-27); Deconv's 2x2 stride-2 ConvTranspose2d stood in as a stride-1 conv until
-#: kind conv_transpose2d and unet_small, whose ups are such convs, came (2026-11-28); ERFBlockNet's factorised
 class _CausalSelfAttention(nn.Module):
     """nanoGPT's ``CausalSelfAttention`` as written for PyTorch without flash attention: one packed q/k/v projection,
     the causal mask a ``tril`` buffer sliced to the sequence, ``1 / math.sqrt(k.size(-1))``, attention dropout."""
@@ -809,11 +803,21 @@ class TutorialLSTM(nn.Module):
         return self.fc(out[:, -1, :])
 
 
+#: nets whose architecture joined the zoo after they had shown it missing (docs/model-zoo.md): no longer clean
+#: no longer unseen cases, reported apart: SeqLSTM read 1.95x before lstm_har joined the zoo; SdpaBlock calls
+#: F.scaled_dot_product_attention, as vit_tiny (in the zoo since 2026-11-27) does; MHA, Encoder and CrossAttn
+#: read 0.42-1.10x through stand-ins before nn.MultiheadAttention became kind mha and kwt_tiny, attention_har and
+#: pvt_tiny joined the zoo (2026-11-27); Deconv's 2x2 stride-2 ConvTranspose2d stood in as a stride-1 conv until
+#: kind conv_transpose2d and unet_small, whose ups are such convs, came (2026-11-28); ERFBlockNet's factorised
 #: blocks are erfnet_small's (2026-11-28), and ConvAE's 3x3 transposed convs its decoder's; DilatedTCN's dilated
 #: conv1d stood in as the undilated conv until dilation became a feature of the convs and tcn_har joined the zoo
-#: (2026-11-28)
+#: (2026-11-28); CnnOneFstride4 read 0.39-0.42x its measured step on the EPYC VM (its one-channel 32x8 conv and
+#: its 32,562-input dense layer were far from every profile sample) before mnist_example, simple_audio_cnn and
+#: micro_speech_tiny_conv brought one-channel input convs and flatten-then-dense heads (9k-13k inputs) into the
+#: zoo (2026-11-29), and TradFpool3 is the same paper's net of the same parts
 COVERED_SINCE = {"SeqLSTM", "SdpaBlock", "MHA", "Encoder", "CrossAttn", "Deconv", "ERFBlockNet", "ConvAE",
-                 "DilatedTCN"}
+                 "DilatedTCN", "CnnOneFstride4", "TradFpool3"}
+
 
 class BiGRUKWS(nn.Module):
     """A keyword spotter as CRNN recipes write it: a conv over 40 log-mel bands x 98 frames (channels x time), BN,

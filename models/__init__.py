@@ -142,6 +142,12 @@ _ZOO = (
          (3, 32, 32)),
     _zoo("poolformer_tiny", "PoolFormer (MetaFormer: GroupNorm, pool(x) - x token mixer, GELU 1x1-conv MLP, residuals), "
          "widths 32-256, blocks 1/1/3/1, on 3x64x64 images, 10 classes", (3, 64, 64)),
+    _zoo("mnist_example", "PyTorch's MNIST example as it stands since 2020: two 3x3 convs, max pooling, dropout, a "
+         "flatten of 9,216 features into a dense 128, a log-softmax output, on 1x28x28 digits, 10 classes", (1, 28, 28)),
+    _zoo("simple_audio_cnn", "TensorFlow's simple audio recognition model: two 3x3 convs, max pooling, a flatten of "
+         "12,544 features into a dense 128, on 1x32x32 spectrograms, 8 words", (1, 32, 32), 8),
+    _zoo("micro_speech_tiny_conv", "TensorFlow Lite Micro's micro_speech model: one 10x8 conv of stride 2, 8 filters, "
+         "the head straight from 4,000 flattened features, on 1x49x40 spectrogram frames, 4 classes", (1, 49, 40), 4),
     _zoo("ecg_cnn1d", "1-D CNN on 1x256 ECG windows (conv1d-BN-ReLU, average pooling, global max pooling over time, "
          "dense 64), 5 classes", (1, 256), 5),
     _zoo("tcn_har", "temporal convolutional network (4 residual blocks of dilated causal conv1d 64, kernel 3, "

@@ -975,6 +975,58 @@ def dscnn_kws(spec):
     return nn.Sequential(*layers, _Head(64, spec.num_classes, dropout=0.4))
 
 
+class _MnistExample(nn.Module):
+    """The ``Net`` of PyTorch's examples/mnist since 2020, as written there: two 3x3 convs on the digit's one
+    channel, ``F.max_pool2d``, dropout, a flatten of 9,216 features into a dense 128, a log-softmax output."""
+
+    def __init__(self, num_classes):
+        super().__init__()
+        self.conv1 = nn.Conv2d(1, 32, 3, 1)
+        self.conv2 = nn.Conv2d(32, 64, 3, 1)
+        self.dropout1 = nn.Dropout(0.25)
+        self.dropout2 = nn.Dropout(0.5)
+        self.fc1 = nn.Linear(9216, 128)
+        self.fc2 = nn.Linear(128, num_classes)
+
+    def forward(self, x):
+        x = F.relu(self.conv1(x))
+        x = F.relu(self.conv2(x))
+        x = F.max_pool2d(x, 2)
+        x = self.dropout1(x)
+        x = torch.flatten(x, 1)
+        x = F.relu(self.fc1(x))
+        x = self.dropout2(x)
+        return F.log_softmax(self.fc2(x), dim=1)
+
+
+def mnist_example(spec):
+    """PyTorch's MNIST example net of today (examples/mnist/main.py): a single-channel input conv and the
+    flatten-then-dense head (9,216 -> 128) of most tutorial CNNs, which the zoo's pooled heads lack."""
+    return _MnistExample(spec.num_classes)
+
+
+def simple_audio_cnn(spec):
+    """TensorFlow's "Simple audio recognition" tutorial model on its spectrograms resized to 1x32x32 (Speech Commands
+    mini, 8 words): two 3x3 convs (32, 64; Keras' "valid"), max pooling, dropout, a flatten of 12,544 features into
+    a dense 128, dropout, the head. The tutorial's input ``Normalization`` layer (a fixed per-feature affine) is
+    left out, as is its ``Resizing``: the spectrogram comes resized."""
+    return nn.Sequential(
+        nn.Conv2d(spec.input_shape[0], 32, 3), nn.ReLU(), nn.Conv2d(32, 64, 3), nn.ReLU(), nn.MaxPool2d(2),
+        nn.Dropout(0.25), nn.Flatten(), nn.Linear(64 * 14 * 14, 128), nn.ReLU(), nn.Dropout(0.5),
+        nn.Linear(128, spec.num_classes),
+    )
+
+
+def micro_speech_tiny_conv(spec):
+    """TensorFlow Lite Micro's micro_speech model ("tiny_conv" of tensorflow/examples/speech_commands) on 1x49x40
+    spectrogram frames, 4 classes (silence, unknown, "yes", "no"): one 10x8 conv of 8 filters, stride 2 (TF's "same",
+    padded 5 and 3 here: 25x20 out), ReLU, dropout, then the head straight from the 4,000 flattened features."""
+    return nn.Sequential(
+        nn.Conv2d(spec.input_shape[0], 8, (10, 8), 2, (5, 3)), nn.ReLU(), nn.Dropout(0.5), nn.Flatten(),
+        nn.Linear(8 * 25 * 20, spec.num_classes),
+    )
+
+
 # -- zoo: sensor, audio, text and tabular nets -------------------------------------------------------------
 
 def cnn1d_har(spec):

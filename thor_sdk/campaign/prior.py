@@ -27,7 +27,8 @@ other masking (none, a mask tensor, or causal) and, independently, its other dro
 half a group norm's groups, or the other ``shared`` of a PReLU, or the other ``indices`` of a max reduction
 (``torch.max`` or ``amax``), or another of the three ways a transposed conv
 upsamples by 2 (``DECONV_SHAPES``), or other axes padded by a ``pad``, or another upsampling factor
-(``NEIGHBOUR_SHARE``).
+(``NEIGHBOUR_SHARE``); and, independently, a quarter of the input convs read the other input channels (one for
+three or more, three for one: ``CHANNELS_NEIGHBOUR_SHARE``).
 A self-attention layer's key length stays its sequence length (``TIED``).
 The alignment of widths is kept (a channel count divisible by 8 scales to multiples of 8:
 ``ALIGNED_FEATURES``), and a spatial side of 1 stays 1 (1-D data run as a 2-D kind, the 1x1 maps of a gate), so
@@ -82,6 +83,14 @@ KERNEL_NEIGHBOUR_KINDS = ("conv1d", "conv2d")
 #: conv costs what no FLOPs or bytes say (0.56-1.13x the undilated conv of the same output on the host)
 DILATION_NEIGHBOUR_KINDS = ("conv1d", "conv2d")
 DILATION_NEIGHBOUR_SHARE = 0.15
+#: share of the input-role conv2d candidates whose input channels change: one (grayscale, a spectrogram) for any
+#: other count, three (RGB) for one (``_channels_neighbour``), from the top of the dilation's Sobol dimension (a
+#: band of its own, apart from the dilation's at the bottom). An app's first conv reads what its sensor gives, the
+#: zoo's input convs are mostly RGB, and a one-channel input conv costs what neither its FLOPs nor its bytes say: on
+#: the EPYC VM (one thread, batch 16, training step) 1.4-1.8x the time of the three-channel conv of the same output,
+#: a third of its FLOPs (3x3 over 32x32 to 32 channels 4.1 ms against 2.9; 3x3 stride 2 over 64x64 to 16, 3.2
+#: against 1.8)
+CHANNELS_NEIGHBOUR_SHARE = 0.25
 #: share of the candidates of each kind with weights but the head (``FREEZABLE``) that are frozen, from a Sobol
 #: dimension of its own: the zoo's nets are trained whole, and a net fine-tuned on the device with its backbone
 #: frozen runs layers whose step has no weight gradient or update (0.31-0.37x a whole ResNet-18's or MobileNetV2's
@@ -167,6 +176,7 @@ def build_prior(model_names=None):
     doc = {"format": PRIOR_FORMAT, "version": PRIOR_VERSION, "models": names, "proxy_batch_size": PROXY_BATCH,
            "batch_range": list(BATCH_RANGE), "size_factor": SIZE_FACTOR, "sequence_factor": SEQUENCE_FACTOR,
            "neighbour_share": NEIGHBOUR_SHARE, "dilation_share": DILATION_NEIGHBOUR_SHARE,
+           "input_channels_share": CHANNELS_NEIGHBOUR_SHARE,
            "frozen_share": FROZEN_NEIGHBOUR_SHARE, "forward_only_share": FORWARD_ONLY_SHARE,
            "kinds": {k: {"share": sum(e["proxy_cost_s"] for e in rows) / total,
                          "rel_share": sum(e["rel_share"] for e in rows),
@@ -289,6 +299,12 @@ def _kernel_neighbour(config, down):
     if "kernel_w" in config:
         c.update(kernel_w=c["kernel"], padding_w=c["padding"])
     return c
+
+
+def _channels_neighbour(config):
+    """An input conv2d ``config`` reading one channel (a grayscale image, a spectrogram) where it read any other
+    count, three (RGB) where it read one."""
+    return dict(config, in_channels=3 if config["in_channels"] == 1 else 1)
 
 
 def _dilation_neighbour(config, u):
@@ -500,6 +516,9 @@ def candidates(prior, kind, n, seed=0):
         dilation_share = float(prior.get("dilation_share", 0.0))
         if kind in DILATION_NEIGHBOUR_KINDS and p[4] < dilation_share:
             config = _valid_or(kind, _dilation_neighbour(config, p[4] / dilation_share), config)
+        channels_share = float(prior.get("input_channels_share", 0.0))
+        if kind == "conv2d" and base["role"] == "input" and p[4] >= 1.0 - channels_share:
+            config = _valid_or(kind, _channels_neighbour(config), config)
         if kind == "mha":
             config = _attention_neighbour(config, p[3] / share if p[3] < share else None,
                                           p[2] / share if p[2] < share else None)
