@@ -41,3 +41,19 @@ def test_the_zoo_brings_one_channel_input_convs_and_wide_flatten_then_dense_laye
             if c["config"]["in_features"] >= 4000 for m in c["models"]}
     assert {"mnist_example", "simple_audio_cnn", "micro_speech_tiny_conv"} <= wide
     assert max(c["config"]["in_features"] for c in prior["kinds"]["linear"]["configs"]) >= 12544
+
+
+def test_a_prior_whose_input_channels_share_is_not_a_share_is_refused(tmp_path):
+    import json
+
+    import pytest
+
+    from thor_sdk.campaign.prior import PRIOR_FILE
+    from thor_sdk.errors import FormatError
+
+    doc = json.load(open(PRIOR_FILE, encoding="utf-8"))
+    for bad in (1.5, -0.1, "0.25"):
+        path = tmp_path / "prior.json"
+        path.write_text(json.dumps(dict(doc, input_channels_share=bad)), encoding="utf-8")
+        with pytest.raises(FormatError):
+            load_prior(str(path))
