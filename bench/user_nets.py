@@ -814,9 +814,10 @@ class TutorialLSTM(nn.Module):
 #: (2026-11-28); CnnOneFstride4 read 0.39-0.42x its measured step on the EPYC VM (its one-channel 32x8 conv and
 #: its 32,562-input dense layer were far from every profile sample) before mnist_example, simple_audio_cnn and
 #: micro_speech_tiny_conv brought one-channel input convs and flatten-then-dense heads (9k-13k inputs) into the
-#: zoo (2026-11-29), and TradFpool3 is the same paper's net of the same parts
+#: zoo (2026-11-29), and TradFpool3 is the same paper's net of the same parts; MnistExample is mnist_example itself
+#: (PyTorch's examples/mnist, in the zoo since 2026-11-29)
 COVERED_SINCE = {"SeqLSTM", "SdpaBlock", "MHA", "Encoder", "CrossAttn", "Deconv", "ERFBlockNet", "ConvAE",
-                 "DilatedTCN", "CnnOneFstride4", "TradFpool3"}
+                 "DilatedTCN", "CnnOneFstride4", "TradFpool3", "MnistExample"}
 
 
 class BiGRUKWS(nn.Module):
