@@ -143,7 +143,7 @@ _ZOO = (
     _zoo("poolformer_tiny", "PoolFormer (MetaFormer: GroupNorm, pool(x) - x token mixer, GELU 1x1-conv MLP, residuals), "
          "widths 32-256, blocks 1/1/3/1, on 3x64x64 images, 10 classes", (3, 64, 64)),
     _zoo("mnist_example", "PyTorch's MNIST example as it stands since 2020: two 3x3 convs, max pooling, dropout, a "
-         "flatten of 9,216 features into a dense 128, a log-softmax output, on 1x28x28 digits, 10 classes", (1, 28, 28)),
+         "flatten of 9,216 features into a dense 128, on 1x28x28 digits, 10 classes", (1, 28, 28)),
     _zoo("simple_audio_cnn", "TensorFlow's simple audio recognition model: two 3x3 convs, max pooling, a flatten of "
          "12,544 features into a dense 128, on 1x32x32 spectrograms, 8 words", (1, 32, 32), 8),
     _zoo("micro_speech_tiny_conv", "TensorFlow Lite Micro's micro_speech model: one 10x8 conv of stride 2, 8 filters, "
