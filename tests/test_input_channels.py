@@ -1,6 +1,8 @@
 """Tests of the prior's one-channel inputs and flatten-then-dense heads: the zoo nets that bring them, and the
 profile candidates whose input conv reads the other channel count."""
 
+import json
+
 from thor_sdk.campaign.prior import CHANNELS_NEIGHBOUR_SHARE, _channels_neighbour, _valid, candidates, load_prior
 
 RGB = {"in_channels": 3, "out_channels": 16, "kernel": 3, "stride": 2, "padding": 1, "groups": 1, "height": 64,
@@ -30,6 +32,13 @@ def test_a_share_of_the_input_convs_reads_the_other_channels_and_an_older_prior_
     hidden = {c["in_channels"] for c, _, role in candidates(prior, "conv2d", 400) if role == "hidden"}
     hidden_old = {c["in_channels"] for c, _, role in candidates(old, "conv2d", 400) if role == "hidden"}
     assert hidden == hidden_old
+    # a hidden zoo layer frozen and run forward only (role input) keeps its channels too: only the zoo's input convs
+    # (1 or 3 channels, scaled to at most 6) change
+    frozen = {json.dumps(c, sort_keys=True) for c, _, role in candidates(prior, "conv2d", 400)
+              if role == "input" and c["in_channels"] > 8}
+    frozen_old = {json.dumps(c, sort_keys=True) for c, _, role in candidates(old, "conv2d", 400)
+                  if role == "input" and c["in_channels"] > 8}
+    assert frozen and frozen == frozen_old
 
 
 def test_the_zoo_brings_one_channel_input_convs_and_wide_flatten_then_dense_layers_into_the_prior():
@@ -44,8 +53,6 @@ def test_the_zoo_brings_one_channel_input_convs_and_wide_flatten_then_dense_laye
 
 
 def test_a_prior_whose_input_channels_share_is_not_a_share_is_refused(tmp_path):
-    import json
-
     import pytest
 
     from thor_sdk.campaign.prior import PRIOR_FILE
