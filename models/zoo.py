@@ -975,28 +975,30 @@ def dscnn_kws(spec):
     return nn.Sequential(*layers, _Head(64, spec.num_classes, dropout=0.4))
 
 
-def mnist_example(spec):
-    """PyTorch's MNIST example net of today (examples/mnist/main.py): two 3x3 convs on the digit's one channel, max
-    pooling, dropout, the flatten-then-dense head (9,216 -> 128) of most tutorial CNNs, which the zoo's pooled heads
-    lack. Written as one ``nn.Sequential``; the example's closing ``F.log_softmax`` (it trains with ``F.nll_loss``) is
-    the cross-entropy's own."""
+def _two_convs_dense(spec):
+    """The tutorial CNN of PyTorch's and Keras' MNIST examples: two 3x3 convs (32, 64; unpadded) with ReLU, 2x2 max
+    pooling, dropout 0.25, a flatten into a dense 128 with ReLU, dropout 0.5, the head."""
+    c, h, w = spec.input_shape
     return nn.Sequential(
-        nn.Conv2d(spec.input_shape[0], 32, 3, 1), nn.ReLU(), nn.Conv2d(32, 64, 3, 1), nn.ReLU(), nn.MaxPool2d(2),
-        nn.Dropout(0.25), nn.Flatten(), nn.Linear(9216, 128), nn.ReLU(), nn.Dropout(0.5),
-        nn.Linear(128, spec.num_classes),
+        nn.Conv2d(c, 32, 3, 1), nn.ReLU(), nn.Conv2d(32, 64, 3, 1), nn.ReLU(), nn.MaxPool2d(2),
+        nn.Dropout(0.25), nn.Flatten(), nn.Linear(64 * ((h - 4) // 2) * ((w - 4) // 2), 128), nn.ReLU(),
+        nn.Dropout(0.5), nn.Linear(128, spec.num_classes),
     )
+
+
+def mnist_example(spec):
+    """PyTorch's MNIST example net of today (examples/mnist/main.py) on 1x28x28: ``_two_convs_dense``, the flatten of
+    9,216 features into the dense 128 being the flatten-then-dense head of most tutorial CNNs, which the zoo's pooled
+    heads lack. The example's closing ``F.log_softmax`` (it trains with ``F.nll_loss``) is the cross-entropy's own."""
+    return _two_convs_dense(spec)
 
 
 def simple_audio_cnn(spec):
     """TensorFlow's "Simple audio recognition" tutorial model on its spectrograms resized to 1x32x32 (Speech Commands
-    mini, 8 words): two 3x3 convs (32, 64; Keras' "valid"), max pooling, dropout, a flatten of 12,544 features into
-    a dense 128, dropout, the head. The tutorial's input ``Normalization`` layer (a fixed per-feature affine) is
-    left out, as is its ``Resizing``: the spectrogram comes resized."""
-    return nn.Sequential(
-        nn.Conv2d(spec.input_shape[0], 32, 3), nn.ReLU(), nn.Conv2d(32, 64, 3), nn.ReLU(), nn.MaxPool2d(2),
-        nn.Dropout(0.25), nn.Flatten(), nn.Linear(64 * 14 * 14, 128), nn.ReLU(), nn.Dropout(0.5),
-        nn.Linear(128, spec.num_classes),
-    )
+    mini, 8 words): ``_two_convs_dense`` (Keras' "valid" convs), a flatten of 12,544 features. The tutorial's input
+    ``Normalization`` layer (a fixed per-feature affine) is left out, as is its ``Resizing``: the spectrogram comes
+    resized."""
+    return _two_convs_dense(spec)
 
 
 def micro_speech_tiny_conv(spec):
