@@ -472,6 +472,8 @@ def candidates(prior, kind, n, seed=0):
     factor = float(prior.get("size_factor", SIZE_FACTOR))
     seq_factor = float(prior.get("sequence_factor", factor))
     share = float(prior.get("neighbour_share", 0.0))
+    dilation_share = float(prior.get("dilation_share", 0.0))
+    channels_share = float(prior.get("input_channels_share", 0.0))
     other_role = _other_role(kind, configs) if share > 0 else None
     kernels = share > 0 and kind in KERNEL_NEIGHBOUR_KINDS
     other_flags = {f: v for f in NEIGHBOUR_FLAGS if (v := _other_flag(configs, f)) is not None} if share > 0 else {}
@@ -513,10 +515,8 @@ def candidates(prior, kind, n, seed=0):
             config = _valid_or(kind, _pad_neighbour(config, p[3] / share), config)
         if kind in DROPOUT_NEIGHBOUR_KINDS and p[4] < share:
             config = _other_dropout(config)
-        dilation_share = float(prior.get("dilation_share", 0.0))
         if kind in DILATION_NEIGHBOUR_KINDS and p[4] < dilation_share:
             config = _valid_or(kind, _dilation_neighbour(config, p[4] / dilation_share), config)
-        channels_share = float(prior.get("input_channels_share", 0.0))
         if kind == "conv2d" and base["role"] == "input" and p[4] >= 1.0 - channels_share:
             config = _valid_or(kind, _channels_neighbour(config), config)
         if kind == "mha":
