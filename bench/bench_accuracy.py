@@ -25,7 +25,7 @@ def main(argv=None):
     from thor_sdk.store.files import write_text
 
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-    from bench_composition import check_report
+    from bench_composition import RESULTS_DIR, check_report
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--model", action="append", help="default: all reference nets")
@@ -37,8 +37,7 @@ def main(argv=None):
     args = ap.parse_args(argv)
     models = args.model or list_models()
     command = "python bench/bench_accuracy.py " + " ".join(argv if argv is not None else sys.argv[1:])
-    results_dir = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results")
-    check_report(args.report, results_dir)  # before the measurements, not after them
+    check_report(args.report)  # before the measurements, not after them
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
     r = evaluate(models, batch_size=args.batch_size, runtime=args.runtime, out_dir=args.out_dir,
                  settings=ProtocolSettings(), threads=args.threads,
@@ -46,7 +45,7 @@ def main(argv=None):
     r["command"] = command
     r["load_average_at_start"] = load
     stamp = dt.datetime.now(dt.timezone.utc).strftime("%Y%m%d-%H%M")
-    report = args.report or os.path.join(results_dir, f"accuracy-host-{stamp}.md")
+    report = args.report or os.path.join(RESULTS_DIR, f"accuracy-host-{stamp}.md")
     lines = [
         f"# THOR accuracy on the host ({stamp} UTC)", "",
         f"Command: `{command}`", "",

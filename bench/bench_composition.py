@@ -26,6 +26,9 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
+#: where the benchmarks' reports go unless ``--report`` says otherwise
+RESULTS_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results")
+
 
 def _layer_probes(model, batch_size, input_shape=None, trainable=None):
     """``[(probe, count)]``: the net's distinct layers as THOR probes, in the net's order (as a target-driven
@@ -159,8 +162,8 @@ def main(argv=None):
                 f"composition-host-{stamp}")
 
 
-def check_report(report, results_dir):
-    """Make the report's folder (``results_dir`` for the default name; a bare ``--report`` name goes in this
+def check_report(report):
+    """Make the report's folder (``RESULTS_DIR`` for the default name; a bare ``--report`` name goes in this
     folder) and refuse one that cannot be written, before any work: the report is written after the measurements."""
     from thor_sdk.store.files import check_output
 
@@ -168,7 +171,7 @@ def check_report(report, results_dir):
         os.makedirs(os.path.dirname(os.path.abspath(report)), exist_ok=True)
         check_output(report, "report")
     else:
-        os.makedirs(results_dir, exist_ok=True)
+        os.makedirs(RESULTS_DIR, exist_ok=True)
 
 
 def save_report(text, result, command, path, default_name):
@@ -177,7 +180,7 @@ def save_report(text, result, command, path, default_name):
     from thor_sdk.store.files import write_text
 
     print(text)
-    path = path or os.path.join(os.path.dirname(os.path.abspath(__file__)), "results", f"{default_name}.md")
+    path = path or os.path.join(RESULTS_DIR, f"{default_name}.md")
     write_text(path, text)
     write_text(path[:-3] + ".json", json.dumps(dict(result, command=command), indent=1) + "\n")
     print(f"report: {path}", file=sys.stderr)

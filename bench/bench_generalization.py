@@ -71,7 +71,7 @@ def main(argv=None):
     from thor_sdk.models import list_models
     from thor_sdk.store.files import write_text
 
-    from bench_composition import check_report
+    from bench_composition import RESULTS_DIR, check_report
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--profile-seconds", type=float, default=1200.0)
@@ -84,8 +84,7 @@ def main(argv=None):
                     help="measure the device's level first and score THOR and FLOPs at it (evaluate --relevel)")
     args = ap.parse_args(argv)
     command = "python bench/bench_generalization.py " + " ".join(argv if argv is not None else sys.argv[1:])
-    results_dir = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results")
-    check_report(args.report, results_dir)  # before the profile and the measurements, not after them
+    check_report(args.report)  # before the profile and the measurements, not after them
     os.makedirs(args.out_dir, exist_ok=True)
     batches = args.batch_size or [16]
     models = args.model or list_models("heldout")
@@ -129,7 +128,7 @@ def main(argv=None):
              runtime_estimate_layers=len(big), whole_model=doc.get("whole_model"),
              calibration=doc["provenance"].get("calibration"))
     stamp = dt.datetime.now(dt.timezone.utc).strftime("%Y%m%d-%H%M")
-    report = args.report or os.path.join(results_dir, f"generalization-host-{stamp}.md")
+    report = args.report or os.path.join(RESULTS_DIR, f"generalization-host-{stamp}.md")
     ps = profile_summary or {}
     lines = [f"# Generalization on the host ({stamp} UTC)", "", f"Command: `{command}`", "",
              f"Machine: {platform.platform()}, {os.cpu_count()} cores, 1 torch thread, runtime torch; load average "
