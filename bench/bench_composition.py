@@ -137,6 +137,7 @@ def main(argv=None):
     ap.add_argument("--window-s", type=float, default=None, help="minimum window (default: the protocol's)")
     ap.add_argument("--report", default=None, help="Markdown path (default bench/results/composition-host-*.md)")
     args = ap.parse_args(argv)
+    check_report(args.report)  # before the measurements: the report is written after them
     models = args.model or ["vgg_small"]
     known = set(list_models("all"))
     if not (1 <= args.cycles <= 100 and 1 <= args.batch_size <= 1024 and 1 <= args.threads <= 256) \

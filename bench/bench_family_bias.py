@@ -121,7 +121,7 @@ def report(result, command, stamp):
 
 
 def main(argv=None):
-    from bench_composition import save_report
+    from bench_composition import check_report, save_report
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--campaign", action="append", required=True, help="a campaign database (read, never written)")
@@ -129,6 +129,7 @@ def main(argv=None):
     ap.add_argument("--user-nets", action="append", default=[], help="a bench_user_nets.py JSON")
     ap.add_argument("--report", default=None, help="Markdown path (default bench/results/family-bias-*.md)")
     args = ap.parse_args(argv)
+    check_report(args.report)  # before the measurements: the report is written after them
     missing = [p for p in args.campaign + args.results + args.user_nets if not os.path.isfile(p)]
     if missing:
         raise SystemExit(f"no such file: {', '.join(missing)}")

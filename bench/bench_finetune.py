@@ -88,7 +88,7 @@ def render(doc):
 
 
 def main(argv=None):
-    from bench_composition import machine_line, save_report
+    from bench_composition import machine_line, check_report, save_report
 
     from thor_sdk.evaluate import evaluate_unseen
     from thor_sdk.runtime import load_estimator
@@ -103,6 +103,7 @@ def main(argv=None):
     ap.add_argument("--only", default=None, help="comma-separated nets")
     ap.add_argument("--out", default=None, help="report path (default bench/results/finetune-host-<stamp>.md)")
     args = ap.parse_args(argv)
+    check_report(args.out)  # before the measurements: the report is written after them
     argv = sys.argv[1:] if argv is None else argv
     est = load_estimator(args.estimator)
     load_start = os.getloadavg()[0]

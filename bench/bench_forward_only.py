@@ -116,7 +116,7 @@ def report(result, command, load_start, load_end, stamp):
 
 
 def main(argv=None):
-    from bench_composition import save_report
+    from bench_composition import check_report, save_report
     from thor_sdk.harness.protocol import ProtocolSettings
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -127,6 +127,7 @@ def main(argv=None):
     ap.add_argument("--window-s", type=float, default=None, help="minimum window (default: the protocol's)")
     ap.add_argument("--report", default=None, help="Markdown path (default bench/results/forward-only-host-*.md)")
     args = ap.parse_args(argv)
+    check_report(args.report)  # before the measurements: the report is written after them
     if not (1 <= args.batch_size <= 256 and 2 <= args.deep <= 64 and 1 <= args.cycles <= 20) \
             or (args.window_s is not None and not 0.001 <= args.window_s <= 60):
         raise SystemExit("--batch-size 1..256, --deep 2..64, --cycles 1..20, --window-s 0.001..60")

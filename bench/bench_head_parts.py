@@ -85,7 +85,7 @@ def report(result, command, stamp):
 
 
 def main(argv=None):
-    from bench_composition import save_report
+    from bench_composition import check_report, save_report
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--campaign", required=True, help="a campaign database (its heads are read, never written)")
@@ -94,6 +94,7 @@ def main(argv=None):
     ap.add_argument("--unbiased", action="store_true", help="divide each estimator's whole-model bias out")
     ap.add_argument("--report", default=None, help="Markdown path (default bench/results/head-parts-*.md)")
     args = ap.parse_args(argv)
+    check_report(args.report)  # before the measurements: the report is written after them
     for p in [args.campaign] + args.estimator:
         if not os.path.isfile(p):
             raise SystemExit(f"no such file: {p}")

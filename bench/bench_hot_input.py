@@ -53,13 +53,14 @@ def time_op(op, x, flush, hot, repeats):
 
 
 def main(argv=None):
-    from bench_composition import machine_line, save_report
+    from bench_composition import machine_line, check_report, save_report
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--batch-size", type=int, default=16)
     ap.add_argument("--repeats", type=int, default=200)
     ap.add_argument("--report", default=None)
     args = ap.parse_args(argv)
+    check_report(args.report)  # before the measurements: the report is written after them
     argv = sys.argv[1:] if argv is None else argv
     torch.set_num_threads(1)
     load_start = os.getloadavg()[0]

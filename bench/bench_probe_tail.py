@@ -128,13 +128,14 @@ def report(result, command, load_start, load_end, stamp):
 
 
 def main(argv=None):
-    from bench_composition import save_report
+    from bench_composition import check_report, save_report
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rounds", type=int, default=9)
     ap.add_argument("--steps", type=int, default=200)
     ap.add_argument("--report", default=None, help="Markdown path (default bench/results/probe-tail-host-*.md)")
     args = ap.parse_args(argv)
+    check_report(args.report)  # before the measurements: the report is written after them
     if not (1 <= args.rounds <= 1000 and 1 <= args.steps <= 100000):
         raise SystemExit("--rounds 1..1000, --steps 1..100000")
     command = "python bench/bench_probe_tail.py " + " ".join(argv if argv is not None else sys.argv[1:])
