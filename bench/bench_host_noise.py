@@ -10,7 +10,9 @@ by a reference re-measured beside every measurement would leave.
 
 An estimate is scored against one such measurement (or the median of ``evaluate --passes N`` of them),
 so a model whose measurements spread by 20% cannot be scored much better than that, whatever the
-estimator.
+estimator. The last column puts a number on it: the APE of a *perfect* estimate (the model's median over all
+rounds) against the median of ``--passes`` rounds, averaged over every choice of that many rounds; its mean over
+the models is the MAPE no estimator can beat on this host, scored as ``evaluate --passes`` scores.
 """
 
 import argparse
@@ -28,6 +30,15 @@ def _cv(xs):
     return statistics.pstdev(xs) / statistics.fmean(xs)
 
 
+def perfect_ape(values, passes):
+    """Mean APE (%) of the median of ``values`` against the median of ``passes`` of them, over every such choice."""
+    from itertools import combinations
+
+    truth = statistics.median(values)
+    apes = [abs(truth / statistics.median(c) - 1.0) for c in combinations(values, passes)]
+    return 100.0 * statistics.fmean(apes)
+
+
 def main(argv=None):
     from thor_sdk.api import _device
 
@@ -35,9 +46,10 @@ def main(argv=None):
     ap.add_argument("--models", default="lenet5,cnn5,mlp5")
     ap.add_argument("--rounds", type=int, default=20)
     ap.add_argument("--batch-size", type=int, default=16)
+    ap.add_argument("--passes", type=int, default=3, help="passes a score takes the median of (evaluate --passes)")
     args = ap.parse_args(argv)
-    if not (2 <= args.rounds <= 1000 and 1 <= args.batch_size <= 1024):
-        raise SystemExit("--rounds 2..1000, --batch-size 1..1024")
+    if not (2 <= args.rounds <= 40 and 1 <= args.batch_size <= 1024 and 1 <= args.passes <= min(args.rounds, 5)):
+        raise SystemExit("--rounds 2..40, --batch-size 1..1024, --passes 1..min(rounds, 5)")
     names = [m.strip() for m in args.models.split(",") if m.strip()]
     dev = _device("host", threads=1)
     load_start = os.getloadavg()[0]
@@ -54,13 +66,19 @@ def main(argv=None):
     print(f"Command: `{command}` ({wall:.0f} s)  ")
     print(f"Machine: {platform.platform()}, {os.cpu_count()} cores, 1 torch thread; load average {load_start:.2f} "
           f"at start, {os.getloadavg()[0]:.2f} at end. Time only.\n")
-    print(f"| model | batch | rounds | median step: CV | min-max ms | max/min | over {ref}'s in the same round: CV |")
-    print("|---|---|---|---|---|---|---|")
+    print(f"| model | batch | rounds | median step: CV | min-max ms | max/min | over {ref}'s in the same round: CV "
+          f"| a perfect estimate's APE, median of {args.passes} |")
+    print("|---|---|---|---|---|---|---|---|")
+    floors = []
     for n in names:
         ratio = [a / b for a, b in zip(med[n], med[ref])]
+        floors.append(perfect_ape(med[n], args.passes))
         print(f"| {n} | {args.batch_size} | {args.rounds} | {_cv(med[n]):.1%} | {min(med[n]) * 1e3:.2f}-"
               f"{max(med[n]) * 1e3:.2f} | {max(med[n]) / min(med[n]):.2f} | "
-              f"{'-' if n == ref else f'{_cv(ratio):.1%}'} |")
+              f"{'-' if n == ref else f'{_cv(ratio):.1%}'} | {floors[-1]:.1f}% |")
+    print(f"\nA perfect estimator (each model's median over all {args.rounds} rounds), scored on the median of "
+          f"{args.passes} rounds as `evaluate --passes {args.passes}` scores: MAPE {statistics.fmean(floors):.1f}% "
+          "over these models (the floor under any estimator's MAPE here).")
 
 
 if __name__ == "__main__":
