@@ -487,6 +487,29 @@ def test_meter_log_reader(data):
     assert rows == sorted(rows)
 
 
+@FUZZ
+@given(st.lists(st.sampled_from(["model name", "flags", "Features", "Hardware", "Processor", "processor", "cpu model",
+                                 "", "\x00", "model name\t"]) | st.text(max_size=12), max_size=6),
+       st.lists(st.sampled_from(["avx2", "avx512f", "asimd", "sve", "AMD EPYC", ":", "", "\ufeff"]) | st.text(max_size=20),
+                max_size=6),
+       st.binary(max_size=64))
+def test_cpuinfo_reader(keys, values, raw):
+    """``/proc/cpuinfo`` (the host's device info reads it from a root): any text or bytes give a dict of a model
+    string (at most 200 characters) and known instruction sets, or nothing; never an exception."""
+    from thor_sdk.devices.state import CPU_ISA, cpu_identity
+
+    text = "\n".join(f"{k}\t: {' '.join(values)}" for k in keys)
+    path = Path(_write("proc_cpuinfo", raw if not keys else text))
+    root = path.parent / "cpuinfo-root"
+    (root / "proc").mkdir(parents=True, exist_ok=True)
+    path.replace(root / "proc" / "cpuinfo")
+    got = cpu_identity(root)
+    event("model" if "cpu_model" in got else "no model")
+    assert set(got) <= {"cpu_model", "cpu_isa"}
+    assert "cpu_model" not in got or (isinstance(got["cpu_model"], str) and 0 < len(got["cpu_model"]) <= 200)
+    assert "cpu_isa" not in got or (got["cpu_isa"] == sorted(set(got["cpu_isa"])) and set(got["cpu_isa"]) <= set(CPU_ISA))
+
+
 # -- ONNX graphs: random chains of the operators the importer reads, stands in for or refuses ---------------------
 _ONNX_OPS = ("Relu", "Softmax", "Transpose", "MatMulW", "MatMulSelf", "Conv", "ConvTranspose", "Flatten", "Split",
              "Einsum", "Pad", "PadFromShape", "Resize", "Concat", "Mul", "HardSwish", "Reduce", "GlobalMaxPool",

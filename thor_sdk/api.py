@@ -651,6 +651,7 @@ def measure_level(estimator, device="host", readings=LEVEL_READINGS, threads=Non
     import math
 
     from thor_sdk.bounds import number
+    from thor_sdk.devices.state import identity_changes
     from thor_sdk.runtime import load_estimator
     from thor_sdk.runtime.estimator import level_band
 
@@ -671,7 +672,7 @@ def measure_level(estimator, device="host", readings=LEVEL_READINGS, threads=Non
     beyond = abs(math.log(lvl["level"])) > band
     check = _cross_check(est, dev, lvl["level"], band, settings) if beyond else None
     return dict(lvl, values=values, probe=reference["probe"].get("id"), device=dev.name, runtime=est.runtime,
-                metric=est.metric,
+                metric=est.metric, device_changes=identity_changes(est.device, info),
                 measured_utc=datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
                 beyond_drift=beyond, applied=beyond and (check is None or check["agrees"] is not False),
                 cross_check=check)

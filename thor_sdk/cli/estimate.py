@@ -52,6 +52,10 @@ def cmd(estimator, model, input_shape, batch_size, relevel, device, level_readin
                  trainable=trainable)
     if relevel:
         r["level"] = measured  # with its readings, probe, time and whether it was applied
+        if measured.get("device_changes"):
+            r.setdefault("warnings", []).append(
+                f"the estimator was profiled on another machine than {measured['device']} "
+                f"({'; '.join(measured['device_changes'])}): its estimates, and this level, describe that one")
     warn_measurement(r)
     if as_json:
         emit_json(r)

@@ -236,6 +236,8 @@ def unseen_table(r):
                  f"{r['thor_level_adjusted_mape']:.1f}%, coverage {100 * r['coverage95_level_adjusted']:.0f}%")
     if r.get("level_warning"):
         text += f"\nwarning: {r['level_warning']}"
+    if r.get("device_warning"):
+        text += f"\nwarning: {r['device_warning']}"
     text += relevel_lines(r)
     if ref["spread"] is not None:
         text += (f"\nreference {ref['model']} b{ref['batch_size']} re-measured {len(ref['runs'])} times: "

@@ -9,6 +9,7 @@ from thor_sdk.harness.denormals import flushed_denormals
 
 from .allocator import describe as allocator_policy
 from .base import Device
+from .state import cpu_identity
 
 RUNTIMES = ("torch", "onnxruntime")
 
@@ -114,6 +115,7 @@ class HostDevice(Device):
             "platform": platform.platform(),
             "machine": platform.machine(),
             "processor": platform.processor(),
+            **cpu_identity(self.root),
             "cpu_count": os.cpu_count(),
             "torch_version": torch.__version__,
             "torch_threads": int(self.threads) if self.threads else torch.get_num_threads(),

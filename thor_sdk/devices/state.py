@@ -7,6 +7,12 @@ millidegrees C, with their ``type``), and the battery (``capacity`` %, ``temp`` 
 Missing or unreadable files are simply absent from the record. Pass it to the protocol as
 ``measure_parts(..., state_fn=lambda: sysfs_state(root))``.
 
+``cpu_identity(root)`` reads which CPU measures (``/proc/cpuinfo``'s model and the instruction sets its kernels
+choose between) for a device's info, which a campaign and its estimator keep; ``identity_changes(profiled, now)``
+names what differs between the device an estimator was profiled on and the one measuring now (another CPU, another
+torch, other threads): a profile describes one machine, and this project's 2-core VMs changed CPU between sessions
+(``docs/evaluations.md``) without a record of it.
+
 ``load_state(root, own_threads)`` reads the machine's load (``/proc/loadavg``'s 1-minute average and
 ``/proc/stat``'s instantaneous ``procs_running``, minus the measuring process's own threads), and
 ``load_summary(states, cpu_count, own_threads, use_load_average)`` says whether other work competed with a
@@ -90,6 +96,57 @@ def load_state(root="/", own_threads=1):
     except (OSError, ValueError, IndexError):
         pass
     return out
+
+
+#: instruction sets a CPU's kernels choose between (x86 ``flags``, Arm ``Features`` in /proc/cpuinfo): oneDNN and the
+#: Arm compute libraries pick their convolution and GEMM kernels by these, so two CPUs apart on them cost apart
+CPU_ISA = ("avx", "avx2", "fma", "avx512f", "avx512_vnni", "avx512_bf16", "amx_tile", "asimd", "asimddp", "sve",
+           "sve2", "i8mm", "bf16")
+#: /proc/cpuinfo keys naming the CPU, in the order they are tried (x86, then Arm kernels' older fields)
+CPU_MODEL_KEYS = ("model name", "Processor", "Hardware", "cpu model")
+#: device-info keys whose change makes a profile's estimates describe another machine
+IDENTITY_KEYS = ("cpu_model", "cpu_isa", "gpu_name", "torch_version", "torch_threads")
+
+
+def cpu_identity(root="/"):
+    """``{"cpu_model", "cpu_isa"}`` from ``proc/cpuinfo`` under ``root``: the first named model (the first processor's)
+    and the sorted ``CPU_ISA`` flags the first processor lists; each key absent where the file does not say it."""
+    fs = as_fs(root)
+    try:
+        text = fs.read_text("proc/cpuinfo")
+    except (OSError, UnicodeDecodeError):
+        return {}
+    fields = {}
+    for line in text.splitlines():
+        key, sep, value = line.partition(":")
+        key, value = key.strip(), value.strip()
+        if sep and key and value and key not in fields:  # the first processor's (a big.LITTLE phone lists several)
+            fields[key] = value
+    out = {}
+    model = next((fields[k] for k in CPU_MODEL_KEYS if k in fields), None)
+    if model:
+        out["cpu_model"] = " ".join(model.split())[:200]
+    flags = set((fields.get("flags") or fields.get("Features") or "").split())
+    if flags:
+        out["cpu_isa"] = sorted(flags.intersection(CPU_ISA))
+    return out
+
+
+def identity_changes(profiled, now):
+    """``["cpu_model: 'A' -> 'B'", ...]`` for each ``IDENTITY_KEYS`` entry both device infos record and that
+    differs (nothing for a key either lacks: an estimator fitted before the key existed is not called changed)."""
+    profiled, now = profiled or {}, now or {}
+    return [f"{k}: {profiled[k]!r} -> {now[k]!r}" for k in IDENTITY_KEYS
+            if profiled.get(k) is not None and now.get(k) is not None and profiled[k] != now[k]]
+
+
+def identity_warning(profiled, now):
+    """A sentence when ``identity_changes(profiled, now)`` finds any, else None."""
+    changes = identity_changes(profiled, now)
+    if not changes:
+        return None
+    return (f"the estimator was profiled on another machine than this one ({'; '.join(changes)}): its estimates and "
+            "intervals describe that one; profile this device (thor-sdk profile) for its own")
 
 
 #: other runnable work at or above this (threads, median over windows; or the median 1-minute load beyond

@@ -118,6 +118,8 @@ def _facts(result):
                      f"{result['thor_level_adjusted_mape']:.1f}%.")
     if result.get("level_warning"):
         lines.append(f"Warning: {result['level_warning']}.")
+    if result.get("device_warning"):
+        lines.append(f"Warning: {result['device_warning']}.")
     lv, un = result.get("relevel"), result.get("unleveled")
     if lv and un:
         from thor_sdk.api import level_disagreement

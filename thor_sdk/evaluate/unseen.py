@@ -133,6 +133,7 @@ def evaluate_unseen(estimator, models, device="host", batch_sizes=(16,), metric=
     """
     from thor_sdk.api import _check_batch_sizes, _device, estimate_layers, measure_level, reference_reading
     from thor_sdk.baselines.pre import features_of, load_runs
+    from thor_sdk.devices.state import identity_warning
     from thor_sdk.evaluate.methods import finish_methods, row_context, score_step_logs
     from thor_sdk.layers import layers_of
     from thor_sdk.harness.protocol import ProtocolSettings
@@ -262,6 +263,7 @@ def evaluate_unseen(estimator, models, device="host", batch_sizes=(16,), metric=
         "thor_max_ape": max(r["thor_ape"] for r in rows) if rows else None,
         "coverage95_level_adjusted": (sum(r["covered95_level_adjusted"] for r in adj) / len(adj)) if adj else None,
         "level_warning": level_warning([r["device_level"] for r in rows], est.drift_log_std),
+        "device_warning": identity_warning(est.device, info),
         "relevel": relevel_info, "unleveled": unleveled,
         "median_abs_z": statistics.median(abs(r["z"]) for r in rows if r["z"] is not None)
         if any(r["z"] is not None for r in rows) else None,
