@@ -109,3 +109,24 @@ def test_evaluate_warns_when_it_measures_another_machine_than_the_profiled_one(p
     r = evaluate_unseen(str(profiled), ["har"], device=OtherMachine("CPU A", noise=0.0), batch_sizes=[8],
                         reference=None)
     assert r["device_warning"] is None and "another machine" not in unseen_table(r)
+
+
+def test_cli_estimate_relevel_on_the_host_warns_of_an_estimator_profiled_on_another_cpu(profiled, tmp_path, capsys):
+    """The real host measures the level (one reading of the reference probe); the estimator says it was profiled on
+    another CPU, so the warning line names both."""
+    from thor_sdk.cli.main import main
+
+    here = cpu_identity("/").get("cpu_model")
+    if not here:
+        pytest.skip("this machine's /proc/cpuinfo names no CPU model")
+    doc = json.loads(profiled.read_text())
+    doc["device"] = {"name": "host", "kind": "host", "cpu_model": "CPU A"}
+    est = tmp_path / "elsewhere.json"
+    est.write_text(json.dumps(doc))
+    with pytest.raises(SystemExit) as ex:
+        main(["estimate", "--estimator", str(est), "--model", "har", "--batch-size", "4", "--relevel",
+              "--level-readings", "1", "--json"])
+    out = capsys.readouterr()
+    assert ex.value.code == 0, out.err
+    assert json.loads(out.out)["level"]["device_changes"] == [f"cpu_model: 'CPU A' -> {here!r}"]
+    assert f"Warning: the estimator was profiled on another machine than host (cpu_model: 'CPU A' -> {here!r})" in out.err
