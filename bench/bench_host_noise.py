@@ -12,7 +12,9 @@ An estimate is scored against one such measurement (or the median of ``evaluate 
 so a model whose measurements spread by 20% cannot be scored much better than that, whatever the
 estimator. The last column puts a number on it: the APE of a *perfect* estimate (the model's median over all
 rounds) against the median of ``--passes`` rounds, averaged over every choice of that many rounds; its mean over
-the models is the MAPE no estimator can beat on this host, scored as ``evaluate --passes`` scores.
+the models is the MAPE no estimator can beat on this host, scored as ``evaluate --passes`` scores. Beside it, what
+``evaluate`` says of the same thing from only the passes it has (``thor_sdk.evaluate.unseen.measurement_floor``,
+which assumes lognormal passes), averaged over the same choices: how far that estimate can be trusted here.
 """
 
 import argparse
@@ -28,6 +30,18 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 def _cv(xs):
     return statistics.pstdev(xs) / statistics.fmean(xs)
+
+
+def evaluate_floor(values, passes):
+    """``measurement_floor``'s MAPE (%) from ``passes`` of ``values`` (one model's rounds), averaged over every choice."""
+    from itertools import combinations
+
+    from thor_sdk.evaluate.unseen import measurement_floor
+
+    if passes < 2:
+        return None
+    return statistics.fmean(measurement_floor([{"measured_passes": list(c)}])["mape"]
+                            for c in combinations(values, passes))
 
 
 def perfect_ape(values, passes):
@@ -67,18 +81,22 @@ def main(argv=None):
     print(f"Machine: {platform.platform()}, {os.cpu_count()} cores, 1 torch thread; load average {load_start:.2f} "
           f"at start, {os.getloadavg()[0]:.2f} at end. Time only.\n")
     print(f"| model | batch | rounds | median step: CV | min-max ms | max/min | over {ref}'s in the same round: CV "
-          f"| a perfect estimate's APE, median of {args.passes} |")
-    print("|---|---|---|---|---|---|---|---|")
-    floors = []
+          f"| a perfect estimate's APE, median of {args.passes} | evaluate's floor from {args.passes} passes |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    floors, estimated = [], []
     for n in names:
         ratio = [a / b for a, b in zip(med[n], med[ref])]
         floors.append(perfect_ape(med[n], args.passes))
+        estimated.append(evaluate_floor(med[n], args.passes))
         print(f"| {n} | {args.batch_size} | {args.rounds} | {_cv(med[n]):.1%} | {min(med[n]) * 1e3:.2f}-"
               f"{max(med[n]) * 1e3:.2f} | {max(med[n]) / min(med[n]):.2f} | "
-              f"{'-' if n == ref else f'{_cv(ratio):.1%}'} | {floors[-1]:.1f}% |")
+              f"{'-' if n == ref else f'{_cv(ratio):.1%}'} | {floors[-1]:.1f}% | "
+              f"{'-' if estimated[-1] is None else f'{estimated[-1]:.1f}%'} |")
     print(f"\nA perfect estimator (each model's median over all {args.rounds} rounds), scored on the median of "
           f"{args.passes} rounds as `evaluate --passes {args.passes}` scores: MAPE {statistics.fmean(floors):.1f}% "
-          "over these models (the floor under any estimator's MAPE here).")
+          "over these models (the floor under any estimator's MAPE here)"
+          + (f"; `evaluate` would say {statistics.fmean(estimated):.1f}% from its {args.passes} passes."
+             if args.passes >= 2 else "."))
 
 
 if __name__ == "__main__":

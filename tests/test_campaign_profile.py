@@ -2,6 +2,7 @@
 selection, drift references, calibration runs, kill and resume, and estimates of models never probed."""
 
 import json
+import math
 
 import pytest
 from fake_device import FakeDevice, planted_cost
@@ -304,6 +305,14 @@ def test_evaluate_measures_every_model_in_passes_and_scores_the_median(tmp_path,
     row = {x["model"]: x for x in r["rows"]}["cnn5"]
     assert len(row["measured_passes"]) == 3 and max(row["measured_passes"]) == pytest.approx(2 * row["measured"])
     assert row["measured"] == pytest.approx({x["model"]: x for x in one["rows"]}["cnn5"]["measured"])
+    # the passes' spread pooled over both nets (cnn5's ln 2 burst in one of three, lenet5 none; 2 + 2 dof) is the
+    # measurement's floor, said beside the MAPE; one pass has no spread to read
+    from thor_sdk.cli.evaluate import unseen_table
+
+    assert r["measurement_floor"]["log_std"] == pytest.approx(math.log(2) / math.sqrt(6))
+    assert r["measurement_floor"]["dof"] == 4 and r["measurement_floor"]["mape"] > 0
+    assert "measurement floor: the models' passes spread ln-std 0.283" in unseen_table(r)
+    assert one["measurement_floor"] is None and "measurement floor" not in unseen_table(one)
     with pytest.raises(UsageError, match="passes"):
         evaluate_unseen(str(tmp_path / "e.json"), ["cnn5"], device=dev2, passes=0)
 

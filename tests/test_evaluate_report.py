@@ -234,15 +234,17 @@ def test_each_model_group_is_scored_apart(evaluated):
     r = evaluated["result"]
     assert list(r["groups"]) == ["reference"] and r["groups"]["reference"]["n"] == 4
     assert r["groups"]["reference"]["thor_mape"] == pytest.approx(r["thor_mape"])
-    rows = [{"group": "heldout", "thor_ape": 10.0, "flops_ape": 30.0, "covered95": True, "thor_level_adjusted_ape": 5.0},
+    rows = [{"group": "heldout", "thor_ape": 10.0, "flops_ape": 30.0, "covered95": True, "thor_level_adjusted_ape": 5.0,
+             "measured_passes": [1.0, 1.0]},
             {"group": "heldout", "thor_ape": 30.0, "flops_ape": 50.0, "covered95": False,
-             "thor_level_adjusted_ape": None},
+             "thor_level_adjusted_ape": None, "measured_passes": [2.0, 2.0]},
             {"group": "reference", "thor_ape": 4.0, "flops_ape": None, "covered95": True,
              "thor_level_adjusted_ape": None},
             {"group": None, "thor_ape": 8.0, "flops_ape": 8.0, "covered95": True, "thor_level_adjusted_ape": 9.0}]
     g = group_summaries(rows)
     assert g["heldout"] == {"n": 2, "thor_mape": 20.0, "flops_mape": 40.0, "flops_over_thor": 2.0, "coverage95": 0.5,
-                            "thor_level_adjusted_mape": 5.0}
+                            "thor_level_adjusted_mape": 5.0, "measurement_floor_mape": 0.0}  # passes that agree
+    assert g["reference"]["measurement_floor_mape"] is None  # one pass, or none recorded: no spread to read
     assert g["reference"]["flops_mape"] is None and g["reference"]["flops_over_thor"] is None
     assert g["other"]["n"] == 1 and g["other"]["thor_level_adjusted_mape"] == 9.0
     mixed = copy.deepcopy(r)

@@ -228,7 +228,14 @@ def unseen_table(r):
                      + (f" ({m['flops_over_thor']:.1f}x)" if m["flops_over_thor"] is not None else "")
                      + f", coverage {100 * m['coverage95']:.0f}%"
                      + (f", x level {m['thor_level_adjusted_mape']:.1f}%"
-                        if m["thor_level_adjusted_mape"] is not None else ""))
+                        if m["thor_level_adjusted_mape"] is not None else "")
+                     + (f", measurement floor {m['measurement_floor_mape']:.1f}%"
+                        if m.get("measurement_floor_mape") is not None else ""))
+    fl = r.get("measurement_floor")
+    if fl:
+        from thor_sdk.evaluate.unseen import floor_line
+
+        text += f"\n{floor_line(fl)}"
     if r.get("thor_level_adjusted_mape") is not None:
         text += (f"\ndiagnostic, the device's speed now vs during its profile (the profile's reference probe measured "
                  f"around each model, level {min(x['device_level'] for x in r['rows']):.2f}-"

@@ -113,6 +113,11 @@ def _facts(result):
     if ref.get("spread") is not None:
         lines.append(f"Reference {ref['model']} b{ref['batch_size']} re-measured {len(ref['runs'])} times: "
                      f"max/min - 1 = {100 * ref['spread']:.1f}% (the machine's drift during the run).")
+    if result.get("measurement_floor"):
+        from thor_sdk.evaluate.unseen import floor_line
+
+        line = floor_line(result["measurement_floor"])
+        lines.append(line[0].upper() + line[1:] + ".")
     if result.get("thor_level_adjusted_mape") is not None:
         lines.append(f"Diagnostic: THOR x the device's speed now vs during its profile: MAPE "
                      f"{result['thor_level_adjusted_mape']:.1f}%.")

@@ -68,6 +68,53 @@ def best_scale_mape(pairs):
     return min(100.0 * statistics.fmean(abs(k * e / m - 1.0) for m, e in pairs) for k in BEST_SCALES)
 
 
+#: variance of the median of n standard normal draws, n = 1..10 (beyond, pi / 2n); the median of an even count is the
+#: mean of its middle two, as ``statistics.median`` takes it
+MEDIAN_VAR = (1.0, 0.5, 0.4487, 0.2982, 0.2868, 0.2147, 0.2104, 0.1682, 0.1661, 0.1383)
+
+
+def _perfect_ape(spread, passes):
+    """E|exp(-m) - 1| (a fraction) for m the median of ``passes`` normal draws of std ``spread``."""
+    s = spread * math.sqrt(MEDIAN_VAR[passes - 1] if passes <= len(MEDIAN_VAR) else math.pi / (2 * passes))
+    zs = [i / 100.0 for i in range(-800, 801)]
+    w = [math.exp(-z * z / 2.0) for z in zs]
+    return math.fsum(wi * abs(math.expm1(-s * z)) for wi, z in zip(w, zs)) / math.fsum(w)
+
+
+def measurement_floor(rows):
+    """What the measurements themselves allow: ``{"log_std", "dof", "mape"}``, or None where no row has two passes.
+
+    Each row is scored on the median of its passes (``measured_passes``), which lies off the model's long-run median
+    by what its passes spread. ``log_std``: the passes' ln-spread pooled over the rows (each row's deviations from
+    its own mean, ``dof`` = the sum of passes - 1); ``mape``: the MAPE (%) an estimator that knew every model's
+    long-run median exactly would score against these medians, for lognormal passes of that spread (the mean over
+    the rows of E|exp(-m) - 1|, m the median of its passes). An estimator's MAPE near it cannot be told from the
+    noise of its measurement. On a machine that flips between speed states the passes are not lognormal and this
+    reads low: on this project's AMD VM, 20 rounds of seven nets gave a perfect estimate's APE directly
+    (``bench/bench_host_noise.py``), which it estimates from three passes at a time beside it."""
+    sq, dof, counts = 0.0, 0, []
+    for r in rows:
+        p = [x for x in r.get("measured_passes") or () if x and x > 0]
+        if len(p) < 2:
+            continue
+        logs = [math.log(x) for x in p]
+        m = statistics.fmean(logs)
+        sq += math.fsum((x - m) ** 2 for x in logs)
+        dof += len(logs) - 1
+        counts.append(len(p))
+    if not dof:
+        return None
+    spread = math.sqrt(sq / dof)
+    return {"log_std": spread, "dof": dof, "mape": 100.0 * statistics.fmean(_perfect_ape(spread, n) for n in counts)}
+
+
+def floor_line(floor):
+    """``measurement_floor``'s dict in words: what the measurements allow any estimator."""
+    return (f"measurement floor: the models' passes spread ln-std {floor['log_std']:.3f}; an estimator that knew each "
+            f"model's long-run cost exactly would score about {floor['mape']:.1f}% MAPE against these measurements "
+            "(lognormal passes assumed; a machine flipping between speed states reads higher)")
+
+
 def _mean(xs):
     xs = [x for x in xs if x is not None]
     return statistics.fmean(xs) if xs else None
@@ -84,12 +131,15 @@ def method_summary(rows, method):
 
 
 def thor_summary(rows):
-    """``{n, thor_mape, flops_mape, flops_over_thor, coverage95, thor_level_adjusted_mape}`` over ``rows``
-    (None where nothing was scored): what the result says for all models and for each group."""
+    """``{n, thor_mape, measurement_floor_mape, flops_mape, flops_over_thor, coverage95, thor_level_adjusted_mape}``
+    over ``rows`` (None where nothing was scored): what the result says for all models and for each group
+    (``measurement_floor_mape``: ``measurement_floor``'s MAPE over these rows)."""
     thor = [r["thor_ape"] for r in rows]
     fl = [r["flops_ape"] for r in rows if r["flops_ape"] is not None]
     adj = [r["thor_level_adjusted_ape"] for r in rows if r["thor_level_adjusted_ape"] is not None]
+    floor = measurement_floor(rows)
     return {"n": len(rows), "thor_mape": statistics.fmean(thor) if thor else None,
+            "measurement_floor_mape": floor["mape"] if floor else None,
             "flops_mape": statistics.fmean(fl) if fl else None,
             "flops_over_thor": statistics.fmean(fl) / statistics.fmean(thor) if fl and any(thor) else None,
             "coverage95": sum(r["covered95"] for r in rows) / len(rows) if rows else None,
@@ -260,6 +310,7 @@ def evaluate_unseen(estimator, models, device="host", batch_sizes=(16,), metric=
         "rows": rows, "skipped": skipped, "methods": methods, "step": step, "groups": group_summaries(rows),
         **{k: overall[k] for k in ("thor_mape", "flops_mape", "flops_over_thor", "coverage95",
                                    "thor_level_adjusted_mape")},
+        "measurement_floor": measurement_floor(rows),
         "thor_max_ape": max(r["thor_ape"] for r in rows) if rows else None,
         "coverage95_level_adjusted": (sum(r["covered95_level_adjusted"] for r in adj) / len(adj)) if adj else None,
         "level_warning": level_warning([r["device_level"] for r in rows], est.drift_log_std),
