@@ -58,12 +58,16 @@ def _export_onnx(net, folder):
 
 
 def _summary(rows):
+    from thor_sdk.evaluate.unseen import measurement_floor
+
     if not rows:
         return None
+    floor = measurement_floor(rows)
     return {"n": len(rows), "thor_mape": statistics.fmean(r["thor_ape"] for r in rows),
             "flops_mape": statistics.fmean(r["flops_ape"] for r in rows),
             "coverage95": sum(bool(r["covered95"]) for r in rows) / len(rows),
-            "thor_ratio_median": statistics.median(r["thor"] / r["measured"] for r in rows)}
+            "thor_ratio_median": statistics.median(r["thor"] / r["measured"] for r in rows),
+            "measurement_floor_mape": floor["mape"] if floor else None}
 
 
 def render(doc):
@@ -81,7 +85,9 @@ def render(doc):
     for name, g in doc["groups"].items():
         if g:
             lines.append(f"- {name}: {g['n']} case(s), THOR MAPE {g['thor_mape']:.1f}% vs FLOPs {g['flops_mape']:.1f}%, "
-                         f"95% coverage {g['coverage95'] * 100:.0f}%, median THOR / measured {g['thor_ratio_median']:.2f}")
+                         f"95% coverage {g['coverage95'] * 100:.0f}%, median THOR / measured {g['thor_ratio_median']:.2f}"
+                         + (f"; measurement floor {g['measurement_floor_mape']:.1f}% (what the passes' spread leaves "
+                            "a perfect estimate)" if g.get("measurement_floor_mape") is not None else ""))
     for s in doc["skipped"]:
         lines.append(f"- skipped {s['model']} b{s['batch_size']}: {s['reason']}")
     return lines

@@ -113,13 +113,15 @@ def groups_of(rows):
     each method's MAPE at its best single scale (``best_scale_mape``)."""
     from user_nets import COVERED_SINCE
 
-    from thor_sdk.evaluate.unseen import best_scale_mape
+    from thor_sdk.evaluate.unseen import best_scale_mape, measurement_floor
 
     def group(sel):
         sel = list(sel)
         if not sel:
             return None
+        floor = measurement_floor(sel)
         return {"n": len(sel), "thor_mape": statistics.fmean(r["thor_ape"] for r in sel),
+                "measurement_floor_mape": floor["mape"] if floor else None,
                 "flops_mape": statistics.fmean(r["flops_ape"] for r in sel),
                 "covered": sum(bool(r["covered95"]) for r in sel),
                 "thor_best_scale_mape": best_scale_mape([(r["measured"], r["thor"]) for r in sel]),
@@ -155,7 +157,9 @@ def render(doc):
                      f"{r['thor'] / r['measured']:.2f} | {r['z']:+.2f} | {'yes' if r['covered95'] else 'no'} | "
                      f"{r['flops'] * 1e3:.2f} | {r['flops'] / r['measured']:.2f} | {level} | {stand_ins} |")
     lines.append("")
-    if doc.get("groups") and not doc["groups"]["all"].get("thor_best_scale_mape"):  # written before those figures
+    if doc.get("groups") and not all(k in doc["groups"]["all"] for k in ("thor_best_scale_mape",
+                                                                         "measurement_floor_mape")):
+        # written before those figures: computed again from its rows
         doc = dict(doc, groups=groups_of(rows))
         if doc.get("groups_unleveled"):
             doc["groups_unleveled"] = groups_of([dict(r, **r["unleveled"]) if r.get("unleveled") else r for r in rows])
@@ -170,9 +174,12 @@ def render(doc):
                     best = (f"; each at its best single scale (a machine uniformly faster or slower than profiled "
                             f"taken out) THOR {g['thor_best_scale_mape']:.1f}%, FLOPs {g['flops_best_scale_mape']:.1f}% "
                             f"({g['flops_best_scale_mape'] / g['thor_best_scale_mape']:.1f}x)")
+                floor = ("" if g.get("measurement_floor_mape") is None else
+                         f"; measurement floor {g['measurement_floor_mape']:.1f}% (what the passes' spread leaves a "
+                         "perfect estimate)")
                 lines.append(f"- {gname} ({g['n']} nets): THOR MAPE {g['thor_mape']:.1f}%, FLOPs MAPE "
                              f"{g['flops_mape']:.1f}% ({g['flops_mape'] / g['thor_mape']:.1f}x), 95% intervals "
-                             f"covering {g['covered']} of {g['n']}{best}.")
+                             f"covering {g['covered']} of {g['n']}{best}{floor}.")
         lines.append("")
     if doc.get("skipped"):
         lines += ["Skipped: " + "; ".join(f"{s['model']}: {s['reason']}" for s in doc["skipped"])]

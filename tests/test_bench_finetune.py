@@ -24,7 +24,7 @@ def test_the_report_gives_each_case_and_the_fine_tunes_apart():
     rows = [dict(net="mobilenetv2", case="whole", patterns=None, measured=0.3, thor=0.27, thor_std=0.04, z=0.7,
                  flops=0.2, thor_ape=10.0, flops_ape=33.3, covered95=True),
             dict(net="mobilenetv2", case="classifier", patterns=["fc"], measured=0.12, thor=0.114, thor_std=0.02,
-                 z=0.3, flops=0.09, thor_ape=5.0, flops_ape=25.0, covered95=True)]
+                 z=0.3, flops=0.09, thor_ape=5.0, flops_ape=25.0, covered95=True, measured_passes=[0.12, 0.12, 0.12])]
     doc = {"stamp": "20261128-2200", "command": "python bench/bench_finetune.py --estimator e.json",
            "estimator": "e.json", "estimator_key": "host / torch, time", "machine": "Machine: test.",
            "batch_size": 16, "passes": 3, "relevel": True, "rows": rows, "skipped": [],
@@ -32,4 +32,6 @@ def test_the_report_gives_each_case_and_the_fine_tunes_apart():
     text = "\n".join(bench.render(doc))
     assert "| mobilenetv2 | classifier | fc | 120.00 ms | 114.00 ± 20.00 ms | 0.95 | +0.30 | 0.75 |" in text
     assert "- fine-tunes: 1 case(s), THOR MAPE 5.0% vs FLOPs 25.0%, 95% coverage 100%" in text
+    assert "measurement floor 0.0%" in text  # passes that agree leave a perfect estimate nothing to miss
+    assert text.count("measurement floor") == 1  # the whole-net case recorded no passes: no floor said
     assert "| mobilenetv2 | whole | (all) |" in text and "Command: `python bench/bench_finetune.py" in text

@@ -78,6 +78,11 @@ def test_a_run_written_before_the_best_scale_figures_renders_them_from_its_rows(
     assert f"each at its best single scale (a machine uniformly faster or slower than profiled taken out) THOR " \
            f"{thor:.1f}%, FLOPs {flops:.1f}%" in text
     assert thor < doc["groups"]["all"]["thor_mape"]  # a common scale of 1 is among those tried
+    # and the measurement floor, from the rows' passes, which that run kept
+    from thor_sdk.evaluate.unseen import measurement_floor
+
+    floor = measurement_floor(rows)["mape"]
+    assert f"measurement floor {floor:.1f}% (what the passes' spread leaves a perfect estimate)" in text
 
 
 def test_the_best_scale_mape_takes_out_a_common_factor_only():
