@@ -130,3 +130,45 @@ def test_cli_estimate_relevel_on_the_host_warns_of_an_estimator_profiled_on_anot
     assert ex.value.code == 0, out.err
     assert json.loads(out.out)["level"]["device_changes"] == [f"cpu_model: 'CPU A' -> {here!r}"]
     assert f"Warning: the estimator was profiled on another machine than host (cpu_model: 'CPU A' -> {here!r})" in out.err
+
+
+def test_fit_refuses_campaigns_of_two_cpus_and_merges_one_cpu_with_a_record_that_names_none(tmp_path):
+    from thor_sdk.api import probe
+    from thor_sdk.errors import UsageError
+
+    def campaign(name, dev):
+        out = str(tmp_path / f"{name}.db")
+        probe(["har"], device=dev, batch_sizes=[4], out=out, max_probes=3)
+        return out
+
+    a, b = campaign("a", OtherMachine("CPU A", noise=0.0)), campaign("b", OtherMachine("CPU B", noise=0.0))
+    old = campaign("old", FakeDevice(noise=0.0))  # measured before the device info named its CPU
+    with pytest.raises(UsageError, match=r"different hardware \(cpu_model: 'CPU A' -> 'CPU B'\)"):
+        fit([a, b], out=str(tmp_path / "ab.json"))
+    assert not (tmp_path / "ab.json").exists()
+    doc = fit([a, old], out=str(tmp_path / "a-old.json"))
+    assert doc["device"]["cpu_model"] == "CPU A"
+
+
+def test_devices_names_the_hosts_cpu(tmp_path):
+    from thor_sdk.devices.discover import host_entry
+
+    e = host_entry(str(_cpuinfo(tmp_path, X86)))
+    assert e["cpu_model"].startswith("Intel(R) Xeon(R) Platinum") and e["cpu_isa"][:2] == ["amx_tile", "avx"]
+    assert "cpu_model" not in host_entry(str(tmp_path / "bare"))
+
+
+def test_the_devices_command_prints_the_cpu_beside_the_host(capsys):
+    from thor_sdk.cli.main import main
+
+    here = cpu_identity("/")
+    if not here.get("cpu_model"):
+        pytest.skip("this machine's /proc/cpuinfo names no CPU model")
+    with pytest.raises(SystemExit) as ex:
+        main(["devices"])
+    out = capsys.readouterr().out
+    assert ex.value.code == 0 and f"host ({here['cpu_model']}" in out
+    with pytest.raises(SystemExit):
+        main(["devices", "--json"])
+    host = next(d for d in json.loads(capsys.readouterr().out)["devices"] if d["spec"] == "host")
+    assert host["cpu_model"] == here["cpu_model"] and host["cpu_isa"] == here.get("cpu_isa", host["cpu_isa"])

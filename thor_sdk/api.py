@@ -387,6 +387,7 @@ def fit(campaign=None, samples_csv=None, out=None, metric=None, random_state=0, 
     what ran a samples CSV's steps (default ``torch``; a campaign records its own). ``family``: False
     calibrates one whole-model bias common to every kind instead of one per kind family (``build``).
     """
+    from thor_sdk.devices.state import HARDWARE_KEYS, identity_changes
     from thor_sdk.fitting.pipeline import build
     from thor_sdk.fitting.samples_csv import read_samples_csv
     from thor_sdk.store import Campaign
@@ -405,6 +406,12 @@ def fit(campaign=None, samples_csv=None, out=None, metric=None, random_state=0, 
         with Campaign.open(path) as c:
             meta = c.meta
             metrics.add(meta["metric"])
+            if device is not None:
+                # one host name, two CPUs: this project's VMs changed CPU between sessions under one name
+                apart = identity_changes(device, meta["device"], keys=HARDWARE_KEYS)
+                if apart:
+                    raise UsageError(f"campaigns {sources[0]} and {os.path.basename(os.fspath(path))} were measured "
+                                     f"on different hardware ({'; '.join(apart)}); fit one estimator per device")
             device = device or meta["device"]
             device_keys.add(_device_key(meta["device"]))
             runtimes.add(meta.get("runtime", "torch"))

@@ -21,7 +21,10 @@ def cmd(jetson_targets, as_json):
     for e in entries:
         readable = [m["name"] for m in e["meters"] if m.get("available")]
         meters = ", ".join(readable) if readable else ("none readable" if e["meters"] else "-")
-        rows.append((e["spec"] or e["kind"], e["status"], meters, e["why"]))
+        label = e["spec"] or e["kind"]
+        if e.get("cpu_model"):
+            label += f" ({e['cpu_model']}{'; ' + ', '.join(e['cpu_isa']) if e.get('cpu_isa') else ''})"
+        rows.append((label, e["status"], meters, e["why"]))
     click.echo(table(rows, ["device", "status", "energy meters", "why"]))
     for e in entries:
         if e["meters"]:

@@ -14,9 +14,12 @@ def _meters(device):
 
 
 def host_entry(root="/"):
+    """The host: available, with its meters and, where /proc/cpuinfo says them, its CPU model and instruction sets."""
     from thor_sdk.meters.registry import host_meters
 
-    return {"kind": "host", "spec": "host", "status": "available", "why": "",
+    from .state import cpu_identity
+
+    return {"kind": "host", "spec": "host", "status": "available", "why": "", **cpu_identity(root),
             "meters": [m.describe() for m in host_meters(root)]}
 
 

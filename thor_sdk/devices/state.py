@@ -106,6 +106,8 @@ CPU_ISA = ("avx", "avx2", "fma", "avx512f", "avx512_vnni", "avx512_bf16", "amx_t
 CPU_MODEL_KEYS = ("model name", "Processor", "Hardware", "cpu model")
 #: device-info keys whose change makes a profile's estimates describe another machine
 IDENTITY_KEYS = ("cpu_model", "cpu_isa", "gpu_name", "torch_version", "torch_threads")
+#: those of them that name the hardware: campaigns apart on one are another machine's, never fitted together
+HARDWARE_KEYS = ("cpu_model", "cpu_isa", "gpu_name")
 
 
 def cpu_identity(root="/"):
@@ -132,11 +134,11 @@ def cpu_identity(root="/"):
     return out
 
 
-def identity_changes(profiled, now):
-    """``["cpu_model: 'A' -> 'B'", ...]`` for each ``IDENTITY_KEYS`` entry both device infos record and that
-    differs (nothing for a key either lacks: an estimator fitted before the key existed is not called changed)."""
+def identity_changes(profiled, now, keys=IDENTITY_KEYS):
+    """``["cpu_model: 'A' -> 'B'", ...]`` for each of ``keys`` both device infos record and that differs (nothing for
+    a key either lacks: an estimator fitted before the key existed is not called changed)."""
     profiled, now = profiled or {}, now or {}
-    return [f"{k}: {profiled[k]!r} -> {now[k]!r}" for k in IDENTITY_KEYS
+    return [f"{k}: {profiled[k]!r} -> {now[k]!r}" for k in keys
             if profiled.get(k) is not None and now.get(k) is not None and profiled[k] != now[k]]
 
 
