@@ -90,8 +90,8 @@ def measurement_floor(rows):
     long-run median exactly would score against these medians, for lognormal passes of that spread (the mean over
     the rows of E|exp(-m) - 1|, m the median of its passes). An estimator's MAPE near it cannot be told from the
     noise of its measurement. On a machine that flips between speed states the passes are not lognormal and this
-    reads low: on this project's AMD VM, 20 rounds of seven nets gave a perfect estimate's APE directly
-    (``bench/bench_host_noise.py``), which it estimates from three passes at a time beside it."""
+    reads low: on this project's AMD VM, 20 rounds of seven nets gave a perfect estimate's MAPE directly, 9.5%, and
+    this from three passes at a time 8.1% (``bench/bench_host_noise.py``, ``host-noise-20261129-1339.md``)."""
     sq, dof, counts = 0.0, 0, []
     for r in rows:
         p = [x for x in r.get("measured_passes") or () if x and x > 0]
@@ -105,7 +105,8 @@ def measurement_floor(rows):
     if not dof:
         return None
     spread = math.sqrt(sq / dof)
-    return {"log_std": spread, "dof": dof, "mape": 100.0 * statistics.fmean(_perfect_ape(spread, n) for n in counts)}
+    ape = {n: _perfect_ape(spread, n) for n in set(counts)}
+    return {"log_std": spread, "dof": dof, "mape": 100.0 * statistics.fmean(ape[n] for n in counts)}
 
 
 def floor_line(floor):
