@@ -5,6 +5,8 @@ The same code as ``thor-sdk profile`` + ``thor-sdk fit`` + ``thor-sdk evaluate -
     python bench/bench_generalization.py --profile-seconds 1200 --batch-size 16
     python bench/bench_generalization.py --reuse thor-generalization/host-profile.db     # skip the profile
     python bench/bench_generalization.py --reuse ... --relevel    # the device's level measured first (evaluate --relevel)
+    python bench/bench_generalization.py --reuse ... --passes 3   # each net measured 3 times, scored on the median,
+                                                                  # with the measurement floor the passes leave
 
 1. ``profile`` over the zoo prior (one intra-op thread, the machine's load recorded), within the budget;
 2. ``fit``, timing each kind's fit; the estimator's size; the stdlib runtime's load and estimate times;
@@ -23,6 +25,8 @@ import platform
 import statistics
 import sys
 import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # bench_composition, however this file is loaded
 
 
 def _busy_processes():
@@ -82,8 +86,15 @@ def main(argv=None):
     ap.add_argument("--report", default=None)
     ap.add_argument("--relevel", action="store_true",
                     help="measure the device's level first and score THOR and FLOPs at it (evaluate --relevel)")
+    ap.add_argument("--passes", type=int, default=1,
+                    help="measure every net this many times and score the median (evaluate --passes; 2 or more "
+                         "also give the measurement floor)")
     args = ap.parse_args(argv)
     command = "python bench/bench_generalization.py " + " ".join(argv if argv is not None else sys.argv[1:])
+    from thor_sdk.evaluate.unseen import MAX_PASSES
+
+    if not 1 <= args.passes <= MAX_PASSES:
+        raise SystemExit(f"--passes must be 1 to {MAX_PASSES}, got {args.passes}")  # before a 20-minute profile
     check_report(args.report)  # before the profile and the measurements, not after them
     os.makedirs(args.out_dir, exist_ok=True)
     batches = args.batch_size or [16]
@@ -121,6 +132,7 @@ def main(argv=None):
     big = [l for l in big if l["kind"] in have][:50]
     load_s, est_s = runtime_timings(est_path, big)
     r = evaluate_unseen(est_path, models, device="host", batch_sizes=batches, threads=1, relevel=args.relevel,
+                        passes=args.passes,
                         progress=lambda ev, name: print(f"measuring {name} ...", file=sys.stderr, flush=True))
     r.update(command=command, load_average_at_start=load_start, load_average_at_end=os.getloadavg()[0],
              busy_processes_at_start=busy, profile=profile_summary, profile_wall_s=profile_s, fit_wall_s=fit_s,
