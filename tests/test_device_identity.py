@@ -148,6 +148,11 @@ def test_fit_refuses_campaigns_of_two_cpus_and_merges_one_cpu_with_a_record_that
     assert not (tmp_path / "ab.json").exists()
     doc = fit([a, old], out=str(tmp_path / "a-old.json"))
     assert doc["device"]["cpu_model"] == "CPU A"
+    # the estimator names the CPU whichever campaign comes first
+    assert fit([old, a], out=str(tmp_path / "old-a.json"))["device"]["cpu_model"] == "CPU A"
+    # a campaign that names no CPU first does not let two that name different ones through after it
+    with pytest.raises(UsageError, match=r"campaigns a.db and b.db were measured on different hardware"):
+        fit([old, a, b], out=str(tmp_path / "old-ab.json"))
 
 
 def test_devices_names_the_hosts_cpu(tmp_path):

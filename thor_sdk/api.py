@@ -401,23 +401,31 @@ def fit(campaign=None, samples_csv=None, out=None, metric=None, random_state=0, 
     paths = [] if campaign is None else [campaign] if isinstance(campaign, (str, os.PathLike)) else list(campaign)
     samples, model_runs, sources = [], [], []
     device, runtimes, device_keys = None, set(), set()
+    hardware = {}  # HARDWARE_KEYS entry -> (its value, the campaign that named it first)
     metrics = set()
     for path in paths:
         with Campaign.open(path) as c:
             meta = c.meta
             metrics.add(meta["metric"])
-            if device is not None:
-                # one host name, two CPUs: this project's VMs changed CPU between sessions under one name
-                apart = identity_changes(device, meta["device"], keys=HARDWARE_KEYS)
-                if apart:
-                    raise UsageError(f"campaigns {sources[0]} and {os.path.basename(os.fspath(path))} were measured "
-                                     f"on different hardware ({'; '.join(apart)}); fit one estimator per device")
+            # one host name, two CPUs: this project's VMs changed CPU between sessions under one name. Each
+            # campaign is held to the first that named each piece of hardware (one that names none is not apart)
+            for k in HARDWARE_KEYS:
+                v = meta["device"].get(k)
+                if v is None:
+                    continue
+                first = hardware.setdefault(k, (v, os.path.basename(os.fspath(path))))
+                if first[0] != v:
+                    raise UsageError(f"campaigns {first[1]} and {os.path.basename(os.fspath(path))} were measured on "
+                                     f"different hardware ({identity_changes({k: first[0]}, {k: v}, keys=(k,))[0]}); "
+                                     "fit one estimator per device")
             device = device or meta["device"]
             device_keys.add(_device_key(meta["device"]))
             runtimes.add(meta.get("runtime", "torch"))
             samples += c.samples()
             model_runs += [r for r in c.model_runs() if r["runtime"] == meta.get("runtime", "torch")]
             sources.append(os.path.basename(os.fspath(path)))
+    if device is not None and any(device.get(k) is None for k in hardware):  # named by a later campaign only
+        device = dict(device, **{k: v for k, (v, _) in hardware.items() if device.get(k) is None})
     if len(device_keys) > 1:
         raise UsageError(f"campaigns {', '.join(sources)} come from different devices "
                          f"({', '.join(sorted(device_keys))}); fit one estimator per device")
