@@ -58,16 +58,15 @@ def _export_onnx(net, folder):
 
 
 def _summary(rows):
-    from thor_sdk.evaluate.unseen import measurement_floor
+    from thor_sdk.evaluate.unseen import floor_mape
 
     if not rows:
         return None
-    floor = measurement_floor(rows)
     return {"n": len(rows), "thor_mape": statistics.fmean(r["thor_ape"] for r in rows),
             "flops_mape": statistics.fmean(r["flops_ape"] for r in rows),
             "coverage95": sum(bool(r["covered95"]) for r in rows) / len(rows),
             "thor_ratio_median": statistics.median(r["thor"] / r["measured"] for r in rows),
-            "measurement_floor_mape": floor["mape"] if floor else None}
+            "measurement_floor_mape": floor_mape(rows)}
 
 
 def render(doc):

@@ -71,6 +71,7 @@ def main(argv=None):
     import thor_sdk
     from thor_sdk.cli.evaluate import unseen_table
     from thor_sdk.evaluate import evaluate_unseen
+    from thor_sdk.evaluate.unseen import MAX_PASSES
     from thor_sdk.layers import layers_of
     from thor_sdk.models import list_models
     from thor_sdk.store.files import write_text
@@ -91,8 +92,6 @@ def main(argv=None):
                          "also give the measurement floor)")
     args = ap.parse_args(argv)
     command = "python bench/bench_generalization.py " + " ".join(argv if argv is not None else sys.argv[1:])
-    from thor_sdk.evaluate.unseen import MAX_PASSES
-
     if not 1 <= args.passes <= MAX_PASSES:
         raise SystemExit(f"--passes must be 1 to {MAX_PASSES}, got {args.passes}")  # before a 20-minute profile
     check_report(args.report)  # before the profile and the measurements, not after them

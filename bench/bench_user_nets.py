@@ -113,15 +113,14 @@ def groups_of(rows):
     each method's MAPE at its best single scale (``best_scale_mape``)."""
     from user_nets import COVERED_SINCE
 
-    from thor_sdk.evaluate.unseen import best_scale_mape, measurement_floor
+    from thor_sdk.evaluate.unseen import best_scale_mape, floor_mape
 
     def group(sel):
         sel = list(sel)
         if not sel:
             return None
-        floor = measurement_floor(sel)
         return {"n": len(sel), "thor_mape": statistics.fmean(r["thor_ape"] for r in sel),
-                "measurement_floor_mape": floor["mape"] if floor else None,
+                "measurement_floor_mape": floor_mape(sel),
                 "flops_mape": statistics.fmean(r["flops_ape"] for r in sel),
                 "covered": sum(bool(r["covered95"]) for r in sel),
                 "thor_best_scale_mape": best_scale_mape([(r["measured"], r["thor"]) for r in sel]),

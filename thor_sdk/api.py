@@ -387,7 +387,7 @@ def fit(campaign=None, samples_csv=None, out=None, metric=None, random_state=0, 
     what ran a samples CSV's steps (default ``torch``; a campaign records its own). ``family``: False
     calibrates one whole-model bias common to every kind instead of one per kind family (``build``).
     """
-    from thor_sdk.devices.state import HARDWARE_KEYS, identity_changes
+    from thor_sdk.devices.state import HARDWARE_KEYS
     from thor_sdk.fitting.pipeline import build
     from thor_sdk.fitting.samples_csv import read_samples_csv
     from thor_sdk.store import Campaign
@@ -416,8 +416,7 @@ def fit(campaign=None, samples_csv=None, out=None, metric=None, random_state=0, 
                 first = hardware.setdefault(k, (v, os.path.basename(os.fspath(path))))
                 if first[0] != v:
                     raise UsageError(f"campaigns {first[1]} and {os.path.basename(os.fspath(path))} were measured on "
-                                     f"different hardware ({identity_changes({k: first[0]}, {k: v}, keys=(k,))[0]}); "
-                                     "fit one estimator per device")
+                                     f"different hardware ({k}: {first[0]!r} -> {v!r}); fit one estimator per device")
             device = device or meta["device"]
             device_keys.add(_device_key(meta["device"]))
             runtimes.add(meta.get("runtime", "torch"))

@@ -109,6 +109,12 @@ def measurement_floor(rows):
     return {"log_std": spread, "dof": dof, "mape": 100.0 * statistics.fmean(ape[n] for n in counts)}
 
 
+def floor_mape(rows):
+    """``measurement_floor(rows)``'s MAPE (%), or None where it has none: the figure a summary of rows carries."""
+    floor = measurement_floor(rows)
+    return floor["mape"] if floor else None
+
+
 def floor_line(floor):
     """``measurement_floor``'s dict in words: what the measurements allow any estimator."""
     return (f"measurement floor: the models' passes spread ln-std {floor['log_std']:.3f}; an estimator that knew each "
@@ -138,9 +144,8 @@ def thor_summary(rows):
     thor = [r["thor_ape"] for r in rows]
     fl = [r["flops_ape"] for r in rows if r["flops_ape"] is not None]
     adj = [r["thor_level_adjusted_ape"] for r in rows if r["thor_level_adjusted_ape"] is not None]
-    floor = measurement_floor(rows)
     return {"n": len(rows), "thor_mape": statistics.fmean(thor) if thor else None,
-            "measurement_floor_mape": floor["mape"] if floor else None,
+            "measurement_floor_mape": floor_mape(rows),
             "flops_mape": statistics.fmean(fl) if fl else None,
             "flops_over_thor": statistics.fmean(fl) / statistics.fmean(thor) if fl and any(thor) else None,
             "coverage95": sum(r["covered95"] for r in rows) / len(rows) if rows else None,
