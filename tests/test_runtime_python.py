@@ -271,6 +271,63 @@ def test_fitted_vs_runtime_close_on_the_training_samples(fitted):
         assert abs(m - s["value"]) / s["value"] < 0.25
 
 
+def _rows_both_ways(doc, layers, batch_size):
+    """Each distinct layer's KindModel.row read twice: with the dot products as loaded, and with the direct sums."""
+    est = load_estimator(doc)
+    out = []
+    for layer in layers:
+        model = est._model(layer["kind"], layer["config"])
+        flops, nbytes, launches = at_batch(cost_terms(layer["kind"], layer["config"], layer["role"]), batch_size)
+        raw = model.vector(dict(layer["config"], batch_size=batch_size, role=1 if layer["role"] == "input" else 0,
+                                train_flops=flops, train_bytes=nbytes), "here")
+        fast = model.row(raw, flops, nbytes, launches)
+        taken = (model.alpha_by_dist, model.W_by_dist)
+        model.alpha_by_dist = model.W_by_dist = False  # this instance only: the direct sums
+        out.append((taken, fast, model.row(raw, flops, nbytes, launches)))
+        model.alpha_by_dist, model.W_by_dist = taken
+    return out
+
+
+@pytest.mark.parametrize("source", ["fitted", "estimator_time_profile.json", "estimator_energy_floored.json"])
+def test_dot_products_through_dist_agree_with_the_direct_sums(fitted, source):
+    """alpha . k and W k are read as (|a|^2 + |k|^2 - dist(a, k)^2) / 2 where the rows are small (every fitted
+    file here): to 1e-12 of the direct sums, in the ln mean, the ln variance and v."""
+    doc = fitted[0] if source == "fitted" else json.loads((VECTORS / source).read_text())
+    exp = None if source == "fitted" else json.loads(
+        (VECTORS / f"expected_{source[len('estimator_'):]}").read_text())
+    layers = _layers(np.random.default_rng(3), 9) if exp is None else [l for e in exp["estimate"] for l in e["layers"]]
+    rows = _rows_both_ways(doc, layers, 16)
+    assert rows and all(taken == (True, True) for taken, _, _ in rows)
+    for _, (lmu, var, v, _), (lmu_d, var_d, v_d, _) in rows:
+        assert abs(lmu - lmu_d) < 1e-12 and abs(var - var_d) < 1e-12
+        assert max(abs(a - b) for a, b in zip(v, v_d)) < 1e-12
+
+
+def test_rows_too_large_for_dist_take_the_direct_sums(fitted):
+    """An alpha or a variance-factor row beyond what dist's rounding allows is read by the direct sums, and the
+    estimate still matches the numpy model."""
+    from thor_sdk.runtime.estimator import DIST_DOT_MAX_NORM2_MEAN, DIST_DOT_MAX_NORM2_VAR
+
+    doc = json.loads(json.dumps(fitted[0]))
+    lin = doc["kinds"]["linear"]
+    c = lin["kernel"]["constant"]
+    # one more inducing point, far from every layer (its k is ~0): a large alpha and W column there
+    far = [50.0] * len(lin["inducing"][0])
+    lin["inducing"].append(far)
+    lin["alpha"].append(2.0 * math.sqrt(DIST_DOT_MAX_NORM2_MEAN) / c)
+    lin["var_factor"] = [row + [0.0] for row in lin["var_factor"]]
+    lin["var_factor"][0][-1] = 2.0 * math.sqrt(DIST_DOT_MAX_NORM2_VAR) / c
+    est = load_estimator(doc)
+    model = est._model("linear")
+    assert not model.alpha_by_dist and not model.W_by_dist
+    assert est._model("relu").alpha_by_dist  # the other kinds keep the fast reading
+    ref = {k: KindGP.from_dict(d) for k, d in doc["kinds"].items()}
+    layers = _layers(np.random.default_rng(3), 9)
+    out = est.estimate(layers, 16)
+    mean, std = _numpy_total(ref, doc, layers, 16)
+    assert close(out["total"]["mean"], mean) and close(out["total"]["std"], std)
+
+
 # ----------------------------------------------------------------------------- shared vectors
 @pytest.mark.parametrize("case", CASES)
 def test_vectors_reproduced(case):
