@@ -45,6 +45,16 @@ def _busy_processes():
     return out
 
 
+def part8_layers(kinds):
+    """The layer list whose estimate part 8 times: the first 50 layers, of kinds the estimator has, of the zoo's
+    longest net."""
+    from thor_sdk.layers import layers_of
+    from thor_sdk.models import list_models
+
+    big = max((layers_of(m).layers for m in list_models("zoo")), key=len)
+    return [l for l in big if l["kind"] in kinds][:50]
+
+
 def runtime_timings(est_path, model_layers, runs=200):
     """Median load time of the estimator in the stdlib runtime and median estimate time of a layer list."""
     from thor_sdk.runtime import load_estimator
@@ -72,7 +82,6 @@ def main(argv=None):
     from thor_sdk.cli.evaluate import unseen_table
     from thor_sdk.evaluate import evaluate_unseen
     from thor_sdk.evaluate.unseen import MAX_PASSES
-    from thor_sdk.layers import layers_of
     from thor_sdk.models import list_models
     from thor_sdk.store.files import write_text
 
@@ -126,9 +135,7 @@ def main(argv=None):
     doc = thor_sdk.fit(db, out=est_path, progress=fit_progress)
     fit_s = time.monotonic() - t0
     size = os.path.getsize(est_path)
-    have = set(doc["kinds"])
-    big = max((layers_of(m).layers for m in list_models("zoo")), key=len)
-    big = [l for l in big if l["kind"] in have][:50]
+    big = part8_layers(doc["kinds"])
     load_s, est_s = runtime_timings(est_path, big)
     r = evaluate_unseen(est_path, models, device="host", batch_sizes=batches, threads=1, relevel=args.relevel,
                         passes=args.passes,
