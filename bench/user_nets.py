@@ -1042,6 +1042,47 @@ class ResNetLastStageFTWhole(ResNetLastStageFT):
         self.requires_grad_(True)
 
 
+class GroupConvNet(nn.Module):
+    """A small CNN whose second conv is split in two groups (``groups=2``, 8 channels per group), as a user halves a
+    conv's cost; SiLU, global pooling, a Linear head, on 3x64x64 images."""
+
+    def __init__(self):
+        super().__init__()
+        self.f = nn.Sequential(nn.Conv2d(3, 16, 3, padding=1), nn.BatchNorm2d(16), nn.ReLU(), nn.MaxPool2d(2),
+                               nn.Conv2d(16, 32, 3, padding=1, groups=2), nn.SiLU(), nn.AdaptiveAvgPool2d(1),
+                               nn.Flatten())
+        self.head = nn.Linear(32, 10)
+
+    def forward(self, x):
+        return self.head(self.f(x))
+
+
+class ShuffleV1Net(nn.Module):
+    """ShuffleNetV1 units (Zhang et al. 2018) as a user writes them: grouped 1x1 convs of 4 groups around a
+    depthwise 3x3, a channel shuffle (view, transpose, view) between them, a residual add, on 3x32x32 images."""
+
+    def __init__(self, c=64, groups=4):
+        super().__init__()
+        self.groups = groups
+        self.stem = nn.Sequential(nn.Conv2d(3, c, 3, padding=1, bias=False), nn.BatchNorm2d(c), nn.ReLU())
+        self.units = nn.ModuleList(nn.ModuleDict({
+            "g1": nn.Sequential(nn.Conv2d(c, c // 4, 1, groups=groups, bias=False), nn.BatchNorm2d(c // 4), nn.ReLU()),
+            "dw": nn.Sequential(nn.Conv2d(c // 4, c // 4, 3, padding=1, groups=c // 4, bias=False),
+                                nn.BatchNorm2d(c // 4)),
+            "g2": nn.Sequential(nn.Conv2d(c // 4, c, 1, groups=groups, bias=False), nn.BatchNorm2d(c))})
+            for _ in range(3))
+        self.fc = nn.Linear(c, 10)
+
+    def forward(self, x):
+        x = self.stem(x)
+        for u in self.units:
+            h = u["g1"](x)
+            b, ch, hh, ww = h.shape
+            h = h.view(b, self.groups, ch // self.groups, hh, ww).transpose(1, 2).reshape(b, ch, hh, ww)
+            x = torch.relu(x + u["g2"](u["dw"](h)))
+        return self.fc(x.mean(dim=(2, 3)))
+
+
 #: (class name, per-sample input shape): the held-out user nets, in the order they are measured
 NETS = (("UNetTiny", (3, 32, 32)), ("BiLSTM", (32,)), ("GRU2", (50, 12)), ("MHA", (24, 32)),
         ("DilatedTCN", (3, 128)), ("MobileBlock", (3, 64, 64)), ("Deconv", (3, 32, 32)), ("TextGRU", (40,)),
@@ -1057,4 +1098,4 @@ NETS = (("UNetTiny", (3, 32, 32)), ("BiLSTM", (32,)), ("GRU2", (50, 12)), ("MHA"
         ("ConvNeXtMini", (3, 32, 32)), ("TutorialLSTM", (28, 28)), ("CheckpointedGPT", (64,)),
         ("CheckpointedResMLP", (128,)), ("CheckpointedCNN", (3, 32, 32)), ("TimeSequenceCells", (100,)),
         ("CharGRUCell", (40,)), ("FrozenMobileNetFT", (3, 64, 64)), ("ResNetLastStageFT", (3, 32, 32)),
-        ("LoRAGPT", (64,)))
+        ("LoRAGPT", (64,)), ("GroupConvNet", (3, 64, 64)), ("ShuffleV1Net", (3, 32, 32)))

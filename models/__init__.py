@@ -106,6 +106,10 @@ _ZOO = (
          (3, 64, 64), 100),
     _zoo("shufflenetv2_05", "ShuffleNetV2 0.5x (channel split, cat, channel shuffle) on 3x96x96 images, 10 classes",
          (3, 96, 96)),
+    _zoo("regnetx_200mf", "RegNetX-200MF (X blocks of group width 8: grouped 3x3 convs of 3-46 groups) on 3x64x64 "
+         "images, 100 classes", (3, 64, 64), 100),
+    _zoo("resnext_cifar", "ResNeXt bottlenecks (cardinality 16, grouped 3x3 convs of 4-16 channels per group), one per "
+         "stage, on 3x32x32 images, 10 classes", (3, 32, 32)),
     _zoo("densenet_small", "DenseNet-BC (growth 16, blocks 6/12/12/8) on 3x64x64 images, 200 classes",
          (3, 64, 64), 200),
     _zoo("darknet_tiny", "Tiny Darknet-style CNN (batch norm, LeakyReLU) on 3x64x64 images, 200 classes",

@@ -402,6 +402,45 @@ def shufflenetv2_05(spec):
     return Net()
 
 
+class _GroupBottleneck(nn.Module):
+    """A bottleneck whose 3x3 conv is grouped (stride on it): 1x1 conv-BN-ReLU, 3x3 conv of ``groups`` groups-BN-ReLU,
+    1x1 conv-BN, a projection shortcut where the shape changes, ReLU after the add. RegNetX's X block (bottleneck
+    ratio 1, groups = width / group width) and ResNeXt's (cardinality ``groups``, out = 2 x the grouped width)."""
+
+    def __init__(self, cin, width, cout, stride, groups):
+        super().__init__()
+        self.a = _conv_bn(cin, width, 1)
+        self.b = _conv_bn(width, width, 3, stride, groups=groups)
+        self.c = _conv_bn(width, cout, 1, act=None)
+        self.shortcut = _conv_bn(cin, cout, 1, stride, act=None) if stride != 1 or cin != cout else nn.Identity()
+        self.relu = nn.ReLU()
+
+    def forward(self, x):
+        return self.relu(self.c(self.b(self.a(x))) + self.shortcut(x))
+
+
+def regnetx_200mf(spec):
+    """RegNetX-200MF (Radosavovic et al. 2020: 3x3 stride-2 stem of 32, stages of 1/1/4/7 X blocks, widths
+    24/56/152/368, group width 8: grouped 3x3 convs of 3, 7, 19 and 46 groups) on 64x64 images."""
+    layers, c = [_conv_bn(spec.input_shape[0], 32, 3, 2)], 32
+    for depth, width in ((1, 24), (1, 56), (4, 152), (7, 368)):
+        for i in range(depth):
+            layers.append(_GroupBottleneck(c, width, width, 2 if i == 0 else 1, width // 8))
+            c = width
+    return nn.Sequential(*layers, _Head(c, spec.num_classes))
+
+
+def resnext_cifar(spec):
+    """ResNeXt on CIFAR-sized images (Xie et al. 2017), cardinality 16 of width 4, 8 and 16 (grouped 3x3 convs
+    of 64, 128 and 256 channels, out 128/256/512), one block per stage after a 3x3 stem of 32; ResNeXt-29 has
+    three blocks per stage and cardinality 8 of width 64."""
+    layers, c = [_conv_bn(spec.input_shape[0], 32, 3)], 32
+    for width, stride in ((64, 1), (128, 2), (256, 2)):
+        layers.append(_GroupBottleneck(c, width, 2 * width, stride, 16))
+        c = 2 * width
+    return nn.Sequential(*layers, _Head(c, spec.num_classes))
+
+
 class _DenseLayer(nn.Module):
     """DenseNet-BC layer: BN-ReLU-1x1 (4k) - BN-ReLU-3x3 (k), concatenated to its input."""
 
