@@ -930,6 +930,10 @@ def main():
             "--defaults-only": write_defaults_case,
             "--levels-only": write_level_vectors, "--training-only": write_training_vectors,
             "--grouped-only": write_grouped_case, "--stand-in-only": write_stand_in_case}
+    unknown = [a for a in sys.argv[1:] if a not in only and a != "--table-only"]
+    if unknown:  # an unknown flag (--help among them) rewrites nothing
+        sys.exit(f"unknown option(s) {' '.join(unknown)}; with none, every vector file is rewritten; one of "
+                 f"{', '.join(sorted(only))} or --table-only rewrites only its files")
     for flag, write_case in only.items():  # one case's files rewritten, the others left as they are
         if flag in sys.argv[1:]:
             write_case()

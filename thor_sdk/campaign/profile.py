@@ -176,8 +176,8 @@ def _spread_start(probes, first=SPREAD_FIRST):
     A grouped convolution's grouping pattern is one more coordinate, PATTERN_GAP apart (farther than any spread
     of sizes): depthwise (one input channel per group) or groups of several channels (RegNet, ResNeXt,
     ShuffleNetV1). No size feature tells them apart, and the zoo's depthwise convs outnumber the others: profile
-    55 took 7 grouped-conv probes, 6 of them depthwise, and its estimator read a user's ``groups=2`` conv at the
-    depthwise convs' cost per FLOP (10x a dense conv's)."""
+    55 took 7 grouped-conv probes, 6 of them depthwise (and profile 54's estimator, whose zoo had only depthwise
+    ones, read a user's ``groups=2`` conv at their cost per FLOP, 10x a dense conv's)."""
     from .prior import SIZE_FEATURES
 
     def point(p):
