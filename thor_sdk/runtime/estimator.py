@@ -25,7 +25,7 @@ gains ``(total x level x log_std)^2`` (``at_level``).
 
 import math
 from itertools import repeat
-from math import ceil, dist, exp, expm1, fsum, hypot, log, log1p, sqrt
+from math import dist, exp, expm1, fsum, hypot, log, log1p, sqrt
 from operator import mul
 
 from thor_sdk.errors import FormatError, NotFoundError, NotOurFileError, UsageError
@@ -334,21 +334,16 @@ class KindModel:
         # the common case at C speed: every input an int or a float, finite, > -1 (a padded one's base >= 1);
         # anything else is read one input at a time with every check spelled out (_value)
         xs = list(map(values.get, self.source))
-        if all(map(PLAIN_NUMBER.__contains__, map(type, xs))):
-            try:
-                out = list(map(float, xs))
-            except OverflowError:  # an int too large for a float
-                out = None
-            if out is not None:
-                total = sum(out)
-                if total - total == 0.0 and min(out) > -1.0:  # no inf or NaN (their sum is not finite)
-                    for i, block in self.padded_at:  # padded_value, its checks made above and here
-                        x = out[i]
-                        if not x >= 1.0:
-                            break
-                        out[i] = ceil(x / block) * block / x
-                    else:
-                        return out
+        try:
+            out = list(map(float, xs)) if all(map(PLAIN_NUMBER.__contains__, map(type, xs))) else None
+        except OverflowError:  # an int too large for a float
+            out = None
+        # no inf or NaN (their sum is not finite), every input > -1, a padded one's base >= 1
+        if out is not None and (total := sum(out)) - total == 0.0 and min(out) > -1.0 \
+                and all(out[i] >= 1.0 for i, _ in self.padded_at):
+            for i, block in self.padded_at:
+                out[i] = padded_value(out[i], block)
+            return out
         return [self._value(f, padded, values, where) for f, padded in zip(self.features, self.padded)]
 
     def _value(self, f, padded, values, where):
