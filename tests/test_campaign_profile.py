@@ -109,28 +109,32 @@ def test_the_start_spreads_each_kind_over_batch_sizes():
     assert [(p.batch_size, p.config["length"]) for p in _spread_start(ps, first=2)][:2] == [(16, 1), (16, 128)]
 
 
-def test_a_grouped_convs_start_takes_both_grouping_patterns():
-    """Depthwise convs outnumber the zoo's other grouped convs (RegNetX, ResNeXt) and no size feature tells the two
-    apart: the start takes one of each among a grouped variant's first two probes, whatever the sizes."""
+def test_a_convs_start_takes_grouped_and_ungrouped_probes():
+    """The dense conv2d entry also costs grouped convs of several channels per group (RegNetX, ResNeXt), a few of its
+    candidates, and no size feature tells them apart: its start takes one among its first two probes, whatever the
+    sizes; the depthwise variant's start is all depthwise."""
     from thor_sdk.campaign.profile import ProfilePlan, _spread_start
+    from thor_sdk.layers.kinds import model_key
 
     def pattern(p):
-        return "depthwise" if p.config["in_channels"] == p.config["groups"] else "grouped"
+        return "grouped" if p.config["groups"] > 1 else "dense"
 
-    start = ProfilePlan(load_prior(), kinds=["conv2d"]).start["conv2d:grouped"]
-    assert {pattern(p) for p in start[:2]} == {"depthwise", "grouped"}
+    plan = ProfilePlan(load_prior(), kinds=["conv2d"])
+    assert {pattern(p) for p in plan.start["conv2d"][:2]} == {"dense", "grouped"}
+    assert all(model_key("conv2d", p.config) == "conv2d" for p in plan.start["conv2d"])
+    assert all(p.config["in_channels"] == p.config["groups"] for p in plan.start["conv2d:grouped"])
 
     class P:
         def __init__(self, b, cin, groups, side=8):
             self.batch_size = b
             self.config = {"in_channels": cin, "out_channels": cin, "groups": groups, "height": side, "width": side}
-    # the one grouped candidate, at the same sizes as the others, is the second pick; the depthwise ones spread
-    ps = [P(2, 64, 64), P(128, 64, 64, side=64), P(4, 64, 8), P(16, 32, 32)]
+    # the one grouped candidate, at the same sizes as the others, is the second pick; the dense ones spread
+    ps = [P(2, 64, 1), P(128, 64, 1, side=64), P(4, 64, 8), P(16, 32, 1)]
     assert [(p.batch_size, pattern(p)) for p in _spread_start(ps, first=3)][:3] == [
-        (2, "depthwise"), (4, "grouped"), (128, "depthwise")]
-    # a dense conv (groups 1) has no pattern coordinate: its start is as before
-    dense = [P(2, 64, 1), P(128, 64, 1), P(4, 64, 1)]
-    assert [p.batch_size for p in _spread_start(dense, first=3)] == [2, 128, 4]
+        (2, "dense"), (4, "grouped"), (128, "dense")]
+    # all grouped (the depthwise variant): spread as if the coordinate were not there
+    dw = [P(2, 64, 64), P(128, 64, 64), P(4, 64, 64)]
+    assert [p.batch_size for p in _spread_start(dw, first=3)] == [2, 128, 4]
 
 
 def test_profile_covers_every_kind_then_stops_on_budget(tmp_path, small_prior):

@@ -50,9 +50,14 @@ def _estimator(gps):
                                           flops_baseline={"unit_per_flop": 1e-10}, provenance={}))
 
 
-def test_model_key_names_the_grouped_variant_of_convolutions_only():
+def test_model_key_names_the_grouped_variant_of_depthwise_convolutions_only():
     assert model_key("conv1d", _conv1d(8, 8, 3, 8, 32)) == "conv1d:grouped"
-    assert model_key("conv2d", {"groups": 2}) == "conv2d:grouped"
+    assert model_key("conv1d", _conv1d(8, 32, 3, 8, 32)) == "conv1d:grouped"  # a channel multiplier: depthwise
+    assert model_key("conv2d", {"groups": 2}) == "conv2d:grouped"  # no channel count: the variant, as before
+    # several input channels per group (ResNeXt, RegNetX, ShuffleNetV1): the dense entry
+    assert model_key("conv1d", _conv1d(16, 32, 3, 2, 32)) == "conv1d"
+    assert model_key("conv2d", {"groups": 8, "in_channels": 64}) == "conv2d"
+    assert model_key("conv2d", {"groups": 2, "in_channels": True}) == "conv2d:grouped"  # a bool is no count
     assert model_key("conv1d", _conv1d(8, 8, 3, 1, 32)) == "conv1d"
     assert model_key("linear", {"groups": 4}) == "linear"  # not a convolution: no variant
     assert model_key("conv2d", {"groups": True}) == "conv2d"  # a bool is not a group count
@@ -85,6 +90,23 @@ def test_an_unseen_dense_layer_is_not_lifted_by_the_depthwise_samples():
     assert m_old > 0
 
 
+def test_a_grouped_conv_of_several_channels_per_group_is_a_dense_layer_to_fit_and_estimator():
+    samples = _samples(40, 20)
+    several = dict(samples[0], config=_conv1d(32, 64, 3, 4, 100), value=1e-3)
+    gps = fit_kinds(samples + [several])
+    # its sample joins the dense entry's, not the depthwise variant's
+    assert gps["conv1d"].n_samples_ == 41 and gps["conv1d:grouped"].n_samples_ == 20
+    est = _estimator(fit_kinds(samples))
+    dense_only = _estimator({"conv1d": fit_kinds(samples)["conv1d"]})
+    q = dict(_conv1d(32, 64, 3, 4, 100), batch_size=16, role="hidden")
+    assert est.predict_layer("conv1d", q) == dense_only.predict_layer("conv1d", q)
+    layer = {"name": "g", "kind": "conv1d", "role": "hidden", "config": _conv1d(32, 64, 3, 4, 100)}
+    assert est.estimate([layer], 16)["layers_total"] == dense_only.estimate([layer], 16)["layers_total"]
+    # a depthwise one of the same sizes is the variant's: far from the dense entry's reading
+    dw = dict(_conv1d(32, 32, 3, 32, 100), batch_size=16, role="hidden")
+    assert est.predict_layer("conv1d", dw)[0] > 3 * dense_only.predict_layer("conv1d", dw)[0]
+
+
 def test_the_whole_model_sums_each_entry_as_its_own_group():
     est = _estimator(fit_kinds(_samples(40, 20)))
     dense, dw = _conv1d(32, 64, 5, 1, 50), _conv1d(32, 32, 15, 32, 50)
@@ -108,7 +130,7 @@ def test_a_profile_plans_the_grouped_variant_as_its_own_entry():
     assert plan.share["conv1d"] > 0 and plan.share["conv1d:grouped"] > 0
     from thor_sdk.campaign.profile import CANDIDATES_PER_KIND
 
-    grouped_configs = [e for e in prior["kinds"]["conv1d"]["configs"] if e["config"]["groups"] > 1]
+    grouped_configs = [e for e in prior["kinds"]["conv1d"]["configs"] if model_key("conv1d", e["config"]) != "conv1d"]
     # each entry draws its own candidates and integration points: a variant with few zoo layers is not starved
     assert len(plan.candidates["conv1d:grouped"]) >= 0.8 * CANDIDATES_PER_KIND
     assert len(plan.integration["conv1d:grouped"]) == 3 * min(len(grouped_configs), 40)

@@ -16,8 +16,9 @@ runtimes read):
   kind fitted on ONE sample (dropout), a kind fitted on duplicated training rows (relu), a recurrent
   kind whose layers carry ``launches`` > 1 (lstm); queries far outside the samples (the fallback).
 - ``time_grouped``: a structural variant: dense conv2d and depthwise conv2d in their own entries
-  (``conv2d``, ``conv2d:grouped``); each runtime must cost a layer with ``groups > 1`` by the variant
-  entry and sum each entry's layers as its own group.
+  (``conv2d``, ``conv2d:grouped``); each runtime must cost a depthwise layer (``groups > 1``, one input channel
+  per group) by the variant entry, a grouped one of several channels per group by the dense entry, and sum each
+  entry's layers as its own group.
 - ``time_stand_in``: layers marked ``approx`` (stand-ins, as ``--unknown-ops approx`` writes them): each
   runtime adds half the layer's mean to its std, and over the layers of one ``op`` adds those stds up
   linearly in the total (a layer naming no op is its own); plain layers of the same kinds beside them; and a
@@ -723,7 +724,9 @@ def write_grouped_case():
     queries = [("conv2d", {**dw, "batch_size": 16, "role": "hidden"}),
                ("conv2d", {**dw, "groups": 1, "batch_size": 16, "role": "hidden"}),  # same sizes, dense
                ("conv2d", {**_fix("conv2d", _random_config("conv2d", rng)), "batch_size": 8, "role": "input"}),
-               ("relu", {"numel": 4704, "batch_size": 16, "role": "hidden"})]
+               ("relu", {"numel": 4704, "batch_size": 16, "role": "hidden"}),
+               # grouped, 4 channels per group: the dense entry (last: the other queries keep their order)
+               ("conv2d", {**dw, "groups": dw["in_channels"] // 4, "batch_size": 16, "role": "hidden"})]
     models = []
     for n_layers, bs in ((12, 16), (5, 4)):
         layers = [with_cost({"name": "stem", "kind": "conv2d", "role": "input",

@@ -45,8 +45,8 @@ MAX_INTEGRATION_CONFIGS = 40
 CANDIDATES_PER_KIND = 160
 #: the first start probes of a kind are picked farthest-first in ln(batch size) among its cheap candidates
 SPREAD_FIRST = 8
-#: the start's distance between a grouped conv's two grouping patterns (``_spread_start``): above any L1 distance
-#: in ln batch size and ln sizes, so each pattern of a variant's cheap candidates is among its first two probes
+#: the start's distance between a grouped conv (``groups > 1``) and an ungrouped one (``_spread_start``): above any
+#: L1 distance in ln batch size and ln sizes, so each of an entry's cheap candidates' patterns is among its first two
 PATTERN_GAP = 100.0
 #: an entry gets CANDIDATES_PER_KIND candidates per this much of the zoo's share (at least that many)
 CANDIDATE_SHARE_UNIT = 0.1
@@ -173,19 +173,19 @@ def _spread_start(probes, first=SPREAD_FIRST):
     while the zoo's 1-D CNNs norm sequences of 32-256 steps: held-out 1-D CNNs read their batch norms
     at 0.28x of their own probes, 7-15 standard deviations off.
 
-    A grouped convolution's grouping pattern is one more coordinate, PATTERN_GAP apart (farther than any spread
-    of sizes): depthwise (one input channel per group) or groups of several channels (RegNet, ResNeXt,
-    ShuffleNetV1). No size feature tells them apart, and the zoo's depthwise convs outnumber the others: profile
-    55 took 7 grouped-conv probes, 6 of them depthwise (and profile 54's estimator, whose zoo had only depthwise
-    ones, read a user's ``groups=2`` conv at their cost per FLOP, 10x a dense conv's)."""
+    Grouping is one more coordinate of a conv, PATTERN_GAP apart (farther than any spread of sizes): the dense
+    entry also costs grouped convs of several channels per group (RegNet, ResNeXt, ShuffleNetV1;
+    ``thor_sdk.layers.kinds.model_key``), 7 of its 631 candidates, and no size feature tells them apart, so its
+    start takes one among its first two probes (the depthwise variant's are all grouped: no change there). Profile
+    55 took 7 grouped-conv probes, 6 of them depthwise; profile 54's estimator, whose zoo had only depthwise ones,
+    read a user's ``groups=2`` conv at their cost per FLOP, 10x a dense conv's."""
     from .prior import SIZE_FEATURES
 
     def point(p):
         out = [math.log(p.batch_size)] + [math.log1p(float(v)) for f, v in sorted(p.config.items())
                                           if f in SIZE_FEATURES]
-        groups, cin = p.config.get("groups", 1), p.config.get("in_channels", 1)
-        if groups > 1:
-            out.append(PATTERN_GAP if cin > groups else 0.0)
+        if "groups" in p.config:
+            out.append(PATTERN_GAP if p.config["groups"] > 1 else 0.0)
         return out
 
     rest = list(probes)

@@ -795,20 +795,25 @@ def feature_vector(kind_name, config, batch_size, role, names=None):
     return out
 
 
-#: structural variants: a layer of one of these kinds whose config has ``groups > 1`` (grouped or depthwise
-#: convolution) is costed by the estimator's ``"<kind>:grouped"`` model when the estimator has one, else by
-#: the kind's own. Grouped convolutions run other kernels than dense ones (on the host 5-10x the time per
-#: FLOP), a step no smooth model of one kind bridges: one GP over both pulled dense estimates up by 50-80%.
+#: structural variants: a depthwise layer of one of these kinds (config ``groups > 1`` and no more input channels
+#: than groups: one input channel per group) is costed by the estimator's ``"<kind>:grouped"`` model when the
+#: estimator has one, else by the kind's own. Depthwise convolutions run other kernels than dense ones (on the
+#: host 5-10x the time per FLOP), a step no smooth model of one kind bridges: one GP over both pulled dense
+#: estimates up by 50-80%. A grouped convolution of several input channels per group (ResNeXt, RegNetX,
+#: ShuffleNetV1) is costed by the dense entry: in the variant, one mean function fitted on mostly depthwise
+#: samples read a user's ``groups=2`` conv at 1-5x its measured time, profile to profile, where the dense
+#: entries of three profiles agreed within 8-11% (``bench/results/evaluate-host-20261129-1711-pattern-start``).
 GROUPED_KINDS = ("conv1d", "conv2d")
 VARIANT_SEP = ":"
 
 
 def model_key(kind_name, config):
-    """The estimator entry that costs a layer: ``"<kind>:grouped"`` for a grouped or depthwise convolution,
-    else the kind itself (``docs/estimator-format.md``, structural variants)."""
+    """The estimator entry that costs a layer: ``"<kind>:grouped"`` for a depthwise convolution (``groups > 1``,
+    ``in_channels`` absent or at most ``groups``), else the kind itself, grouped convolutions of several
+    channels per group included (``docs/estimator-format.md``, structural variants)."""
     if kind_name in GROUPED_KINDS and isinstance(config, dict):
-        g = config.get("groups", 1)
-        if isinstance(g, (int, float)) and not isinstance(g, bool) and g > 1:
+        g, cin = config.get("groups", 1), config.get("in_channels")
+        if _is_number(g) and g > 1 and not (_is_number(cin) and cin > g):
             return kind_name + VARIANT_SEP + "grouped"
     return kind_name
 

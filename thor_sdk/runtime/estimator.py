@@ -12,7 +12,7 @@ terms ``F`` (training FLOPs), ``B`` (bytes moved) at the batch size:
 - ``m = overhead * L + per_flop * F + per_byte * B`` (``L``: sequential launches, 1 but for recurrent
   kinds); ``mean = m exp(mu + var/2)``, ``std = mean sqrt(exp(var) - 1)``.
 
-A layer is costed by its kind's entry, or by its structural variant's (``conv2d:grouped`` for a grouped or
+A layer is costed by its kind's entry, or by its structural variant's (``conv2d:grouped`` for a
 depthwise convolution, ``thor_sdk.layers.kinds.model_key``) where the estimator has one.
 Whole model: layers of different entries are independent; two distinct layers ``a``, ``b`` of one entry
 have ``Cov_ln(a, b) = constant * matern52(|u_a - u_b|) - v_a . v_b`` (identical layers: ``constant - v . v``,

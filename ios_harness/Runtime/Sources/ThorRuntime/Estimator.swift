@@ -759,17 +759,24 @@ public final class Estimator {
         return show(n)
     }
 
-    /// Kinds whose grouped or depthwise layers (config groups > 1) have a structural variant entry.
+    /// Kinds whose depthwise layers (config groups > 1, in_channels <= groups) have a structural variant entry.
     static let groupedKinds: Set<String> = ["conv1d", "conv2d"]
 
-    /// The estimator entry that costs a layer: "KIND:grouped" for a grouped or depthwise convolution
-    /// (groups > 1), else the kind itself (thor_sdk.layers.kinds.model_key).
+    /// The estimator entry that costs a layer: "KIND:grouped" for a depthwise convolution (groups > 1 and
+    /// in_channels absent or at most groups), else the kind itself, grouped convolutions of several channels per
+    /// group included (thor_sdk.layers.kinds.model_key).
     public static func modelKey(_ kind: String, _ config: [String: Any]) -> String {
-        guard groupedKinds.contains(kind), let v = config["groups"] else { return kind }
-        var g = 0.0
-        if let d = v as? Double { g = d } else if let i = v as? Int { g = Double(i) }
-        else if let n = v as? NSNumber, !isBool(n) { g = n.doubleValue }
-        return g > 1 ? kind + ":grouped" : kind
+        guard groupedKinds.contains(kind), let g = number(config["groups"]), g > 1 else { return kind }
+        if let cin = number(config["in_channels"]), cin > g { return kind }
+        return kind + ":grouped"
+    }
+
+    /// A JSON number (Double, Int or a non-boolean NSNumber) as a Double, else nil.
+    private static func number(_ v: Any?) -> Double? {
+        if let d = v as? Double { return d }
+        if let i = v as? Int { return Double(i) }
+        if let n = v as? NSNumber, !isBool(n) { return n.doubleValue }
+        return nil
     }
 
     /// The entry name costing a layer: its structural variant where this estimator has one, else its kind.

@@ -290,6 +290,10 @@ final class EstimatorTests: XCTestCase {
         XCTAssertEqual(Estimator.modelKey("conv2d", ["groups": 32.0]), "conv2d:grouped")
         XCTAssertEqual(Estimator.modelKey("conv1d", ["groups": 32.0]), "conv1d:grouped")
         XCTAssertEqual(Estimator.modelKey("linear", ["groups": 32.0]), "linear")
+        XCTAssertEqual(Estimator.modelKey("conv2d", ["groups": 32.0, "in_channels": 32.0]), "conv2d:grouped")
+        // several input channels per group (ResNeXt, RegNetX, ShuffleNetV1): the dense entry
+        XCTAssertEqual(Estimator.modelKey("conv2d", ["groups": 32.0, "in_channels": 64.0]), "conv2d")
+        XCTAssertEqual(Estimator.modelKey("conv1d", ["groups": 32.0, "in_channels": 64.0]), "conv1d")
         XCTAssertEqual(Estimator.modelKey("conv2d", ["groups": 1.0]), "conv2d")
         XCTAssertEqual(Estimator.modelKey("conv2d", [:]), "conv2d")
         var f: [String: Any] = ["in_channels": 16.0, "out_channels": 16.0, "groups": 16.0, "kernel": 3.0,

@@ -1042,17 +1042,20 @@ public final class Estimator {
         return n == null ? null : n instanceof String ? (String) n : show(n);
     }
 
-    /** Kinds whose grouped or depthwise layers (config groups > 1) have a structural variant entry. */
+    /** Kinds whose depthwise layers (config groups &gt; 1, in_channels &lt;= groups) have a structural variant entry. */
     private static final Set<String> GROUPED_KINDS = Set.of("conv1d", "conv2d");
 
     /**
-     * The estimator entry that costs a layer: "KIND:grouped" for a grouped or depthwise convolution
-     * (groups &gt; 1), else the kind itself (thor_sdk.layers.kinds.model_key).
+     * The estimator entry that costs a layer: "KIND:grouped" for a depthwise convolution (groups &gt; 1 and
+     * in_channels absent or at most groups), else the kind itself, grouped convolutions of several channels per
+     * group included (thor_sdk.layers.kinds.model_key).
      */
     public static String modelKey(String kind, Map<String, ?> config) {
         if (kind != null && GROUPED_KINDS.contains(kind) && config != null) {
             Object g = config.get("groups");
-            if (g instanceof Number && ((Number) g).doubleValue() > 1) {
+            Object cin = config.get("in_channels");
+            if (g instanceof Number && ((Number) g).doubleValue() > 1
+                    && !(cin instanceof Number && ((Number) cin).doubleValue() > ((Number) g).doubleValue())) {
                 return kind + ":grouped";
             }
         }

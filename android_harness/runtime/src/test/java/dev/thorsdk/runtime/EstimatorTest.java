@@ -385,6 +385,12 @@ public class EstimatorTest {
         assertEquals("conv2d:grouped", Estimator.modelKey("conv2d", dw));
         assertEquals("conv1d:grouped", Estimator.modelKey("conv1d", dw));
         assertEquals("linear", Estimator.modelKey("linear", dw));
+        dw.put("in_channels", 32.0);
+        assertEquals("conv2d:grouped", Estimator.modelKey("conv2d", dw));
+        // several input channels per group (ResNeXt, RegNetX, ShuffleNetV1): the dense entry
+        dw.put("in_channels", 64.0);
+        assertEquals("conv2d", Estimator.modelKey("conv2d", dw));
+        assertEquals("conv1d", Estimator.modelKey("conv1d", dw));
         dw.put("groups", 1.0);
         assertEquals("conv2d", Estimator.modelKey("conv2d", dw));
         assertEquals("conv2d", Estimator.modelKey("conv2d", new HashMap<String, Double>()));
