@@ -801,8 +801,8 @@ def feature_vector(kind_name, config, batch_size, role, names=None):
 #: host 5-10x the time per FLOP), a step no smooth model of one kind bridges: one GP over both pulled dense
 #: estimates up by 50-80%. A grouped convolution of several input channels per group (ResNeXt, RegNetX,
 #: ShuffleNetV1) is costed by the dense entry: in the variant, one mean function fitted on mostly depthwise
-#: samples read a user's ``groups=2`` conv at 1-5x its measured time, profile to profile, where the dense
-#: entries of three profiles agreed within 8-11% (``bench/results/evaluate-host-20261129-1711-pattern-start``).
+#: samples read a user's ``groups=2`` conv at 6-46 ms from profile to profile, where the dense entries of three
+#: profiles read it at 6.3-8.8 ms, as its own probe does (``bench/results/gp-vs-probes-host-20261129-1925-grouped.md``).
 GROUPED_KINDS = ("conv1d", "conv2d")
 VARIANT_SEP = ":"
 
