@@ -73,9 +73,9 @@ def test_fit_gives_dense_and_grouped_layers_their_own_model():
 
 
 def test_an_unseen_dense_layer_is_not_lifted_by_the_depthwise_samples():
-    samples = _samples(40, 20)
-    est = _estimator(fit_kinds(samples))
-    one = _estimator({"conv1d": fit_kinds(samples)["conv1d"]})
+    gps = fit_kinds(_samples(40, 20))
+    est = _estimator(gps)
+    one = _estimator({"conv1d": gps["conv1d"]})
     dense = [_conv1d(6, 32, 7, 1, 100), _conv1d(32, 64, 5, 1, 50), _conv1d(64, 64, 3, 1, 25)]
     depthwise = _conv1d(24, 24, 33, 24, 200)
     for cfg in dense:
@@ -93,11 +93,12 @@ def test_an_unseen_dense_layer_is_not_lifted_by_the_depthwise_samples():
 def test_a_grouped_conv_of_several_channels_per_group_is_a_dense_layer_to_fit_and_estimator():
     samples = _samples(40, 20)
     several = dict(samples[0], config=_conv1d(32, 64, 3, 4, 100), value=1e-3)
-    gps = fit_kinds(samples + [several])
+    with_several = fit_kinds(samples + [several])
     # its sample joins the dense entry's, not the depthwise variant's
-    assert gps["conv1d"].n_samples_ == 41 and gps["conv1d:grouped"].n_samples_ == 20
-    est = _estimator(fit_kinds(samples))
-    dense_only = _estimator({"conv1d": fit_kinds(samples)["conv1d"]})
+    assert with_several["conv1d"].n_samples_ == 41 and with_several["conv1d:grouped"].n_samples_ == 20
+    gps = fit_kinds(samples)
+    est = _estimator(gps)
+    dense_only = _estimator({"conv1d": gps["conv1d"]})
     q = dict(_conv1d(32, 64, 3, 4, 100), batch_size=16, role="hidden")
     assert est.predict_layer("conv1d", q) == dense_only.predict_layer("conv1d", q)
     layer = {"name": "g", "kind": "conv1d", "role": "hidden", "config": _conv1d(32, 64, 3, 4, 100)}

@@ -328,6 +328,12 @@ private func isBool(_ n: NSNumber) -> Bool {
     return CFGetTypeID(n as CFTypeRef) == CFBooleanGetTypeID()
 }
 
+/// A number (JSON numbers, Double and Int bridge to NSNumber; not a boolean) as a Double, else nil.
+private func optionalNum(_ v: Any?) -> Double? {
+    guard let n = v as? NSNumber, !isBool(n) else { return nil }
+    return n.doubleValue
+}
+
 private func typeName(_ v: Any?) -> String {
     guard let v = v else { return "null" }
     if v is NSNull { return "null" }
@@ -766,17 +772,9 @@ public final class Estimator {
     /// in_channels absent or at most groups), else the kind itself, grouped convolutions of several channels per
     /// group included (thor_sdk.layers.kinds.model_key).
     public static func modelKey(_ kind: String, _ config: [String: Any]) -> String {
-        guard groupedKinds.contains(kind), let g = number(config["groups"]), g > 1 else { return kind }
-        if let cin = number(config["in_channels"]), cin > g { return kind }
+        guard groupedKinds.contains(kind), let g = optionalNum(config["groups"]), g > 1 else { return kind }
+        if let cin = optionalNum(config["in_channels"]), cin > g { return kind }
         return kind + ":grouped"
-    }
-
-    /// A JSON number (Double, Int or a non-boolean NSNumber) as a Double, else nil.
-    private static func number(_ v: Any?) -> Double? {
-        if let d = v as? Double { return d }
-        if let i = v as? Int { return Double(i) }
-        if let n = v as? NSNumber, !isBool(n) { return n.doubleValue }
-        return nil
     }
 
     /// The entry name costing a layer: its structural variant where this estimator has one, else its kind.
