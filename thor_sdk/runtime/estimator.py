@@ -25,8 +25,8 @@ gains ``(total x level x log_std)^2`` (``at_level``).
 
 import math
 from itertools import repeat
-from math import dist, exp, expm1, fsum, hypot, log, log1p, sqrt
-from operator import mul
+from math import ceil, dist, exp, expm1, fsum, hypot, log, log1p, sqrt
+from operator import le, mul, sub
 
 from thor_sdk.errors import FormatError, NotFoundError, NotOurFileError, UsageError
 from thor_sdk.layers.kinds import DEFAULT_FEATURES, model_key, padded_value, parse_padded
@@ -163,8 +163,8 @@ def _unread_feature(layer, model):
     stand-in's."""
     defaults = DEFAULT_FEATURES.get(layer["kind"])
     config = layer.get("config")
-    if not defaults or not isinstance(config, dict):
-        return None
+    if not defaults or not isinstance(config, dict) or model.index.keys() >= defaults.keys():
+        return None  # no defaulted feature, or the model reads every one
     off = [f"{f} {config[f]:g}" for f, d in defaults.items()
            if f not in model.index and _is_num(config.get(f)) and config[f] != d]
     if not off:
@@ -196,7 +196,8 @@ class KindModel:
     __slots__ = ("kind", "features", "index", "role_index", "x_mean", "x_scale", "length_scale", "overhead",
                  "per_flop", "per_byte", "offset", "constant", "noise", "u_scale", "inducing_u", "alpha_c", "W_c",
                  "alpha_norm2", "W_norm2", "alpha_by_dist", "W_by_dist", "n_samples", "feature_range",
-                 "range_with_tolerance", "padded", "source", "padded_at", "given", "defaults")
+                 "range_with_tolerance", "range_low", "range_high", "padded", "source", "padded_at", "given", "defaults",
+                 "source_defaults")
 
     def __init__(self, kind, d):
         where = f"kinds[{kind!r}]"
@@ -232,6 +233,7 @@ class KindModel:
                 given.append(g)
         self.given = tuple(given)
         self.defaults = _defaults(d.get("defaults"), given, where)
+        self.source_defaults = tuple(self.defaults.get(f) for f in self.source)  # what vector reads where one is absent
         self.index = {f: i for i, f in enumerate(feats)}
         self.role_index = self.index.get("role")
         self.x_mean = _nums(_field(d, "x_mean", where), f"{where}.x_mean", nd)
@@ -275,6 +277,8 @@ class KindModel:
         self.range_with_tolerance = None if self.feature_range is None else tuple(
             (lo - RANGE_TOLERANCE * max(abs(lo), abs(hi), 1.0), hi + RANGE_TOLERANCE * max(abs(lo), abs(hi), 1.0))
             for lo, hi in self.feature_range)
+        self.range_low = None if self.feature_range is None else tuple(a for a, _ in self.range_with_tolerance)
+        self.range_high = None if self.feature_range is None else tuple(b for _, b in self.range_with_tolerance)
         if abs(self.offset) > MAX_LOG_RESIDUAL:
             raise FormatError(f"estimator: {where}: |residual_offset| above {MAX_LOG_RESIDUAL:g} is not a cost model")
         if self.constant + self.noise > MAX_LOG_VAR:
@@ -282,8 +286,9 @@ class KindModel:
 
     def row(self, raw, flops, nbytes, launches=1.0):
         """(ln mean, ln variance incl. white noise, v = W k, scaled input u) of one layer."""
-        u = [(log1p(x) - mu) * a for x, mu, a in zip(raw, self.x_mean, self.u_scale)]
-        ks = [(1.0 + t + t * t / 3.0) * exp(-t) for t in map(dist, repeat(u), self.inducing_u)]  # k_i / constant
+        # tuples, not lists: math.dist copies a list argument into a tuple on every call (3.11)
+        u = tuple(map(mul, map(sub, map(log1p, raw), self.x_mean), self.u_scale))  # (ln(1 + x) - x_mean) * u_scale
+        ks = tuple([(1.0 + t + t * t / 3.0) * exp(-t) for t in map(dist, repeat(u), self.inducing_u)])  # k_i / c
         h = hypot(*ks)
         kk = h * h  # |k|^2 <= m, as each k_i <= 1
         if self.alpha_by_dist:  # a . k = (|a|^2 + |k|^2 - dist(a, k)^2) / 2: the sums run in C
@@ -321,29 +326,33 @@ class KindModel:
     def outside(self, raw):
         """``[(feature, value, low, high)]`` for each raw input outside the range the samples covered (none
         without ``feature_range``): there the estimate extrapolates."""
-        if self.range_with_tolerance is None:
-            return []
+        if self.range_with_tolerance is None or (all(map(le, self.range_low, raw))
+                                                 and all(map(le, raw, self.range_high))):
+            return []  # the common case, at C speed
         return [(f, x, lo, hi) for f, x, (a, b), (lo, hi) in
                 zip(self.features, raw, self.range_with_tolerance, self.feature_range) if x < a or x > b]
 
     def vector(self, values, where):
         """Raw feature vector from a mapping of feature names to numbers (role may be a string); a feature the
         mapping leaves out reads as its default (``defaults``) where the entry has one."""
-        if self.defaults and not self.defaults.keys() <= values.keys():
-            values = {**self.defaults, **values}
         # the common case at C speed: every input an int or a float, finite, > -1 (a padded one's base >= 1);
         # anything else is read one input at a time with every check spelled out (_value)
-        xs = list(map(values.get, self.source))
+        xs = list(map(values.get, self.source, self.source_defaults))
         try:
             out = list(map(float, xs)) if all(map(PLAIN_NUMBER.__contains__, map(type, xs))) else None
         except OverflowError:  # an int too large for a float
             out = None
         # no inf or NaN (their sum is not finite), every input > -1, a padded one's base >= 1
-        if out is not None and (total := sum(out)) - total == 0.0 and min(out) > -1.0 \
-                and all(out[i] >= 1.0 for i, _ in self.padded_at):
+        if out is not None and (total := sum(out)) - total == 0.0 and min(out) > -1.0:
             for i, block in self.padded_at:
-                out[i] = padded_value(out[i], block)
-            return out
+                x = out[i]
+                if not x >= 1.0:
+                    break  # refused below, with its reason
+                out[i] = ceil(x / block) * block / x  # padded_value(x, block), its checks made above
+            else:
+                return out
+        if self.defaults and not self.defaults.keys() <= values.keys():
+            values = {**self.defaults, **values}
         return [self._value(f, padded, values, where) for f, padded in zip(self.features, self.padded)]
 
     def _value(self, f, padded, values, where):
@@ -579,10 +588,15 @@ class Estimator:
             raise UsageError("layers must be a list of layer dicts")
         if len(layers) > MAX_LAYERS:
             raise UsageError(f"{len(layers)} layers; at most {MAX_LAYERS} are estimated at once")
-        groups = {}  # estimator entry (kind or structural variant) -> {key: count}
-        keys = []
+        # the distinct layers, each read once: (entry, raw inputs, (flops, bytes, launches), recompute scale), and
+        # how many layers each stands for; layers refer to them by index (a tuple's hash is not cached: a nested
+        # key hashed at every lookup costs more than the lookups)
+        distinct, counts, index = [], [], {}
+        groups = {}  # estimator entry (kind or structural variant) -> [its distinct layers' indices, in order]
+        keys = []  # per layer, its distinct layer's index, None for a kind the estimator lacks
+        unreads = []  # per layer, _unread_feature's reason or None
         missing = []  # (index, layer) of kinds the estimator lacks
-        seen = {}  # a layer's (kind, role, config, cost) -> its (entry, key): a repeated layer is read once
+        seen = {}  # a layer's (kind, role, config, cost, scale) -> (its distinct index, unread): read once
         for i, layer in enumerate(layers):
             try:
                 kind, config = layer["kind"], layer["config"]
@@ -593,7 +607,7 @@ class Estimator:
             if not isinstance(config, dict):
                 raise UsageError(f"layer {i} ({kind}): config must be a dict")
             cost = layer.get("cost")
-            scale = 1.0 + _recompute(layer, i)
+            scale = 1.0 + _recompute(layer, i) if "recompute" in layer else 1.0
             try:  # unhashable parts (a list in a config, a malformed cost) are read the long way; the types are
                 # part of it, as True == 1 and 1 == 1.0 hash alike but are not read alike (True is refused)
                 ident = (kind, layer.get("role"), tuple(config.items()), tuple(map(type, config.values())),
@@ -603,13 +617,16 @@ class Estimator:
             except TypeError:
                 ident = hit = None
             if hit is not None:
-                groups[hit[0]][hit[1]] += 1
-                keys.append(hit)
+                j, unread = hit
+                counts[j] += 1
+                keys.append(j)
+                unreads.append(unread)
                 continue
             name, model = self._model_for(kind, config)
             if model is None:
                 missing.append(i)
                 keys.append(None)
+                unreads.append(None)
                 continue
             values = dict(config)
             values["batch_size"] = batch_size
@@ -626,14 +643,19 @@ class Estimator:
             flops_bytes = at_batch(terms, batch_size)
             values["train_flops"], values["train_bytes"] = flops_bytes[:2]
             raw = tuple(model.vector(values, where))
-            key = (raw, flops_bytes, scale)
-            g = groups.get(name)
-            if g is None:
-                g = groups[name] = {}
-            g[key] = g.get(key, 0) + 1
-            keys.append((name, key))
+            dkey = (name, raw, flops_bytes, scale)
+            j = index.get(dkey)
+            if j is None:
+                j = index[dkey] = len(distinct)
+                distinct.append(dkey)
+                counts.append(0)
+                groups.setdefault(name, []).append(j)
+            counts[j] += 1
+            keys.append(j)
+            unread = _unread_feature(layer, model)
+            unreads.append(unread)
             if ident is not None:
-                seen[ident] = (name, key)
+                seen[ident] = (j, unread)
         if missing and unknown == "error":
             what = "; ".join(sorted({f"{layers[i]['kind']} ({_layer_label(layers[i], i)})" for i in missing}))
             raise NotFoundError(f"the estimator has no model for these layers' kinds: {what}; probe them on this "
@@ -650,25 +672,25 @@ class Estimator:
             scale = 1.0 + _recompute(layers[i], i)
             approx_rows[i] = (m * scale, s * scale)
 
-        results = {}
+        results = [None] * len(distinct)
         total_mean = 0.0
         total_var = []
-        for name, counts in groups.items():
+        for name, js in groups.items():
             model = self._models[name]
             rows = []
-            for key, cnt in counts.items():
-                lmu, var, v, u = model.row(key[0], *key[1])
+            for j in js:
+                _, raw, flops_bytes, scale = distinct[j]
+                lmu, var, v, u = model.row(raw, *flops_bytes)
                 m, s = model.moments(lmu, var)
-                m, s = m * key[2], s * key[2]  # a recomputed forward: a share of the layer's step more
-                results[(name, key)] = (m, s, model.outside(key[0]))
+                m, s = m * scale, s * scale  # a recomputed forward: a share of the layer's step more
+                results[j] = (m, s, model.outside(raw))
+                cnt = counts[j]
                 rows.append((cnt, var, v, u, m))
                 total_mean += cnt * m
             total_var.append(self._group_var(model, rows))
         out_layers, approximated = [], []
         op_extra = {}  # operator type, missing kind, or a layer's own index -> [the added std of each of its layers]
-        for i, (layer, key) in enumerate(zip(layers, keys)):
-            row = {"name": layer.get("name"), "kind": layer["kind"], "role": layer.get("role"),
-                   "config": layer["config"]}
+        for i, (layer, key, unread) in enumerate(zip(layers, keys, unreads)):
             if key is None:  # a kind the estimator lacks (unknown="approx")
                 m, s = approx_rows[i]
                 why = (f"the estimator has no model for kind {layer['kind']!r}: estimated from its FLOPs and "
@@ -679,15 +701,18 @@ class Estimator:
                 op_extra.setdefault(("missing kind", layer["kind"]), []).append(s)
             else:
                 m, s, outside = results[key]
-                why = layer.get("approx") if isinstance(layer.get("approx"), str) else None
-                unread = None if why else _unread_feature(layer, self._models[key[0]])
-                why = why or unread
+                why = layer.get("approx")
+                if isinstance(why, str) and why:
+                    unread = None  # a stand-in's own reason, not the feature its model never read
+                else:
+                    why = unread
                 if why:  # a stand-in, the generic kind, or a feature the model never read: its own cost may differ
                     extra = APPROX_OP_REL_STD * m
                     s = sqrt(s * s + extra * extra)
                     op = layer.get("op")
                     op_extra.setdefault(op if isinstance(op, str) else i, []).append(extra)
-            row.update(mean=m, std=s)
+            row = {"name": layer.get("name"), "kind": layer["kind"], "role": layer.get("role"),
+                   "config": layer["config"], "mean": m, "std": s}
             if key is not None and outside:  # the layer lies where the samples did not: it extrapolates
                 row["outside"] = [{"feature": f, "value": x, "probed": [lo, hi]} for f, x, lo, hi in outside]
             if why:
@@ -723,18 +748,15 @@ class Estimator:
         c = model.constant
         parts = []
         add = parts.append
-        n = len(rows)
-        for a in range(n):
-            ca, vara, va, ua, ma = rows[a]
+        for a, (ca, vara, va, ua, ma) in enumerate(rows):
             mm = ma * ma
             add(ca * mm * expm1(vara))
             if ca > 1:  # identical twins share the latent cost: constant - v.v, no white noise
                 twin = c - fsum(map(mul, va, va))
                 add(ca * (ca - 1) * mm * expm1(max(twin, 0.0)))
-            for b in range(a + 1, n):
-                cb, _, vb, ub, mb = rows[b]
-                cov = _matern52(c, dist(ua, ub)) - sum(map(mul, va, vb))
-                add(2.0 * ca * cb * ma * mb * expm1(cov))
+            for cb, _, vb, ub, mb in rows[a + 1:]:
+                t = dist(ua, ub)  # _matern52(c, t) inline
+                add(2.0 * ca * cb * ma * mb * expm1(c * ((1.0 + t + t * t / 3.0) * exp(-t)) - sum(map(mul, va, vb))))
         return fsum(parts)
 
 
