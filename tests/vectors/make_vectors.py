@@ -932,18 +932,17 @@ def main():
     only = {"--frozen-only": write_frozen_case, "--unread-only": write_unread_case,
             "--defaults-only": write_defaults_case,
             "--levels-only": write_level_vectors, "--training-only": write_training_vectors,
-            "--grouped-only": write_grouped_case, "--stand-in-only": write_stand_in_case}
-    unknown = [a for a in sys.argv[1:] if a not in only and a != "--table-only"]
+            "--grouped-only": write_grouped_case, "--stand-in-only": write_stand_in_case,
+            "--table-only": write_table_vectors}
+    unknown = [a for a in sys.argv[1:] if a not in only]
     if unknown:  # an unknown flag (--help among them) rewrites nothing
         sys.exit(f"unknown option(s) {' '.join(unknown)}; with none, every vector file is rewritten; one of "
-                 f"{', '.join(sorted(only))} or --table-only rewrites only its files")
+                 f"{', '.join(sorted(only))} rewrites only its files")
     for flag, write_case in only.items():  # one case's files rewritten, the others left as they are
         if flag in sys.argv[1:]:
             write_case()
             return
-    write_table_vectors()
-    if "--table-only" in sys.argv[1:]:
-        return
+    write_table_vectors()  # needs no random numbers: written first, as before the other files' generator starts
     rng = np.random.default_rng(20250101)
 
     # --- time: positive costs, repeated layers, a whole-model term
