@@ -148,11 +148,6 @@ def _field(d, key, where, typ=None):
     return v
 
 
-def _matern52(c, t):
-    """``c`` times the Matern 5/2 kernel at ``t = sqrt(5) r`` (``r`` in length scales)."""
-    return c * ((1.0 + t + t * t / 3.0) * exp(-t))
-
-
 # ----------------------------------------------------------------------------- one kind
 def _unread_feature(layer, model):
     """Why a layer is estimated approximately by a model fitted before one of its kind's defaulted features existed
@@ -755,7 +750,7 @@ class Estimator:
                 twin = c - fsum(map(mul, va, va))
                 add(ca * (ca - 1) * mm * expm1(max(twin, 0.0)))
             for cb, _, vb, ub, mb in rows[a + 1:]:
-                t = dist(ua, ub)  # _matern52(c, t) inline
+                t = dist(ua, ub)  # c x Matern 5/2 at t = sqrt(5) r, as in row
                 add(2.0 * ca * cb * ma * mb * expm1(c * ((1.0 + t + t * t / 3.0) * exp(-t)) - sum(map(mul, va, vb))))
         return fsum(parts)
 
