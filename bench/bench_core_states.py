@@ -2,7 +2,7 @@
 
     python bench/bench_core_states.py [--seconds 40] [--report F]
 
-One process per core, each pinned to its core (``taskset -c``), runs the same fixed work (200 products of a
+One process per core, each pinned to its core (``os.sched_setaffinity``), runs the same fixed work (200 products of a
 96 x 96 matrix with one torch thread) over and over for ``--seconds``, timing each block. Printed per second:
 each core's median block time and their ratio; then per core the median, the 10th and 90th percentiles, how
 often its speed moved by more than 15% from one second to the next, and the share of seconds in which the two
@@ -25,7 +25,8 @@ import sys
 import tempfile
 
 WORKER = r'''
-import json, sys, time
+import json, os, sys, time
+os.sched_setaffinity(0, {int(sys.argv[3])})
 import torch
 torch.set_num_threads(1)
 a = torch.randn(96, 96)
@@ -74,7 +75,7 @@ def main(argv=None):
         for c in cores:
             f = os.path.join(tmp, f"core{c}.json")
             files.append(f)
-            procs.append(subprocess.Popen(["taskset", "-c", str(c), sys.executable, "-c", WORKER, f, str(a.seconds)]))
+            procs.append(subprocess.Popen([sys.executable, "-c", WORKER, f, str(a.seconds), str(c)]))
         for p in procs:
             if p.wait() != 0:
                 raise SystemExit(f"a worker failed (exit {p.returncode})")
