@@ -191,7 +191,7 @@ class KindModel:
     __slots__ = ("kind", "features", "index", "role_index", "x_mean", "x_scale", "length_scale", "overhead",
                  "per_flop", "per_byte", "offset", "constant", "noise", "u_scale", "inducing_u", "alpha_c", "W_c",
                  "alpha_norm2", "W_norm2", "alpha_by_dist", "W_by_dist", "n_samples", "feature_range",
-                 "range_with_tolerance", "range_low", "range_high", "padded", "source", "padded_at", "given", "defaults",
+                 "range_low", "range_high", "padded", "source", "padded_at", "given", "defaults",
                  "source_defaults")
 
     def __init__(self, kind, d):
@@ -269,11 +269,11 @@ class KindModel:
                                   f"per feature ({nd})")
             self.feature_range = fr
         # the stored range is rounded to 8 digits: a value within RANGE_TOLERANCE of its ends is inside
-        self.range_with_tolerance = None if self.feature_range is None else tuple(
-            (lo - RANGE_TOLERANCE * max(abs(lo), abs(hi), 1.0), hi + RANGE_TOLERANCE * max(abs(lo), abs(hi), 1.0))
-            for lo, hi in self.feature_range)
-        self.range_low = None if self.feature_range is None else tuple(a for a, _ in self.range_with_tolerance)
-        self.range_high = None if self.feature_range is None else tuple(b for _, b in self.range_with_tolerance)
+        self.range_low = self.range_high = None
+        if self.feature_range is not None:
+            slack = [RANGE_TOLERANCE * max(abs(lo), abs(hi), 1.0) for lo, hi in self.feature_range]
+            self.range_low = tuple(lo - e for (lo, _), e in zip(self.feature_range, slack))
+            self.range_high = tuple(hi + e for (_, hi), e in zip(self.feature_range, slack))
         if abs(self.offset) > MAX_LOG_RESIDUAL:
             raise FormatError(f"estimator: {where}: |residual_offset| above {MAX_LOG_RESIDUAL:g} is not a cost model")
         if self.constant + self.noise > MAX_LOG_VAR:
@@ -321,11 +321,10 @@ class KindModel:
     def outside(self, raw):
         """``[(feature, value, low, high)]`` for each raw input outside the range the samples covered (none
         without ``feature_range``): there the estimate extrapolates."""
-        if self.range_with_tolerance is None or (all(map(le, self.range_low, raw))
-                                                 and all(map(le, raw, self.range_high))):
+        if self.feature_range is None or (all(map(le, self.range_low, raw)) and all(map(le, raw, self.range_high))):
             return []  # the common case, at C speed
-        return [(f, x, lo, hi) for f, x, (a, b), (lo, hi) in
-                zip(self.features, raw, self.range_with_tolerance, self.feature_range) if x < a or x > b]
+        return [(f, x, lo, hi) for f, x, a, b, (lo, hi) in
+                zip(self.features, raw, self.range_low, self.range_high, self.feature_range) if x < a or x > b]
 
     def vector(self, values, where):
         """Raw feature vector from a mapping of feature names to numbers (role may be a string); a feature the
