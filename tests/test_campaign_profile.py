@@ -747,3 +747,53 @@ def test_an_app_model_given_on_resume_weighs_the_rest_of_the_profile_once(tmp_pa
         profile(device=FakeDevice(), out=str(db), resume=True, models=["no_such_net"], max_probes=20)
     with Campaign.open(str(db)) as c:
         assert c.meta["prior"] == again and len(c.probes()) < 20
+
+
+def test_range_probes_take_the_zoo_configs_outside_what_their_kind_sampled(tmp_path):
+    """Every other coverage probe, from the first, goes to the zoo config furthest outside its kind's sampled range
+    (range_gap, at least RANGE_GAP) per probing second. In this prior the transformer's head has 64 tokens, and the
+    output kind's start and every layer probe's head sample 1-3: the first coverage probe is that head. Without
+    range probes, none is a range pick."""
+    from thor_sdk.campaign.profile import COVERAGE_EVERY, RANGE_GAP, ProfilePlan, range_gap, sampled_ranges
+
+    doc = build_prior(["lenet5", "transformer"])
+    path = tmp_path / "prior.json"
+    path.write_text(json.dumps(doc))
+    plan = ProfilePlan(doc)
+    n_start = sum(min(3, len(plan.start[k])) for k in plan.kinds)
+    zoo = {p.id for k in plan.coverage for p in plan.coverage[k]}
+    picked = {}
+    for on in (True, False):
+        db = tmp_path / f"r{on}.db"
+        s = profile(device=FakeDevice(), out=str(db), max_probes=n_start + COVERAGE_EVERY, prior_path=str(path),
+                    reference_every_s=None, calibration_models=[], range_probes=on)
+        assert s["range_probes"] == (1 if on else 0)
+        with Campaign.open(str(db)) as c:
+            done = list(c.probes("done"))
+            before = {p.id for p in done[:-1]}
+            ranges = sampled_ranges([x for x in c.samples("time") if x["probe_id"] in before])
+        picked[on] = done[-1]
+        assert picked[on].id in zoo
+    p = picked[True]
+    assert range_gap(ranges, p) >= RANGE_GAP
+    assert (p.kind, p.config["tokens"], p.batch_size) == ("output", 64, 4)  # the cheapest batch: size is what is missing
+
+
+def test_range_gap_reads_size_features_in_log_units_and_the_output_kind_includes_heads():
+    from thor_sdk.campaign.profile import range_gap, sampled_ranges
+    from thor_sdk.probes import Probe
+
+    parts = {"head": {"median": 1e-4, "std": 1e-6, "n": 5}, "hidden": {"median": 3e-4, "std": 1e-6, "n": 5}}
+    rows = [{"kind": "relu", "config": {"numel": 1000}, "batch_size": 8, "role": "hidden", "metric": "time",
+             "value": 2e-4, "std": 1e-6, "n": 5, "flagged": False, "parts": parts},
+            {"kind": "relu", "config": {"numel": 99_999}, "batch_size": 8, "role": "hidden", "metric": "time",
+             "value": 1.0, "std": 0.0, "n": 5, "flagged": True, "parts": None}]
+    r = sampled_ranges(rows)
+    assert r["relu"] == {"numel": (1000, 1000)}  # the flagged sample is not a sample
+    assert r["output"]["tokens"] == (1, 1)  # the relu probe's head: 1 token
+    assert range_gap(r, Probe("relu", {"numel": 1000}, 64, "hidden")) == 0.0  # batch size is not a size feature
+    assert range_gap(r, Probe("relu", {"numel": 4003}, 8, "hidden")) == pytest.approx(math.log(4004 / 1001))
+    assert range_gap(r, Probe("relu", {"numel": 249}, 8, "hidden")) == pytest.approx(math.log(1001 / 250))
+    assert range_gap(r, Probe("output", {"in_features": 1000, "out_features": 10, "tokens": 64}, 8, "output")) \
+        == pytest.approx(math.log(65 / 2))
+    assert range_gap(r, Probe("tanh", {"numel": 10}, 8, "hidden")) == 0.0  # no samples: the start covers it first

@@ -10,7 +10,9 @@
    kinds weigh by their share of the zoo's cost), divided by the probe's expected measuring time.
    Every ``coverage_every``-th of these probes is a **coverage** probe instead: the zoo config (any of
    the kind's, at those batch sizes) whose estimate has the largest latent ln-variance per probing second,
-   whatever its cost (``coverage_score``), so rare and cheap layers get samples too. A kind below
+   whatever its cost (``coverage_score``), so rare and cheap layers get samples too. Every other coverage
+   probe is a **range** probe where a zoo config lies outside what its kind's samples span (``range_gap``):
+   the one furthest outside per probing second, so no zoo layer stays an extrapolation. A kind below
    ``FLOOR_SHARE`` of its relative share of the probes so far takes the pick instead (its best-gain
    candidate; the kind furthest below its floor first), so no kind the zoo relies on stays at a handful.
 3. **Drift**: a fixed reference probe is re-measured every ``reference_every_s`` seconds and stored as a
@@ -74,6 +76,13 @@ FLOOR_SHARE = 0.5
 #: their probes, 6 of 6 outside their intervals, in a profile whose tiny conv samples all ran below batch 16
 #: (PyTorch's cheaper path for 1x1 convs), and no active probe went near them.
 COVERAGE_EVERY = 4
+#: a zoo config whose size features lie at least this far (ln(1 + x)) outside what its kind's samples span is a
+#: candidate of the range probes (every other coverage probe): a kind's GP with few samples along a feature puts
+#: its length scale at the bound and reads an extrapolation as sure as an interpolation. Profile 59 sampled the
+#: ``output`` kind at 1-12 tokens (3 output probes; every layer probe's head has 1), and the language models' heads
+#: at 32-64 tokens read 2x their own probe (lstm's: 6.9 ms estimated, 3.35 ms probed); 170 of the zoo's configs
+#: lay outside their kind's sampled range, 17 of its 37 output heads
+RANGE_GAP = math.log(2.0)
 REFERENCE = ("conv2d", {"in_channels": 16, "out_channels": 16, "kernel": 3, "stride": 1, "padding": 1, "groups": 1,
                         "height": 16, "width": 16, "bias": 1}, 16, "hidden")
 #: cheap zoo nets (never held-out ones) covering conv, depthwise, 1-D, recurrent and dense layers
@@ -213,6 +222,51 @@ def coverage_score(gp, probes):
     return np.maximum(var - gp.noise_level_, 0.0) / secs
 
 
+def sampled_ranges(samples):
+    """``{entry: {size feature: (low, high)}}`` over ``samples`` (unflagged), the ``output`` kind's including the
+    layer probes' heads (``head_part_samples``: the fit's samples of that kind)."""
+    from thor_sdk.fitting.pipeline import head_part_samples
+
+    from .prior import SIZE_FEATURES
+
+    rows = [s for s in samples if not s.get("flagged")]
+    out = {}
+    for s in rows + head_part_samples(rows):
+        r = out.setdefault(model_key(s["kind"], s["config"]), {})
+        for f, x in s["config"].items():
+            if f in SIZE_FEATURES and isinstance(x, (int, float)):
+                lo, hi = r.get(f, (x, x))
+                r[f] = (min(lo, x), max(hi, x))
+    return out
+
+
+def range_gap(ranges, probe):
+    """How far (in ln(1 + x)) ``probe``'s size features lie outside what its entry's samples span
+    (``sampled_ranges``); 0 within, or for an entry without samples (its start covers it first)."""
+    r = ranges.get(probe.model_key)
+    if not r:
+        return 0.0
+    gap = 0.0
+    for f, x in probe.config.items():
+        if f in r and isinstance(x, (int, float)):
+            lo, hi = r[f]
+            gap = max(gap, math.log1p(x) - math.log1p(hi) if x > hi else math.log1p(lo) - math.log1p(x) if x < lo
+                      else 0.0)
+    return gap
+
+
+def range_score(gp, probes, ranges):
+    """Per probe: its ``range_gap`` per expected probing second where at least RANGE_GAP, else 0."""
+    import numpy as np
+
+    gaps = np.array([range_gap(ranges, p) for p in probes])
+    if not (gaps >= RANGE_GAP).any():
+        return np.zeros(len(probes))
+    logm, mu, _, _ = gp.predict_log(_rows(probes), terms=_terms(probes))
+    secs = np.array([_expected_probe_s(m) for m in np.exp(logm + mu)])
+    return np.where(gaps >= RANGE_GAP, gaps / secs, 0.0)
+
+
 def _median_sd(sorted_vals):
     """Median and the spread around it (sample std) of sorted window values."""
     med = sorted_vals[len(sorted_vals) // 2]
@@ -264,8 +318,10 @@ def kind_gain(gp, integ, cands):
 def run_profile(campaign, device, plan, metric="time", settings=None, runtime="torch", max_probes=None,
                 max_seconds=None, target_rel_std=None, start_per_kind=3, reference_every_s=120.0,
                 calibration_models=DEFAULT_CALIBRATION, calibration_batches=(8, 32), calibration_share=0.08,
-                progress=None, clock=time.monotonic, coverage_every=COVERAGE_EVERY, floor_share=FLOOR_SHARE):
+                progress=None, clock=time.monotonic, coverage_every=COVERAGE_EVERY, floor_share=FLOOR_SHARE,
+                range_probes=True):
     """Profile ``device`` over ``plan`` until a stop condition holds; returns a summary dict.
+    ``range_probes``: False makes every coverage probe a variance one (no ``range_gap`` picks).
 
     ``progress(event, info)``: ("start", {...}), ("probe", {"probe", "done", "worst", "seconds_left"}),
     ("reference", {...}), ("calibration", {...}), ("stop", {"reason"}).
@@ -321,6 +377,7 @@ def run_profile(campaign, device, plan, metric="time", settings=None, runtime="t
     cache = GPCache(metric)
     reason = None
     n_picked = 0  # probes chosen after the start (active and coverage)
+    n_cover = n_range = 0  # coverage picks so far, and those that were range picks
     while True:
         reason = budget_reached(len(done), max_probes, clock() - t0, budget_probe_s, max_seconds)
         if reason:
@@ -344,6 +401,11 @@ def run_profile(campaign, device, plan, metric="time", settings=None, runtime="t
             n_done = sum(counts.values())
             cover = bool(coverage_every) and n_picked % coverage_every == coverage_every - 1
             n_picked += 1
+            ranged = cover and range_probes and n_cover % 2 == 0  # every other coverage pick, from the first
+            if cover:
+                n_cover += 1
+            ranges = sampled_ranges(campaign.samples(metric)) if ranged else None
+            range_best = None
             for k in plan.kinds:
                 gp = cache.gps.get(k)
                 cands = [p for p in plan.candidates[k] if p.id not in done]
@@ -357,6 +419,11 @@ def run_profile(campaign, device, plan, metric="time", settings=None, runtime="t
                     j = int(scores.argmax())
                     if cover_best is None or scores[j] > cover_best[0]:
                         cover_best = (float(scores[j]), zoo[j])
+                    if ranged:
+                        scores = range_score(gp, zoo, ranges)
+                        j = int(scores.argmax())
+                        if scores[j] > 0 and (range_best is None or scores[j] > range_best[0]):
+                            range_best = (float(scores[j]), zoo[j])
                 gains, iv, im = kind_gain(gp, plan.integration[k], cands)
                 tot_var, tot_mean = tot_var + iv, tot_mean + im
                 rel = math.sqrt(iv) / im if im > 0 else 0.0
@@ -376,6 +443,9 @@ def run_profile(campaign, device, plan, metric="time", settings=None, runtime="t
             if best is None:
                 reason = "every candidate of the prior is measured"
                 break
+            if range_best is not None:
+                cover_best = range_best
+                n_range += 1
             nxt = cover_best[1] if cover_best is not None else starved[1] if starved is not None else best[1]
         campaign.plan(nxt)
         measure(nxt)
@@ -390,6 +460,7 @@ def run_profile(campaign, device, plan, metric="time", settings=None, runtime="t
     st = campaign.status_counts()
     out = {"stop_reason": reason, "probes_done": st.get("done", 0), "probes_failed": st.get("failed", 0),
            "probes_measured_now": measured_now, "calibration_runs": cal, "seconds": clock() - t0,
+           "range_probes": n_range,
            **sample_summary(campaign), "kinds": dict(sorted(counts.items()))}
     drift = reference_drift(campaign.model_runs(), metric)
     if drift:
