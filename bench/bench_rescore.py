@@ -11,6 +11,13 @@ samples), their ratio, the 95% coverage and THOR scaled by the device level. The
 evaluation's; only the estimates change, so a difference between two rows of one results file is the
 estimators' alone. Nets given as files to ``evaluate`` (not by name) are skipped, with the reason: a path in
 a results file is never imported.
+
+``--pool`` scores against the median over the results files of each (net, batch size)'s measured value (each
+file one run, ``pool_results``) instead of each file alone: on this project's VM one net read 1.1-1.8x apart in
+evaluations 15 minutes apart (each file's own passes agreeing within it), so a single evaluation's MAPE is as much
+the machine's state in those minutes as the estimator's error.
+
+    python bench/bench_rescore.py --pool --results eval_a/results.json --results eval_b/results.json --estimator A.json
 """
 
 import argparse
@@ -48,6 +55,39 @@ def load_results(path):
         if not ok:
             raise FormatError(f"{path}: row {i} needs a model name, a batch size 1..1024 and a positive measured value")
     return doc
+
+
+def pool_results(docs):
+    """One results document from several evaluations' (``[(path, doc)]``, each loaded by ``load_results``): per
+    (model, batch size) measured in every one of them, the median of their measured values (``runs``: how many),
+    its group from the first; no device level (each run had its own). Metric and runtime must agree; a net
+    missing from one run is left out (``skipped``), so every pooled row rests on the same runs."""
+    from thor_sdk.errors import UsageError
+
+    if len(docs) < 2:
+        raise UsageError("--pool needs at least two results files")
+    for key in ("metric", "runtime"):
+        values = {d.get(key) for _, d in docs}
+        if len(values) > 1:
+            raise UsageError(f"the results files differ in {key}: {sorted(map(str, values))}")
+    by_key = {}
+    for i, (_, d) in enumerate(docs):
+        for r in d["rows"]:
+            by_key.setdefault((r["model"], r["batch_size"]), {}).setdefault(i, r)
+    rows, skipped = [], []
+    for (model, batch), got in by_key.items():
+        if len(got) < len(docs):
+            skipped.append({"model": model, "batch_size": batch,
+                            "reason": f"measured in {len(got)} of the {len(docs)} runs"})
+            continue
+        first = got[min(got)]
+        rows.append({"model": model, "group": first.get("group"), "batch_size": batch, "runs": len(got),
+                     "measured": statistics.median(r["measured"] for r in got.values()), "device_level": None})
+    if not rows:
+        raise UsageError("no (net, batch size) was measured in every results file")
+    return {"format": RESULTS_FORMAT, "version": 1, "metric": docs[0][1].get("metric"),
+            "runtime": docs[0][1].get("runtime"), "rows": rows, "pooled_from": [p for p, _ in docs],
+            "pool_skipped": skipped}
 
 
 def rescore(results, estimator, layers_cache=None):
@@ -121,14 +161,21 @@ def main(argv=None):
     ap.add_argument("--results", action="append", required=True, help="an evaluation's results.json (repeatable)")
     ap.add_argument("--estimator", action="append", required=True, help="an estimator file (repeatable)")
     ap.add_argument("--report", default=None, help="also write the Markdown here (and the rows as JSON beside it)")
+    ap.add_argument("--pool", action="store_true",
+                    help="score against each net's median measured value over the results files (pool_results)")
     args = ap.parse_args(argv)
     try:  # every input read and checked before any estimate or write
         docs = [(p, load_results(p)) for p in args.results]
+        if args.pool:
+            pooled = pool_results(docs)
+            docs = [(f"median of {len(docs)} runs", pooled)]
         ests = [(p, load_estimator(read_json(p, "estimator"))) for p in args.estimator]
         cache, table = {}, []
         for rp, doc in docs:
             for ep, est in ests:
-                table.append(dict(rescore(doc, est, cache), results=rp, estimator=ep))
+                got = rescore(doc, est, cache)
+                got["skipped"] = doc.get("pool_skipped", []) + got["skipped"]
+                table.append(dict(got, results=rp, estimator=ep))
     except ThorError as err:
         raise SystemExit(f"Error: {err}")
     publish(table, "python bench/bench_rescore.py " + " ".join(argv if argv is not None else sys.argv[1:]),

@@ -139,3 +139,39 @@ def test_a_model_that_is_not_a_known_net_name_is_skipped_never_imported(setup, t
     got = load_bench("bench_rescore").rescore(doc, load_estimator(paths["one"]))
     assert [s["model"] for s in got["skipped"]] == [f"{planted}:Net"] and not (tmp_path / "ran").exists()
     assert got["groups"]["all"]["n"] == 1
+
+
+def test_pool_scores_against_each_nets_median_over_runs(setup, tmp_path):
+    """Two runs that read har at 0.6x and 1.4x of the truth pool to the truth (the median of two is their mean):
+    the estimator that equals the truth scores 0% pooled, 67% and 29% on the runs alone. A net measured in one run
+    only is left out, with the reason; runs of different runtimes are refused, as is a single run."""
+    from thor_sdk.errors import UsageError
+    from thor_sdk.runtime import load_estimator
+
+    paths, results = setup
+    bench = load_bench("bench_rescore")
+    truth = results["rows"][0]["measured"]
+    files = []
+    for i, f in enumerate((0.6, 1.4)):
+        doc = dict(results, rows=[dict(results["rows"][0], measured=f * truth)]
+                   + ([{"model": "lenet5", "group": "reference", "batch_size": 16, "measured": 1e-3}] if i else []))
+        files.append((f"run{i}", doc))
+    pooled = bench.pool_results(files)
+    assert [(r["model"], r["runs"]) for r in pooled["rows"]] == [("har", 2)]
+    assert pooled["rows"][0]["measured"] == pytest.approx(truth)
+    assert [s["model"] for s in pooled["pool_skipped"]] == ["lenet5"]
+    est = load_estimator(paths["one"])
+    assert bench.rescore(pooled, est)["groups"]["all"]["thor_mape"] == pytest.approx(0.0, abs=1e-6)
+    assert bench.rescore(files[0][1], est)["groups"]["all"]["thor_mape"] == pytest.approx(100 / 0.6 - 100, rel=1e-6)
+    with pytest.raises(UsageError, match="runtime"):
+        bench.pool_results([files[0], ("x", dict(files[1][1], runtime="onnxruntime"))])
+    with pytest.raises(UsageError, match="at least two"):
+        bench.pool_results(files[:1])
+
+    out = tmp_path / "p.md"
+    for i, (_, doc) in enumerate(files):
+        (tmp_path / f"r{i}.json").write_text(json.dumps(doc))
+    bench.main(["--pool", "--results", str(tmp_path / "r0.json"), "--results", str(tmp_path / "r1.json"),
+                "--estimator", paths["one"], "--report", str(out)])
+    text = out.read_text()
+    assert "median of 2 runs" in text and "lenet5 b16: measured in 1 of the 2 runs" in text
