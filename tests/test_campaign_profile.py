@@ -797,3 +797,42 @@ def test_range_gap_reads_size_features_in_log_units_and_the_output_kind_includes
     assert range_gap(r, Probe("output", {"in_features": 1000, "out_features": 10, "tokens": 64}, 8, "output")) \
         == pytest.approx(math.log(65 / 2))
     assert range_gap(r, Probe("tanh", {"numel": 10}, 8, "hidden")) == 0.0  # no samples: the start covers it first
+
+
+def test_fit_need_is_three_samples_per_gp_input():
+    """A kind's GP fits its length scales from MIN_SAMPLES_PER_DIM samples per input (its features and the derived
+    FLOPs and bytes): lstm's 9 inputs need 27, as profile 60's fit said of its 21 ('length scales fixed at 1')."""
+    from thor_sdk.campaign.profile import ProfilePlan, fit_need
+    from thor_sdk.fitting.gp import DERIVED, MIN_SAMPLES_PER_DIM
+    from thor_sdk.layers.kinds import feature_vector
+
+    plan = ProfilePlan(load_prior(), kinds=["lstm", "relu", "conv2d"])
+    need = fit_need(plan)
+    assert need["lstm"] == 27
+    p = plan.candidates["conv2d"][0]
+    assert need["conv2d"] == MIN_SAMPLES_PER_DIM * (len(feature_vector(p.kind, p.config, p.batch_size, p.role))
+                                                    + len(DERIVED))
+    assert need["relu"] < need["lstm"] < need["conv2d"]
+
+
+def test_a_kind_below_what_its_gp_needs_takes_the_pick_once_its_cap_allows(tmp_path, small_prior):
+    """With fit_floor (the default) a kind whose share cap allows the samples its GP needs (fit_need) is starved
+    until it has them, after every kind's share floor: on the same budget relu (share 9%, needing 18) gets more
+    probes than by its share floor alone, and every kind still has its share floor."""
+    from thor_sdk.campaign.profile import FLOOR_SHARE, SHARE_CAP, ProfilePlan, fit_need
+
+    path, doc = small_prior
+    plan = ProfilePlan(doc)
+    need = fit_need(plan)
+    n = sum(min(3, len(plan.start[k])) for k in plan.kinds) + 60
+    counts = {}
+    for on in (True, False):
+        s = profile(device=FakeDevice(), out=str(tmp_path / f"f{on}.db"), max_probes=n, prior_path=str(path),
+                    reference_every_s=None, calibration_models=[], fit_floor=on)
+        counts[on] = s["kinds"]
+    assert counts[True]["relu"] > counts[False]["relu"]
+    assert need["relu"] <= SHARE_CAP * plan.share["relu"] * n
+    for kind, c in counts[True].items():
+        assert c >= FLOOR_SHARE * plan.share[kind] * n - 1, (kind, c)
+    with pytest.raises(UsageError, match="fit_floor"):
+        profile(device=FakeDevice(), out=str(tmp_path / "bad.db"), max_probes=5, prior_path=str(path), fit_floor=1)

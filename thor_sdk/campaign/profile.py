@@ -14,7 +14,9 @@
    probe is a **range** probe where a zoo config lies outside what its kind's samples span (``range_gap``):
    the one furthest outside per probing second, so no zoo layer stays an extrapolation. A kind below
    ``FLOOR_SHARE`` of its relative share of the probes so far takes the pick instead (its best-gain
-   candidate; the kind furthest below its floor first), so no kind the zoo relies on stays at a handful.
+   candidate; the kind furthest below its floor first), so no kind the zoo relies on stays at a handful;
+   after those, a kind below the samples its GP needs to fit its length scales (``fit_need``), once its
+   share cap allows that many.
 3. **Drift**: a fixed reference probe is re-measured every ``reference_every_s`` seconds and stored as a
    model run ``reference:<probe id>``; ``fit`` turns its spread into noise every sample carries.
 4. **Calibration**: at the end (the last ``calibration_share`` of the time budget), whole zoo models
@@ -83,6 +85,10 @@ COVERAGE_EVERY = 4
 #: at 32-64 tokens read 2x their own probe (lstm's: 6.9 ms estimated, 3.35 ms probed); 170 of the zoo's configs
 #: lay outside their kind's sampled range, 17 of its 37 output heads
 RANGE_GAP = math.log(2.0)
+#: (``fit_need``) profiles 55-60 left conv1d, lstm, transformer_block, batchnorm2d, relu and mha at their share
+#: floors, each below 3 samples per GP input, so each fitted with its length scales fixed at 1 (a layer far from
+#: the samples read as sure as one near them): lstm had 21-25 samples for 9 inputs, and the reference net ``lstm``
+#: read 1.2-1.9x its measurement in all six, its own layer 79 ms against its probe's 47 (profile 60)
 REFERENCE = ("conv2d", {"in_channels": 16, "out_channels": 16, "kernel": 3, "stride": 1, "padding": 1, "groups": 1,
                         "height": 16, "width": 16, "bias": 1}, 16, "hidden")
 #: cheap zoo nets (never held-out ones) covering conv, depthwise, 1-D, recurrent and dense layers
@@ -222,6 +228,15 @@ def coverage_score(gp, probes):
     return np.maximum(var - gp.noise_level_, 0.0) / secs
 
 
+def fit_need(plan):
+    """``{entry: samples}``: how many samples each entry's GP needs before it fits its length scales
+    (``fitting.gp.MIN_SAMPLES_PER_DIM`` per input: the layer's features and its derived FLOPs and bytes)."""
+    from thor_sdk.fitting.gp import DERIVED, MIN_SAMPLES_PER_DIM
+
+    return {k: MIN_SAMPLES_PER_DIM * (len(feature_vector(p.kind, p.config, p.batch_size, p.role)) + len(DERIVED))
+            for k, cands in plan.candidates.items() for p in cands[:1]}
+
+
 def sampled_ranges(samples):
     """``{entry: {size feature: (low, high)}}`` over ``samples`` (unflagged), the ``output`` kind's including the
     layer probes' heads (``head_part_samples``: the fit's samples of that kind)."""
@@ -319,9 +334,10 @@ def run_profile(campaign, device, plan, metric="time", settings=None, runtime="t
                 max_seconds=None, target_rel_std=None, start_per_kind=3, reference_every_s=120.0,
                 calibration_models=DEFAULT_CALIBRATION, calibration_batches=(8, 32), calibration_share=0.08,
                 progress=None, clock=time.monotonic, coverage_every=COVERAGE_EVERY, floor_share=FLOOR_SHARE,
-                range_probes=True):
+                range_probes=True, fit_floor=True):
     """Profile ``device`` over ``plan`` until a stop condition holds; returns a summary dict.
-    ``range_probes``: False makes every coverage probe a variance one (no ``range_gap`` picks).
+    ``range_probes``: False makes every coverage probe a variance one (no ``range_gap`` picks). ``fit_floor``:
+    False keeps a kind's floor at its share of the probes (``floor_share``), not at what its GP needs (``fit_need``).
 
     ``progress(event, info)``: ("start", {...}), ("probe", {"probe", "done", "worst", "seconds_left"}),
     ("reference", {...}), ("calibration", {...}), ("stop", {"reason"}).
@@ -378,6 +394,7 @@ def run_profile(campaign, device, plan, metric="time", settings=None, runtime="t
     reason = None
     n_picked = 0  # probes chosen after the start (active and coverage)
     n_cover = n_range = 0  # coverage picks so far, and those that were range picks
+    need = fit_need(plan) if fit_floor else {}
     while True:
         reason = budget_reached(len(done), max_probes, clock() - t0, budget_probe_s, max_seconds)
         if reason:
@@ -397,7 +414,7 @@ def run_profile(campaign, device, plan, metric="time", settings=None, runtime="t
         if nxt is None:
             cache.update(campaign.samples(metric))
             best, cover_best, tot_var, tot_mean, worst_k = None, None, 0.0, 0.0, (None, -1.0)
-            starved = None  # (count over floor, best candidate) of the kind furthest below its floor
+            starved = None  # ((tier, count over floor), best candidate) of the kind furthest below its floor
             n_done = sum(counts.values())
             cover = bool(coverage_every) and n_picked % coverage_every == coverage_every - 1
             n_picked += 1
@@ -432,10 +449,18 @@ def run_profile(campaign, device, plan, metric="time", settings=None, runtime="t
                 j = int(gains.argmax())
                 if best is None or gains[j] > best[0]:
                     best = (float(gains[j]), cands[j])
+                # below its share floor first; then below what its GP needs to fit its length scales, where
+                # its cap allows that many; within each, the kind furthest below
+                c = counts.get(k, 0)
                 floor = floor_share * plan.share[k] * n_done
-                if floor > 0 and counts.get(k, 0) < floor:
-                    if starved is None or counts.get(k, 0) / floor < starved[0]:
-                        starved = (counts.get(k, 0) / floor, cands[j])
+                if floor > 0 and c < floor:
+                    key = (0, c / floor)
+                elif c < need.get(k, 0) <= SHARE_CAP * plan.share[k] * n_done:
+                    key = (1, c / need[k])
+                else:
+                    key = None
+                if key is not None and (starved is None or key < starved[0]):
+                    starved = (key, cands[j])
             worst.update(kind=worst_k[0], rel_std=worst_k[1])
             if target_rel_std is not None and tot_mean > 0 and math.sqrt(tot_var) / tot_mean <= target_rel_std:
                 reason = f"target relative uncertainty {target_rel_std:g} reached ({math.sqrt(tot_var) / tot_mean:.3g})"
