@@ -82,13 +82,9 @@ COVERAGE_EVERY = 4
 #: candidate of the range probes (every other coverage probe): a kind's GP with few samples along a feature puts
 #: its length scale at the bound and reads an extrapolation as sure as an interpolation. Profile 59 sampled the
 #: ``output`` kind at 1-12 tokens (3 output probes; every layer probe's head has 1), and the language models' heads
-#: at 32-64 tokens read 2x their own probe (lstm's: 6.9 ms estimated, 3.35 ms probed); 170 of the zoo's configs
-#: lay outside their kind's sampled range, 17 of its 37 output heads
+#: at 32-64 tokens read 2x their own probe (lstm's: 6.9 ms estimated, 3.35 ms probed); 75 of the zoo's 1,359
+#: configs lay 2x or more outside their kind's sampled sizes (187 outside at all), 12 of its 37 output heads
 RANGE_GAP = math.log(2.0)
-#: (``fit_need``) profiles 55-60 left conv1d, lstm, transformer_block, batchnorm2d, relu and mha at their share
-#: floors, each below 3 samples per GP input, so each fitted with its length scales fixed at 1 (a layer far from
-#: the samples read as sure as one near them): lstm had 21-25 samples for 9 inputs, and the reference net ``lstm``
-#: read 1.2-1.9x its measurement in all six, its own layer 79 ms against its probe's 47 (profile 60)
 REFERENCE = ("conv2d", {"in_channels": 16, "out_channels": 16, "kernel": 3, "stride": 1, "padding": 1, "groups": 1,
                         "height": 16, "width": 16, "bias": 1}, 16, "hidden")
 #: cheap zoo nets (never held-out ones) covering conv, depthwise, 1-D, recurrent and dense layers
@@ -230,7 +226,13 @@ def coverage_score(gp, probes):
 
 def fit_need(plan):
     """``{entry: samples}``: how many samples each entry's GP needs before it fits its length scales
-    (``fitting.gp.MIN_SAMPLES_PER_DIM`` per input: the layer's features and its derived FLOPs and bytes)."""
+    (``fitting.gp.MIN_SAMPLES_PER_DIM`` per input: the layer's features and its derived FLOPs and bytes).
+
+    Profiles 55-60 left conv1d, lstm, transformer_block, batchnorm2d, relu and mha at their share floors, each
+    below that, so each was fitted with its length scales fixed at 1 (a layer far from the samples read as sure as
+    one near them): lstm had 21-25 samples for 9 inputs, and the reference net ``lstm`` read 1.2-1.9x its
+    measurement in all six, its own layer 79 ms against its probe's 47 (profile 60). Profile 61, with this floor,
+    fitted all six (``bench/results/evaluate-host-20261130-0044-fit-floor/NOTES.md``)."""
     from thor_sdk.fitting.gp import DERIVED, MIN_SAMPLES_PER_DIM
 
     return {k: MIN_SAMPLES_PER_DIM * (len(feature_vector(p.kind, p.config, p.batch_size, p.role)) + len(DERIVED))
