@@ -219,9 +219,16 @@ def coverage_score(gp, probes):
     conv2d coverage probes on squeeze-excite convs and 38 on relu (28% mean-function error)."""
     import numpy as np
 
-    logm, mu, var, _ = gp.predict_log(_rows(probes), terms=_terms(probes))
-    secs = np.array([_expected_probe_s(m) for m in np.exp(logm + mu)])
+    var, secs = _latent_and_seconds(gp, probes)
     return np.maximum(var - gp.noise_level_, 0.0) / secs
+
+
+def _latent_and_seconds(gp, probes):
+    """Per probe: the GP's ln-variance of its layer's cost and the expected seconds to probe it."""
+    import numpy as np
+
+    logm, mu, var, _ = gp.predict_log(_rows(probes), terms=_terms(probes))
+    return var, np.array([_expected_probe_s(m) for m in np.exp(logm + mu)])
 
 
 def fit_need(plan):
@@ -279,8 +286,7 @@ def range_score(gp, probes, ranges):
     gaps = np.array([range_gap(ranges, p) for p in probes])
     if not (gaps >= RANGE_GAP).any():
         return np.zeros(len(probes))
-    logm, mu, _, _ = gp.predict_log(_rows(probes), terms=_terms(probes))
-    secs = np.array([_expected_probe_s(m) for m in np.exp(logm + mu)])
+    _, secs = _latent_and_seconds(gp, probes)
     return np.where(gaps >= RANGE_GAP, gaps / secs, 0.0)
 
 
@@ -414,7 +420,8 @@ def run_profile(campaign, device, plan, metric="time", settings=None, runtime="t
         # 2. active: the largest integrated-variance reduction per probing second over all kinds (or, every
         #    coverage_every-th pick, the zoo config least sure in ln units per probing second)
         if nxt is None:
-            cache.update(campaign.samples(metric))
+            stored = campaign.samples(metric)  # read once: the GPs and the range picks both need them
+            cache.update(stored)
             best, cover_best, tot_var, tot_mean, worst_k = None, None, 0.0, 0.0, (None, -1.0)
             starved = None  # ((tier, count over floor), best candidate) of the kind furthest below its floor
             n_done = sum(counts.values())
@@ -423,7 +430,7 @@ def run_profile(campaign, device, plan, metric="time", settings=None, runtime="t
             ranged = cover and range_probes and n_cover % 2 == 0  # every other coverage pick, from the first
             if cover:
                 n_cover += 1
-            ranges = sampled_ranges(campaign.samples(metric)) if ranged else None
+            ranges = sampled_ranges(stored) if ranged else None
             range_best = None
             for k in plan.kinds:
                 gp = cache.gps.get(k)
