@@ -48,10 +48,6 @@ def estimate_ratios(model="mlp", proxy="digits", batch_sizes=(16, 32, 64, 128), 
     number("max epochs", max_epochs, low=1, high=MAX_EPOCHS, integer=True)
     for s in seeds:
         number("seed", s, low=0, high=2 ** 32 - 1, integer=True)
-    import torch
-
-    from .data import Trainer, adapt, build_net, load_proxy, split
-
     batch_sizes = sorted(set(int(b) for b in batch_sizes))
     if not batch_sizes or batch_sizes[0] < 1:
         raise UsageError("give at least one positive batch size")
@@ -59,6 +55,10 @@ def estimate_ratios(model="mlp", proxy="digits", batch_sizes=(16, 32, 64, 128), 
         raise UsageError(f"target accuracy must be in (0, 1], got {target_accuracy}")
     if not seeds:
         raise UsageError("give at least one seed")
+    import torch  # after every check: a bad input is refused without the 2-4 s of importing torch
+
+    from .data import Trainer, adapt, build_net, load_proxy, split
+
     X, y, info = load_proxy(proxy)
     Xtr, Xv, ytr, yv = split(X, y)
     n_classes = int(y.max()) + 1
