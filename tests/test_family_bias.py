@@ -1,51 +1,75 @@
-"""The calibration's bias per kind family (fitting.pipeline.family_bias): convolutions and the other layers read apart
-from whole nets whose share of convolutions differs, the line read where the nets are, each bias shrunk by its own
-noise; folded into each entry's offset (whole_model.kind_log_bias, Estimator.log_bias_of), read back by every
-reader, and refused when hostile."""
+"""The calibration's bias per kind family (fitting.pipeline.family_biases): each family's departure from the nets'
+median read by a ridge regression on their shares of it, only for families that make up enough of enough nets;
+folded into each entry's offset (whole_model.kind_log_bias, Estimator.log_bias_of), read back by every reader, and
+refused when hostile."""
 
 import json
 import math
+import statistics
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from thor_sdk.errors import FormatError
-from thor_sdk.fitting.pipeline import MIN_FAMILY_PAIRS, calibrate, family_bias
+from thor_sdk.fitting.pipeline import (FAMILY_MIN_SHARE, FAMILY_RIDGE, MIN_FAMILY_PAIRS, calibrate, family_biases,
+                                       family_shares)
 
 
-def _points(conv_ln=-0.2, other_ln=0.02, noise=(0.0,)):
-    """(ln ratio, conv share, model): nets without convolutions and nets with 55-70% of their estimate in them."""
-    shares = [0.0, 0.0, 0.05, 0.1, 0.55, 0.6, 0.65, 0.7]
-    return [(other_ln + (conv_ln - other_ln) * s + noise[i % len(noise)], s, f"m{i % 4}")
-            for i, s in enumerate(shares)]
+def _points(conv_ln=-0.2, dense_ln=0.1, noise=(0.0,)):
+    """(ln ratio, family shares, model): MLPs, conv nets with a dense head, and conv nets."""
+    shares = [{"dense": 1.0}, {"dense": 0.9}, {"conv": 0.5, "dense": 0.5}, {"conv": 0.6, "dense": 0.3},
+              {"conv": 0.9}, {"conv": 1.0}]
+    return [(conv_ln * sh.get("conv", 0.0) + dense_ln * sh.get("dense", 0.0) + noise[i % len(noise)], sh, f"m{i % 3}")
+            for i, sh in enumerate(shares)]
 
 
-def test_a_line_without_noise_gives_each_family_its_own_bias_where_the_nets_are():
-    got = family_bias(_points())
-    assert got["other"] == pytest.approx(0.02) and got["other_se"] == pytest.approx(0.0, abs=1e-9)
-    # read at the highest share the nets have (0.7), not extrapolated to 1
-    assert got["conv"] == pytest.approx(0.02 + (-0.2 - 0.02) * 0.7) and got["shares"] == [0.0, 0.7]
-    assert got["pairs"] == 8
+def test_each_family_departs_from_the_median_by_the_ridge_regression_of_its_shares():
+    import numpy as np
+
+    pts = _points()
+    center = statistics.median(p[0] for p in pts)
+    got = family_biases(pts, center, 0.5 * center)
+    A = np.array([[p[1].get("conv", 0.0), p[1].get("dense", 0.0)] for p in pts])
+    d = np.linalg.solve(A.T @ A + FAMILY_RIDGE * np.eye(2), A.T @ (np.array([p[0] for p in pts]) - center))
+    assert got["biases"] == pytest.approx({"conv": 0.5 * center + d[0], "dense": 0.5 * center + d[1]})
+    assert got["pairs"] == 6 and got["read"] == {"conv": 4, "dense": 4}
+    # the ridge keeps the order and pulls toward the common bias, never past the nets' own reading
+    assert -0.2 < got["biases"]["conv"] < 0.5 * center < got["biases"]["dense"] < 0.1
 
 
-def test_each_bias_is_shrunk_by_its_own_noise():
-    noisy = family_bias(_points(conv_ln=-0.2, other_ln=0.0, noise=(0.08, -0.08, 0.05, -0.05)))
-    assert noisy["conv_se"] > 0 and noisy["other_se"] > 0
-    assert -0.2 * 0.7 < noisy["conv"] < 0  # toward 0, not past it
-    assert abs(noisy["other"]) < 0.08
+def test_a_stronger_family_reading_gives_a_stronger_bias_and_noise_is_damped():
+    weak, strong = family_biases(_points(-0.1), -0.0, 0.0), family_biases(_points(-0.4), -0.0, 0.0)
+    assert strong["biases"]["conv"] < weak["biases"]["conv"] < 0
+    noisy = family_biases(_points(0.0, 0.0, noise=(0.05, -0.05, 0.03)), 0.0, 0.0)
+    assert all(abs(b) < 0.05 for b in noisy["biases"].values())
 
 
 @pytest.mark.parametrize("points", [
-    [(0.0, 0.0, "a"), (0.0, 0.1, "b"), (-0.2, 0.6, "c"), (-0.2, 0.7, "d")],  # too few on each side
-    [(0.0, 0.0, "a"), (0.0, 0.1, "a"), (0.0, 0.2, "a"), (-0.2, 0.6, "c"), (-0.2, 0.7, "d"), (-0.2, 0.8, "c")],
-    [(0.0, 0.6, "a"), (0.0, 0.7, "b"), (0.0, 0.8, "a"), (-0.2, 0.6, "c"), (-0.2, 0.7, "d"), (-0.2, 0.8, "c")]])
-def test_without_nets_on_both_sides_of_half_from_two_models_each_there_is_no_family_bias(points):
-    assert MIN_FAMILY_PAIRS == 3 and family_bias(points) is None
+    [(0.1, {"dense": 1.0}, "a"), (0.1, {"dense": 1.0}, "b"), (-0.2, {"conv": 0.9}, "c")],  # conv in one pair
+    [(0.1, {"dense": 1.0}, "a"), (0.1, {"dense": 1.0}, "b"), (-0.2, {"conv": 0.2, "dense": 0.8}, "c"),
+     (-0.2, {"conv": 0.2, "dense": 0.8}, "d")],  # conv under FAMILY_MIN_SHARE everywhere
+    [(0.1, {}, "a"), (0.0, {}, "b"), (-0.1, {}, "c")]])  # no family at all
+def test_without_two_families_each_in_enough_of_enough_nets_there_is_no_family_bias(points):
+    assert MIN_FAMILY_PAIRS == 2 and FAMILY_MIN_SHARE == 0.25
+    assert family_biases(points, 0.0, 0.0) is None
+
+
+def test_a_family_read_where_one_is_not_leaves_the_unread_one_at_the_common_bias():
+    pts = _points() + [(0.3, {"recurrent": 1.0}, "r")]  # one recurrent pair: unread
+    got = family_biases(pts, 0.0, -0.01)
+    assert set(got["biases"]) == {"conv", "dense"} and "recurrent" not in got["read"]
+
+
+def test_family_shares_sum_each_familys_layers_over_the_total_by_base_kind():
+    rows = [{"kind": "conv2d", "mean": 2.0}, {"kind": "conv2d:grouped", "mean": 1.0}, {"kind": "linear", "mean": 1.0},
+            {"kind": "relu", "mean": 1.0}, {"kind": "gru", "mean": 5.0}]
+    assert family_shares(rows, 10.0) == {"conv": 0.3, "dense": 0.1, "recurrent": 0.5}
+    assert family_shares(rows, 0.0) == {}
 
 
 class _Est:
-    """Estimates every net at 1.0, a share of it in convolutions as its layers say."""
+    """Estimates every net at 1.0, a share of it in convolutions as its layers say, the rest in linear layers."""
 
     def estimate(self, layers, batch_size):
         conv = layers[0]["conv"]
@@ -58,16 +82,16 @@ def _runs(share_and_ratio):
              "detail": {"layers": [{"kind": "conv2d", "conv": share}]}} for i, (share, ratio) in enumerate(share_and_ratio)]
 
 
-def test_calibrate_reads_each_nets_conv_share_off_its_estimate_and_can_be_told_not_to():
+def test_calibrate_reads_each_nets_family_shares_off_its_estimate_and_can_be_told_not_to():
     data = [(0.0, 1.02), (0.0, 1.01), (0.1, 1.0), (0.05, 1.03), (0.6, 0.85), (0.65, 0.84), (0.7, 0.82), (0.55, 0.86)]
     cal = calibrate(_Est(), _runs(data), "time", 0.0)
-    assert [r["conv_share"] for r in cal["runs"]] == [s for s, _ in data]
-    fam = cal["family"]
-    assert fam["conv"] < -0.1 < 0 < fam["other"] + 0.01 and "by kind family" in cal["source"]
+    assert [r["family_shares"].get("conv", 0.0) for r in cal["runs"]] == [s for s, _ in data]
+    fam = cal["family"]["biases"]
+    assert fam["conv"] < cal["log_bias"] < fam["dense"] and "by kind family" in cal["source"]
     common = calibrate(_Est(), _runs(data), "time", 0.0, family=False)
     assert common["family"] is None and "by kind family" not in common["source"]
     assert common["log_bias"] == cal["log_bias"]  # the common bias is still read, for the record
-    # an estimator whose estimates carry no layers (or whose nets have no convolutions): no family
+    # nets without convolutions: one family only, no family biases
     assert calibrate(_Est(), _runs([(0.0, r) for _, r in data]), "time", 0.0)["family"] is None
 
 
@@ -112,15 +136,17 @@ def test_fit_folds_each_familys_bias_into_its_entries_and_the_runtime_reads_it_b
                              "detail": {"layers": ml.layers}})
     doc = build(samples, model_runs=runs, **kw)
     wm = doc["whole_model"]
-    assert set(wm["kind_log_bias"]) == {"conv2d"} and wm["kind_log_bias"]["conv2d"] < -0.05
+    # conv2d and the dense kinds (linear, output) read apart; relu and flatten stay at the common bias
+    assert set(wm["kind_log_bias"]) == {"conv2d", "linear", "output"}
+    assert wm["kind_log_bias"]["conv2d"] < -0.05 < wm["kind_log_bias"]["linear"] == wm["kind_log_bias"]["output"]
     est = load_estimator(json.loads(json.dumps(doc)))
-    assert est.log_bias_of("conv2d") == wm["kind_log_bias"]["conv2d"] and est.log_bias_of("linear") == wm["log_bias"]
+    assert est.log_bias_of("conv2d") == wm["kind_log_bias"]["conv2d"] and est.log_bias_of("relu") == wm["log_bias"]
     conv_layer = next(l for l in nets["c8"].layers if l["kind"] == "conv2d")
     lin_layer = next(l for l in nets["m64"].layers if l["kind"] == "linear")
     ratio_conv = est.estimate([conv_layer], 16)["total"]["mean"] / plain.estimate([conv_layer], 16)["total"]["mean"]
     ratio_lin = est.estimate([lin_layer], 16)["total"]["mean"] / plain.estimate([lin_layer], 16)["total"]["mean"]
     assert ratio_conv == pytest.approx(math.exp(wm["kind_log_bias"]["conv2d"]), rel=1e-3)
-    assert ratio_lin == pytest.approx(math.exp(wm["log_bias"]), rel=1e-3)
+    assert ratio_lin == pytest.approx(math.exp(wm["kind_log_bias"]["linear"]), rel=1e-3)
     common = build(samples, model_runs=runs, family=False, **kw)["whole_model"]
     assert "kind_log_bias" not in common
 
