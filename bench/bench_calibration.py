@@ -5,7 +5,8 @@
 
 ``thor-sdk profile`` measures its calibration nets whole in passes while the reserved time lasts, and
 ``fit`` counts each (model, batch size) once with the median of its passes. This refits the same samples
-with all passes and with each single pass (what one pass, the earlier behaviour, would have given), and
+with all passes and with each single pass (what one pass, the earlier behaviour, would have given; the passes
+spread over the probes, ``pass`` "spread", as one, and the end passes without them), and
 scores every fit on the held-out rows of ``thor-sdk evaluate`` results measured beside that profile (the
 measurements are reused: nothing is measured here). ``--without A,B``: also fits whose calibration
 leaves those nets out (with all passes, and with each pass alone), to see what they add. Printed per fit: the corrected ln bias, the whole-model
@@ -58,26 +59,32 @@ def main(argv=None):
     for path in a.evaluation:
         with open(path, encoding="utf-8") as f:
             evals.append((path, json.load(f)["rows"]))
-    passes = sorted({_pass(r) for r in runs if r["model"].startswith(CALIBRATION_PREFIX)})
+    # the end passes by number, then "spread" (every pass measured during the probes, one fit of them together)
+    passes = sorted({_pass(r) for r in runs if r["model"].startswith(CALIBRATION_PREFIX)},
+                    key=lambda p: (isinstance(p, str), str(p) if isinstance(p, str) else p))
+    spread = "spread" in passes
 
     def keep(r, k, drop):
-        """A non-calibration run always; a calibration run if its net is not dropped and it is of pass k (None: any)."""
+        """A non-calibration run always; a calibration run if its net is not dropped and it is of pass k (None: any;
+        "end": any end pass, not the spread ones)."""
         if not r["model"].startswith(CALIBRATION_PREFIX):
             return True
-        return r["model"][len(CALIBRATION_PREFIX):] not in drop and (k is None or _pass(r) == k)
+        p = _pass(r)
+        return r["model"][len(CALIBRATION_PREFIX):] not in drop and (k is None or p == k or (k == "end" and p != "spread"))
 
     drop = tuple(n for n in a.without.split(",") if n)
     variants = [("", ())] + ([("without " + ",".join(drop) + ": ", drop)] if drop else [])
     fits = {}
     for label, d in variants:
-        for k in (None, *passes):
-            fits[label + ("all passes" if k is None else f"pass {k} alone")] = [r for r in runs if keep(r, k, d)]
+        for k in (None, *(("end",) if spread else ()), *passes):
+            name = "all passes" if k is None else "end passes" if k == "end" else f"pass {k} alone"
+            fits[label + name] = [r for r in runs if keep(r, k, d)]
     print(f"campaign {a.campaign}: {len(samples)} samples, calibration passes {passes}")
     for name, rs in fits.items():
         doc = build(samples, device=meta["device"], runtime=meta.get("runtime", "torch"), metric=meta["metric"],
                     model_runs=rs, sources=[os.path.basename(a.campaign)])
         est, wm = load_estimator(doc), doc["whole_model"]
-        line = f"{name:14s} ln bias {wm.get('log_bias', 0.0):+.3f}  rel std {wm['rel_std']:.3f}"
+        line = f"{name:17s}  ln bias {wm.get('log_bias', 0.0):+.3f}  rel std {wm['rel_std']:.3f}"
         for path, rows in evals:
             thor, flops, cov, n = _score(est, rows, layers_of)
             line += f" | held out THOR {thor:5.1f}% FLOPs {flops:5.1f}% ({flops / thor:.2f}x) cover {cov}/{n}"

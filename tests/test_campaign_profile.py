@@ -153,7 +153,39 @@ def test_profile_covers_every_kind_then_stops_on_budget(tmp_path, small_prior):
         assert c.meta["campaign_kind"] == "profile" and c.meta["runtime"] == "torch"
     assert sum(r["model"].startswith("reference:") for r in runs) >= 2
     cal = [r for r in runs if r["model"].startswith("calibration:")]
-    assert len(cal) == 2 and cal[0]["detail"]["layers"]
+    end = [r for r in cal if r["detail"]["pass"] != "spread"]
+    assert len(end) == 2 and end[0]["detail"]["layers"]
+    # the reference re-measured before every probe here: each time during the probes, a spread pass after it (the
+    # end pass and the last reference have none)
+    refs = sum(r["model"].startswith("reference:") for r in runs)
+    assert len(cal) - len(end) == 2 * (refs - 2) and s["calibration_spread_passes"] == refs - 2
+
+
+def test_spread_calibration_passes_follow_the_reference_and_go_on_after_a_resume(tmp_path, small_prior):
+    """A spread pass measures every calibration (model, batch size) right after a reference re-measurement during
+    the probes, numbered on across a resume; ``calibration_spread=False`` leaves only the end passes."""
+    path, _ = small_prior
+
+    def labels(db):
+        with Campaign.open(str(db)) as c:
+            return [(r["model"].split(":")[0], (r.get("detail") or {}).get("pass"), (r.get("detail") or {}).get("spread"))
+                    for r in c.model_runs()]
+
+    db = tmp_path / "p.db"
+    s = profile(device=FakeDevice(), out=str(db), max_probes=12, prior_path=str(path), reference_every_s=1e-9,
+                calibration_models=["har"])
+    got = labels(db)
+    firsts = [i for i, (m, p, _) in enumerate(got) if p == "spread" and (i == 0 or got[i - 1][1] != "spread")]
+    assert firsts and all(got[i - 1][0] == "reference" for i in firsts)
+    spread = [k for _, p, k in got if p == "spread"]
+    assert spread == [k for k in range(len(firsts)) for _ in (8, 32)] and s["calibration_spread_passes"] == len(firsts)
+    s2 = profile(device=FakeDevice(), out=str(db), resume=True, max_probes=16, reference_every_s=1e-9)
+    later = [k for _, p, k in labels(db) if p == "spread"][len(spread):]
+    assert later and later[0] == len(firsts) and s2["calibration_spread_passes"] == len(firsts) + len(later) // 2
+    off = tmp_path / "off.db"
+    profile(device=FakeDevice(), out=str(off), max_probes=12, prior_path=str(path), reference_every_s=1e-9,
+            calibration_models=["har"], calibration_spread=False)
+    assert [p for m, p, _ in labels(off) if m == "calibration"] == [0, 0]
 
 
 def test_calibration_runs_passes_while_its_budget_lasts_and_resumes_each_run_once(tmp_path, small_prior):
@@ -544,11 +576,12 @@ def test_prior_refuses_out_of_range_candidate_settings(tmp_path, field, value):
 
 
 def test_bench_calibration_refits_with_each_pass_and_scores_held_out_rows(tmp_path, small_prior, capsys):
-    """``bench/bench_calibration.py``: the campaign refitted with all calibration passes and with each alone,
-    each fit scored on an evaluation's held-out rows (reused, not measured again)."""
+    """``bench/bench_calibration.py``: the campaign refitted with all calibration passes, with each alone (the spread
+    ones together) and with the end passes only, each fit scored on an evaluation's held-out rows (reused, not
+    measured again)."""
     from bench_module import load_bench
 
-    from thor_sdk.campaign.profile import calibrate
+    from thor_sdk.campaign.profile import calibrate, calibration_pass
 
     path, _ = small_prior
     db = tmp_path / "p.db"
@@ -563,6 +596,8 @@ def test_bench_calibration_refits_with_each_pass_and_scores_held_out_rows(tmp_pa
     with Campaign.open(str(db), writer=True) as c:
         assert calibrate(c, FakeDevice(), "time", None, "torch", ["lenet5", "har"], (8, 32), deadline=1e9,
                          clock=clock, max_passes=2) == 8
+        assert calibration_pass(c, FakeDevice(), "time", None, "torch", ["lenet5", "har"], (8,),
+                                {"pass": "spread", "spread": 0}) == 2
     rows = [{"model": m, "batch_size": 16, "group": "heldout", "flops_ape": 20.0,
              "measured": sum(planted_cost(l["kind"], l["config"], 16, l["role"]) for l in layers_of(m).layers)}
             for m in ("lenet5", "har")]
@@ -571,9 +606,9 @@ def test_bench_calibration_refits_with_each_pass_and_scores_held_out_rows(tmp_pa
     bench = load_bench("bench_calibration")
     bench.main(["--campaign", str(db), "--evaluation", str(ev)])
     out = capsys.readouterr().out
-    assert "calibration passes [0, 1]" in out
+    assert "calibration passes [0, 1, 'spread']" in out
     lines = {ln.split("  ")[0].strip(): ln for ln in out.splitlines() if "held out THOR" in ln}
-    assert set(lines) == {"all passes", "pass 0 alone", "pass 1 alone"}
+    assert set(lines) == {"all passes", "end passes", "pass 0 alone", "pass 1 alone", "pass spread alone"}
     assert all("cover 2/2" in ln for ln in lines.values())  # planted costs, which THOR's sum assumes: covered
 
 

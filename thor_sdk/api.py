@@ -297,7 +297,7 @@ def profile(device="host", metric="time", out="profile.db", resume=False, runtim
             max_seconds=None, target_rel_std=None, settings=None, meter=None, threads=None, models=(),
             input_shape=None, kinds=None, seed=0, reference_every_s=120.0, calibration_models=None,
             progress=None, prior_path=None, unknown_ops="error", coverage_every=None, floor_share=None,
-            range_probes=True, fit_floor=True):
+            range_probes=True, fit_floor=True, calibration_spread=True):
     """Profile ``device`` once over the model zoo's prior (``thor-sdk profile``); see
     ``thor_sdk.campaign.profile``. ``models``: optional app models whose layers weigh more in the prior.
     On the host, one intra-op thread unless ``threads`` says otherwise (recorded). ``coverage_every``: every
@@ -305,7 +305,9 @@ def profile(device="host", metric="time", out="profile.db", resume=False, runtim
     ``floor_share``: the fraction of its relative share of the probes below which a kind takes the next
     pick (None: ``FLOOR_SHARE``; 0: no floor). ``range_probes``: False makes every coverage probe a variance
     one (none goes to the zoo configs outside what their kind's samples span; ``run_profile``). ``fit_floor``: False
-    keeps a kind's floor at its share of the probes, not at the samples its GP needs to fit its length scales."""
+    keeps a kind's floor at its share of the probes, not at the samples its GP needs to fit its length scales.
+    ``calibration_spread``: False measures the calibration nets at the end only, not also after each reference
+    re-measurement during the probes."""
     from thor_sdk.campaign.prior import load_prior, proxy_cost_s
     from thor_sdk.campaign.profile import COVERAGE_EVERY, DEFAULT_CALIBRATION, FLOOR_SHARE, ProfilePlan, run_profile
     from thor_sdk.harness.protocol import ProtocolSettings
@@ -321,7 +323,8 @@ def profile(device="host", metric="time", out="profile.db", resume=False, runtim
     number("seed", seed, low=0, high=2 ** 32 - 1, integer=True)
     number("coverage_every (0: never)", coverage_every, low=0, high=10 ** 6, integer=True, optional=True)
     number("floor_share (0: no floor)", floor_share, low=0, high=1, optional=True)
-    for name, flag in (("range_probes", range_probes), ("fit_floor", fit_floor)):
+    for name, flag in (("range_probes", range_probes), ("fit_floor", fit_floor),
+                       ("calibration_spread", calibration_spread)):
         if not isinstance(flag, bool):
             raise UsageError(f"{name} must be True or False, got {flag!r}")
 
@@ -381,7 +384,8 @@ def profile(device="host", metric="time", out="profile.db", resume=False, runtim
                               progress=progress,
                               coverage_every=COVERAGE_EVERY if coverage_every is None else int(coverage_every),
                               floor_share=FLOOR_SHARE if floor_share is None else float(floor_share),
-                              range_probes=range_probes, fit_floor=fit_floor)
+                              range_probes=range_probes, fit_floor=fit_floor,
+                              calibration_spread=calibration_spread)
     summary.update({"campaign": out, "device": dev.name, "runtime": runtime, "metric": metric})
     return summary
 

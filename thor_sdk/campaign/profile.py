@@ -26,7 +26,9 @@
    the campaign's level, takes each (model, batch size)'s median over its passes and turns their errors
    into the estimator's whole-model std. One window of a small net's step read up to 1.5x another taken
    minutes later on this host; passes spread each net's measurements over the reserved time instead of
-   one window (a 20-minute profile's single pass took 5 of its 96 reserved seconds).
+   one window (a 20-minute profile's single pass took 5 of its 96 reserved seconds). One more pass follows
+   each re-measurement of the reference during the probes (``calibration_pass``, ``calibration_spread``), so
+   the calibration also samples the machine's states the probes were measured in.
 
 It stops on ``max_seconds``, ``max_probes`` or when the integrated relative std over the prior is
 below ``target_rel_std``. The store is the same SQLite campaign as ``probe`` (planned probes are
@@ -88,7 +90,8 @@ RANGE_GAP = math.log(2.0)
 REFERENCE = ("conv2d", {"in_channels": 16, "out_channels": 16, "kernel": 3, "stride": 1, "padding": 1, "groups": 1,
                         "height": 16, "width": 16, "bias": 1}, 16, "hidden")
 #: cheap zoo nets (never held-out ones) covering conv, depthwise, 1-D, recurrent and dense layers
-DEFAULT_CALIBRATION = ("lenet5", "har", "cnn5", "dscnn_kws", "cnn1d_har", "deepconvlstm", "mlp_tabular")
+DEFAULT_CALIBRATION = ("lenet5", "har", "cnn5", "dscnn_kws", "cnn1d_har", "deepconvlstm", "mlp_tabular", "gru_har",
+                       "attention_har")
 #: passes over the calibration models at most, while the calibration's share of the time budget lasts
 CALIBRATION_PASSES = 6
 
@@ -342,10 +345,12 @@ def run_profile(campaign, device, plan, metric="time", settings=None, runtime="t
                 max_seconds=None, target_rel_std=None, start_per_kind=3, reference_every_s=120.0,
                 calibration_models=DEFAULT_CALIBRATION, calibration_batches=(8, 32), calibration_share=0.08,
                 progress=None, clock=time.monotonic, coverage_every=COVERAGE_EVERY, floor_share=FLOOR_SHARE,
-                range_probes=True, fit_floor=True):
+                range_probes=True, fit_floor=True, calibration_spread=True):
     """Profile ``device`` over ``plan`` until a stop condition holds; returns a summary dict.
     ``range_probes``: False makes every coverage probe a variance one (no ``range_gap`` picks). ``fit_floor``:
     False keeps a kind's floor at its share of the probes (``floor_share``), not at what its GP needs (``fit_need``).
+    ``calibration_spread``: False measures the calibration nets only at the end, not also after each reference
+    re-measurement during the probes.
 
     ``progress(event, info)``: ("start", {...}), ("probe", {"probe", "done", "worst", "seconds_left"}),
     ("reference", {...}), ("calibration", {...}), ("stop", {"reason"}).
@@ -402,6 +407,8 @@ def run_profile(campaign, device, plan, metric="time", settings=None, runtime="t
     reason = None
     n_picked = 0  # probes chosen after the start (active and coverage)
     n_cover = n_range = 0  # coverage picks so far, and those that were range picks
+    n_spread = _spread_passes(campaign)  # spread passes stored before a resume
+    cal_layers = {}  # calibration net -> its layer list, read once
     need = fit_need(plan) if fit_floor else {}
     while True:
         reason = budget_reached(len(done), max_probes, clock() - t0, budget_probe_s, max_seconds)
@@ -409,6 +416,10 @@ def run_profile(campaign, device, plan, metric="time", settings=None, runtime="t
             break
         if reference_every_s and (last_ref is None or clock() - last_ref >= reference_every_s):
             reference()
+            if calibration_spread and calibration_models:
+                calibration_pass(campaign, device, metric, settings, runtime, calibration_models,
+                                 calibration_batches, {"pass": "spread", "spread": n_spread}, progress, cal_layers)
+                n_spread += 1
         # 1. space-filling start: the next Sobol candidate of the costliest kind still short of it
         #    (among the kind's cheaper half by proxy cost: the start buys coverage, not big batches)
         nxt = None
@@ -494,7 +505,7 @@ def run_profile(campaign, device, plan, metric="time", settings=None, runtime="t
     st = campaign.status_counts()
     out = {"stop_reason": reason, "probes_done": st.get("done", 0), "probes_failed": st.get("failed", 0),
            "probes_measured_now": measured_now, "calibration_runs": cal, "seconds": clock() - t0,
-           "range_probes": n_range,
+           "range_probes": n_range, "calibration_spread_passes": _spread_passes(campaign),
            **sample_summary(campaign), "kinds": dict(sorted(counts.items()))}
     drift = reference_drift(campaign.model_runs(), metric)
     if drift:
@@ -533,20 +544,17 @@ def calibrate(campaign, device, metric, settings, runtime, models, batches, prog
               clock=time.monotonic, max_passes=CALIBRATION_PASSES, before_pass=None):
     """Measure whole calibration models and store them with their layer lists; returns how many ran.
 
-    Pass ``k`` measures every (model, batch size) with at most ``k`` stored runs (so ``--resume`` goes on
-    where it stopped, each run once); passes after the first run only while one more fits before
-    ``deadline`` (``clock()`` seconds; None: one pass), judged by the last pass's duration.
+    Pass ``k`` measures every (model, batch size) with at most ``k`` stored runs of the end passes (so ``--resume``
+    goes on where it stopped, each run once; the spread passes, ``calibration_pass`` during the probes, are not
+    counted); passes after the first run only while one more fits before ``deadline`` (``clock()`` seconds; None:
+    one pass), judged by the last pass's duration.
     ``before_pass()`` runs before each pass that measures (the reference probe: the device's level)."""
-    from thor_sdk.layers import layers_of
-
-    layers = {name: layers_of(name).layers for name in models}
-    # (stored label, batch size) -> runs already stored
+    # (stored label, batch size) -> end-pass runs already stored
     have = Counter((r["model"], r["batch_size"]) for r in campaign.model_runs()
-                   if r["model"].startswith("calibration:"))
+                   if r["model"].startswith("calibration:") and (r.get("detail") or {}).get("pass") != "spread")
     n, pass_s = 0, 0.0
     for k in range(max(1, int(max_passes))):
-        todo = [(f"calibration:{name}", name, b) for name in models for b in batches
-                if have[(f"calibration:{name}", b)] <= k]
+        todo = [(name, b) for name in models for b in batches if have[(f"calibration:{name}", b)] <= k]
         if not todo:
             continue
         if k > 0 and (deadline is None or clock() + pass_s > deadline):
@@ -554,15 +562,39 @@ def calibrate(campaign, device, metric, settings, runtime, models, batches, prog
         if before_pass:
             before_pass()
         t = clock()
-        for label, name, b in todo:
-            r = device.measure_model(name, b, metric=metric, settings=settings, runtime=runtime)
-            vals = sorted(r.values(metric))
-            med, sd = _median_sd(vals)
-            campaign.add_model_run(label, b, metric, med, sd, len(vals), runtime,
-                                   {"layers": layers[name], "values": vals, "pass": k})
-            have[(label, b)] += 1
-            n += 1
-            if progress:
-                progress("calibration", {"model": name, "batch_size": b, "value": med, "pass": k})
+        n += calibration_pass(campaign, device, metric, settings, runtime, todo, None, {"pass": k}, progress)
+        for name, b in todo:
+            have[(f"calibration:{name}", b)] += 1
         pass_s = clock() - t
     return n
+
+
+def calibration_pass(campaign, device, metric, settings, runtime, models, batches, tag, progress=None, layers=None):
+    """Measure each calibration model at each batch size once (``batches`` None: ``models`` is a list of (model,
+    batch size)) and store it as ``calibration:<name>`` with its layer list and ``tag`` in its detail; returns how
+    many ran. ``layers``: a dict the nets' layer lists are kept in between passes. During a profile one such pass
+    follows each re-measurement of the reference probe (tag ``{"pass": "spread", "spread": i}``): the end passes are
+    measured in one stretch of about a minute, inside one of the speed states that last minutes on this project's
+    2-core VM; the spread ones sample the states the probes were measured in, each beside a reference reading."""
+    from thor_sdk.layers import layers_of
+
+    todo = list(models) if batches is None else [(name, b) for name in models for b in batches]
+    layers = {} if layers is None else layers
+    for name, b in todo:
+        if name not in layers:
+            layers[name] = layers_of(name).layers
+        r = device.measure_model(name, b, metric=metric, settings=settings, runtime=runtime)
+        vals = sorted(r.values(metric))
+        med, sd = _median_sd(vals)
+        campaign.add_model_run(f"calibration:{name}", b, metric, med, sd, len(vals), runtime,
+                               {"layers": layers[name], "values": vals, **tag})
+        if progress:
+            progress("calibration", {"model": name, "batch_size": b, "value": med, "pass": tag.get("pass")})
+    return len(todo)
+
+
+def _spread_passes(campaign):
+    """How many spread calibration passes a campaign holds (``calibration_pass``'s ``spread`` index + 1)."""
+    got = [(r.get("detail") or {}).get("spread") for r in campaign.model_runs() if r["model"].startswith("calibration:")
+           and (r.get("detail") or {}).get("pass") == "spread"]
+    return 1 + max(g for g in got if isinstance(g, int)) if any(isinstance(g, int) for g in got) else 0

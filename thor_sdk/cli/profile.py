@@ -77,7 +77,9 @@ def cmd(devices, runtime, metric, meter, out, out_dir, resume, max_seconds, max_
                 label += f" | worst {w['kind']} ±{100 * w['rel_std']:.0f}%"
             bar["b"].update(1, label=label)
         elif event == "calibration":
-            bar["b"].update(0, label=f"calibration pass {info.get('pass', 0) + 1} {info['model']} b{info['batch_size']}")
+            k = info.get("pass") or 0
+            which = "during the probes" if k == "spread" else f"pass {k + 1}"
+            bar["b"].update(0, label=f"calibration {which} {info['model']} b{info['batch_size']}")
         elif event == "stop":
             bar["b"].close()
 
