@@ -8,7 +8,7 @@
 with all passes and with each single pass (what one pass, the earlier behaviour, would have given; the passes
 spread over the probes, ``pass`` "spread", as one, and the end passes without them), and
 scores every fit on the held-out rows of ``thor-sdk evaluate`` results measured beside that profile (the
-measurements are reused: nothing is measured here). ``--without A,B``: also fits whose calibration
+measurements are reused: nothing is measured here; ``--pool``: on each net's median over them). ``--without A,B``: also fits whose calibration
 leaves those nets out (with all passes, and with each pass alone), to see what they add. Printed per fit: the corrected ln bias, the whole-model
 rel std and, per evaluation, held-out THOR MAPE beside the per-kind FLOPs baseline's and the 95% coverage.
 Needs the ``[fit]`` extra; writes nothing.
@@ -21,6 +21,7 @@ import statistics
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 
 def _pass(run):
@@ -36,7 +37,7 @@ def _score(est, rows, layers_of):
         e = est.estimate(layers_of(r["model"]).layers, r["batch_size"])["total"]
         apes.append(abs(e["mean"] - r["measured"]) / r["measured"] * 100.0)
         covered += abs(e["mean"] - r["measured"]) <= Z95 * e["std"]
-    flops = statistics.mean(r["flops_ape"] for r in held)
+    flops = statistics.mean(r["flops_ape"] for r in held) if all("flops_ape" in r for r in held) else None
     return statistics.mean(apes), flops, covered, len(held)
 
 
@@ -46,6 +47,8 @@ def main(argv=None):
     ap.add_argument("--evaluation", action="append", required=True,
                     help="results.json of thor-sdk evaluate --models zoo:heldout run beside that profile")
     ap.add_argument("--without", default="", help="comma-separated calibration nets: also fit without them")
+    ap.add_argument("--pool", action="store_true",
+                    help="score on each net's median over every --evaluation (bench_rescore.pool_results), not on each")
     a = ap.parse_args(argv)
 
     from thor_sdk.fitting.pipeline import CALIBRATION_PREFIX, build
@@ -59,6 +62,10 @@ def main(argv=None):
     for path in a.evaluation:
         with open(path, encoding="utf-8") as f:
             evals.append((path, json.load(f)["rows"]))
+    if a.pool:  # one truth: each (net, batch size)'s median over the evaluations (no FLOPs column: each had its own)
+        from bench_rescore import pool_results
+
+        evals = [(f"median of {len(evals)}", pool_results([(p, {"rows": rows}) for p, rows in evals])["rows"])]
     # the end passes by number, then "spread" (every pass measured during the probes, one fit of them together)
     passes = sorted({_pass(r) for r in runs if r["model"].startswith(CALIBRATION_PREFIX)},
                     key=lambda p: (isinstance(p, str), str(p) if isinstance(p, str) else p))
@@ -87,7 +94,8 @@ def main(argv=None):
         line = f"{name:17s}  ln bias {wm.get('log_bias', 0.0):+.3f}  rel std {wm['rel_std']:.3f}"
         for path, rows in evals:
             thor, flops, cov, n = _score(est, rows, layers_of)
-            line += f" | held out THOR {thor:5.1f}% FLOPs {flops:5.1f}% ({flops / thor:.2f}x) cover {cov}/{n}"
+            line += (f" | held out THOR {thor:5.1f}% FLOPs {flops:5.1f}% ({flops / thor:.2f}x) cover {cov}/{n}"
+                     if flops is not None else f" | held out THOR {thor:5.1f}% cover {cov}/{n}")
         print(line, flush=True)
     print("command: python bench/bench_calibration.py " + " ".join(sys.argv[1:] if argv is None else argv))
 

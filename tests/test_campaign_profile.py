@@ -610,6 +610,11 @@ def test_bench_calibration_refits_with_each_pass_and_scores_held_out_rows(tmp_pa
     lines = {ln.split("  ")[0].strip(): ln for ln in out.splitlines() if "held out THOR" in ln}
     assert set(lines) == {"all passes", "end passes", "pass 0 alone", "pass 1 alone", "pass spread alone"}
     assert all("cover 2/2" in ln for ln in lines.values())  # planted costs, which THOR's sum assumes: covered
+    # pooled: one truth (each net's median over the evaluations), without the FLOPs column each evaluation had
+    bench.main(["--campaign", str(db), "--evaluation", str(ev), "--evaluation", str(ev), "--pool"])
+    pooled = [ln for ln in capsys.readouterr().out.splitlines() if "held out THOR" in ln]
+    assert len(pooled) == 5 and all(ln.count("| held out THOR") == 1 and "FLOPs" not in ln and "cover 2/2" in ln
+                                    for ln in pooled)
 
 
 def test_bench_gp_vs_probes_compares_each_probed_layer_with_its_estimate(tmp_path, small_prior, capsys):

@@ -95,6 +95,22 @@ def test_calibrate_reads_each_nets_family_shares_off_its_estimate_and_can_be_tol
     assert calibrate(_Est(), _runs([(0.0, r) for _, r in data]), "time", 0.0)["family"] is None
 
 
+def test_the_estimators_calibration_record_holds_one_entry_per_pair_with_its_runs():
+    from thor_sdk.fitting.pipeline import calibration_record
+
+    runs = [{"model": "a", "batch_size": 8, "measured": m, "estimated": 1.0, "family_shares": {"conv": 0.5},
+             "device_level": lvl, "log_ratio": math.log(m / lvl)} for m, lvl in ((1.1, 1.0), (1.3, 1.1), (0.9, 0.95))]
+    runs.insert(1, {"model": "b", "batch_size": 8, "skipped": "NotFoundError: no gru"})
+    runs.append({"model": "b", "batch_size": 8, "skipped": "NotFoundError: no gru"})
+    got = calibration_record(runs)
+    assert [(e["model"], e["batch_size"]) for e in got] == [("a", 8), ("b", 8)]
+    a, b = got
+    assert a["measured"] == [1.1, 1.3, 0.9] and a["device_level"] == [1.0, 1.1, 0.95] and a["estimated"] == 1.0
+    assert a["log_ratio"] == pytest.approx(statistics.median(r["log_ratio"] for r in runs if "log_ratio" in r))
+    assert a["family_shares"] == {"conv": 0.5} and b == {"model": "b", "batch_size": 8, "skipped": "NotFoundError: no gru"}
+    assert json.loads(json.dumps(got)) == got
+
+
 def test_fit_folds_each_familys_bias_into_its_entries_and_the_runtime_reads_it_back():
     from thor_sdk.fitting.pipeline import build
     from thor_sdk.layers import layers_of

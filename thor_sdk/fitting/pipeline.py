@@ -43,10 +43,9 @@ MIN_BUDGET_INDUCING = 32
 #: inducing points of the output kind where the layer probes' heads are among its samples (head_part_samples)
 HEAD_PART_INDUCING = 64
 #: kind families whose share of a calibration net's estimate is a regressor of its whole-model bias
-#: (``family_biases``; base kinds, every other kind is ``other``)
-#: (``transformer_block`` in none: a whole encoder layer, probed as one, whose nets did not read like attention_har's
-#: ``mha``: with it in ``attention``, profile 62's transformers read 0.77-0.85x the pooled truth, held out 13.4% against
-#: 12.4% without it)
+#: (``family_biases``; base kinds; every other kind, ``transformer_block`` too, in none: a whole encoder layer, probed
+#: as one, whose nets did not read like attention_har's ``mha``: with it in ``attention``, profile 62's transformers
+#: read 0.77-0.85x the pooled truth, held out 13.4% against 12.4% without it)
 KIND_FAMILIES = {"conv": ("conv1d", "conv2d", "conv_transpose2d"), "dense": ("linear", "output"),
                  "recurrent": ("lstm", "gru", "lstm_cell", "gru_cell"), "attention": ("mha", "sdpa")}
 #: a family is read from the calibration where at least this many (model, batch size) pairs ...
@@ -315,15 +314,55 @@ def calibrate(est, model_runs, metric, drift_var, family=True):
             "drift_log_std": math.sqrt(drift_var), "runs": runs}
 
 
+def calibration_record(runs):
+    """``provenance.calibration``: ``calibrate``'s runs, one entry per (model, batch size) in their order: its
+    estimate and family shares (the same for every run of it), ``log_ratio`` the median that ``calibrate`` used, and
+    per run ``measured`` and ``device_level`` (lists); a pair the estimator could not estimate, ``skipped``. A
+    profile's spread passes measure each pair 10-16 times: one entry per run was 55 KB of profile 62's 242 KB
+    estimator, which the size budget would take from the GPs' inducing points."""
+    from thor_sdk.fitting.gp import round_sig
+
+    def num(v):
+        return round_sig(v, 6) if isinstance(v, float) else v
+
+    out, at = [], {}
+    for r in runs:
+        key = (r["model"], r["batch_size"])
+        if key not in at:
+            at[key] = len(out)
+            out.append({"model": r["model"], "batch_size": r["batch_size"]})
+            if "skipped" in r:
+                out[-1]["skipped"] = r["skipped"]
+            else:
+                out[-1].update(estimated=num(r["estimated"]), family_shares=r["family_shares"], log_ratios=[],
+                               measured=[], device_level=[])
+        e = out[at[key]]
+        if "skipped" not in e and "log_ratio" in r:
+            for k, v in (("log_ratios", r["log_ratio"]), ("measured", r["measured"]), ("device_level", r["device_level"])):
+                e[k].append(num(v))
+    for e in out:
+        if e.get("log_ratios"):
+            e["log_ratio"] = num(statistics.median(e.pop("log_ratios")))
+        else:
+            e.pop("log_ratios", None)
+    return out
+
+
+def family_of(kind):
+    """The KIND_FAMILIES family of a kind or estimator entry (``conv2d:grouped``: by its base kind); None for
+    the kinds of no family."""
+    from thor_sdk.layers.kinds import base_kind
+
+    b = base_kind(str(kind))
+    return next((f for f, kinds in KIND_FAMILIES.items() if b in kinds), None)
+
+
 def family_shares(rows, total):
     """``{family: share}`` of an estimate's per-layer ``rows`` (``{"kind", "mean"}``) in each of KIND_FAMILIES
     (rounded; families without layers left out)."""
-    from thor_sdk.layers.kinds import base_kind
-
-    of = {k: f for f, kinds in KIND_FAMILIES.items() for k in kinds}
     out = {}
     for row in rows:
-        f = of.get(base_kind(str(row.get("kind"))))
+        f = family_of(row.get("kind"))
         if f is not None and total > 0:
             out[f] = out.get(f, 0.0) + row["mean"] / total
     return {f: round(v, 6) for f, v in sorted(out.items())}
@@ -341,10 +380,11 @@ def family_biases(points, center, common):
     One common bias moved every layer by the median of nets whose layers the GP over- and under-estimates alike; a
     line over the nets' conv share (convolutions against the rest, profiles 41-61) read the MLPs' departure as the
     rest's: profile 61's rest +0.306 lifted transformers and conv nets' dense heads by 1.36x with har and
-    mlp_tabular (its dense nets) reading 1.32-1.38x. Scored on one pooled truth (six evaluations), the stored
-    estimators of profiles 51-61 with their GPs as fitted and these biases in place of theirs: held out 12.7% against
-    13.3% (worst 16.5% against 19.0%), all 16 nets 13.5% against 14.9%, one common bias 15.4% and 15.7%; a prototype
-    with ridge 0.5 or 2 read 12.5% or 13.1% held out."""
+    mlp_tabular (its dense nets) reading 1.32-1.38x. On one pooled truth (each net's median over 12 evaluations),
+    profiles 51-63 refitted by ``bench/bench_family_bias.py --pool``: held out 12.0% against one common bias's 14.8%
+    (lower in 12 of 13; worst 17.3% against 21.1%). The stored estimators of profiles 51-61 with their conv line
+    against these biases on the same GPs: held out 11.9% and 11.8% (profile 61: 16.4% and 11.9%), all 16 nets 13.6%
+    and 12.7%; a prototype with ridge 0.5 or 2 read within 0.4% of ridge 1 held out."""
     import numpy as np
 
     read = {f: sum(1 for _, sh, _ in points if sh.get(f, 0.0) >= FAMILY_MIN_SHARE) for f in KIND_FAMILIES}
@@ -526,7 +566,6 @@ def _assemble(gps, model_runs, metric, drift_var, provenance, kw, family=True):
     GPs are left as they were)."""
     from thor_sdk.fitting.estimator import build_estimator
     from thor_sdk.fitting.gp import round_sig
-    from thor_sdk.layers.kinds import base_kind
     from thor_sdk.runtime import load_estimator
 
     # (each kind's fit warnings are in its own entry, ``kinds.<key>.fit.warnings``: not copied here, 5% of a profile's
@@ -535,8 +574,7 @@ def _assemble(gps, model_runs, metric, drift_var, provenance, kw, family=True):
     doc = build_estimator(gps, whole_model={"rel_std": 0.0}, provenance=provenance, **kw)
     cal = calibrate(load_estimator(doc), model_runs, metric, drift_var, family)
     biases = (cal["family"] or {}).get("biases", {})
-    of = {k: f for f, kinds in KIND_FAMILIES.items() for k in kinds}
-    bias_of = {k: biases.get(of.get(base_kind(k)), cal["log_bias"]) for k in gps}
+    bias_of = {k: biases.get(family_of(k), cal["log_bias"]) for k in gps}
     wm = {"rel_std": cal["rel_std"], "log_bias": cal["log_bias"], "source": cal["source"],
           "drift_log_std": cal["drift_log_std"]}
     own = sorted(k for k in gps if bias_of[k] != cal["log_bias"])
@@ -545,7 +583,7 @@ def _assemble(gps, model_runs, metric, drift_var, provenance, kw, family=True):
     ref = reference_level(model_runs, metric)
     if ref:
         wm["reference"] = ref
-    runs = [{k: round_sig(v, 6) if isinstance(v, float) else v for k, v in r.items()} for r in cal["runs"]]
+    runs = calibration_record(cal["runs"])
     offsets = {k: g.residual_offset_ for k, g in gps.items()}
     for k, g in gps.items():  # folded into every kind's residual offset: the file format is unchanged
         g.residual_offset_ += bias_of[k]
