@@ -8,9 +8,10 @@
 with all passes and with each single pass (what one pass, the earlier behaviour, would have given; the passes
 spread over the probes, ``pass`` "spread", as one, and the end passes without them), and
 scores every fit on the held-out rows of ``thor-sdk evaluate`` results measured beside that profile (the
-measurements are reused: nothing is measured here; ``--pool``: on each net's median over them). ``--without A,B``: also fits whose calibration
-leaves those nets out (with all passes, and with each pass alone), to see what they add. Printed per fit: the corrected ln bias, the whole-model
-rel std and, per evaluation, held-out THOR MAPE beside the per-kind FLOPs baseline's and the 95% coverage.
+measurements are reused: nothing is measured here; ``--pool``: on each net's median over them).
+``--without A,B``: also fits whose calibration leaves those nets out (with all passes, and with each pass
+alone), to see what they add. Printed per fit: the corrected ln bias, the whole-model rel std and, per
+evaluation, held-out THOR MAPE beside the per-kind FLOPs baseline's and the 95% coverage.
 Needs the ``[fit]`` extra; writes nothing.
 """
 
@@ -77,7 +78,8 @@ def main(argv=None):
         if not r["model"].startswith(CALIBRATION_PREFIX):
             return True
         p = _pass(r)
-        return r["model"][len(CALIBRATION_PREFIX):] not in drop and (k is None or p == k or (k == "end" and p != "spread"))
+        return (r["model"][len(CALIBRATION_PREFIX):] not in drop
+                and (k is None or p == k or (k == "end" and p != "spread")))
 
     drop = tuple(n for n in a.without.split(",") if n)
     variants = [("", ())] + ([("without " + ",".join(drop) + ": ", drop)] if drop else [])

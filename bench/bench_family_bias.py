@@ -6,9 +6,9 @@
 Each campaign is fitted twice with this tree's ``fit`` (``thor_sdk.api.fit``): once with a common whole-model bias
 only (``family=False``), once with the bias per kind family (``family_biases``). Both estimators then
 estimate the nets of earlier evaluations (``evaluate``'s ``results.json``: its held-out group, through
-``bench_rescore.rescore``; ``--pool``: each net's median over all of them, ``bench_rescore.pool_results``) and of earlier user-net runs (``bench_user_nets.py``'s JSON, its nets rebuilt from
-``bench/user_nets.py``); nothing is measured, so a difference between the two is the calibration's alone. Per
-(campaign, measurement file): THOR's MAPE as estimated, at the device level measured around each net (held out),
+``bench_rescore.rescore``; ``--pool``: each net's median over all of them, ``bench_rescore.pool_results``) and
+of earlier user-net runs (``bench_user_nets.py``'s JSON, its nets rebuilt from ``bench/user_nets.py``); nothing
+is measured, so a difference between the two is the calibration's alone. Per (campaign, measurement file): THOR's MAPE as estimated, at the device level measured around each net (held out),
 at the best single scale of all its estimates (a machine that ran uniformly faster or slower than when profiled
 moves every estimate alike: this reads what is left), and the 95% coverage.
 """

@@ -496,7 +496,8 @@ def run_profile(campaign, device, plan, metric="time", settings=None, runtime="t
 
     cal = calibrate(campaign, device, metric, settings, runtime, calibration_models, calibration_batches,
                     progress, deadline=None if max_seconds is None else t0 + max_seconds, clock=clock,
-                    before_pass=reference if reference_every_s else None) if calibration_models else 0
+                    before_pass=reference if reference_every_s else None,
+                    layers=cal_layers) if calibration_models else 0
     if reference_every_s:
         reference()
     if progress:
@@ -540,17 +541,19 @@ def reference_drift(model_runs, metric):
 
 
 def calibrate(campaign, device, metric, settings, runtime, models, batches, progress=None, deadline=None,
-              clock=time.monotonic, max_passes=CALIBRATION_PASSES, before_pass=None):
+              clock=time.monotonic, max_passes=CALIBRATION_PASSES, before_pass=None, layers=None):
     """Measure whole calibration models and store them with their layer lists; returns how many ran.
 
     Pass ``k`` measures every (model, batch size) with at most ``k`` stored runs of the end passes (so ``--resume``
     goes on where it stopped, each run once; the spread passes, ``calibration_pass`` during the probes, are not
     counted); passes after the first run only while one more fits before ``deadline`` (``clock()`` seconds; None:
     one pass), judged by the last pass's duration.
-    ``before_pass()`` runs before each pass that measures (the reference probe: the device's level)."""
+    ``before_pass()`` runs before each pass that measures (the reference probe: the device's level). ``layers``:
+    the nets' layer lists kept between passes (``calibration_pass``; a profile's spread passes read them already)."""
     # (stored label, batch size) -> end-pass runs already stored
     have = Counter((r["model"], r["batch_size"]) for r in campaign.model_runs()
-                   if r["model"].startswith("calibration:") and (r.get("detail") or {}).get("pass") != "spread")
+                   if r["model"].startswith("calibration:") and not _is_spread(r))
+    layers = {} if layers is None else layers
     n, pass_s = 0, 0.0
     for k in range(max(1, int(max_passes))):
         todo = [(name, b) for name in models for b in batches if have[(f"calibration:{name}", b)] <= k]
@@ -561,7 +564,7 @@ def calibrate(campaign, device, metric, settings, runtime, models, batches, prog
         if before_pass:
             before_pass()
         t = clock()
-        n += calibration_pass(campaign, device, metric, settings, runtime, todo, None, {"pass": k}, progress)
+        n += calibration_pass(campaign, device, metric, settings, runtime, todo, None, {"pass": k}, progress, layers)
         for name, b in todo:
             have[(f"calibration:{name}", b)] += 1
         pass_s = clock() - t
@@ -592,8 +595,13 @@ def calibration_pass(campaign, device, metric, settings, runtime, models, batche
     return len(todo)
 
 
+def _is_spread(run):
+    """Whether a stored model run is of a spread calibration pass (``calibration_pass`` during the probes)."""
+    return (run.get("detail") or {}).get("pass") == "spread"
+
+
 def _spread_passes(campaign):
     """How many spread calibration passes a campaign holds (``calibration_pass``'s ``spread`` index + 1)."""
-    got = [(r.get("detail") or {}).get("spread") for r in campaign.model_runs() if r["model"].startswith("calibration:")
-           and (r.get("detail") or {}).get("pass") == "spread"]
+    got = [r["detail"].get("spread") for r in campaign.model_runs() if r["model"].startswith("calibration:")
+           and _is_spread(r)]
     return 1 + max(g for g in got if isinstance(g, int)) if any(isinstance(g, int) for g in got) else 0

@@ -338,8 +338,9 @@ def calibration_record(runs):
                                measured=[], device_level=[])
         e = out[at[key]]
         if "skipped" not in e and "log_ratio" in r:
-            for k, v in (("log_ratios", r["log_ratio"]), ("measured", r["measured"]), ("device_level", r["device_level"])):
-                e[k].append(num(v))
+            e["log_ratios"].append(r["log_ratio"])  # rounded after the median, as calibrate took it
+            e["measured"].append(num(r["measured"]))
+            e["device_level"].append(num(r["device_level"]))
     for e in out:
         if e.get("log_ratios"):
             e["log_ratio"] = num(statistics.median(e.pop("log_ratios")))
