@@ -125,6 +125,8 @@ def main(argv=None):
         profile_summary = thor_sdk.profile(device="host", out=db, max_seconds=args.profile_seconds, threads=1,
                                            progress=_printer())
         profile_s = time.monotonic() - t0
+    else:  # what the stored profile holds; its stop reason and probing seconds only its own run knew
+        profile_summary = thor_sdk.profile_summary(db)
     est_path = os.path.join(args.out_dir, "host-profile.json")
     fit_times = {}
     last = [time.process_time()]
@@ -157,9 +159,12 @@ def main(argv=None):
              f"{load_start:.2f} at start, {r['load_average_at_end']:.2f} at end; busy processes at start: "
              f"{', '.join(busy) or 'none'}.", "",
              f"Profile: {ps.get('probes_done', '?')} probes ({ps.get('probes_failed', 0)} failed, "
-             f"{ps.get('flagged', '?')} flagged), {ps.get('calibration_runs', '?')} calibration runs, "
-             f"{(profile_s or 0):.0f} s wall; stop: {ps.get('stop_reason')}. Probes per kind: "
-             f"{json.dumps(ps.get('kinds', {}))}.",
+             f"{ps.get('flagged', '?')} flagged), {ps.get('calibration_runs', '?')} calibration runs"
+             f" ({ps.get('calibration_spread_passes', 0)} spread passes besides), "
+             + (f"{profile_s:.0f} s wall; stop: {ps.get('stop_reason')}" if profile_s is not None else
+                f"reused: measured over {ps.get('measured_span_s') or 0:.0f} s wall")
+             + (f"; reference ln-spread {ps['reference']['log_std']:.3f}" if ps.get("reference") else "")
+             + f". Probes per kind: {json.dumps(ps.get('kinds', {}))}.",
              f"Fit: {fit_s:.1f} s wall; slowest kind "
              + (max(((k, v['cpu_s'], v['samples']) for k, v in fit_times.items()), key=lambda t: t[1],
                     default=("-", 0, 0)).__repr__()) + f"; estimator {size / 1024:.0f} KB; whole-model rel std "

@@ -7,7 +7,7 @@ import math
 import pytest
 from fake_device import FakeDevice, planted_cost
 
-from thor_sdk.api import estimate, fit, probe, profile
+from thor_sdk.api import estimate, fit, probe, profile, profile_summary
 from thor_sdk.campaign.prior import build_prior, candidates, load_prior
 from thor_sdk.errors import FormatError, NotFoundError, UsageError
 from thor_sdk.layers import layers_of
@@ -159,6 +159,13 @@ def test_profile_covers_every_kind_then_stops_on_budget(tmp_path, small_prior):
     # end pass and the last reference have none)
     refs = sum(r["model"].startswith("reference:") for r in runs)
     assert len(cal) - len(end) == 2 * (refs - 2) and s["calibration_spread_passes"] == refs - 2
+    # read back from the store alone (bench_generalization --reuse): what the run said, but what only the run knew
+    stored = profile_summary(str(db))
+    for key in ("probes_done", "probes_failed", "calibration_runs", "calibration_spread_passes", "flagged", "noisy",
+                "kinds", "reference"):
+        assert stored[key] == s[key], key
+    assert "stop_reason" not in stored and stored["runtime"] == "torch" and stored["metric"] == "time"
+    assert 0 <= stored["measured_span_s"] <= s["seconds"] + 1
 
 
 def test_spread_calibration_passes_follow_the_reference_and_go_on_after_a_resume(tmp_path, small_prior):
@@ -284,6 +291,8 @@ def test_resume_refuses_the_other_campaign_kind_and_fit_refuses_mixed_runtimes(t
     probe(["har"], device=FakeDevice(), batch_sizes=[16], out=str(t), max_probes=3)
     with pytest.raises(UsageError, match="probe --resume"):
         profile(device=FakeDevice(), out=str(t), resume=True, max_probes=5)
+    with pytest.raises(UsageError, match="not a profile"):
+        profile_summary(str(t))
     o = tmp_path / "o.db"
     probe(["har"], device=FakeDevice(), batch_sizes=[16], out=str(o), max_probes=3, runtime="onnxruntime")
     with pytest.raises(UsageError, match="different runtimes"):

@@ -22,6 +22,7 @@ _LAZY = {
     "probe_fleet": ("thor_sdk.api", "probe_fleet"),
     "profile_fleet": ("thor_sdk.api", "profile_fleet"),
     "profile": ("thor_sdk.api", "profile"),
+    "profile_summary": ("thor_sdk.api", "profile_summary"),
     "fit": ("thor_sdk.api", "fit"),
     "estimate": ("thor_sdk.api", "estimate"),
     "measure_level": ("thor_sdk.api", "measure_level"),

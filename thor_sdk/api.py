@@ -390,6 +390,23 @@ def profile(device="host", metric="time", out="profile.db", resume=False, runtim
     return summary
 
 
+def profile_summary(path):
+    """What a stored profile campaign holds, read without measuring (``campaign.profile.stored_summary``): probes
+    done and failed per model key, calibration runs and spread passes, flagged and noisy samples, the reference
+    probe's drift, the wall seconds its measurements span; with the campaign's path, device, runtime and metric.
+    A target-driven campaign (``thor-sdk probe``) is refused."""
+    from thor_sdk.campaign.profile import stored_summary
+    from thor_sdk.store import Campaign
+
+    with Campaign.open(path) as c:
+        meta = c.meta
+        if meta.get("campaign_kind") != "profile":
+            raise UsageError(f"{path} is a target-driven campaign, not a profile")
+        out = stored_summary(c, meta["metric"])
+    return dict(out, campaign=os.fspath(path), device=meta["device"].get("name"), runtime=meta["runtime"],
+                metric=meta["metric"])
+
+
 def fit(campaign=None, samples_csv=None, out=None, metric=None, random_state=0, runtime=None, progress=None,
         family=True):
     """Fit one cost model per layer kind from campaign(s) and/or a samples CSV; returns the estimator dict.

@@ -164,10 +164,10 @@ def budget_reached(n_done, max_probes, elapsed_s, limit_s, max_seconds):
 
 
 
-def sample_summary(campaign):
+def sample_summary(campaign, samples=None):
     """``{"flagged", "noisy", "busy"}``: samples of the campaign flagged (left out of fits), stored noisy,
-    and measured on a busy machine."""
-    samples = campaign.samples()
+    and measured on a busy machine (``samples``: the campaign's, where the caller read them already)."""
+    samples = campaign.samples() if samples is None else samples
     noisy = [s for s in samples if s.get("noisy")]
     return {"flagged": sum(1 for s in samples if s["flagged"]), "noisy": len(noisy),
             "busy": sum(1 for s in noisy if "machine busy" in (s.get("noise_reason") or ""))}

@@ -502,12 +502,29 @@ def run_profile(campaign, device, plan, metric="time", settings=None, runtime="t
         reference()
     if progress:
         progress("stop", {"reason": reason})
+    return dict(stored_summary(campaign, metric), stop_reason=reason, probes_measured_now=measured_now,
+                calibration_runs=cal, seconds=clock() - t0, range_probes=n_range, kinds=dict(sorted(counts.items())))
+
+
+def stored_summary(campaign, metric="time"):
+    """What a profile campaign's store says of it, with no measuring (``run_profile``'s summary is this, plus what
+    only the run knows: its stop reason, seconds and range probes): ``probes_done``, ``probes_failed``,
+    ``calibration_runs`` (end-pass runs stored), ``calibration_spread_passes``, ``flagged``/``noisy``/``busy``
+    samples, ``kinds`` (done probes per model key), ``measured_span_s`` (wall seconds from the first stored
+    measurement to the last, None without two stamps), and ``reference``/``warnings`` (``reference_drift``)."""
+    from thor_sdk.fitting.pipeline import epoch_s
+
     st = campaign.status_counts()
-    out = {"stop_reason": reason, "probes_done": st.get("done", 0), "probes_failed": st.get("failed", 0),
-           "probes_measured_now": measured_now, "calibration_runs": cal, "seconds": clock() - t0,
-           "range_probes": n_range, "calibration_spread_passes": _spread_passes(campaign),
-           **sample_summary(campaign), "kinds": dict(sorted(counts.items()))}
-    drift = reference_drift(campaign.model_runs(), metric)
+    runs = campaign.model_runs()
+    samples = campaign.samples()
+    when = [epoch_s(r.get("created_utc")) for r in runs] + [epoch_s(s.get("measured_utc")) for s in samples]
+    stamps = sorted(t for t in when if t is not None)
+    out = {"probes_done": st.get("done", 0), "probes_failed": st.get("failed", 0),
+           "calibration_runs": sum(1 for r in runs if r["model"].startswith("calibration:") and not _is_spread(r)),
+           "calibration_spread_passes": _spread_passes(campaign), **sample_summary(campaign, samples),
+           "kinds": dict(sorted(Counter(p.model_key for p in campaign.probes("done")).items())),
+           "measured_span_s": round(stamps[-1] - stamps[0], 1) if len(stamps) > 1 else None}
+    drift = reference_drift(runs, metric)
     if drift:
         out["reference"] = drift
         if drift.get("warning"):

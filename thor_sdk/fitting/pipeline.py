@@ -142,7 +142,7 @@ def fit_kinds(samples, random_state=0, extra_log_var=0.0, progress=None, n_resta
     return gps
 
 
-def _epoch_s(stamp):
+def epoch_s(stamp):
     """Seconds since the epoch of a stored ``created_utc`` stamp, or None."""
     import datetime as dt
 
@@ -177,13 +177,13 @@ class DeviceLevels:
         self.margin_s = max(LEVEL_MARGIN_S, 2.0 * statistics.median(gaps)) if gaps else LEVEL_MARGIN_S
 
     def covers(self, stamp):
-        t = _epoch_s(stamp)
+        t = epoch_s(stamp)
         return t is not None and self.series[0][0] - self.margin_s <= t <= self.series[-1][0] + self.margin_s
 
     def __call__(self, stamp):
         if not self.covers(stamp):
             return 1.0
-        t = _epoch_s(stamp)
+        t = epoch_s(stamp)
         before = [p for p in self.series if p[0] <= t]
         after = [p for p in self.series if p[0] >= t]
         if not before or not after:
@@ -199,7 +199,7 @@ def device_levels(model_runs, metric, smooth=1):
     several campaigns with different reference probes: the most re-measured one alone (two probes' values
     are not one series). ``smooth``: see ``DeviceLevels``."""
     series = [(t, r["mean"]) for r in main_reference_runs(model_runs, metric)
-              for t in [_epoch_s(r.get("created_utc"))] if t is not None]
+              for t in [epoch_s(r.get("created_utc"))] if t is not None]
     if len(series) < MIN_LEVEL_REFERENCES:
         return None
     return DeviceLevels(series, smooth)
