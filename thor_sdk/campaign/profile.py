@@ -406,7 +406,7 @@ def run_profile(campaign, device, plan, metric="time", settings=None, runtime="t
     reason = None
     n_picked = 0  # probes chosen after the start (active and coverage)
     n_cover = n_range = 0  # coverage picks so far, and those that were range picks
-    n_spread = _spread_passes(campaign)  # spread passes stored before a resume
+    n_spread = _spread_passes(campaign.model_runs())  # spread passes stored before a resume
     cal_layers = {}  # calibration net -> its layer list, read once
     need = fit_need(plan) if fit_floor else {}
     while True:
@@ -502,8 +502,10 @@ def run_profile(campaign, device, plan, metric="time", settings=None, runtime="t
         reference()
     if progress:
         progress("stop", {"reason": reason})
-    return dict(stored_summary(campaign, metric), stop_reason=reason, probes_measured_now=measured_now,
-                calibration_runs=cal, seconds=clock() - t0, range_probes=n_range, kinds=dict(sorted(counts.items())))
+    out = {"stop_reason": reason, **stored_summary(campaign, metric)}
+    out.update(probes_measured_now=measured_now, calibration_runs=cal, seconds=clock() - t0, range_probes=n_range,
+               kinds=dict(sorted(counts.items())))
+    return out
 
 
 def stored_summary(campaign, metric="time"):
@@ -521,7 +523,7 @@ def stored_summary(campaign, metric="time"):
     stamps = sorted(t for t in when if t is not None)
     out = {"probes_done": st.get("done", 0), "probes_failed": st.get("failed", 0),
            "calibration_runs": sum(1 for r in runs if r["model"].startswith("calibration:") and not _is_spread(r)),
-           "calibration_spread_passes": _spread_passes(campaign), **sample_summary(campaign, samples),
+           "calibration_spread_passes": _spread_passes(runs), **sample_summary(campaign, samples),
            "kinds": dict(sorted(Counter(p.model_key for p in campaign.probes("done")).items())),
            "measured_span_s": round(stamps[-1] - stamps[0], 1) if len(stamps) > 1 else None}
     drift = reference_drift(runs, metric)
@@ -617,8 +619,9 @@ def _is_spread(run):
     return (run.get("detail") or {}).get("pass") == "spread"
 
 
-def _spread_passes(campaign):
-    """How many spread calibration passes a campaign holds (``calibration_pass``'s ``spread`` index + 1)."""
-    got = [r["detail"].get("spread") for r in campaign.model_runs() if r["model"].startswith("calibration:")
+def _spread_passes(runs):
+    """How many spread calibration passes a campaign's model ``runs`` hold (``calibration_pass``'s ``spread``
+    index + 1)."""
+    got = [r["detail"].get("spread") for r in runs if r["model"].startswith("calibration:")
            and _is_spread(r)]
     return 1 + max(g for g in got if isinstance(g, int)) if any(isinstance(g, int) for g in got) else 0
