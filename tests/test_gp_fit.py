@@ -63,6 +63,20 @@ def test_mean_function_recovers_a_planted_law():
     assert bf == pytest.approx(1 / 2e9, rel=1e-3) and bb == pytest.approx(1 / 5e8, rel=1e-3)
 
 
+def test_mean_function_is_not_dragged_down_by_a_few_samples_far_below_it():
+    """The law is fitted on the ln error, what the GP models: on the relative error, 4 samples at a tenth of the law
+    (a frozen first layer with no backward pass) cost without bound and pulled it under the other 40 (profile 65's
+    gru: its trainable samples e^0.93 above its law)."""
+    rng = np.random.default_rng(2)
+    T = np.column_stack([rng.uniform(1e6, 1e9, 44), rng.uniform(1e5, 1e8, 44)])
+    y = (3e-5 + T[:, 0] / 2e9 + T[:, 1] / 5e8) * np.exp(rng.normal(0, 0.05, 44))
+    y[:4] *= 0.1
+    a, bf, bb = fit_mean_function(T, y)
+    resid = np.log(y) - np.log(a + bf * T[:, 0] + bb * T[:, 1])
+    assert abs(np.median(resid[4:])) < 0.3  # least squares: the 4 move it by their share (old fit: 1.5)
+    assert np.sum(resid ** 2) <= np.sum((np.log(y) - np.log(3e-5 + T[:, 0] / 2e9 + T[:, 1] / 5e8)) ** 2) + 1e-9
+
+
 def test_predictions_track_the_training_costs(relu_gp):
     gp, S = relu_gp
     X, y, T = _xy(S)
