@@ -522,7 +522,7 @@ def stored_summary(campaign, metric="time"):
     when = [epoch_s(r.get("created_utc")) for r in runs] + [epoch_s(s.get("measured_utc")) for s in samples]
     stamps = sorted(t for t in when if t is not None)
     out = {"probes_done": st.get("done", 0), "probes_failed": st.get("failed", 0),
-           "calibration_runs": sum(1 for r in runs if r["model"].startswith("calibration:") and not _is_spread(r)),
+           "calibration_runs": sum(1 for r in runs if _is_end_pass(r)),
            "calibration_spread_passes": _spread_passes(runs), **sample_summary(campaign, samples),
            "kinds": dict(sorted(Counter(p.model_key for p in campaign.probes("done")).items())),
            "measured_span_s": round(stamps[-1] - stamps[0], 1) if len(stamps) > 1 else None}
@@ -570,8 +570,7 @@ def calibrate(campaign, device, metric, settings, runtime, models, batches, prog
     ``before_pass()`` runs before each pass that measures (the reference probe: the device's level). ``layers``:
     the nets' layer lists kept between passes (``calibration_pass``; a profile's spread passes read them already)."""
     # (stored label, batch size) -> end-pass runs already stored
-    have = Counter((r["model"], r["batch_size"]) for r in campaign.model_runs()
-                   if r["model"].startswith("calibration:") and not _is_spread(r))
+    have = Counter((r["model"], r["batch_size"]) for r in campaign.model_runs() if _is_end_pass(r))
     layers = {} if layers is None else layers
     n, pass_s = 0, 0.0
     for k in range(max(1, int(max_passes))):
@@ -617,6 +616,11 @@ def calibration_pass(campaign, device, metric, settings, runtime, models, batche
 def _is_spread(run):
     """Whether a stored model run is of a spread calibration pass (``calibration_pass`` during the probes)."""
     return (run.get("detail") or {}).get("pass") == "spread"
+
+
+def _is_end_pass(run):
+    """Whether a stored model run is a calibration net's run of an end pass (``calibrate``), not of a spread one."""
+    return run["model"].startswith("calibration:") and not _is_spread(run)
 
 
 def _spread_passes(runs):
