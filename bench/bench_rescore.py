@@ -18,6 +18,10 @@ evaluations 15 minutes apart (each file's own passes agreeing within it), so a s
 the machine's state in those minutes as the estimator's error.
 
     python bench/bench_rescore.py --pool --results eval_a/results.json --results eval_b/results.json --estimator A.json
+
+``--truth canary`` scores against each row's measured value put at the profile's canary level (``evaluate``'s
+``canary.measured``: every window of the net at the machine speed the estimator's profile describes, as the host's
+canary reads it, ``thor_sdk.harness.canary``) instead of as measured; rows without one are skipped.
 """
 
 import argparse
@@ -54,7 +58,24 @@ def load_results(path):
                                                      and math.isfinite(r["device_level"]) and r["device_level"] > 0)))
         if not ok:
             raise FormatError(f"{path}: row {i} needs a model name, a batch size 1..1024 and a positive measured value")
+        can = r.get("canary")
+        if can is not None and not (isinstance(can, dict) and _positive(can.get("measured"))):
+            raise FormatError(f"{path}: row {i}'s canary needs a positive measured value")
     return doc
+
+
+def _positive(v):
+    import math
+
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and v > 0
+
+
+def truth_of(row, truth="measured"):
+    """A row's measured value: as measured (``measured``), or put at the profile's canary level (``canary``:
+    ``evaluate``'s ``canary.measured``; None where the row has none)."""
+    if truth == "measured":
+        return row["measured"]
+    return (row.get("canary") or {}).get("measured")
 
 
 def pool_results(docs):
@@ -81,8 +102,10 @@ def pool_results(docs):
                             "reason": f"measured in {len(got)} of the {len(docs)} runs"})
             continue
         first = got[min(got)]
+        can = [truth_of(r, "canary") for r in got.values()]
         rows.append({"model": model, "group": first.get("group"), "batch_size": batch, "runs": len(got),
-                     "measured": statistics.median(r["measured"] for r in got.values()), "device_level": None})
+                     "measured": statistics.median(r["measured"] for r in got.values()), "device_level": None,
+                     **({"canary": {"measured": statistics.median(can)}} if None not in can else {})})
     if not rows:
         raise UsageError("no (net, batch size) was measured in every results file")
     return {"format": RESULTS_FORMAT, "version": 1, "metric": docs[0][1].get("metric"),
@@ -90,9 +113,10 @@ def pool_results(docs):
             "pool_skipped": skipped}
 
 
-def rescore(results, estimator, layers_cache=None):
+def rescore(results, estimator, layers_cache=None, truth="measured"):
     """``{"groups": {group: summary}, "rows": [...], "skipped": [...]}``: every row of ``results`` estimated
-    with ``estimator`` (a loaded estimator). ``layers_cache``: ``{model: layer list}`` shared between calls."""
+    with ``estimator`` (a loaded estimator). ``layers_cache``: ``{model: layer list}`` shared between calls.
+    ``truth``: what each estimate is scored against (``truth_of``); a row without it is skipped."""
     from thor_sdk.api import estimate_layers
     from thor_sdk.errors import ThorError, UsageError
     from thor_sdk.evaluate.unseen import Z95, _ape, group_summaries, thor_summary
@@ -108,6 +132,12 @@ def rescore(results, estimator, layers_cache=None):
     cache = {} if layers_cache is None else layers_cache
     rows, skipped = [], []
     for r in results["rows"]:
+        measured = truth_of(r, truth)
+        if measured is None:
+            skipped.append({"model": r["model"], "batch_size": r["batch_size"],
+                            "reason": f"no {truth} value (the evaluation read no canary, or its estimator had none)"})
+            continue
+        r = dict(r, measured=measured)
         if r["model"] not in known:  # a file path in a results file is never imported: names only
             skipped.append({"model": r["model"], "batch_size": r["batch_size"],
                             "reason": "not a reference, zoo or held-out net name (nets given as files are not rebuilt)"})
@@ -120,7 +150,7 @@ def rescore(results, estimator, layers_cache=None):
             skipped.append({"model": r["model"], "batch_size": r["batch_size"], "reason": str(err)})
             continue
         mean, std, flops = e["total"]["mean"], e["total"]["std"], e["flops_baseline"]["total"]
-        level = r.get("device_level")
+        level = r.get("device_level") if truth == "measured" else None  # (a canary truth is at the profile's level)
         rows.append({"model": r["model"], "group": r["group"] if isinstance(r.get("group"), str) else None,
                      "batch_size": r["batch_size"],
                      "measured": r["measured"], "thor": mean, "thor_std": std, "flops": flops,
@@ -163,6 +193,9 @@ def main(argv=None):
     ap.add_argument("--report", default=None, help="also write the Markdown here (and the rows as JSON beside it)")
     ap.add_argument("--pool", action="store_true",
                     help="score against each net's median measured value over the results files (pool_results)")
+    ap.add_argument("--truth", choices=("measured", "canary"), default="measured",
+                    help="score against the measured values (default) or those put at the profile's canary level "
+                         "(evaluate's rows' canary.measured)")
     args = ap.parse_args(argv)
     try:  # every input read and checked before any estimate or write
         docs = [(p, load_results(p)) for p in args.results]
@@ -173,7 +206,7 @@ def main(argv=None):
         cache, table = {}, []
         for rp, doc in docs:
             for ep, est in ests:
-                got = rescore(doc, est, cache)
+                got = rescore(doc, est, cache, args.truth)
                 got["skipped"] = doc.get("pool_skipped", []) + got["skipped"]
                 table.append(dict(got, results=rp, estimator=ep))
     except ThorError as err:

@@ -175,3 +175,33 @@ def test_pool_scores_against_each_nets_median_over_runs(setup, tmp_path):
                 "--estimator", paths["one"], "--report", str(out)])
     text = out.read_text()
     assert "median of 2 runs" in text and "lenet5 b16: measured in 1 of the 2 runs" in text
+
+
+def test_truth_canary_scores_against_each_rows_canary_level_and_skips_rows_without_one(setup):
+    from thor_sdk.runtime import load_estimator
+
+    paths, results = setup
+    bench = load_bench("bench_rescore")
+    row = results["rows"][0]
+    doc = dict(results, rows=[dict(row, measured=2 * row["measured"], canary={"measured": row["measured"]}),
+                              dict(row, batch_size=32)])
+    est = load_estimator(paths["one"])
+    got = bench.rescore(doc, est, truth="canary")
+    assert got["groups"]["all"]["n"] == 1 and got["groups"]["all"]["thor_mape"] == pytest.approx(0.0, abs=1e-6)
+    assert got["rows"][0]["thor_level_adjusted_ape"] is None  # a canary truth is at the profile's level already
+    assert [s["batch_size"] for s in got["skipped"]] == [32]
+    assert bench.rescore(doc, est)["rows"][0]["thor_ape"] == pytest.approx(50.0, abs=1e-6)  # as measured: 2x
+    pooled = bench.pool_results([("a", doc), ("b", doc)])
+    assert pooled["rows"][0]["canary"]["measured"] == pytest.approx(row["measured"])
+    assert "canary" not in pooled["rows"][1]
+
+
+def test_a_rows_canary_must_hold_a_positive_value(setup, tmp_path):
+    from thor_sdk.errors import FormatError
+
+    paths, results = setup
+    bad = dict(results, rows=[dict(results["rows"][0], canary={"measured": -1.0})])
+    p = tmp_path / "bad.json"
+    p.write_text(json.dumps(bad))
+    with pytest.raises(FormatError):
+        load_bench("bench_rescore").load_results(str(p))

@@ -243,7 +243,8 @@ def test_each_model_group_is_scored_apart(evaluated):
             {"group": None, "thor_ape": 8.0, "flops_ape": 8.0, "covered95": True, "thor_level_adjusted_ape": 9.0}]
     g = group_summaries(rows)
     assert g["heldout"] == {"n": 2, "thor_mape": 20.0, "flops_mape": 40.0, "flops_over_thor": 2.0, "coverage95": 0.5,
-                            "thor_level_adjusted_mape": 5.0, "measurement_floor_mape": 0.0}  # passes that agree
+                            "thor_level_adjusted_mape": 5.0, "measurement_floor_mape": 0.0,
+                            "canary": None}  # passes that agree; no canary read
     assert g["reference"]["measurement_floor_mape"] is None  # one pass, or none recorded: no spread to read
     assert g["reference"]["flops_mape"] is None and g["reference"]["flops_over_thor"] is None
     assert g["other"]["n"] == 1 and g["other"]["thor_level_adjusted_mape"] == 9.0

@@ -80,7 +80,8 @@ def _merged(runs):
     for more in runs[1:]:
         for part, r in more.items():
             m = out[part]
-            for f in ("time_s", "energy_j", "net_energy_j", "states", "window_times_s", "window_idle_power_w"):
+            for f in ("time_s", "energy_j", "net_energy_j", "states", "window_times_s", "window_idle_power_w",
+                      "canary_s"):
                 getattr(m, f).extend(getattr(r, f))
     return out
 
@@ -130,8 +131,9 @@ def test_ingest_stores_what_the_live_path_stores(tmp_path, metric, remeasured):
         assert len(g["windows"]) == len(w["windows"]) >= 4
         for ww, gw in zip(w["windows"], g["windows"]):
             for field in ("part", "round", "time_s", "energy_j", "net_energy_j", "idle_power_w", "start_s", "end_s",
-                          "state"):
+                          "state", "canary_s"):
                 assert gw[field] == ww[field], (pid, field)
+            assert ww["canary_s"] > 0  # the host read its canary beside every window, and the results file kept it
             assert ww["start_s"] is not None and ww["end_s"] >= ww["start_s"]
             assert ww["state"] and ww["state"]["battery_pct"] == 81
             if metric == "energy":

@@ -10,9 +10,14 @@ the fit, and ``fit`` reports it. Nothing is clipped. A probe whose parts still v
 protocol's ``cv_target`` after its rounds, or that was measured while other work kept the machine
 busy (the load recorded with every window), is stored *noisy* (with the reason): it stays in the fit,
 weighed by its own spread, and ``fit`` and ``estimate`` name the kinds that rest on noisy samples.
+
+Where every window carries a canary reading (``harness.canary``: the host's CPU), the time sample keeps their median
+(``canary_s``, ``probe_canary``): the machine's speed state while the probe ran (states that switch every few seconds
+on this project's VMs), by which ``fit`` puts the sample at the campaign's speed.
 """
 
 import math
+import statistics
 
 from thor_sdk.devices.state import load_summary
 from thor_sdk.harness.protocol import ProtocolSettings, paired_difference, robust_summary
@@ -46,6 +51,30 @@ def noise_reason(results_by_part, metric, cv_target=None, load=None):
     return "; ".join(why) or None
 
 
+def probe_canary(results_by_part):
+    """The median canary reading (``harness.canary``) over every window of every part: the machine's speed while
+    the probe (or a whole model) was measured; None unless every window has a positive, finite reading.
+
+    A probe's windows are not levelled one by one: within a probe, which mostly runs in one speed state, a single
+    0.25 ms reading varies more than the window it sits beside (profile 66, 1,042 probes on this project's 2-core
+    VM: each part's canary readings 7.4% robust CV, median; its window times 2.2%; levelled window by window, 8.1%),
+    while the median over a run's readings places it: profile 66's 17 reference re-measurements read an ln-spread of
+    0.122 as measured and 0.031 put at the campaign's median reading, its 224 calibration runs (14 nets and batch
+    sizes) 0.077 and 0.039 around their own nets' means."""
+    cs = [c for r in results_by_part.values() for c in r.canary_s]
+    if not cs or any(len(r.canary_s) != len(r.time_s) for r in results_by_part.values()) or \
+            not all(isinstance(c, (int, float)) and not isinstance(c, bool) and math.isfinite(c) and c > 0 for c in cs):
+        return None
+    return statistics.median(cs)
+
+
+def canary_detail(result, metric="time"):
+    """``{"canary_s"}`` of one measured part (a whole model, the reference probe) for a model run's detail: its
+    ``probe_canary``; ``{}`` without readings or for energy (the canary reads speed, not power)."""
+    c = probe_canary({result.part: result})
+    return {"canary_s": c} if c is not None and metric == "time" else {}
+
+
 def derive_samples(probe, results_by_part, metric="time", cv_target=None, load=None):
     """Per-layer cost samples from one probe's measured parts: THOR's subtraction.
 
@@ -53,8 +82,10 @@ def derive_samples(probe, results_by_part, metric="time", cv_target=None, load=N
     noise_reason, parts``) for ``Campaign.complete``: one for time, plus one for energy when energy
     was measured. ``value`` is the median over rounds of the per-round difference (part - head);
     ``std`` its standard error. ``cv_target`` and ``load`` (``devices.state.load_summary``) decide
-    whether the sample is *noisy*.
+    whether the sample is *noisy*. Where every window has a canary reading, the time sample also carries
+    ``canary_s`` (``probe_canary``): ``fit`` puts it at the campaign's speed.
     """
+    canary_s = probe_canary(results_by_part)
     metrics = ["time"]
     source = {"time": "time", "energy": "energy"}
     if all(r.energy_j for r in results_by_part.values()):
@@ -79,7 +110,8 @@ def derive_samples(probe, results_by_part, metric="time", cv_target=None, load=N
         noisy = noise_reason(results_by_part, source[m], cv_target, load)
         samples.append({"metric": m, "value": s["median"], "std": stderr, "n": s["n"], "flagged": flagged,
                         "flag_reason": why, "noisy": noisy is not None, "noise_reason": noisy,
-                        "parts": _part_summaries(results_by_part, source[m])})
+                        "parts": _part_summaries(results_by_part, source[m]),
+                        "canary_s": canary_s if m == "time" else None})
     return samples
 
 
@@ -111,6 +143,9 @@ def measure_and_store(campaign, device, probe, metric, settings, runtime, on_pro
                 # states and window times are indexed by window: pad a part that lacked them
                 m.states += [None] * (n_before - len(m.states)) + list(r.states)
                 m.window_times_s += [None] * (n_before - len(m.window_times_s)) + list(r.window_times_s)
+                if m.canary_s or r.canary_s:  # both attempts read it, or the windows keep none (never half)
+                    m.canary_s = m.canary_s + list(r.canary_s) if len(m.canary_s) == n_before and \
+                        len(r.canary_s) == len(r.time_s) else []
                 if r.window_idle_power_w:  # (a time campaign has none: nothing to pad)
                     pad = [None] * (n_before - len(m.window_idle_power_w))
                     m.window_idle_power_w += pad + list(r.window_idle_power_w)
@@ -137,18 +172,20 @@ def is_probe_failure(e):
 
 def window_detail(results_by_part):
     """Per-window rows for ``Campaign.complete``: net energy, the idle power it was computed with,
-    wall-clock start/end and device state, where the device recorded them (window ``i`` of a part is
-    round ``i``)."""
+    wall-clock start/end, device state and canary reading, where the device recorded them (window ``i`` of a part
+    is round ``i``)."""
     out = []
     for part, r in results_by_part.items():
         nets = r.net_energy_j if len(r.net_energy_j) == len(r.time_s) else []
         idle = r.window_idle_power_w if len(r.window_idle_power_w) == len(r.time_s) else []
+        canary = r.canary_s if len(r.canary_s) == len(r.time_s) else []
         for i in range(len(r.time_s)):
             w = r.window_times_s[i] if i < len(r.window_times_s) else None
             d = {"part": part, "round": i, "net_energy_j": nets[i] if nets else None,
                  "start_s": w[0] if w else None, "end_s": w[1] if w else None,
-                 "state": r.states[i] if i < len(r.states) else None, "idle_power_w": idle[i] if idle else None}
-            if any(d[k] is not None for k in ("net_energy_j", "start_s", "state", "idle_power_w")):
+                 "state": r.states[i] if i < len(r.states) else None, "idle_power_w": idle[i] if idle else None,
+                 "canary_s": canary[i] if canary else None}
+            if any(d[k] is not None for k in ("net_energy_j", "start_s", "state", "idle_power_w", "canary_s")):
                 out.append(d)
     return out
 

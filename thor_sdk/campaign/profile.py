@@ -44,7 +44,7 @@ from thor_sdk.layers.kinds import feature_vector, model_key
 from thor_sdk.probes import Probe
 
 from .gpcache import GPCache
-from .measure import budget_reached, is_probe_failure, measure_and_store, sample_summary
+from .measure import budget_reached, canary_detail, is_probe_failure, measure_and_store, sample_summary
 
 INTEGRATION_BATCHES = (4, 16, 64)
 MAX_INTEGRATION_CONFIGS = 40
@@ -395,7 +395,8 @@ def run_profile(campaign, device, plan, metric="time", settings=None, runtime="t
         vals = sorted(res[p.role].values(metric))
         med, sd = _median_sd(vals)
         campaign.add_model_run(f"reference:{p.id}", p.batch_size, metric, med, sd, len(vals), runtime,
-                               {"probe": p.to_dict(), "part": p.role, "values": vals, "t_s": clock() - t0})
+                               {"probe": p.to_dict(), "part": p.role, "values": vals, "t_s": clock() - t0,
+                                **canary_detail(res[p.role], metric)})
         if progress:
             progress("reference", {"value": med})
 
@@ -607,7 +608,7 @@ def calibration_pass(campaign, device, metric, settings, runtime, models, batche
         vals = sorted(r.values(metric))
         med, sd = _median_sd(vals)
         campaign.add_model_run(f"calibration:{name}", b, metric, med, sd, len(vals), runtime,
-                               {"layers": layers[name], "values": vals, **tag})
+                               {"layers": layers[name], "values": vals, **tag, **canary_detail(r, metric)})
         if progress:
             progress("calibration", {"model": name, "batch_size": b, "value": med, "pass": tag.get("pass")})
     return len(todo)

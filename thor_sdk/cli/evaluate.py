@@ -241,6 +241,15 @@ def unseen_table(r):
                  f"around each model, level {min(x['device_level'] for x in r['rows']):.2f}-"
                  f"{max(x['device_level'] for x in r['rows']):.2f}): THOR x level MAPE "
                  f"{r['thor_level_adjusted_mape']:.1f}%, coverage {100 * r['coverage95_level_adjusted']:.0f}%")
+    can = r.get("canary")
+    if can:
+        text += (f"\nat the profile's canary level (each window put at the machine speed the profile describes, as the "
+                 f"host's canary reads it beside the window): THOR MAPE {can['thor_mape']:.1f}%"
+                 + (f", FLOPs {can['flops_mape']:.1f}%" if can["flops_mape"] is not None else "")
+                 + f", coverage {100 * can['coverage95']:.0f}%"
+                 + "".join(f"; {g} {m['canary']['thor_mape']:.1f}%"
+                           + (f" vs {m['canary']['flops_mape']:.1f}%" if m["canary"]["flops_mape"] is not None else "")
+                           for g, m in groups.items() if m.get("canary")))
     if r.get("level_warning"):
         text += f"\nwarning: {r['level_warning']}"
     if r.get("device_warning"):

@@ -140,6 +140,15 @@ class HostDevice(Device):
         gpu = self._nv().state() if self.accelerator == "cuda" else {}
         return dict(sysfs_state(self.root), **load_state(self.root, self.own_threads()), **gpu)
 
+    def _canary(self):
+        """The canary read beside every window (``harness.canary``) where the work runs on this CPU; None on a GPU
+        (a CPU workload does not read the GPU's speed)."""
+        if self.accelerator != "cpu":
+            return None
+        from thor_sdk.harness.canary import Canary
+
+        return Canary()
+
     def load_average_means_busy(self):
         """Not on a GPU: the load average counts threads waiting on the driver, not only running ones. On a lent
         H100 (``bench/results/gpu-profile-h100-20261127-1014``) it read 0.53-3.33 (median 1.41) while the runnable
@@ -178,7 +187,7 @@ class HostDevice(Device):
             trainers = {part: self._trainer(probe.build(part), runtime) for part in probe.parts()}
             try:
                 return measure_parts(trainers, settings, meter=meter, metric=metric, on_round=on_round,
-                                     idle=self._idle_for(meter), state_fn=self._state)
+                                     idle=self._idle_for(meter), state_fn=self._state, canary=self._canary())
             finally:
                 for t in trainers.values():
                     t.close()
@@ -207,8 +216,7 @@ class HostDevice(Device):
             raise UsageError(f"unknown runtime {runtime!r} (known: {', '.join(RUNTIMES)})")
         try:
             return measure_parts({"model": trainer}, settings, meter=meter, metric=metric, on_round=on_round,
-                                 idle=self._idle_for(meter),
-                                 state_fn=self._state)["model"]
+                                 idle=self._idle_for(meter), state_fn=self._state, canary=self._canary())["model"]
         finally:
             trainer.close()
 

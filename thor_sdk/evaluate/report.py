@@ -121,6 +121,14 @@ def _facts(result):
     if result.get("thor_level_adjusted_mape") is not None:
         lines.append(f"Diagnostic: THOR x the device's speed now vs during its profile: MAPE "
                      f"{result['thor_level_adjusted_mape']:.1f}%.")
+    can = result.get("canary")
+    if can:
+        lines.append("At the profile's canary level (every window of every net put at the machine speed the profile "
+                     "describes, as the host's canary reads it beside each window; THOR and FLOPs at the profile's "
+                     f"level): THOR MAPE {_pct(can.get('thor_mape'))}%, FLOPs {_pct(can.get('flops_mape'))}%, "
+                     f"coverage {_pct(100 * can['coverage95'])}%"
+                     + "".join(f"; {g} {_pct(m['canary']['thor_mape'])}% vs {_pct(m['canary']['flops_mape'])}%"
+                               for g, m in (result.get("groups") or {}).items() if m.get("canary")) + ".")
     if result.get("level_warning"):
         lines.append(f"Warning: {result['level_warning']}.")
     if result.get("device_warning"):

@@ -144,12 +144,19 @@ def thor_summary(rows):
     thor = [r["thor_ape"] for r in rows]
     fl = [r["flops_ape"] for r in rows if r["flops_ape"] is not None]
     adj = [r["thor_level_adjusted_ape"] for r in rows if r["thor_level_adjusted_ape"] is not None]
+    can = [r["canary"] for r in rows if r.get("canary")]
+    can_fl = [c["flops_ape"] for c in can if c["flops_ape"] is not None]
     return {"n": len(rows), "thor_mape": statistics.fmean(thor) if thor else None,
             "measurement_floor_mape": floor_mape(rows),
             "flops_mape": statistics.fmean(fl) if fl else None,
             "flops_over_thor": statistics.fmean(fl) / statistics.fmean(thor) if fl and any(thor) else None,
             "coverage95": sum(r["covered95"] for r in rows) / len(rows) if rows else None,
-            "thor_level_adjusted_mape": statistics.fmean(adj) if adj else None}
+            "thor_level_adjusted_mape": statistics.fmean(adj) if adj else None,
+            # the measurements put at the profile's canary level (rows' ``canary``), where every row has one
+            "canary": {"n": len(can), "thor_mape": statistics.fmean(c["thor_ape"] for c in can),
+                       "flops_mape": statistics.fmean(can_fl) if can_fl else None,
+                       "coverage95": sum(c["covered95"] for c in can) / len(can)}
+            if can and len(can) == len(rows) else None}
 
 
 def group_summaries(rows):
@@ -181,13 +188,19 @@ def evaluate_unseen(estimator, models, device="host", batch_sizes=(16,), metric=
     without a kind are estimated through stand-in kinds or as generic ops, and each row lists them in
     ``approximated``). ``trainable``: parameter name patterns of a fine-tune (``thor_sdk.layers.trainable``),
     applied to every model, estimated and measured so (each row's ``model`` says ``[trainable ...]``). ``progress``:
-    called ``("start", total)`` then ``("step", label)`` after each measurement.
+    called ``("start", total)`` then ``("step", label)`` after each measurement. Where the estimator records the
+    profile's canary level (``whole_model.canary``) and the device reads the canary (the host's CPU), every row also
+    has ``canary``: each pass's median put at that level (over its own median canary reading over the profile's,
+    ``harness.canary``), their median, and THOR's (at the profile's level) and FLOPs' errors against it; the
+    result's ``canary`` summarises them.
     Returns a plain dict (JSON-ready): one row per measured model and batch size with ``estimates`` per
     method (value, APE, and for THOR the std, z and whether the 95% interval covers the measurement),
     ``methods`` (MAPE, max APE, coverage per method), skipped models with the reason, the reference net's
     drift, and what each method assumed.
     """
     from thor_sdk.api import _check_batch_sizes, _device, estimate_layers, measure_level, reference_reading
+    from thor_sdk.campaign.measure import canary_detail
+    from thor_sdk.harness.protocol import CANARY_VERSION
     from thor_sdk.baselines.pre import features_of, load_runs
     from thor_sdk.devices.state import identity_warning
     from thor_sdk.evaluate.methods import finish_methods, row_context, score_step_logs
@@ -242,7 +255,10 @@ def evaluate_unseen(estimator, models, device="host", batch_sizes=(16,), metric=
                 skipped.append({"model": source.label, "batch_size": b, "reason": str(err)})
     if progress:
         progress("start", len(items) * passes)
-    measured_by = [{"medians": [], "values": [], "levels": []} for _ in items]
+    measured_by = [{"medians": [], "values": [], "levels": [], "canary": []} for _ in items]
+    # the profile's canary level, where the estimator has one this canary can be compared with
+    canary = getattr(est, "canary", None)
+    canary_c = canary["canary_s"] if canary and canary.get("version") == CANARY_VERSION else None
     for p in range(passes):  # every other pass in reverse order: a drift in time falls on both ends alike
         order = range(len(items)) if p % 2 == 0 else range(len(items) - 1, -1, -1)
         for i in order:
@@ -255,6 +271,9 @@ def evaluate_unseen(estimator, models, device="host", batch_sizes=(16,), metric=
             vals = m.values(metric)
             if probe_ref:
                 measured_by[i]["levels"].append(math.sqrt(level * device_level()))  # before and after the model
+            at = canary_detail(m, metric) if canary_c else {}
+            if at:  # this pass at the profile's canary level: over the machine's speed now, as the canary read it
+                measured_by[i]["canary"].append(statistics.median(vals) * canary_c / at["canary_s"])
             measured_by[i]["medians"].append(statistics.median(vals))
             measured_by[i]["values"].extend(vals)
             if progress:
@@ -284,6 +303,13 @@ def evaluate_unseen(estimator, models, device="host", batch_sizes=(16,), metric=
                    thor_level_adjusted_ape=_ape(raw_mean * level, measured) if level else None,
                    covered95_level_adjusted=(abs(measured - raw_mean * level) <= Z95 * raw_std * level)
                    if level else None)
+        can = got["canary"]
+        if can and len(can) == len(got["medians"]):
+            m_c = statistics.median(can)
+            z_c = _z(m_c, raw_mean, raw_std)
+            row["canary"] = {"measured": m_c, "measured_passes": list(can), "thor_ape": _ape(raw_mean, m_c), "z": z_c,
+                             "covered95": z_c is not None and abs(z_c) <= Z95,
+                             "flops_ape": _ape(raw["flops_baseline"]["total"], m_c)}
         if relevel:
             raw_z = _z(measured, raw_mean, raw_std)
             raw_flops = raw["flops_baseline"]["total"]
@@ -315,7 +341,7 @@ def evaluate_unseen(estimator, models, device="host", batch_sizes=(16,), metric=
         "device": dev.name, "runtime": runtime, "metric": metric, "unit": est.unit, "batch_sizes": list(batch_sizes),
         "rows": rows, "skipped": skipped, "methods": methods, "step": step, "groups": group_summaries(rows),
         **{k: overall[k] for k in ("thor_mape", "flops_mape", "flops_over_thor", "coverage95",
-                                   "thor_level_adjusted_mape")},
+                                   "thor_level_adjusted_mape", "canary")},
         "measurement_floor": measurement_floor(rows),
         "thor_max_ape": max(r["thor_ape"] for r in rows) if rows else None,
         "coverage95_level_adjusted": (sum(r["covered95_level_adjusted"] for r in adj) / len(adj)) if adj else None,

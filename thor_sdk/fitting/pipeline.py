@@ -26,6 +26,7 @@ import statistics
 
 from thor_sdk.errors import FormatError, UsageError
 from thor_sdk.fitting.estimator import METRIC_UNITS as UNITS
+from thor_sdk.harness.protocol import CANARY_VERSION
 
 REFERENCE_PREFIX = "reference:"
 #: standard error of a median of n normal values is about sqrt(pi/2) = 1.2533 times that of their mean
@@ -34,6 +35,7 @@ MIN_BIAS_RUNS = 4  # calibration (model, batch size) pairs (of at least 2 models
 MIN_LEVEL_REFERENCES = 3  # reference re-measurements before calibration runs are put at the campaign's level
 LEVEL_MARGIN_S = 300.0  # least time beyond the first and last reference over which levels still apply
 SAMPLE_LEVEL_SMOOTHING = 3  # re-measurements of the reference in the running median a sample's level is read from
+MIN_CANARY_SAMPLES = 10  # samples with a canary reading before samples are put at the campaign's canary level
 CALIBRATION_PREFIX = "calibration:"
 #: an estimator file at most this large (a whole device profile; ``fit`` lowers the inducing points of its
 #: largest kinds until it fits) ...
@@ -64,17 +66,38 @@ def sample_terms(samples):
     return [at_batch(cost_terms(s["kind"], s["config"], s["role"]), s["batch_size"]) for s in samples]
 
 
-def drift_log_var(model_runs, metric):
+def drift_log_var(model_runs, metric, canary_c=None):
     """Variance in ln units of the reference probe's repeated measurements (0.0 without two of them),
-    and how many there were."""
+    and how many there were. ``canary_c`` (``campaign_canary``): each re-measurement that read the canary is
+    taken at the campaign's canary level (``canary_run``), so the variance is the drift the canary does not
+    explain."""
     by_ref = {}
     for r in model_runs:
         if r["model"].startswith(REFERENCE_PREFIX) and r["metric"] == metric and r["mean"] > 0:
-            by_ref.setdefault(r["model"], []).append(math.log(r["mean"]))
+            at = canary_run(r, canary_c)
+            by_ref.setdefault(r["model"], []).append(math.log(at[0] if at else r["mean"]))
     vals = [v for logs in by_ref.values() if len(logs) >= 2 for v in _centred(logs)]
     if len(vals) < 2:
         return 0.0, sum(len(v) for v in by_ref.values())
     return sum(v * v for v in vals) / (len(vals) - len(by_ref)), len(vals)
+
+
+def campaign_canary(samples):
+    """The machine's speed the layer models describe: the median canary reading (``harness.canary``) of the samples
+    that carry one (``campaign.measure.probe_canary``), or None where fewer than MIN_CANARY_SAMPLES do."""
+    cs = [s["canary_s"] for s in samples if _number(s.get("canary_s")) and s["canary_s"] > 0]
+    return statistics.median(cs) if len(cs) >= MIN_CANARY_SAMPLES else None
+
+
+def canary_run(run, canary_c):
+    """``(value, level)`` of a whole-model or reference ``run`` at the campaign's canary level: its median over its
+    level ``detail.canary_s / canary_c`` (its median canary reading, ``campaign.measure.canary_detail``); None where
+    the campaign or the run has no canary reading."""
+    c = (run.get("detail") or {}).get("canary_s")
+    if not (canary_c and _number(c) and c > 0 and _number(run.get("mean")) and run["mean"] > 0):
+        return None
+    level = c / canary_c
+    return run["mean"] / level, level
 
 
 def main_reference_runs(model_runs, metric):
@@ -205,7 +228,7 @@ def device_levels(model_runs, metric, smooth=1):
     return DeviceLevels(series, smooth)
 
 
-def at_campaign_level(samples, model_runs, metric):
+def at_campaign_level(samples, model_runs, metric, canary_c=None):
     """``(samples, summary)``: each sample divided (value and std) by the device's level when it was measured
     (``device_levels`` of the campaign's reference probe, smoothed over SAMPLE_LEVEL_SMOOTHING re-measurements;
     1 where no reference is near its ``measured_utc``), so that the layer models describe the device at its
@@ -216,23 +239,37 @@ def at_campaign_level(samples, model_runs, metric):
     it (profiles 9-12: better in 4 of 8). Also where the reference flips between readings minutes apart (this
     project's VM on 2026-11-29, an AMD EPYC): leaving such samples as measured was tried and not taken (held out
     6.2 -> 5.0% at the level on profile 49, but 10.7 -> 16.8% as estimated and 9.7 -> 12.2% at the best scale on
-    profile 50; ``bench/results/sample-levels-host-20261129-*.md``)."""
+    profile 50; ``bench/results/sample-levels-host-20261129-*.md``).
+
+    ``canary_c`` (``campaign_canary``): a sample that read the canary (``canary_s``) is put at that level instead,
+    ``canary_s / canary_c``: its own probe's speed, read beside its windows, where the reference re-measured every
+    two minutes cannot place the machine's speed states that switch every few seconds."""
     levels = device_levels(model_runs, metric, SAMPLE_LEVEL_SMOOTHING)
-    if levels is None:
+    if levels is None and not canary_c:
         return samples, None
-    out, used = [], []
+    out, used, by_canary = [], [], 0
     for s in samples:
-        lvl = levels(s.get("measured_utc"))
+        c = s.get("canary_s")
+        if canary_c and _number(c) and c > 0:
+            lvl = c / canary_c
+            by_canary += 1
+        else:
+            lvl = levels(s.get("measured_utc")) if levels is not None else 1.0
         if not (math.isfinite(lvl) and lvl > 0):  # a reference series is positive: never, but never divide by it
             lvl = 1.0
         used.append(lvl)
         out.append(dict(s, value=s["value"] / lvl, std=s["std"] / lvl) if lvl != 1.0 else s)
-    return out, {"references": len(levels.series), "smoothing": SAMPLE_LEVEL_SMOOTHING,
-                 "min": round(min(used), 4), "max": round(max(used), 4),
-                 "samples_scaled": sum(1 for v in used if v != 1.0)}
+    summary = {"references": len(levels.series) if levels is not None else 0, "smoothing": SAMPLE_LEVEL_SMOOTHING,
+               "min": round(min(used), 4), "max": round(max(used), 4),
+               "samples_scaled": sum(1 for v in used if v != 1.0)}
+    if canary_c:
+        from thor_sdk.fitting.gp import round_sig
+
+        summary.update(canary_s=round_sig(canary_c, 6), canary_version=CANARY_VERSION, samples_by_canary=by_canary)
+    return out, summary
 
 
-def calibrate(est, model_runs, metric, drift_var, family=True):
+def calibrate(est, model_runs, metric, drift_var, family=True, canary_c=None):
     """Whole-model relative std and common bias from calibration runs, with its evidence, and the bias per kind
     family where the runs tell families apart (``family``: ``family_biases``'s, or None; ``family=False``
     skips it).
@@ -243,7 +280,8 @@ def calibrate(est, model_runs, metric, drift_var, family=True):
     MIN_BIAS_RUNS (model, batch size) pairs of two models give one, shrunk toward 0 by its standard error
     (``bias_shrinkage``); the std is their robust spread (1.4826 x MAD) plus what is left of the median, the
     error of what is corrected, and the drift. Runs of one
-    (model, batch size), a profile's calibration passes, count once with the median of their ratios."""
+    (model, batch size), a profile's calibration passes, count once with the median of their ratios. ``canary_c``
+    (``campaign_canary``): a run that read the canary is taken at that level instead (``canary_run``)."""
     levels = device_levels(model_runs, metric)
     runs = []
     estimated = {}  # (layer list, batch size) -> estimate or error: a profile's passes share one
@@ -266,7 +304,8 @@ def calibrate(est, model_runs, metric, drift_var, family=True):
             runs.append({"model": r["model"][len(CALIBRATION_PREFIX):], "batch_size": r["batch_size"],
                          "skipped": got})
             continue
-        level = levels(r.get("created_utc")) if levels else 1.0
+        at = canary_run(r, canary_c)
+        level = at[1] if at else (levels(r.get("created_utc")) if levels else 1.0)
         runs.append({"model": r["model"][len(CALIBRATION_PREFIX):], "batch_size": r["batch_size"],
                      "measured": r["mean"], "estimated": got[0], "family_shares": got[1], "device_level": level,
                      "log_ratio": math.log(r["mean"] / (got[0] * level))})
@@ -467,7 +506,7 @@ def head_part_samples(samples):
                     "metric": s["metric"], "value": float(med), "std": std, "n": n, "flagged": False,
                     "flag_reason": None, "parts": {"head": head}, "noisy": bool(why),
                     "noise_reason": "; ".join(why) or None, "measured_utc": s.get("measured_utc"), "cache": "warm",
-                    "source": "head_part"})
+                    "source": "head_part", "canary_s": s.get("canary_s")})
     return out
 
 
@@ -528,8 +567,12 @@ def build(samples, *, device, runtime, metric, model_runs=(), sources=(), random
         raise FormatError(f"no usable {metric} samples in {', '.join(sources) or 'the input'}")
     heads = head_part_samples([s for s in samples if s["metric"] == metric])  # a flagged difference's head is sound
     good = good + heads
-    drift_var, n_ref = drift_log_var(model_runs, metric)
-    good, levels = at_campaign_level(good, model_runs, metric)
+    canary_c = campaign_canary(good)
+    # what every sample carries: the drift its level (the canary's, else the reference series') leaves; what a
+    # whole model measured later carries: the device's drift as measured (its speed states are the user's too)
+    drift_var, n_ref = drift_log_var(model_runs, metric, canary_c)
+    device_var = drift_log_var(model_runs, metric)[0] if canary_c else drift_var
+    good, levels = at_campaign_level(good, model_runs, metric, canary_c)
     # a thousand heads vary in two features (inputs, batch size): 64 inducing points read them at 7.0% MAPE where
     # 194 read 6.5% (profile 46, in sample), and leave the file's budget to the kinds that need it
     caps = {"output": HEAD_PART_INDUCING} if heads else {}
@@ -543,11 +586,13 @@ def build(samples, *, device, runtime, metric, model_runs=(), sources=(), random
         base["warm_forward_only_samples"] = warm
     if levels:
         base["sample_levels"] = levels
+    if canary_c:  # the drift the samples carry (what the canary leaves), beside the device's in whole_model
+        base["sample_drift_log_std"] = round(math.sqrt(drift_var), 6)
     kw = dict(device=device, runtime=runtime, metric=metric, unit=UNITS[metric],
               flops_baseline=fit_unit_per_flop(good))
     while True:
         budget = {"max_bytes": int(max_bytes), "inducing_caps": dict(caps)}
-        doc = _assemble(gps, model_runs, metric, drift_var, dict(base, size_budget=budget), kw, family)
+        doc = _assemble(gps, model_runs, metric, device_var, dict(base, size_budget=budget), kw, family, canary_c)
         size = len(dumps_estimator(doc).encode("utf-8"))
         if size <= max_bytes:
             return doc
@@ -561,10 +606,11 @@ def build(samples, *, device, runtime, metric, model_runs=(), sources=(), random
                              unchanged=lambda key, rows: key not in changed))
 
 
-def _assemble(gps, model_runs, metric, drift_var, provenance, kw, family=True):
+def _assemble(gps, model_runs, metric, drift_var, provenance, kw, family=True, canary_c=None):
     """The estimator document of fitted ``gps``: calibrated on the whole-model runs, the bias (per kind family
     where ``calibrate`` reads one, else the common one) folded into each kind's offset for the document only (the
-    GPs are left as they were)."""
+    GPs are left as they were). ``drift_var``: the device's drift as measured (in the whole-model std and
+    ``drift_log_std``); ``canary_c``: the campaign's canary level the calibration runs are put at."""
     from thor_sdk.fitting.estimator import build_estimator
     from thor_sdk.fitting.gp import round_sig
     from thor_sdk.runtime import load_estimator
@@ -573,7 +619,7 @@ def _assemble(gps, model_runs, metric, drift_var, provenance, kw, family=True):
     # estimator that its size budget would take from the GPs' inducing points)
     provenance = dict(provenance, n_samples={k: g.n_samples_ for k, g in gps.items()})
     doc = build_estimator(gps, whole_model={"rel_std": 0.0}, provenance=provenance, **kw)
-    cal = calibrate(load_estimator(doc), model_runs, metric, drift_var, family)
+    cal = calibrate(load_estimator(doc), model_runs, metric, drift_var, family, canary_c)
     biases = (cal["family"] or {}).get("biases", {})
     bias_of = {k: biases.get(family_of(k), cal["log_bias"]) for k in gps}
     wm = {"rel_std": cal["rel_std"], "log_bias": cal["log_bias"], "source": cal["source"],
@@ -584,6 +630,8 @@ def _assemble(gps, model_runs, metric, drift_var, provenance, kw, family=True):
     ref = reference_level(model_runs, metric)
     if ref:
         wm["reference"] = ref
+    if canary_c:  # the machine speed the estimates describe, as the canary reads it (evaluate levels truth to it)
+        wm["canary"] = {"canary_s": round_sig(canary_c, 6), "version": CANARY_VERSION}
     runs = calibration_record(cal["runs"])
     offsets = {k: g.residual_offset_ for k, g in gps.items()}
     for k, g in gps.items():  # folded into every kind's residual offset: the file format is unchanged

@@ -29,6 +29,9 @@ WINDOW_SAMPLE_PERIODS = 20
 IDLE_STATE_KEYS = ("charging", "plugged", "screen_on", "thermal_status", "thermal_state", "low_power_mode")
 #: a battery temperature move larger than this (degrees C) since the idle baseline makes it stale
 IDLE_RECHECK_TEMP_C = 5.0
+#: the canary workload's version (``harness.canary``): bump when the workload changes; readings of different
+#: versions are never compared
+CANARY_VERSION = 1
 
 
 @dataclass
@@ -103,6 +106,9 @@ class PartResult:
     outlier_k: float = 3.5
     #: per window, the idle power (W) its net energy was computed with (empty without an idle baseline)
     window_idle_power_w: list = field(default_factory=list)
+    #: per window, the canary's seconds (``harness.canary``: the geometric mean of a reading right before and one
+    #: right after the window; empty without a canary): the machine's speed while the window ran
+    canary_s: list = field(default_factory=list)
 
     def values(self, metric):
         if metric == "net_energy":
@@ -119,12 +125,15 @@ class PartResult:
         return flag_outliers(self.values(metric), self.outlier_k if k is None else k)
 
     def to_dict(self):
-        return {"part": self.part, "steps_per_window": self.steps_per_window, "time_s": list(self.time_s),
-                "energy_j": list(self.energy_j), "net_energy_j": list(self.net_energy_j),
-                "idle_power_w": self.idle_power_w, "states": list(self.states),
-                "window_times_s": [list(w) for w in self.window_times_s],
-                "window_idle_power_w": list(self.window_idle_power_w),
-                "outliers": {m: self.outliers(m) for m in ("time", "energy", "net_energy") if self.values(m)}}
+        d = {"part": self.part, "steps_per_window": self.steps_per_window, "time_s": list(self.time_s),
+             "energy_j": list(self.energy_j), "net_energy_j": list(self.net_energy_j),
+             "idle_power_w": self.idle_power_w, "states": list(self.states),
+             "window_times_s": [list(w) for w in self.window_times_s],
+             "window_idle_power_w": list(self.window_idle_power_w),
+             "outliers": {m: self.outliers(m) for m in ("time", "energy", "net_energy") if self.values(m)}}
+        if self.canary_s:  # only where a canary was read (the harnesses of other devices have none)
+            d["canary_s"] = list(self.canary_s)
+        return d
 
 
 def robust_summary(values):
@@ -240,7 +249,8 @@ def _steps_for_window(step_s, window_s, cap):
 
 
 def measure_parts(trainers, settings=None, meter=None, metric="time", on_round=None, clock=time.perf_counter,
-                  stop=None, state_fn=None, sleep=time.sleep, wall=time.time, idle=None, order=part_order):
+                  stop=None, state_fn=None, sleep=time.sleep, wall=time.time, idle=None, order=part_order,
+                  canary=None):
     """Measure ``trainers`` ({part: trainer}) side by side; returns {part: PartResult}.
 
     ``meter``: an energy ``Meter`` or None (time only). ``metric`` ("time" or "energy") is what the
@@ -256,7 +266,9 @@ def measure_parts(trainers, settings=None, meter=None, metric="time", on_round=N
     state changed since (checked at the start and after every window). ``state_fn()`` (optional) returns
     a dict of device state (battery level, temperatures, clocks) recorded with every window, with
     ``meter_source`` added where the meter's window says which reading gave it (``EnergyWindow.source``); ``wall()``
-    timestamps each window (``window_times_s``) so a bench meter's log can be aligned to it.
+    timestamps each window (``window_times_s``) so a bench meter's log can be aligned to it. ``canary()``
+    (optional, ``harness.canary.Canary``: seconds of a fixed workload) is read right before and right after every
+    window, outside it, and their geometric mean kept per window (``canary_s``): the machine's speed then.
     """
     settings = settings or ProtocolSettings()
     if metric == "energy" and meter is None:
@@ -285,6 +297,7 @@ def measure_parts(trainers, settings=None, meter=None, metric="time", on_round=N
                 # keeps garbage from piling up without a full pass over a large heap before every window
                 gc.collect(1)
                 gc.disable()
+                c0 = canary() if canary is not None else None
                 if meter is not None:
                     meter.start()
                 w0 = wall()
@@ -294,6 +307,8 @@ def measure_parts(trainers, settings=None, meter=None, metric="time", on_round=N
                 dt = clock() - t0
                 r.window_times_s.append((w0, wall()))
                 window = meter.stop() if meter is not None else None
+                if canary is not None:
+                    r.canary_s.append(math.sqrt(max(c0, 0.0) * max(canary(), 0.0)))
                 if gc_was_enabled:
                     gc.enable()
                 r.time_s.append(dt / r.steps_per_window)

@@ -10,6 +10,7 @@ one); storing parsed results in a campaign is ``thor_sdk.campaign.ingest``.
 """
 
 import json
+import math
 
 from thor_sdk.errors import FormatError
 
@@ -56,6 +57,9 @@ def _part_result(name, d, metric, what):
     idle_w = [float(v) for v in d.get("window_idle_power_w") or []]
     if idle_w and len(idle_w) != n:
         raise FormatError(f"{what}: part {name} has {len(idle_w)} window idle powers for {n} rounds")
+    canary = [float(v) for v in d.get("canary_s") or []]
+    if canary and (len(canary) != n or not all(math.isfinite(v) and v > 0 for v in canary)):
+        raise FormatError(f"{what}: part {name} has canary_s that is not one positive reading per round")
     if energy_basis(d) == "net":  # the meter's log already had the idle baseline taken off: no gross energy
         if net:
             raise FormatError(f"{what}: part {name} has energy_basis net and net_energy_j; give the net values "
@@ -63,7 +67,7 @@ def _part_result(name, d, metric, what):
         energy, net = [], energy
     return PartResult(name, int(d["steps_per_window"]), [float(v) for v in d["time_s"]], [float(v) for v in energy],
                       [float(v) for v in net], d.get("idle_power_w"), states, [tuple(w) for w in times],
-                      window_idle_power_w=idle_w)
+                      window_idle_power_w=idle_w, canary_s=canary)
 
 
 def energy_basis(part_doc):

@@ -431,6 +431,16 @@ class Estimator:
                  positive=True)
             _field(ref, "probe", "whole_model.reference", dict)
         self.reference = dict(ref) if ref is not None else None
+        canary = wm.get("canary")
+        if canary is not None:  # validated where present; read by thor-sdk evaluate only (truth at this level)
+            if not isinstance(canary, dict):
+                raise FormatError("estimator: whole_model.canary must be an object")
+            _num(_field(canary, "canary_s", "whole_model.canary"), "whole_model.canary.canary_s", positive=True)
+            v = _field(canary, "version", "whole_model.canary")
+            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+                raise FormatError("estimator: whole_model.canary.version must be a positive integer")
+        #: the machine speed the estimates describe as the host's canary reads it ({"canary_s", "version"}), or None
+        self.canary = dict(canary) if canary is not None else None
         self.provenance = dict(doc.get("provenance") or {})
         self.created_utc = doc.get("created_utc")
         self.producer = doc.get("producer")

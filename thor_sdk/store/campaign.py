@@ -8,19 +8,21 @@ Tables (schema version in ``meta``):
   order; ``status`` is ``planned`` until its measurement is committed, then ``done``. ``cache`` (``swept`` or
   ``warm``, ``thor_sdk.probes.build``) is NULL in rows planned before it existed: those probes ran warm (and are
   rebuilt so if re-measured); the column is added on a file's first plan.
-- ``windows(probe_id, part, round, time_s, energy_j, net_energy_j, start_s, end_s, state, idle_power_w)``: each
+- ``windows(probe_id, part, round, time_s, energy_j, net_energy_j, start_s, end_s, state, idle_power_w,
+  canary_s)``: each
   measured window, committed per round (time and gross energy per step); when the probe completes,
   the same transaction adds what is known only then or is bulkier: the energy per step with the idle
   baseline subtracted (and that idle power), the window's start and end on the wall clock
   (``time.time()``, to align an external meter's log) and the device state read after it (clocks,
-  temperatures, battery: JSON).
+  temperatures, battery: JSON) and the canary reading beside it (the machine's speed then).
   Files made before these columns existed get them on the first completed probe; their old rows
   keep NULL there.
-- ``samples(probe_id, metric, value, std, n, flagged, flag_reason, parts, noisy, noise_reason)``: the
+- ``samples(probe_id, metric, value, std, n, flagged, flag_reason, parts, noisy, noise_reason, canary_s)``: the
   per-layer cost derived by subtraction, written in the same transaction that marks the probe
   ``done``. ``flagged`` samples (implausible) are left out of fits; ``noisy`` ones (spread above the
   protocol's target, or measured on a busy machine) stay in, and fits name the kinds resting on them.
-  Files made before ``noisy`` existed get the columns on the first completed probe (NULL: unknown).
+  Files made before ``noisy`` existed get the columns on the first completed probe (NULL: unknown); likewise
+  ``canary_s``, the probe's median canary reading (``thor_sdk.harness.canary``; NULL where none was read).
 - ``model_runs(...)``: whole-model measurements (``thor-sdk measure --out``).
 - ``power_rows(batch_size, freq_hz, time_per_sample_s, peak_power_w, mean_power_w, n_steps, seq,
   measured_utc)``: a power profile's (batch size, GPU frequency) pairs (``thor-sdk table profile``; meta
@@ -75,6 +77,7 @@ CREATE TABLE IF NOT EXISTS windows (
     end_s REAL,
     state TEXT,
     idle_power_w REAL,
+    canary_s REAL,
     PRIMARY KEY (probe_id, part, round)
 );
 CREATE TABLE IF NOT EXISTS samples (
@@ -88,6 +91,7 @@ CREATE TABLE IF NOT EXISTS samples (
     parts TEXT NOT NULL,
     noisy INTEGER,
     noise_reason TEXT,
+    canary_s REAL,
     PRIMARY KEY (probe_id, metric)
 );
 CREATE TABLE IF NOT EXISTS model_runs (
@@ -375,7 +379,7 @@ class Campaign:
                              "measured data is never overwritten") from None
 
     _WINDOW_DETAIL = (("net_energy_j", "REAL"), ("start_s", "REAL"), ("end_s", "REAL"), ("state", "TEXT"),
-                      ("idle_power_w", "REAL"))
+                      ("idle_power_w", "REAL"), ("canary_s", "REAL"))
 
     def _ensure_window_detail_columns(self):
         have = self._columns("windows")
@@ -385,12 +389,12 @@ class Campaign:
 
     def _ensure_sample_columns(self):
         have = self._columns("samples")
-        for name, typ in (("noisy", "INTEGER"), ("noise_reason", "TEXT")):
+        for name, typ in self._SAMPLE_ADDED:
             if name not in have:
                 self.conn.execute(f"ALTER TABLE samples ADD COLUMN {name} {typ}")
 
-    def _has_sample_columns(self):
-        return "noisy" in self._columns("samples")
+    #: sample columns added after version 1's table: a file gains them on its first completed probe
+    _SAMPLE_ADDED = (("noisy", "INTEGER"), ("noise_reason", "TEXT"), ("canary_s", "REAL"))
 
     def complete(self, probe_id, samples, window_detail=None):
         """Store the derived samples and mark the probe done, atomically.
@@ -415,11 +419,11 @@ class Campaign:
         with self._tx():
             for w in window_detail or ():
                 self.conn.execute(
-                    "UPDATE windows SET net_energy_j = ?, start_s = ?, end_s = ?, state = ?, idle_power_w = ? "
-                    "WHERE probe_id = ? AND part = ? AND round = ?",
+                    "UPDATE windows SET net_energy_j = ?, start_s = ?, end_s = ?, state = ?, idle_power_w = ?, "
+                    "canary_s = ? WHERE probe_id = ? AND part = ? AND round = ?",
                     (w.get("net_energy_j"), w.get("start_s"), w.get("end_s"),
                      None if w.get("state") is None else json.dumps(w["state"], sort_keys=True),
-                     w.get("idle_power_w"), probe_id, w["part"], int(w["round"])))
+                     w.get("idle_power_w"), w.get("canary_s"), probe_id, w["part"], int(w["round"])))
             status = self.conn.execute("SELECT status FROM probes WHERE id = ?", (probe_id,)).fetchone()
             if status is None:
                 raise StoreError(f"probe {probe_id} is not in campaign {self.path}")
@@ -428,10 +432,11 @@ class Campaign:
             for s in samples:
                 self.conn.execute(
                     "INSERT INTO samples(probe_id, metric, value, std, n, flagged, flag_reason, parts, noisy, "
-                    "noise_reason) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    "noise_reason, canary_s) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                     (probe_id, s["metric"], s["value"], s["std"], s["n"], int(bool(s.get("flagged"))),
                      s.get("flag_reason"), json.dumps(s.get("parts", {})),
-                     None if s.get("noisy") is None else int(bool(s["noisy"])), s.get("noise_reason")))
+                     None if s.get("noisy") is None else int(bool(s["noisy"])), s.get("noise_reason"),
+                     s.get("canary_s")))
             self.conn.execute("UPDATE probes SET status = 'done', done_utc = ? WHERE id = ?", (_now(), probe_id))
 
     def fail(self, probe_id, reason):
@@ -440,12 +445,15 @@ class Campaign:
 
     def samples(self, metric=None, include_flagged=True):
         """All derived samples as dicts (kind, role, batch_size, config, metric, value, std, n, flagged,
-        flag_reason, parts, noisy, noise_reason, measured_utc, cache; ``noisy`` None where the file predates it;
-        ``measured_utc``: when the probe's measurement was stored; ``cache`` ``warm`` where the file predates it)."""
-        noisy_cols = "s.noisy, s.noise_reason" if self._has_sample_columns() else "NULL, NULL"
+        flag_reason, parts, noisy, noise_reason, measured_utc, cache, canary_s; ``noisy`` None where the file predates
+        it; ``measured_utc``: when the probe's measurement was stored; ``cache`` ``warm`` where the file predates it;
+        ``canary_s``: the probe's median canary reading, ``campaign.measure.probe_canary``, None where not read)."""
+        have = self._columns("samples")
+        noisy_cols = "s.noisy, s.noise_reason" if "noisy" in have else "NULL, NULL"
+        canary = "s.canary_s" if "canary_s" in have else "NULL"
         cache = "p.cache" if self._has_cache_column() else "NULL"
         q = ("SELECT p.id, p.kind, p.role, p.batch_size, p.config, s.metric, s.value, s.std, s.n, s.flagged, "
-             f"s.flag_reason, s.parts, {noisy_cols}, p.done_utc, {cache} FROM samples s JOIN probes p ON "
+             f"s.flag_reason, s.parts, {noisy_cols}, p.done_utc, {cache}, {canary} FROM samples s JOIN probes p ON "
              "p.id = s.probe_id")
         cond, args = [], []
         if metric:
@@ -459,12 +467,12 @@ class Campaign:
         from thor_sdk.layers.kinds import with_added_features
 
         out = []
-        for pid, kind, role, b, cfg, m, v, sd, n, fl, why, parts, noisy, nwhy, done, st in self.conn.execute(q, args):
+        for pid, kind, role, b, cfg, m, v, sd, n, fl, why, parts, noisy, nwhy, done, st, cs in self.conn.execute(q, args):
             out.append({"probe_id": pid, "kind": kind, "role": role, "batch_size": b,
                         "config": with_added_features(kind, json.loads(cfg)),
                         "metric": m, "value": v, "std": sd, "n": n, "flagged": bool(fl), "flag_reason": why,
                         "parts": json.loads(parts), "noisy": None if noisy is None else bool(noisy),
-                        "noise_reason": nwhy, "measured_utc": done, "cache": st or "warm"})
+                        "noise_reason": nwhy, "measured_utc": done, "cache": st or "warm", "canary_s": cs})
         return out
 
     def windows(self, probe_id, detail=False):

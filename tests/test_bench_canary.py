@@ -1,0 +1,47 @@
+"""bench/bench_canary.py: ``rederive`` copies a campaign with its samples derived again from its windows, with the
+canary or as if measured without it (every reading dropped), refusing to overwrite a file; ``window_table`` reads a
+window's spread as measured and at the canary."""
+
+import json
+import math
+
+import pytest
+from bench_module import load_bench
+
+from test_canary import CANARY_S, META, Stub, _measure, _probe, _store
+from thor_sdk.campaign.measure import derive_samples
+from thor_sdk.store import Campaign
+
+
+def test_rederive_derives_each_sample_again_from_its_windows_with_or_without_the_canary(tmp_path):
+    src = str(tmp_path / "c.db")
+    c = Campaign.create(src, META)
+    p = _probe(0)
+    c.plan(p)
+    res, _ = _measure([1.0, 1.5, 1.5, 1.0])  # hidden always slow, head always fast
+    s = derive_samples(Stub(), res)[0]
+    _store(c, p, res, [dict(s, value=9.0, noisy=True, noise_reason="old")])
+    c.add_model_run("calibration:lenet5", 8, "time", 1e-3, 1e-5, 5, "torch", {"layers": [], "canary_s": CANARY_S})
+    c.close()
+    bench = load_bench("bench_canary")
+    with_c, without = str(tmp_path / "with.db"), str(tmp_path / "without.db")
+    assert bench.rederive(src, with_c) == 1 and bench.rederive(src, without, canary=False) == 1
+    with Campaign.open(with_c) as a, Campaign.open(without) as b, Campaign.open(src) as kept:
+        sa, sb = a.samples()[0], b.samples()[0]
+        assert sa["value"] == pytest.approx(1.1e-3) == sb["value"]  # 1.5 x 1.4 - 1.0 ms, as measured, both
+        assert sa["canary_s"] == pytest.approx(1.25 * CANARY_S) and sb["canary_s"] is None
+        assert sa["noise_reason"] != "old"  # decided again from the windows
+        assert kept.samples()[0]["value"] == 9.0  # the source is untouched
+        assert all(w["canary_s"] is None for w in b.windows(p.id, detail=True))
+        assert b.model_runs()[0]["detail"] == {"layers": []} and a.model_runs()[0]["detail"]["canary_s"] == CANARY_S
+    with pytest.raises(Exception, match="exists"):
+        bench.rederive(src, with_c)
+
+
+def test_window_table_reads_what_the_canary_explains():
+    bench = load_bench("bench_canary")
+    got = {"conv": [(CANARY_S * f, 1e-3 * f, CANARY_S * f) for f in (1.0, 1.5) * 10]}
+    t = bench.window_table(got)["nets"]["conv"]
+    assert t["windows"] == 20 and t["raw"][0] == pytest.approx(math.log(1.5) / 2)
+    assert t["canary"][0] == pytest.approx(0.0, abs=1e-12) and t["canary_before"][0] == pytest.approx(0.0, abs=1e-12)
+    assert json.dumps(t)  # plain data

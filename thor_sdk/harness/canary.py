@@ -1,0 +1,50 @@
+"""The canary: a fixed, tiny CPU workload timed beside every window, read as the machine's speed at that moment.
+
+Why: this project's 2-core VMs switch between speed states every few seconds (``bench/results/
+canary-host-20261130-*``: 90 s of back-to-back timings, the same matmul, conv and pure-Python loop each 1.4-1.5x
+slower for 1-10 s at a time, no steal time reported). A reference probe re-measured every two minutes cannot
+place such a switch; a canary timed right before and right after a window can. ``measure_parts(...,
+canary=Canary())`` stores the geometric mean of the two readings with every window (``PartResult.canary_s``);
+``thor_sdk.campaign.measure.probe_canary`` takes their median over a probe (one reading alone varies more than the
+window beside it), and ``fit`` puts each probe at the campaign's median (``fitting.pipeline.at_campaign_level``).
+
+The workload is the same in every version of this module that has the same ``CANARY_VERSION`` (canary readings
+of two versions are not one series). It uses no random numbers: the probes' seeded initialisation is untouched.
+"""
+
+import time
+
+from thor_sdk.harness.protocol import CANARY_VERSION  # (a base module: fit reads the version without this one)
+#: the workload: MATMULS products of two fixed SIZE x SIZE float32 matrices, then a pure-Python loop of
+#: LOOP additions (about 0.25 ms on this project's 2-core VMs at one intra-op thread): torch's kernels and
+#: the interpreter both, as a training step uses both
+SIZE = 96
+MATMULS = 8
+LOOP = 3000
+
+
+class Canary:
+    """``canary()`` -> seconds the fixed workload took now. Built once per measurement (its matrices are
+    allocated here, not in the timed call)."""
+
+    version = CANARY_VERSION
+
+    def __init__(self, clock=time.perf_counter):
+        import torch
+
+        self._torch = torch
+        self._a = torch.linspace(-1.0, 1.0, SIZE * SIZE).reshape(SIZE, SIZE)
+        self._b = torch.linspace(1.0, -1.0, SIZE * SIZE).reshape(SIZE, SIZE).t().contiguous()
+        self._clock = clock
+        self()  # the first call pays for lazy initialisation in torch: not a reading
+
+    def __call__(self):
+        mm, a, b = self._torch.mm, self._a, self._b
+        t0 = self._clock()
+        with self._torch.no_grad():
+            for _ in range(MATMULS):
+                mm(a, b)
+        s = 0
+        for i in range(LOOP):
+            s += i
+        return self._clock() - t0
