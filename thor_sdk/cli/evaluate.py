@@ -243,8 +243,8 @@ def unseen_table(r):
                  f"{r['thor_level_adjusted_mape']:.1f}%, coverage {100 * r['coverage95_level_adjusted']:.0f}%")
     can = r.get("canary")
     if can:
-        text += (f"\nat the profile's canary level (each window put at the machine speed the profile describes, as the "
-                 f"host's canary reads it beside the window): THOR MAPE {can['thor_mape']:.1f}%"
+        text += (f"\nat the profile's canary level (each pass put at the machine speed the profile describes, as the "
+                 f"host's canary read beside its windows reads it): THOR MAPE {can['thor_mape']:.1f}%"
                  + (f", FLOPs {can['flops_mape']:.1f}%" if can["flops_mape"] is not None else "")
                  + f", coverage {100 * can['coverage95']:.0f}%"
                  + "".join(f"; {g} {m['canary']['thor_mape']:.1f}%"

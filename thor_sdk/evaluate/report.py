@@ -123,8 +123,8 @@ def _facts(result):
                      f"{result['thor_level_adjusted_mape']:.1f}%.")
     can = result.get("canary")
     if can:
-        lines.append("At the profile's canary level (every window of every net put at the machine speed the profile "
-                     "describes, as the host's canary reads it beside each window; THOR and FLOPs at the profile's "
+        lines.append("At the profile's canary level (every pass of every net put at the machine speed the profile "
+                     "describes, as the host's canary read beside its windows reads it; THOR and FLOPs at the profile's "
                      f"level): THOR MAPE {_pct(can.get('thor_mape'))}%, FLOPs {_pct(can.get('flops_mape'))}%, "
                      f"coverage {_pct(100 * can['coverage95'])}%"
                      + "".join(f"; {g} {_pct(m['canary']['thor_mape'])}% vs {_pct(m['canary']['flops_mape'])}%"
