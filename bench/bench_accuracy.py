@@ -65,6 +65,14 @@ def main(argv=None):
               "after the campaign; each run's median is in the JSON (`measured_runs`) and shows the machine's drift.",
               "", "Per-run medians (ms): " + "; ".join(
                   f"{x['model']} " + ", ".join(f"{v * 1e3:.1f}" for v in x["measured_runs"]) for x in r["rows"])]
+    can = r.get("canary")
+    if can:
+        lines += ["", f"At each campaign's canary level (every whole-model run put at the machine speed its campaign's "
+                      f"probes describe, by the host's canary read beside its windows; `canary` in the JSON): THOR MAPE "
+                      f"{can['thor_mape']:.1f}%, {can['within_10']} of {can['n']} within 10%; FLOPs {can['flops_mape']:.1f}%. "
+                      "Per net (measured ms, THOR APE %, FLOPs APE %): " + "; ".join(
+                          f"{x['model']} {x['canary']['measured'] * 1e3:.2f}, {x['canary']['thor_ape']:.1f}, "
+                          f"{x['canary']['flops_ape']:.1f}" for x in r["rows"])]
     write_text(report, "\n".join(lines) + "\n")
     write_text(report[:-3] + ".json", json.dumps(r, indent=1))
     print("\n".join(lines))

@@ -14,6 +14,7 @@ from thor_sdk.layers.kinds import get_kind
 
 OVERHEAD_S = 20e-6
 S_PER_FLOP = 1e-10
+CANARY_S = 2.5e-4  # the canary's reading at speed 1 (FakeDevice(speeds=...))
 
 
 def planted_cost(kind, config, batch_size, role):
@@ -23,11 +24,21 @@ def planted_cost(kind, config, batch_size, role):
 class FakeDevice(Device):
     name = "fake"
 
-    def __init__(self, noise=0.01, negative_kinds=(), fail_after=None):
+    def __init__(self, noise=0.01, negative_kinds=(), fail_after=None, speeds=None):
         self.noise = noise
         self.negative_kinds = set(negative_kinds)
         self.fail_after = fail_after  # raise KeyboardInterrupt on this call (simulated crash)
         self.calls = []
+        #: the machine's speed state per measurement, in turn (``speeds[i % len]`` for the i-th call: every cost of
+        #: that call times it), with a canary reading CANARY_S x speed beside every window; None: no canary
+        self.speeds = tuple(speeds) if speeds else None
+
+    def _speed(self):
+        return self.speeds[(len(self.calls) - 1) % len(self.speeds)] if self.speeds else 1.0
+
+    def _canary(self, r, speed):
+        if self.speeds:
+            r.canary_s = [CANARY_S * speed] * len(r.time_s)
 
     def info(self):
         return {"name": "fake", "kind": "fake (planted costs)"}
@@ -47,10 +58,11 @@ class FakeDevice(Device):
                 layer = -5 * head
             values[probe.parts()[-1]] = head + layer
         results = {p: PartResult(p, 10) for p in values}
+        speed = self._speed()
         for rnd in range(settings.min_rounds):
             row = {}
             for p, v in values.items():
-                t = v * (1 + rng.gauss(0, self.noise))
+                t = speed * v * (1 + rng.gauss(0, self.noise))
                 r = results[p]
                 r.time_s.append(t)
                 # what a device records beside each window: wall-clock span and its state after it
@@ -60,6 +72,8 @@ class FakeDevice(Device):
                 row[p] = (t, None)
             if on_round:
                 on_round(rnd, row)
+        for r in results.values():
+            self._canary(r, speed)
         return results
 
     def measure_model(self, model, batch_size, metric="time", settings=None, runtime="torch", on_round=None):
@@ -71,7 +85,9 @@ class FakeDevice(Device):
         rng = random.Random(zlib.crc32(f"{model}-{batch_size}-{len(self.calls)}".encode()))
         total = sum(planted_cost(l["kind"], l["config"], batch_size, l["role"]) for l in layers_of(model).layers)
         r = PartResult("model", 10)
-        r.time_s = [total * (1 + rng.gauss(0, self.noise)) for _ in range(settings.min_rounds)]
+        speed = self._speed()
+        r.time_s = [speed * total * (1 + rng.gauss(0, self.noise)) for _ in range(settings.min_rounds)]
+        self._canary(r, speed)
         return r
 
 

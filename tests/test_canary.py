@@ -246,3 +246,72 @@ def test_an_evaluation_scores_at_the_canary_level_only_where_every_row_has_it():
     assert s["thor_mape"] == 25.0 and s["canary"] == {"n": 2, "thor_mape": 10.0, "flops_mape": 30.0,
                                                        "coverage95": 0.5}
     assert thor_summary([row(20.0, 5.0), row(30.0, None)])["canary"] is None  # not over a subset of the nets
+
+
+@pytest.fixture(scope="module")
+def slow_thirds(tmp_path_factory):
+    """A profile of lenet5's and har's layers on a planted device that runs every third measurement 2x slower, with
+    the canary read beside it: fitted as it is."""
+    import json
+
+    from fake_device import FakeDevice
+    from thor_sdk.api import fit, profile
+    from thor_sdk.campaign.prior import build_prior
+
+    d = tmp_path_factory.mktemp("canary")
+    (d / "prior.json").write_text(json.dumps(build_prior(["lenet5", "har"])))
+    dev = FakeDevice(noise=0.005, speeds=(1.0, 1.0, 2.0))
+    profile(device=dev, out=str(d / "p.db"), max_probes=40, prior_path=str(d / "prior.json"), reference_every_s=None,
+            calibration_models=[])
+    fit(str(d / "p.db"), out=str(d / "e.json"))
+    return d
+
+
+def _planted(model, b):
+    from fake_device import planted_cost
+    from thor_sdk.layers import layers_of
+
+    return sum(planted_cost(x["kind"], x["config"], b, x["role"]) for x in layers_of(model).layers)
+
+
+def test_a_profile_on_a_machine_that_is_slow_a_third_of_the_time_describes_its_usual_speed(slow_thirds):
+    """The estimate reads the planted cost at speed 1 (the campaign's median canary), not the mixture of states the
+    probes ran in (about 1.26x, the geometric mean of 1, 1 and 2)."""
+    import json
+
+    from thor_sdk.api import estimate
+
+    doc = json.loads((slow_thirds / "e.json").read_text())
+    assert doc["whole_model"]["canary"]["canary_s"] == pytest.approx(CANARY_S)
+    assert doc["provenance"]["sample_levels"]["samples_by_canary"] > 0
+    for model in ("lenet5", "har"):
+        got = estimate(str(slow_thirds / "e.json"), model, batch_size=16)["total"]["mean"]
+        assert got == pytest.approx(_planted(model, 16), rel=0.08), model
+
+
+def test_evaluate_scores_against_each_pass_at_the_profiles_canary_level(slow_thirds):
+    from fake_device import FakeDevice
+    from thor_sdk.evaluate import evaluate_unseen
+
+    r = evaluate_unseen(str(slow_thirds / "e.json"), ["lenet5", "har"], device=FakeDevice(speeds=(2.0, 1.0)),
+                        batch_sizes=[16], reference=None, passes=3)
+    for row in r["rows"]:
+        truth = _planted(row["model"], 16)
+        assert max(row["measured_passes"]) == pytest.approx(2 * truth, rel=0.05)  # a pass in the slow state
+        assert all(v == pytest.approx(truth, rel=0.05) for v in row["canary"]["measured_passes"])
+        assert row["canary"]["covered95"]
+    assert r["canary"]["n"] == 2 and r["canary"]["thor_mape"] < 8.0
+
+
+def test_the_target_driven_benchmark_reads_each_run_at_its_campaigns_canary_level(tmp_path):
+    from fake_device import FakeDevice
+    from thor_sdk.evaluate import evaluate
+
+    r = evaluate(["har"], device=FakeDevice(noise=0.005, speeds=(1.0, 1.0, 2.0)), batch_size=16,
+                 out_dir=str(tmp_path / "acc"))
+    (row,) = r["rows"]
+    truth = _planted("har", 16)
+    assert max(row["measured_runs"]) == pytest.approx(2 * truth, rel=0.03)  # the last run, in the slow state
+    assert row["canary"]["measured"] == pytest.approx(truth, rel=0.03)
+    assert all(v == pytest.approx(truth, rel=0.03) for v in row["canary"]["measured_runs"])
+    assert r["canary"]["n"] == 1 and r["canary"]["thor_mape"] == pytest.approx(row["canary"]["thor_ape"])

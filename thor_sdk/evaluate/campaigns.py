@@ -4,7 +4,10 @@ For each model: measure the whole training step, run a THOR campaign for that mo
 (measuring the whole model again after every third of the probes), fit, estimate, and measure
 once more; the measured value is the median over all those runs' windows, so the reference sees
 the same spread of machine load as the probes (and the per-run medians show the drift). Absolute percentage
-errors of THOR and of the FLOPs baseline are reported side by side from one run.
+errors of THOR and of the FLOPs baseline are reported side by side from one run. Where the host read its canary
+(``harness.canary``) and the campaign's estimator records its level, each run is also put at that level (its
+median over its canary reading's ratio to the campaign's) and both are scored against the median of those too
+(``canary``).
 """
 
 import os
@@ -21,7 +24,9 @@ def _ape(est, true):
 def evaluate(models, device="host", batch_size=32, metric="time", out_dir="thor-evaluate", runtime="torch",
              settings=None, max_probes=None, max_seconds=None, progress=None, threads=None):
     from thor_sdk.api import _device, estimate, fit, probe
-    from thor_sdk.harness.protocol import ProtocolSettings
+    from thor_sdk.campaign.measure import canary_detail
+    from thor_sdk.harness.protocol import CANARY_VERSION, ProtocolSettings
+    from thor_sdk.runtime import load_estimator
 
     settings = settings or ProtocolSettings()
     dev = _device(device, threads=threads)
@@ -64,6 +69,10 @@ def evaluate(models, device="host", batch_size=32, metric="time", out_dir="thor-
         measured = statistics.median(values)
         before, after = runs[0], runs[-1]
         thor, flops = est["total"]["mean"], est["flops_baseline"]["total"]
+        canary = load_estimator(est_path).canary
+        at = [canary_detail(r, metric) for r in runs] if canary and canary.get("version") == CANARY_VERSION else []
+        on_canary = [statistics.median(r.values(metric)) * canary["canary_s"] / a["canary_s"]
+                     for r, a in zip(runs, at) if a] if at and all(at) else []
         rows.append({
             "model": name, "batch_size": batch_size, "measured": measured,
             "measured_before": statistics.median(before.values(metric)),
@@ -73,12 +82,19 @@ def evaluate(models, device="host", batch_size=32, metric="time", out_dir="thor-
             "flops": flops, "flops_ape": _ape(flops, measured),
             "probes": summary["probes_done"], "probe_seconds": probe_s, "flagged": summary["flagged"],
             "estimator_bytes": os.path.getsize(est_path),
+            "canary": {"measured": statistics.median(on_canary), "measured_runs": on_canary,
+                       "thor_ape": _ape(thor, statistics.median(on_canary)),
+                       "flops_ape": _ape(flops, statistics.median(on_canary))} if on_canary else None,
         })
     thor_apes = [r["thor_ape"] for r in rows]
     flops_apes = [r["flops_ape"] for r in rows if r["flops_ape"] is not None]
     mean_thor = statistics.fmean(thor_apes) if thor_apes else None
     mean_flops = statistics.fmean(flops_apes) if flops_apes else None
+    can = [r["canary"] for r in rows if r["canary"]]
     return {
+        "canary": {"n": len(can), "thor_mape": statistics.fmean(c["thor_ape"] for c in can),
+                   "flops_mape": statistics.fmean(c["flops_ape"] for c in can if c["flops_ape"] is not None),
+                   "within_10": sum(c["thor_ape"] <= 10.0 for c in can)} if can and len(can) == len(rows) else None,
         "device": dev.name, "metric": metric, "unit": METRIC_UNITS[metric], "runtime": runtime,
         "batch_size": batch_size, "rows": rows, "thor_mape": mean_thor, "flops_mape": mean_flops,
         "flops_over_thor": (mean_flops / mean_thor) if mean_thor and mean_flops else None,

@@ -35,7 +35,10 @@ MIN_BIAS_RUNS = 4  # calibration (model, batch size) pairs (of at least 2 models
 MIN_LEVEL_REFERENCES = 3  # reference re-measurements before calibration runs are put at the campaign's level
 LEVEL_MARGIN_S = 300.0  # least time beyond the first and last reference over which levels still apply
 SAMPLE_LEVEL_SMOOTHING = 3  # re-measurements of the reference in the running median a sample's level is read from
-MIN_CANARY_SAMPLES = 10  # samples with a canary reading before samples are put at the campaign's canary level
+#: samples with a canary reading before samples are put at the campaign's canary level (each reading is already a
+#: probe's median over 10-30; at 10, the target-driven campaigns of lstm (3 probes) and transformer (4) had none,
+#: ``bench/results/accuracy-host-20261130-0853-canary.md``)
+MIN_CANARY_SAMPLES = 3
 CALIBRATION_PREFIX = "calibration:"
 #: an estimator file at most this large (a whole device profile; ``fit`` lowers the inducing points of its
 #: largest kinds until it fits) ...
