@@ -315,3 +315,14 @@ def test_the_target_driven_benchmark_reads_each_run_at_its_campaigns_canary_leve
     assert row["canary"]["measured"] == pytest.approx(truth, rel=0.03)
     assert all(v == pytest.approx(truth, rel=0.03) for v in row["canary"]["measured_runs"])
     assert r["canary"]["n"] == 1 and r["canary"]["thor_mape"] == pytest.approx(row["canary"]["thor_ape"])
+
+
+def test_a_pass_is_put_at_the_profiles_canary_level_only_by_the_same_canary():
+    from thor_sdk.campaign.measure import at_canary_level
+    from thor_sdk.harness.protocol import CANARY_VERSION
+
+    slow = PartResult("model", 1, [3e-3, 3e-3, 3e-3], canary_s=[1.5 * CANARY_S] * 3)
+    assert at_canary_level(slow, {"canary_s": CANARY_S, "version": CANARY_VERSION}) == pytest.approx(2e-3)
+    assert at_canary_level(slow, {"canary_s": CANARY_S, "version": CANARY_VERSION + 1}) is None  # another workload
+    assert at_canary_level(slow, None) is None
+    assert at_canary_level(PartResult("model", 1, [3e-3]), {"canary_s": CANARY_S, "version": CANARY_VERSION}) is None

@@ -75,6 +75,19 @@ def canary_detail(result, metric="time"):
     return {"canary_s": c} if c is not None and metric == "time" else {}
 
 
+def at_canary_level(result, canary, metric="time"):
+    """A measured part's (a whole model's) median put at an estimator's canary level (``canary``: its
+    ``whole_model.canary``, ``{"canary_s", "version"}``): times ``canary_s`` over the part's own median reading (the
+    machine's speed during it relative to the profile's); None without readings, without that level, for energy, or
+    where the estimator's canary is another version's."""
+    from thor_sdk.harness.protocol import CANARY_VERSION
+
+    if not canary or canary.get("version") != CANARY_VERSION:
+        return None
+    own = canary_detail(result, metric)
+    return statistics.median(result.values(metric)) * canary["canary_s"] / own["canary_s"] if own else None
+
+
 def derive_samples(probe, results_by_part, metric="time", cv_target=None, load=None):
     """Per-layer cost samples from one probe's measured parts: THOR's subtraction.
 

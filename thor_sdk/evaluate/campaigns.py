@@ -24,8 +24,8 @@ def _ape(est, true):
 def evaluate(models, device="host", batch_size=32, metric="time", out_dir="thor-evaluate", runtime="torch",
              settings=None, max_probes=None, max_seconds=None, progress=None, threads=None):
     from thor_sdk.api import _device, estimate, fit, probe
-    from thor_sdk.campaign.measure import canary_detail
-    from thor_sdk.harness.protocol import CANARY_VERSION, ProtocolSettings
+    from thor_sdk.campaign.measure import at_canary_level
+    from thor_sdk.harness.protocol import ProtocolSettings
     from thor_sdk.runtime import load_estimator
 
     settings = settings or ProtocolSettings()
@@ -70,9 +70,8 @@ def evaluate(models, device="host", batch_size=32, metric="time", out_dir="thor-
         before, after = runs[0], runs[-1]
         thor, flops = est["total"]["mean"], est["flops_baseline"]["total"]
         canary = load_estimator(est_path).canary
-        at = [canary_detail(r, metric) for r in runs] if canary and canary.get("version") == CANARY_VERSION else []
-        on_canary = [statistics.median(r.values(metric)) * canary["canary_s"] / a["canary_s"]
-                     for r, a in zip(runs, at) if a] if at and all(at) else []
+        on_canary = [at_canary_level(r, canary, metric) for r in runs]
+        on_canary = on_canary if None not in on_canary else []
         rows.append({
             "model": name, "batch_size": batch_size, "measured": measured,
             "measured_before": statistics.median(before.values(metric)),

@@ -199,8 +199,7 @@ def evaluate_unseen(estimator, models, device="host", batch_sizes=(16,), metric=
     drift, and what each method assumed.
     """
     from thor_sdk.api import _check_batch_sizes, _device, estimate_layers, measure_level, reference_reading
-    from thor_sdk.campaign.measure import canary_detail
-    from thor_sdk.harness.protocol import CANARY_VERSION
+    from thor_sdk.campaign.measure import at_canary_level
     from thor_sdk.baselines.pre import features_of, load_runs
     from thor_sdk.devices.state import identity_warning
     from thor_sdk.evaluate.methods import finish_methods, row_context, score_step_logs
@@ -256,9 +255,7 @@ def evaluate_unseen(estimator, models, device="host", batch_sizes=(16,), metric=
     if progress:
         progress("start", len(items) * passes)
     measured_by = [{"medians": [], "values": [], "levels": [], "canary": []} for _ in items]
-    # the profile's canary level, where the estimator has one this canary can be compared with
-    canary = getattr(est, "canary", None)
-    canary_c = canary["canary_s"] if canary and canary.get("version") == CANARY_VERSION else None
+    canary = getattr(est, "canary", None)  # the profile's canary level, where the estimator records one
     for p in range(passes):  # every other pass in reverse order: a drift in time falls on both ends alike
         order = range(len(items)) if p % 2 == 0 else range(len(items) - 1, -1, -1)
         for i in order:
@@ -271,9 +268,9 @@ def evaluate_unseen(estimator, models, device="host", batch_sizes=(16,), metric=
             vals = m.values(metric)
             if probe_ref:
                 measured_by[i]["levels"].append(math.sqrt(level * device_level()))  # before and after the model
-            at = canary_detail(m, metric) if canary_c else {}
-            if at:  # this pass at the profile's canary level: over the machine's speed now, as the canary read it
-                measured_by[i]["canary"].append(statistics.median(vals) * canary_c / at["canary_s"])
+            at = at_canary_level(m, canary, metric)
+            if at is not None:  # this pass at the profile's canary level: over the machine's speed now
+                measured_by[i]["canary"].append(at)
             measured_by[i]["medians"].append(statistics.median(vals))
             measured_by[i]["values"].extend(vals)
             if progress:
