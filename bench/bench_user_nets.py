@@ -97,6 +97,8 @@ def main(argv=None):
     doc["groups"] = groups_of(rows)
     if args.relevel:
         doc["groups_unleveled"] = groups_of([dict(r, **r["unleveled"]) for r in rows])
+    if rows and all(r.get("canary") for r in rows):
+        doc["groups_canary"] = groups_of([at_canary(r) for r in rows])
     lines = render(doc)
     os.makedirs(args.out_dir, exist_ok=True)
     base = os.path.join(args.out_dir, f"user-nets-host-{stamp}")
@@ -105,6 +107,14 @@ def main(argv=None):
     with open(base + ".json", "w", encoding="utf-8") as f:
         json.dump(doc, f, indent=1, default=str)
     print("\n".join(lines))
+
+
+def at_canary(row):
+    """A row scored against its passes put at the profile's canary level (``evaluate_unseen``'s ``canary``), with
+    THOR and FLOPs at the profile's level (not releveled)."""
+    c, at = row["canary"], row.get("unleveled") or row
+    return dict(row, measured=c["measured"], measured_passes=c["measured_passes"], thor=at["thor"], flops=at["flops"],
+                thor_ape=c["thor_ape"], flops_ape=c["flops_ape"], covered95=c["covered95"])
 
 
 def groups_of(rows):
@@ -162,7 +172,9 @@ def render(doc):
         doc = dict(doc, groups=groups_of(rows))
         if doc.get("groups_unleveled"):
             doc["groups_unleveled"] = groups_of([dict(r, **r["unleveled"]) if r.get("unleveled") else r for r in rows])
-    for title, key in (("As scored", "groups"), ("At the profile's level (no relevel)", "groups_unleveled")):
+    for title, key in (("As scored", "groups"), ("At the profile's level (no relevel)", "groups_unleveled"),
+                       ("Against each pass put at the profile's canary level (the host's canary read beside its "
+                        "windows; THOR and FLOPs at the profile's level)", "groups_canary")):
         if not doc.get(key):
             continue
         lines.append(f"{title}:")

@@ -91,3 +91,16 @@ def test_the_best_scale_mape_takes_out_a_common_factor_only():
     assert best_scale_mape([(1.0, 1.3), (2.0, 2.6), (4.0, 5.2)]) == pytest.approx(0.0, abs=0.4)
     assert best_scale_mape([(1.0, 1.1), (1.0, 0.9)]) == pytest.approx(100 * 0.1 / 1.1, abs=0.01)
     assert best_scale_mape([]) is None and best_scale_mape([(0.0, 1.0), (1.0, float("nan"))]) is None
+
+
+def test_a_row_is_scored_at_the_canary_level_with_the_estimates_at_the_profiles_level():
+    bench = load_bench("bench_user_nets")
+    row = {"net": "x", "measured": 2.0, "measured_passes": [2.0, 2.1, 1.9], "thor": 1.6, "flops": 1.2,
+           "thor_ape": 20.0, "flops_ape": 40.0, "covered95": False, "approximated": [],
+           "unleveled": {"thor": 1.0, "flops": 0.8},
+           "canary": {"measured": 1.0, "measured_passes": [1.0, 1.0, 1.0], "thor_ape": 0.0, "flops_ape": 20.0,
+                      "covered95": True}}
+    got = bench.at_canary(row)
+    assert (got["measured"], got["thor"], got["flops"], got["thor_ape"], got["covered95"]) == (1.0, 1.0, 0.8, 0.0, True)
+    g = bench.groups_of([got])["all"]
+    assert g["thor_mape"] == 0.0 and g["flops_mape"] == 20.0 and g["covered"] == 1
