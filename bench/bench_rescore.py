@@ -52,8 +52,7 @@ def load_results(path):
     for i, r in enumerate(rows):
         ok = (isinstance(r, dict) and isinstance(r.get("model"), str) and isinstance(r.get("batch_size"), int)
               and not isinstance(r.get("batch_size"), bool) and 1 <= r["batch_size"] <= 1024
-              and isinstance(r.get("measured"), (int, float)) and not isinstance(r.get("measured"), bool)
-              and math.isfinite(r["measured"]) and r["measured"] > 0
+              and _positive(r.get("measured"))
               and (r.get("device_level") is None or (isinstance(r["device_level"], (int, float))
                                                      and math.isfinite(r["device_level"]) and r["device_level"] > 0)))
         if not ok:

@@ -8,13 +8,13 @@ canary=Canary())`` stores the geometric mean of the two readings with every wind
 ``thor_sdk.campaign.measure.probe_canary`` takes their median over a probe (one reading alone varies more than the
 window beside it), and ``fit`` puts each probe at the campaign's median (``fitting.pipeline.at_campaign_level``).
 
-The workload is the same in every version of this module that has the same ``CANARY_VERSION`` (canary readings
-of two versions are not one series). It uses no random numbers: the probes' seeded initialisation is untouched.
+The workload is the same in every version of this module that has the same ``harness.protocol.CANARY_VERSION``
+(kept there, a base module, so ``fit`` reads it without importing this one; readings of two versions are not one
+series). It uses no random numbers: the probes' seeded initialisation is untouched.
 """
 
 import time
 
-from thor_sdk.harness.protocol import CANARY_VERSION  # (a base module: fit reads the version without this one)
 #: the workload: MATMULS products of two fixed SIZE x SIZE float32 matrices, then a pure-Python loop of
 #: LOOP additions (about 0.25 ms on this project's 2-core VMs at one intra-op thread): torch's kernels and
 #: the interpreter both, as a training step uses both
@@ -26,8 +26,6 @@ LOOP = 3000
 class Canary:
     """``canary()`` -> seconds the fixed workload took now. Built once per measurement (its matrices are
     allocated here, not in the timed call)."""
-
-    version = CANARY_VERSION
 
     def __init__(self, clock=time.perf_counter):
         import torch
