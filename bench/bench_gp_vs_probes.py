@@ -3,6 +3,7 @@
     thor-sdk probe --device host --model vgg_small --model gru_small ... --batch-size 16 --out exact.db
     python bench/bench_gp_vs_probes.py --estimator host-torch.json --campaign exact.db \
         --model vgg_small --model gru_small ... --batch-size 16
+    python bench/bench_gp_vs_probes.py ... --campaign exact.db --campaign exact2.db   # each probe's median over both
     python bench/bench_gp_vs_probes.py ... --model bench/user_nets.py:ConvAE=1,28,28   # a file's net, its input shape
 
 A device profile estimates a net never probed as the sum of its layers' GP estimates. When that sum
@@ -14,7 +15,11 @@ sum, the estimates' sum and their ratio, with the three layers furthest off (and
 role: the median estimate over probe and the share of layers whose 95% interval holds the probe.
 The estimate includes the profile's whole-model bias (folded into every kind), so a common ratio near
 exp(bias) is that bias, not a fault of the GP. Probes are measured when ``--campaign`` was, the profile
-when it was: the machine's drift between them is in every ratio.
+when it was: where the estimator records its canary level (``whole_model.canary``) and a probe read the
+canary, the probe is put at that level (its value times the estimator's reading over its own, as ``fit`` puts
+a profile's samples), so the machine's speed states between the two leave the ratios; ``--as-measured``
+compares the raw probes. With ``--campaign`` given more than once, each layer's probe is the median over the
+campaigns that probed it (one probe's subtraction on a noisy machine moves 10-25%).
 """
 
 import argparse
@@ -26,16 +31,35 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
-def compare(estimator, campaign, models, batch_size):
-    """``{"nets": [...], "kinds": [...]}`` (see the module docstring); layers without an exact probe are
-    counted in ``unprobed`` and left out of both sums."""
+def exact_probes(estimator, campaigns, level=True):
+    """``({probe key: probe value}, {"probes", "levelled"})``: each layer's median over ``campaigns`` (one value per
+    campaign that probed it), each put at ``estimator``'s canary level where ``level`` and both it and the
+    sample read the canary (see the module docstring)."""
+    from thor_sdk.harness.protocol import CANARY_VERSION
+    from thor_sdk.probes import Probe
+
+    canary = getattr(estimator, "canary", None) if level else None
+    at = canary["canary_s"] if canary and canary.get("version") == CANARY_VERSION else None
+    values, n, levelled = {}, 0, 0
+    for campaign in campaigns:
+        for s in campaign.samples(metric=estimator.metric, include_flagged=False):
+            v, own = s["value"], s.get("canary_s")
+            if at is not None and own and estimator.metric == "time":
+                v, levelled = v * at / own, levelled + 1
+            values.setdefault(Probe(s["kind"], s["config"], s["batch_size"], s["role"]).key, []).append(v)
+            n += 1
+    return {k: statistics.median(v) for k, v in values.items()}, {"probes": n, "levelled": levelled}
+
+
+def compare(estimator, campaign, models, batch_size, level=True):
+    """``{"nets": [...], "kinds": [...], "probes", "levelled"}`` (see the module docstring); ``campaign``: one
+    campaign or a list of them; layers without an exact probe are counted in ``unprobed`` and left out of both
+    sums."""
     from thor_sdk.evaluate.unseen import Z95
     from thor_sdk.layers import layers_of
     from thor_sdk.probes import Probe
 
-    exact = {}
-    for s in campaign.samples(metric=estimator.metric, include_flagged=False):
-        exact[Probe(s["kind"], s["config"], s["batch_size"], s["role"]).key] = s["value"]
+    exact, counts = exact_probes(estimator, campaign if isinstance(campaign, (list, tuple)) else [campaign], level)
     nets, kinds = [], {}
     for m in models:
         rows, unprobed = [], 0
@@ -62,7 +86,7 @@ def compare(estimator, campaign, models, batch_size):
         by_kind.append({"kind": kind, "role": role, "n": len(rows),
                         "median_ratio": statistics.median(ratios) if ratios else None,
                         "covered95": sum(abs(r["estimate"] - r["probe"]) <= Z95 * r["std"] for r in rows) / len(rows)})
-    return {"nets": nets, "kinds": by_kind}
+    return dict({"nets": nets, "kinds": by_kind}, **counts)
 
 
 def _or_dash(value, spec):
@@ -70,8 +94,10 @@ def _or_dash(value, spec):
 
 
 def report(result, command, unit_scale=1e3, unit="ms"):
-    lines = ["# A profile's layer estimates vs the same layers' exact probes", "", f"Command: `{command}`", "",
-             "| net | layers probed (not) | probes' sum | estimates' sum | estimate / probes |", "|---|---|---|---|---|"]
+    where = (f"{result['levelled']} of {result['probes']} probe(s) put at the estimator's canary level"
+             if result.get("levelled") else "probes as measured (no canary level applied)")
+    lines = ["# A profile's layer estimates vs the same layers' exact probes", "", f"Command: `{command}`", "", where,
+             "", "| net | layers probed (not) | probes' sum | estimates' sum | estimate / probes |", "|---|---|---|---|---|"]
     for n in result["nets"]:
         lines.append(f"| {n['model']} | {n['layers']} ({n['unprobed']}) | {n['probes_s'] * unit_scale:.3f} {unit} | "
                      f"{n['estimates_s'] * unit_scale:.3f} {unit} | {_or_dash(n['ratio'], '.2f')} |")
@@ -95,7 +121,9 @@ def main(argv=None):
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--estimator", required=True, help="a device profile's estimator (thor-sdk fit)")
-    ap.add_argument("--campaign", required=True, help="a target-driven campaign of the nets (thor-sdk probe --model)")
+    ap.add_argument("--campaign", action="append", required=True,
+                    help="a target-driven campaign of the nets (thor-sdk probe --model); repeatable: each probe's median")
+    ap.add_argument("--as-measured", action="store_true", help="compare the probes as measured, not at the canary level")
     ap.add_argument("--model", action="append", required=True,
                     help="a net the campaign probed (repeatable); file.py:Class=3,32,32 with its input shape")
     ap.add_argument("--batch-size", type=int, default=16)
@@ -104,8 +132,12 @@ def main(argv=None):
     if not 1 <= args.batch_size <= 1024:
         raise SystemExit("--batch-size 1..1024")
     est = load_estimator(read_json(args.estimator, "estimator"))
-    with Campaign.open(args.campaign) as campaign:
-        result = compare(est, campaign, args.model, args.batch_size)
+    campaigns = [Campaign.open(path) for path in args.campaign]
+    try:
+        result = compare(est, campaigns, args.model, args.batch_size, level=not args.as_measured)
+    finally:
+        for c in campaigns:
+            c.close()
     command = "python bench/bench_gp_vs_probes.py " + " ".join(argv if argv is not None else sys.argv[1:])
     scale, unit = (1e3, "ms") if est.metric == "time" else (1.0, "J")
     text = report(result, command, scale, unit)

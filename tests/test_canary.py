@@ -326,3 +326,34 @@ def test_a_pass_is_put_at_the_profiles_canary_level_only_by_the_same_canary():
     assert at_canary_level(slow, {"canary_s": CANARY_S, "version": CANARY_VERSION + 1}) is None  # another workload
     assert at_canary_level(slow, None) is None
     assert at_canary_level(PartResult("model", 1, [3e-3]), {"canary_s": CANARY_S, "version": CANARY_VERSION}) is None
+
+
+def test_layers_exact_probes_are_compared_with_a_profile_at_its_canary_level(slow_thirds, tmp_path):
+    """``bench_gp_vs_probes``: probes of a net taken all in the slow state read twice the planted costs; put at the
+    estimator's canary level they read the costs, and with a second campaign taken at speed 1 each layer is the
+    median of the two. ``--as-measured`` leaves them raw."""
+    import json
+
+    from bench_module import load_bench
+    from fake_device import FakeDevice
+    from thor_sdk.api import probe
+    from thor_sdk.runtime import load_estimator
+
+    probe(["lenet5"], device=FakeDevice(noise=0.005, speeds=(2.0,)), batch_sizes=[16], out=str(tmp_path / "slow.db"))
+    probe(["lenet5"], device=FakeDevice(noise=0.005, speeds=(1.0,)), batch_sizes=[16], out=str(tmp_path / "fast.db"))
+    bench = load_bench("bench_gp_vs_probes")
+    est = load_estimator(json.loads((slow_thirds / "e.json").read_text()))
+    truth = _planted("lenet5", 16)
+    with Campaign.open(str(tmp_path / "slow.db")) as slow, Campaign.open(str(tmp_path / "fast.db")) as fast:
+        levelled = bench.compare(est, slow, ["lenet5"], 16)
+        raw = bench.compare(est, slow, ["lenet5"], 16, level=False)
+        both = bench.compare(est, [slow, fast], ["lenet5"], 16, level=False)
+    assert levelled["levelled"] == levelled["probes"] > 0 and raw["levelled"] == 0
+    assert levelled["nets"][0]["probes_s"] == pytest.approx(truth, rel=0.05)
+    assert raw["nets"][0]["probes_s"] == pytest.approx(2 * truth, rel=0.05)
+    assert both["probes"] == 2 * raw["probes"]
+    assert both["nets"][0]["probes_s"] == pytest.approx(1.5 * truth, rel=0.05)  # each layer: the median of 2x and 1x
+    bench.main(["--estimator", str(slow_thirds / "e.json"), "--campaign", str(tmp_path / "slow.db"), "--campaign",
+                str(tmp_path / "fast.db"), "--model", "lenet5", "--report", str(tmp_path / "r.md")])
+    text = (tmp_path / "r.md").read_text()
+    assert f"{2 * raw['probes']} of {2 * raw['probes']} probe(s) put at the estimator's canary level" in text
