@@ -11,8 +11,8 @@ each ``--floor`` as MIN_INDUCING and reports, per floor and nothing re-measured:
 - held-out accuracy on ``thor-sdk evaluate`` results measured beside the profile (``bench_rescore.rescore``:
   the same measured nets, estimated again), per results file: THOR MAPE, the FLOPs baseline's, 95% coverage;
 - per-layer 5-fold cross-validation (seeded folds, the same for every floor) on ``--cv-kinds``: each fold's
-  GP (``fit_kind``, the campaign's samples at its level) predicts the held-out samples; MAPE and coverage of
-  the 95% interval (the GP's std and the sample's own, combined);
+  GP (``fit_kind``, the campaign's samples as ``fit`` fits them) predicts the held-out samples; MAPE and coverage
+  of the 95% interval (the GP's std and the sample's own, combined; ``bench_kind_cv.py``);
 - estimate latency in the stdlib runtime, all floors in one process, interleaved block by block (11 calls a
   block, 60 blocks per layer list, the order alternating): the median of the blocks' medians and the paired
   ratio to the first floor. Layer lists: the first 50 layers of mobilenetv2 and resnet18 and 50 distinct
@@ -23,9 +23,7 @@ Needs the ``[fit]`` extra; writes the Markdown report (``--report``) and nothing
 
 import argparse
 import json
-import math
 import os
-import random
 import statistics
 import sys
 import time
@@ -50,49 +48,32 @@ def fit_at(campaign, floor):
 
 def cv(campaign, kinds, floors, folds=5):
     """``{kind: {floor: (n, non-positive, mape, median ape, coverage)}}``: per-layer k-fold CV on the campaign's
-    samples; a sample at or below zero (a subtraction within noise) has no relative error and is counted apart."""
+    samples as ``fit`` fits them (``bench_kind_cv.cv_kind``, the same seeded folds at every floor); a sample at or
+    below zero (a subtraction within noise) has no relative error and is counted apart."""
     import thor_sdk.fitting.gp as gp
-    from thor_sdk.fitting.pipeline import at_campaign_level, fit_kind, sample_terms
-    from thor_sdk.layers.kinds import base_kind, feature_vector, model_key
+    from bench_kind_cv import cv_kind
+
+    from thor_sdk.fitting.pipeline import fit_samples
+    from thor_sdk.layers.kinds import model_key
     from thor_sdk.store import Campaign
 
     with Campaign.open(campaign) as c:
         metric = c.meta["metric"]
-        samples = [s for s in c.samples() if s["metric"] == metric and not s["flagged"]]
-        runs = c.model_runs()
-    samples, _ = at_campaign_level(samples, runs, metric)
+        prep = fit_samples(c.samples(), c.model_runs(), metric)
     by_key = {}
-    for s in samples:
+    for s in prep["samples"]:
         by_key.setdefault(model_key(s["kind"], s["config"]), []).append(s)
     out = {}
     saved = gp.MIN_INDUCING
     try:
         for key in kinds:
-            rows = by_key.get(key, [])
-            if len(rows) < 2 * folds:
-                continue
-            idx = list(range(len(rows)))
-            random.Random(0).shuffle(idx)
-            parts = [idx[i::folds] for i in range(folds)]
-            out[key] = {}
             for floor in floors:
                 gp.MIN_INDUCING = floor
-                apes, covered, nonpositive = [], 0, 0
-                for part in parts:
-                    held = set(part)
-                    model = fit_kind(base_kind(key), [rows[i] for i in idx if i not in held])
-                    test = [rows[i] for i in part]
-                    X = [feature_vector(base_kind(key), r["config"], r["batch_size"], r["role"]) for r in test]
-                    mean, std = model.predict(X, terms=sample_terms(test), return_std=True)
-                    for r, m, s in zip(test, mean, std):
-                        if r["value"] <= 0:  # a subtraction within noise: no relative error; counted apart
-                            nonpositive += 1
-                            continue
-                        apes.append(abs(m - r["value"]) / r["value"])
-                        covered += abs(m - r["value"]) <= 1.96 * math.sqrt(s * s + r["std"] ** 2)
-                apes.sort()
-                out[key][floor] = (len(rows), nonpositive, 100 * sum(apes) / len(apes),
-                                   100 * apes[len(apes) // 2], covered / len(apes))
+                got = cv_kind(key, by_key.get(key, []), prep["drift_var"], folds)
+                if got is None:
+                    break
+                out.setdefault(key, {})[floor] = (got["n"], got["nonpositive"], got["mape"], got["median_ape"],
+                                                  got["covered95"])
     finally:
         gp.MIN_INDUCING = saved
     return out

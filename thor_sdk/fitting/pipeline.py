@@ -550,6 +550,26 @@ def inducing_caps(doc, over_bytes, caps=None):
     return caps
 
 
+def fit_samples(samples, model_runs, metric, sources=()):
+    """What ``build`` fits the kinds on, from a campaign's ``samples`` and ``model_runs`` of one ``metric``:
+    ``{"samples", "heads", "canary_s", "drift_var", "references", "levels"}``: the non-flagged samples and the
+    heads read off the probes (``head_part_samples``) put at the campaign's level (``at_campaign_level``, at
+    ``campaign_canary``'s reading where the samples read the canary; ``levels`` its summary), how many heads, that
+    reading, the drift each sample carries (``drift_log_var``, the GPs' ``extra_log_var``) and the reference runs
+    it rests on. Benchmarks that fit kinds apart (``bench/bench_kind_cv.py``) start here too."""
+    good = [s for s in samples if s["metric"] == metric and not s["flagged"]]
+    if not good:
+        raise FormatError(f"no usable {metric} samples in {', '.join(sources) or 'the input'}")
+    heads = head_part_samples([s for s in samples if s["metric"] == metric])  # a flagged difference's head is sound
+    good = good + heads
+    canary_c = campaign_canary(good)
+    # what every sample carries: the drift its level (the canary's, else the reference series') leaves
+    drift_var, n_ref = drift_log_var(model_runs, metric, canary_c)
+    good, levels = at_campaign_level(good, model_runs, metric, canary_c)
+    return {"samples": good, "heads": heads, "canary_s": canary_c, "drift_var": drift_var, "references": n_ref,
+            "levels": levels}
+
+
 def build(samples, *, device, runtime, metric, model_runs=(), sources=(), random_state=0, progress=None,
           max_bytes=MAX_ESTIMATOR_BYTES, family=True):
     """The estimator document from samples of one device, runtime and metric, at most ``max_bytes`` long as
@@ -563,19 +583,13 @@ def build(samples, *, device, runtime, metric, model_runs=(), sources=(), random
 
     if metric not in UNITS:
         raise UsageError(f"unknown metric {metric!r} (time or energy)")
-    good = [s for s in samples if s["metric"] == metric and not s["flagged"]]
     flagged = [{"kind": s["kind"], "role": s["role"], "config": s["config"], "reason": s["flag_reason"]}
                for s in samples if s["metric"] == metric and s["flagged"]]
-    if not good:
-        raise FormatError(f"no usable {metric} samples in {', '.join(sources) or 'the input'}")
-    heads = head_part_samples([s for s in samples if s["metric"] == metric])  # a flagged difference's head is sound
-    good = good + heads
-    canary_c = campaign_canary(good)
-    # what every sample carries: the drift its level (the canary's, else the reference series') leaves; what a
-    # whole model measured later carries: the device's drift as measured (its speed states are the user's too)
-    drift_var, n_ref = drift_log_var(model_runs, metric, canary_c)
+    prep = fit_samples(samples, model_runs, metric, sources)
+    good, heads, canary_c, drift_var = prep["samples"], prep["heads"], prep["canary_s"], prep["drift_var"]
+    n_ref, levels = prep["references"], prep["levels"]
+    # what a whole model measured later carries: the device's drift as measured (its speed states are the user's too)
     device_var = drift_log_var(model_runs, metric)[0] if canary_c else drift_var
-    good, levels = at_campaign_level(good, model_runs, metric, canary_c)
     # a thousand heads vary in two features (inputs, batch size): 64 inducing points read them at 7.0% MAPE where
     # 194 read 6.5% (profile 46, in sample), and leave the file's budget to the kinds that need it
     caps = {"output": HEAD_PART_INDUCING} if heads else {}
