@@ -12,7 +12,7 @@ each ``--floor`` as MIN_INDUCING and reports, per floor and nothing re-measured:
   the same measured nets, estimated again), per results file: THOR MAPE, the FLOPs baseline's, 95% coverage;
 - per-layer 5-fold cross-validation (seeded folds, the same for every floor) on ``--cv-kinds``: each fold's
   GP (``fit_kind``, the campaign's samples as ``fit`` fits them) predicts the held-out samples; MAPE and coverage
-  of the 95% interval (the GP's std and the sample's own, combined; ``bench_kind_cv.py``);
+  of the 95% interval (the GP's std and the sample's own, combined; ``thor_sdk.fitting.crossval``);
 - estimate latency in the stdlib runtime, all floors in one process, interleaved block by block (11 calls a
   block, 60 blocks per layer list, the order alternating): the median of the blocks' medians and the paired
   ratio to the first floor. Layer lists: the first 50 layers of mobilenetv2 and resnet18 and 50 distinct
@@ -48,11 +48,10 @@ def fit_at(campaign, floor):
 
 def cv(campaign, kinds, floors, folds=5):
     """``{kind: {floor: (n, non-positive, mape, median ape, coverage)}}``: per-layer k-fold CV on the campaign's
-    samples as ``fit`` fits them (``bench_kind_cv.cv_kind``, the same seeded folds at every floor); a sample at or
+    samples as ``fit`` fits them (``fitting.crossval.cv_kind``, the same seeded folds at every floor); a sample at or
     below zero (a subtraction within noise) has no relative error and is counted apart."""
     import thor_sdk.fitting.gp as gp
-    from bench_kind_cv import cv_kind
-
+    from thor_sdk.fitting.crossval import cv_kind
     from thor_sdk.fitting.pipeline import fit_samples
     from thor_sdk.layers.kinds import model_key
     from thor_sdk.store import Campaign

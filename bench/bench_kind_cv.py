@@ -7,7 +7,7 @@ A held-out *net* tests the sum of its layers; this tests each layer kind apart, 
 that the fold never saw. For each campaign: the samples ``fit`` fits on (``fitting.pipeline.fit_samples``: at
 the campaign's level, the canary's where the samples read it, heads included), per kind (``model_key``) with at
 least 2 x ``--folds`` samples, in seeded folds; each fold's GP (``fit_kind`` with the campaign's drift as its
-extra noise) predicts the held-out samples. Per kind: samples, MAPE, median APE, median ln(measured /
+extra noise) predicts the held-out samples (``thor_sdk.fitting.crossval``, what ``thor-sdk fit --cv`` stores). Per kind: samples, MAPE, median APE, median ln(measured /
 estimated) (a lean), and the share of held-out samples inside the 95% interval (the GP's std and the sample's
 own standard error combined). Per campaign: the mean over kinds, and MAPE and coverage pooled over every
 held-out sample. A sample at or below zero (a subtraction within its noise) has no relative error: counted
@@ -22,69 +22,28 @@ import argparse
 import json
 import math
 import os
-import random
 import statistics
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-Z95 = 1.96
-
-
-def cv_kind(key, rows, drift_var=0.0, folds=5, seed=0):
-    """One kind's k-fold cross-validation (see the module docstring): ``{"n", "nonpositive", "mape",
-    "median_ape", "median_ln", "covered95", "heldout"}``, or None with fewer than ``2 x folds`` rows."""
-    from thor_sdk.fitting.pipeline import fit_kind, sample_terms
-    from thor_sdk.layers.kinds import base_kind, feature_vector
-
-    if len(rows) < 2 * folds:
-        return None
-    idx = list(range(len(rows)))
-    random.Random(seed).shuffle(idx)
-    apes, lns, covered, nonpositive = [], [], 0, 0
-    kind = base_kind(key)
-    for f in range(folds):
-        held = set(idx[f::folds])
-        model = fit_kind(kind, [rows[i] for i in idx if i not in held], extra_log_var=drift_var)
-        test = [rows[i] for i in idx[f::folds]]
-        X = [feature_vector(kind, r["config"], r["batch_size"], r["role"]) for r in test]
-        mean, std = model.predict(X, terms=sample_terms(test), return_std=True)
-        for r, m, s in zip(test, mean, std):
-            if r["value"] <= 0:
-                nonpositive += 1
-                continue
-            apes.append(abs(m - r["value"]) / r["value"])
-            lns.append(math.log(r["value"] / m))
-            covered += abs(m - r["value"]) <= Z95 * math.sqrt(s * s + r["std"] ** 2)
-    if not apes:
-        return None
-    return {"n": len(rows), "nonpositive": nonpositive, "mape": 100 * float(statistics.mean(apes)),
-            "median_ape": 100 * float(statistics.median(apes)), "median_ln": float(statistics.median(lns)),
-            "covered95": int(covered) / len(apes), "heldout": len(apes), "_apes": [float(a) for a in apes]}
-
 
 def campaign_cv(path, kinds=None, folds=5, seed=0):
-    """``{"campaign", "canary_s", "drift_log_std", "kinds": {key: cv_kind's}, "summary"}`` for one campaign file;
-    ``kinds``: the keys to score (default: every kind with enough samples)."""
+    """``{"campaign", "metric", "canary_s", "drift_log_std", "kinds": {key: cv_kind's}, "summary"}`` for one
+    campaign file (``fitting.crossval.cross_validate`` on ``fit_samples``'s samples); ``kinds``: the keys to
+    score (default: every kind with enough samples)."""
     from thor_sdk.campaign.prior import kind_share, load_prior
+    from thor_sdk.fitting.crossval import cross_validate
     from thor_sdk.fitting.pipeline import fit_samples
-    from thor_sdk.layers.kinds import base_kind, model_key
+    from thor_sdk.layers.kinds import base_kind
     from thor_sdk.store import Campaign
 
     with Campaign.open(path) as c:
         metric = c.meta["metric"]
         samples, runs = c.samples(), c.model_runs()
     prep = fit_samples(samples, runs, metric, [os.path.basename(path)])
-    by_key = {}
-    for s in prep["samples"]:
-        by_key.setdefault(model_key(s["kind"], s["config"]), []).append(s)
-    out = {}
-    for key in (sorted(by_key) if kinds is None else kinds):
-        got = cv_kind(key, by_key.get(key, []), prep["drift_var"], folds, seed)
-        if got is not None:
-            out[key] = got
-    apes = [a for v in out.values() for a in v.pop("_apes")]
-    summary = None
+    cv = cross_validate(prep["samples"], prep["drift_var"], folds, seed, kinds)
+    out, pooled, summary = cv["kinds"], cv["pooled"], None
     if out:
         zoo = load_prior()["kinds"]
         share = {k: kind_share(zoo[base_kind(k)]) if base_kind(k) in zoo else 0.0 for k in out}
@@ -92,9 +51,8 @@ def campaign_cv(path, kinds=None, folds=5, seed=0):
         summary = {"kinds": len(out), "mean_kind_mape": statistics.mean(v["mape"] for v in out.values()),
                    "zoo_weighted_median_ape": (sum(out[k]["median_ape"] * share[k] for k in out) / total
                                                if total > 0 else None),
-                   "pooled_mape": 100 * statistics.mean(apes), "pooled_median_ape": 100 * statistics.median(apes),
-                   "heldout": len(apes),
-                   "pooled_covered95": sum(v["covered95"] * v["heldout"] for v in out.values()) / len(apes)}
+                   "pooled_mape": pooled["mape"], "pooled_median_ape": pooled["median_ape"],
+                   "heldout": pooled["heldout"], "pooled_covered95": pooled["covered95"]}
     return {"campaign": os.path.basename(path), "metric": metric, "canary_s": prep["canary_s"],
             "drift_log_std": math.sqrt(prep["drift_var"]), "kinds": out, "summary": summary}
 

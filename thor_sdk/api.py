@@ -408,13 +408,15 @@ def profile_summary(path):
 
 
 def fit(campaign=None, samples_csv=None, out=None, metric=None, random_state=0, runtime=None, progress=None,
-        family=True):
+        family=True, cv_folds=None):
     """Fit one cost model per layer kind from campaign(s) and/or a samples CSV; returns the estimator dict.
 
     ``campaign``: a path or a list of paths; several campaigns are merged when they share the device
     and the runtime (refused otherwise: costs differ many-fold between runtimes). ``runtime`` names
     what ran a samples CSV's steps (default ``torch``; a campaign records its own). ``family``: False
-    calibrates one whole-model bias common to every kind instead of one per kind family (``build``).
+    calibrates one whole-model bias common to every kind instead of one per kind family (``build``). ``cv_folds``:
+    also cross-validate each kind on configs it did not see (``fitting.crossval``; about ``cv_folds`` more fits
+    per kind), into ``provenance.cross_validation``.
     """
     from thor_sdk.devices.state import HARDWARE_KEYS
     from thor_sdk.fitting.pipeline import build
@@ -423,6 +425,10 @@ def fit(campaign=None, samples_csv=None, out=None, metric=None, random_state=0, 
 
     if campaign is None and samples_csv is None:
         raise UsageError("give a campaign database and/or --samples CSV")
+    if cv_folds is not None:
+        from thor_sdk.fitting.crossval import check_folds
+
+        check_folds(cv_folds)
     if out:
         from thor_sdk.store.files import check_output
 
@@ -469,7 +475,7 @@ def fit(campaign=None, samples_csv=None, out=None, metric=None, random_state=0, 
     _check_metric(metric)
     doc = build(samples, device=device or {"name": "unknown"}, runtime=runtime or (runtimes.pop() if runtimes else "torch"),
                 metric=metric, model_runs=model_runs, sources=sources, random_state=random_state, progress=progress,
-                family=family)
+                family=family, cv_folds=cv_folds)
     if out:
         from thor_sdk.fitting.estimator import write_estimator
 

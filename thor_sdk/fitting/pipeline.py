@@ -571,12 +571,14 @@ def fit_samples(samples, model_runs, metric, sources=()):
 
 
 def build(samples, *, device, runtime, metric, model_runs=(), sources=(), random_state=0, progress=None,
-          max_bytes=MAX_ESTIMATOR_BYTES, family=True):
+          max_bytes=MAX_ESTIMATOR_BYTES, family=True, cv_folds=None):
     """The estimator document from samples of one device, runtime and metric, at most ``max_bytes`` long as
     ``write_estimator`` writes it where that can be met: the inducing points of the kinds that have the most
     are lowered to a common level (``inducing_caps``; those kinds refitted) until it fits; the caps, or how
     far over the file stayed, are in ``provenance.size_budget``. ``family``: False calibrates one common bias
-    only, not one per kind family (``family_biases``; ``bench/bench_family_bias.py`` compares the two)."""
+    only, not one per kind family (``family_biases``; ``bench/bench_family_bias.py`` compares the two).
+    ``cv_folds``: also cross-validate each kind on those folds (``fitting.crossval``), into
+    ``provenance.cross_validation``, outside the size budget (the fit is the same with or without it)."""
     from thor_sdk import __version__
     from thor_sdk.baselines.flops import fit_unit_per_flop
     from thor_sdk.fitting.estimator import dumps_estimator
@@ -612,15 +614,20 @@ def build(samples, *, device, runtime, metric, model_runs=(), sources=(), random
         doc = _assemble(gps, model_runs, metric, device_var, dict(base, size_budget=budget), kw, family, canary_c)
         size = len(dumps_estimator(doc).encode("utf-8"))
         if size <= max_bytes:
-            return doc
+            break
         new = inducing_caps(doc, size - max_bytes, caps)
         if new is None or new == caps:  # said in the file, not failed: the estimator still works, only larger
             doc["provenance"]["size_budget"] = dict(budget, over_by_bytes=size - max_bytes)
-            return doc
+            break
         changed = {k for k in new if new[k] != caps.get(k)}
         caps = new
         gps.update(fit_kinds(good, random_state=random_state, extra_log_var=drift_var, max_inducing=caps,
                              unchanged=lambda key, rows: key not in changed))
+    if cv_folds:  # after the size budget: a record of about 100 bytes a kind that never takes inducing points
+        from thor_sdk.fitting.crossval import cross_validate, rounded
+
+        doc["provenance"]["cross_validation"] = rounded(cross_validate(good, drift_var, cv_folds))
+    return doc
 
 
 def _assemble(gps, model_runs, metric, drift_var, provenance, kw, family=True, canary_c=None):
