@@ -271,3 +271,31 @@ def test_each_row_says_how_much_of_its_estimate_extrapolates(evaluated):
         assert 0.0 <= row["extrapolated_share"] <= 1.0
     assert by[("cnn5", 16)]["extrapolated_share"] > by[("lenet5", 16)]["extrapolated_share"]
     assert by[("cnn5", 16)]["extrapolated_share"] > 0.2
+
+
+def test_the_report_says_how_the_estimators_kinds_read_configs_they_never_saw(evaluated, tmp_path):
+    """An estimator fitted with ``--cv`` carries its per-kind cross-validation; the evaluation's facts say it beside
+    the nets. Without it, nothing is said."""
+    from thor_sdk.evaluate.report import _facts
+    from thor_sdk.evaluate.unseen import kind_cv_summary
+
+    assert evaluated["result"]["estimator"]["cross_validation"] is None
+    assert not any("never saw" in f for f in _facts(evaluated["result"]))
+    doc = fit(str(evaluated["dir"] / "p.db"), cv_folds=3)
+    cv = kind_cv_summary(doc["provenance"])
+    assert cv["folds"] == 3 and cv["kinds"] == len(doc["provenance"]["cross_validation"]["kinds"]) > 0
+    r = dict(evaluated["result"], estimator=dict(evaluated["result"]["estimator"], cross_validation=cv))
+    (line,) = [f for f in _facts(r) if "never saw" in f]
+    assert f"3-fold cross-validation at fit, {cv['kinds']} kinds, {cv['heldout']} held-out samples" in line
+    assert f"{100 * cv['covered95']:.1f}% inside their 95% intervals" in line
+
+
+def test_the_cli_summary_says_it_too(evaluated):
+    from thor_sdk.cli.evaluate import unseen_table
+
+    r = evaluated["result"]
+    assert "never saw" not in unseen_table(r)
+    cv = {"folds": 5, "kinds": 3, "heldout": 90, "mape": 12.34, "median_ape": 8.0, "covered95": 0.95}
+    text = unseen_table(dict(r, estimator=dict(r["estimator"], cross_validation=cv)))
+    assert ("layer kinds on configs they never saw (5-fold cross-validation at fit, 90 held-out samples of 3 kinds): "
+            "MAPE 12.3% (median APE 8.0%), coverage 95%") in text

@@ -773,3 +773,26 @@ def test_an_overhead_near_the_float_range_is_refused_not_an_overflow():
         est.estimate(_good_layers(), 4)
     with pytest.raises(UsageError, match="too large to represent"):
         est.estimate(_good_layers(), 4, level={"level": 1.0, "log_std": 0.01})
+
+
+# ----------------------------------------------------------------------------- an estimator's cross-validation record
+GOOD_CV = {"cross_validation": {"folds": 5, "seed": 0,
+                                "kinds": {"relu": {"n": 60, "heldout": 58, "nonpositive": 2, "mape": 3.1,
+                                                   "median_ape": 2.2, "median_ln": -0.01, "covered95": 0.97}},
+                                "pooled": {"heldout": 58, "mape": 3.1, "median_ape": 2.2, "covered95": 0.97}}}
+
+
+@FUZZ
+@given(mutated_docs(GOOD_CV) | JSON_VALUES)
+@example(GOOD_CV)
+def test_cross_validation_record_reader(provenance):
+    """``evaluate``'s summary of ``provenance.cross_validation`` (free-form in the format): None or finite figures
+    in range, never an error."""
+    from thor_sdk.evaluate.unseen import kind_cv_summary
+
+    got = kind_cv_summary(provenance)
+    event("read" if got else "none")
+    if got is not None:
+        assert _finite_numbers(got) and 0 <= got["covered95"] <= 1 and got["mape"] >= 0 and got["heldout"] >= 0
+        assert isinstance(got["folds"], int) and isinstance(got["kinds"], int)
+        json.dumps(got, allow_nan=False)

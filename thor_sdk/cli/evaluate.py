@@ -250,6 +250,11 @@ def unseen_table(r):
                  + "".join(f"; {g} {m['canary']['thor_mape']:.1f}%"
                            + (f" vs {m['canary']['flops_mape']:.1f}%" if m["canary"]["flops_mape"] is not None else "")
                            for g, m in groups.items() if m.get("canary")))
+    cv = (r.get("estimator") or {}).get("cross_validation")
+    if cv:
+        text += (f"\nthe estimator's layer kinds on configs they never saw ({cv['folds']}-fold cross-validation at fit, "
+                 f"{cv['heldout']} held-out samples of {cv['kinds']} kinds): MAPE {cv['mape']:.1f}% (median APE "
+                 f"{cv['median_ape']:.1f}%), coverage {100 * cv['covered95']:.0f}%")
     if r.get("level_warning"):
         text += f"\nwarning: {r['level_warning']}"
     if r.get("device_warning"):

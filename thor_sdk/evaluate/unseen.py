@@ -81,6 +81,26 @@ def _perfect_ape(spread, passes):
     return math.fsum(wi * abs(math.expm1(-s * z)) for wi, z in zip(w, zs)) / math.fsum(w)
 
 
+def kind_cv_summary(provenance):
+    """``{"folds", "kinds", "heldout", "mape", "median_ape", "covered95"}`` from an estimator's
+    ``provenance.cross_validation`` (``thor-sdk fit --cv``): its layer kinds read on configs they never saw, beside
+    the nets of an evaluation; None where the estimator has none or it does not read as one (provenance is
+    free-form: every figure is checked)."""
+    cv = provenance.get("cross_validation") if isinstance(provenance, dict) else None
+    pooled = cv.get("pooled") if isinstance(cv, dict) else None
+    if not isinstance(pooled, dict) or not isinstance(cv.get("kinds"), dict):
+        return None
+    out = {"folds": cv.get("folds"), "kinds": len(cv["kinds"])}
+    for k in ("heldout", "mape", "median_ape", "covered95"):
+        v = pooled.get(k)
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not math.isfinite(v) or v < 0:
+            return None
+        out[k] = v
+    if not (isinstance(out["folds"], int) and not isinstance(out["folds"], bool) and out["covered95"] <= 1):
+        return None
+    return out
+
+
 def measurement_floor(rows):
     """What the measurements themselves allow: ``{"log_std", "dof", "mape"}``, or None where no row has two passes.
 
@@ -350,7 +370,8 @@ def evaluate_unseen(estimator, models, device="host", batch_sizes=(16,), metric=
         "reference": {"model": reference, "batch_size": 16, "runs": refs,
                       "spread": (max(ref_vals) / min(ref_vals) - 1.0) if len(ref_vals) > 1 else None},
         "estimator": {"device": est.device.get("name"), "runtime": est.runtime,
-                      "whole_model_rel_std": est.whole_model_rel_std, "kinds": sorted(est.kinds)},
+                      "whole_model_rel_std": est.whole_model_rel_std, "kinds": sorted(est.kinds),
+                      "cross_validation": kind_cv_summary(est.provenance)},
         "elapsed_s": time.monotonic() - t_start,
         "layers": layers,  # every evaluated layer at its batch size (the report's per-kind figure; not in JSON)
         "passes": passes, "settings": settings.to_dict(), "device_info": dev.info(), "command": None,
