@@ -554,9 +554,9 @@ def fit_samples(samples, model_runs, metric, sources=()):
     """What ``build`` fits the kinds on, from a campaign's ``samples`` and ``model_runs`` of one ``metric``:
     ``{"samples", "heads", "canary_s", "drift_var", "references", "levels"}``: the non-flagged samples and the
     heads read off the probes (``head_part_samples``) put at the campaign's level (``at_campaign_level``, at
-    ``campaign_canary``'s reading where the samples read the canary; ``levels`` its summary), how many heads, that
-    reading, the drift each sample carries (``drift_log_var``, the GPs' ``extra_log_var``) and the reference runs
-    it rests on. Benchmarks that fit kinds apart (``bench/bench_kind_cv.py``) start here too."""
+    ``campaign_canary``'s reading where the samples read the canary; ``levels`` its summary), those heads as read,
+    that reading, the drift each sample carries (``drift_log_var``, the GPs' ``extra_log_var``) and how many
+    reference runs it rests on. Benchmarks that fit kinds apart (``bench/bench_kind_cv.py``) start here too."""
     good = [s for s in samples if s["metric"] == metric and not s["flagged"]]
     if not good:
         raise FormatError(f"no usable {metric} samples in {', '.join(sources) or 'the input'}")
