@@ -1,30 +1,14 @@
 """bench/bench_inducing.py: one campaign fitted at several inducing floors; its per-layer CV. A synthetic campaign
 of 60 relu probes (two of them negative, as a subtraction within noise gives) stands in for a profile."""
 
-import math
-
 import pytest
 from bench_module import load_bench
-
-from thor_sdk.probes import Probe
-from thor_sdk.store import Campaign
+from synthetic_campaign import relu_campaign
 
 
 @pytest.fixture(scope="module")
 def campaign(tmp_path_factory):
-    path = str(tmp_path_factory.mktemp("inducing") / "c.db")
-    c = Campaign.create(path, {"metric": "time", "protocol": {}, "device": {"name": "synthetic"}, "runtime": "torch"})
-    for i in range(60):
-        numel, batch = 256 * (i + 1), (1, 4, 16)[i % 3]
-        p = Probe("relu", {"numel": numel}, batch, "hidden")
-        c.plan(p)
-        value = 2e-5 + 1e-9 * numel * batch * (1.0 + 0.05 * math.sin(i))
-        if i in (7, 31):
-            value = -1e-6
-        c.complete(p.id, [{"metric": "time", "value": value, "std": 0.02 * abs(value), "n": 5, "flagged": False,
-                           "flag_reason": None, "parts": {}}])
-    c.close()
-    return path
+    return relu_campaign(tmp_path_factory.mktemp("inducing") / "c.db")
 
 
 def test_each_floor_keeps_its_inducing_points_and_the_default_is_restored(campaign):

@@ -2,39 +2,24 @@
 relu probes stand in for a profile: one in five measured with the machine twice as slow, read by the canary or not."""
 
 import json
-import math
 
 import pytest
 from bench_module import load_bench
+from synthetic_campaign import relu_campaign
 
-from thor_sdk.probes import Probe
-from thor_sdk.store import Campaign
 
 CANARY_S = 3e-4
 
 
-def _campaign(path, canary, negative=()):
-    c = Campaign.create(str(path), {"metric": "time", "protocol": {}, "device": {"name": "synthetic"},
-                                    "runtime": "torch"})
-    for i in range(60):
-        numel, batch = 256 * (i + 1), (1, 4, 16)[i % 3]
-        p = Probe("relu", {"numel": numel}, batch, "hidden")
-        c.plan(p)
-        speed = 2.0 if i % 5 == 2 else 1.0  # one probe in 5, across sizes and batch sizes
-        value = speed * (2e-5 + 1e-9 * numel * batch * (1.0 + 0.02 * math.sin(i)))
-        sample = {"metric": "time", "value": -1e-6 if i in negative else value, "std": 0.01 * value, "n": 5,
-                  "flagged": False, "flag_reason": None, "parts": {}}
-        if canary:
-            sample["canary_s"] = CANARY_S * speed
-        c.complete(p.id, [sample])
-    c.close()
-    return str(path)
+def _slow_one_in_five(i):  # across sizes and batch sizes
+    return 2.0 if i % 5 == 2 else 1.0
 
 
 @pytest.fixture(scope="module")
 def campaigns(tmp_path_factory):
     d = tmp_path_factory.mktemp("kind_cv")
-    return _campaign(d / "canary.db", True, negative=(7, 31)), _campaign(d / "raw.db", False)
+    return (relu_campaign(d / "canary.db", speed=_slow_one_in_five, canary_s=CANARY_S),
+            relu_campaign(d / "raw.db", negative=(), speed=_slow_one_in_five))
 
 
 def test_samples_put_at_the_canary_level_cross_validate_closer_and_a_non_positive_sample_is_counted_apart(campaigns):

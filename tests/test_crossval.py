@@ -3,35 +3,18 @@ saw. A synthetic campaign of 60 relu probes (two a subtraction within noise, at 
 (too few to cross-validate) stands in for a profile."""
 
 import json
-import math
 
 import pytest
 from click.testing import CliRunner
+from synthetic_campaign import relu_campaign
 
 from thor_sdk.errors import UsageError
-from thor_sdk.probes import Probe
 from thor_sdk.store import Campaign
-
-
-def _relu_cost(numel, batch, i):
-    return 2e-5 + 1e-9 * numel * batch * (1.0 + 0.03 * math.sin(i))
 
 
 @pytest.fixture(scope="module")
 def campaign(tmp_path_factory):
-    path = str(tmp_path_factory.mktemp("crossval") / "c.db")
-    c = Campaign.create(path, {"metric": "time", "protocol": {}, "device": {"name": "synthetic"}, "runtime": "torch"})
-    probes = [(Probe("relu", {"numel": 256 * (i + 1)}, (1, 4, 16)[i % 3], "hidden"), i) for i in range(60)]
-    probes += [(Probe("linear", {"in_features": 16 * (i + 1), "out_features": 32, "tokens": 1, "bias": 1}, 8, "hidden"), i) for i in range(6)]
-    for p, i in probes:
-        c.plan(p)
-        value = _relu_cost(p.config.get("numel", 4096), p.batch_size, i)
-        if p.kind == "relu" and i in (7, 31):
-            value = -1e-6
-        c.complete(p.id, [{"metric": "time", "value": value, "std": 0.01 * abs(value), "n": 5, "flagged": False,
-                           "flag_reason": None, "parts": {}}])
-    c.close()
-    return path
+    return relu_campaign(tmp_path_factory.mktemp("crossval") / "c.db", linear=6)
 
 
 def _samples(path):
@@ -46,7 +29,7 @@ def test_each_kind_with_enough_samples_is_read_on_its_held_out_folds(campaign):
     assert set(cv["kinds"]) == {"relu"}  # 6 linear samples: fewer than 2 x 5
     relu = cv["kinds"]["relu"]
     assert (relu["n"], relu["nonpositive"], relu["heldout"]) == (60, 2, 58)
-    assert relu["mape"] < 10.0 and 0.0 <= relu["median_ape"] <= relu["mape"]  # a smooth law, 3% wiggle
+    assert relu["mape"] < 10.0 and 0.0 <= relu["median_ape"] <= relu["mape"]  # a smooth law, 5% wiggle
     assert 0.5 <= relu["covered95"] <= 1.0 and abs(relu["median_ln"]) < 0.1
     assert cv["pooled"]["heldout"] == 58 and cv["pooled"]["mape"] == pytest.approx(relu["mape"])
     again = cross_validate(_samples(campaign), folds=5)
