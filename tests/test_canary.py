@@ -357,3 +357,24 @@ def test_layers_exact_probes_are_compared_with_a_profile_at_its_canary_level(slo
                 str(tmp_path / "fast.db"), "--model", "lenet5", "--report", str(tmp_path / "r.md")])
     text = (tmp_path / "r.md").read_text()
     assert f"{2 * raw['probes']} of {2 * raw['probes']} probe(s) put at the estimator's canary level" in text
+
+
+def test_the_whole_model_std_takes_the_canarys_spread_where_the_reference_saw_less(slow_thirds, tmp_path):
+    """A machine slow a third of the time, profiled without reference re-measurements: the reference gives no drift,
+    the canary read beside every probe gives the spread of its two states (ln 2 x sqrt(2/9), about 0.33 for a third
+    of the readings at twice the time), and the whole-model std carries it."""
+    import json
+
+    from thor_sdk.fitting.pipeline import canary_log_var, drift_log_var
+
+    with Campaign.open(str(slow_thirds / "p.db")) as c:
+        samples = [s for s in c.samples() if s["metric"] == "time"]
+        runs = c.model_runs()
+    assert drift_log_var(runs, "time")[0] == 0.0
+    var = canary_log_var(samples)
+    share = sum(s["canary_s"] > 1.5 * CANARY_S for s in samples) / len(samples)
+    assert 0.2 < share < 0.5 and var == pytest.approx(math.log(2) ** 2 * share * (1 - share))
+    doc = json.loads((slow_thirds / "e.json").read_text())
+    assert doc["whole_model"]["drift_log_std"] == pytest.approx(math.sqrt(var), rel=1e-6)
+    assert doc["whole_model"]["rel_std"] >= math.sqrt(var)
+    assert canary_log_var(samples[:2]) == 0.0 and canary_log_var([dict(s, canary_s=None) for s in samples]) == 0.0

@@ -92,6 +92,18 @@ def campaign_canary(samples):
     return statistics.median(cs) if len(cs) >= MIN_CANARY_SAMPLES else None
 
 
+def canary_log_var(samples):
+    """The variance in ln units of the samples' canary readings (``campaign_canary``'s), or 0.0 where fewer than
+    MIN_CANARY_SAMPLES read it: how far the machine's speed moved through the campaign, read beside every probe (a
+    profile reads it about 1,000 times, the reference 15-20). Not robust on purpose: a machine with two speed
+    states is as wide as both. The whole-model std takes the larger of this and the reference's drift
+    (``build``): profile 68's reference read 0.105 in a calm quarter-hour, its canary 0.160, and 9 of 52 user nets
+    measured that afternoon fell outside intervals made from the reference's
+    (``bench/results/user-nets-host-20261130-1201-canary-p68.md``)."""
+    logs = [math.log(s["canary_s"]) for s in samples if _number(s.get("canary_s")) and s["canary_s"] > 0]
+    return statistics.pvariance(logs) if len(logs) >= MIN_CANARY_SAMPLES else 0.0
+
+
 def canary_run(run, canary_c):
     """``(value, level)`` of a whole-model or reference ``run`` at the campaign's canary level: its median over its
     level ``detail.canary_s / canary_c`` (its median canary reading, ``campaign.measure.canary_detail``); None where
@@ -590,8 +602,10 @@ def build(samples, *, device, runtime, metric, model_runs=(), sources=(), random
     prep = fit_samples(samples, model_runs, metric, sources)
     good, heads, canary_c, drift_var = prep["samples"], prep["heads"], prep["canary_s"], prep["drift_var"]
     n_ref, levels = prep["references"], prep["levels"]
-    # what a whole model measured later carries: the device's drift as measured (its speed states are the user's too)
-    device_var = drift_log_var(model_runs, metric)[0] if canary_c else drift_var
+    # what a whole model measured later carries: the device's drift as measured (its speed states are the user's too),
+    # the reference's or, where wider, the spread of the canary read beside every probe
+    probes = [s for s in good if s.get("source") != "head_part"]  # a head shares its probe's reading
+    device_var = max(drift_log_var(model_runs, metric)[0], canary_log_var(probes)) if canary_c else drift_var
     # a thousand heads vary in two features (inputs, batch size): 64 inducing points read them at 7.0% MAPE where
     # 194 read 6.5% (profile 46, in sample), and leave the file's budget to the kinds that need it
     caps = {"output": HEAD_PART_INDUCING} if heads else {}
