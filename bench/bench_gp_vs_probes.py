@@ -35,19 +35,22 @@ def exact_probes(estimator, campaigns, level=True):
     """``({probe key: probe value}, {"probes", "levelled"})``: each layer's median over ``campaigns`` (one value per
     campaign that probed it), each put at ``estimator``'s canary level where ``level`` and both it and the
     sample read the canary (see the module docstring)."""
+    from thor_sdk.fitting.pipeline import at_campaign_level
     from thor_sdk.harness.protocol import CANARY_VERSION
     from thor_sdk.probes import Probe
 
     canary = getattr(estimator, "canary", None) if level else None
-    at = canary["canary_s"] if canary and canary.get("version") == CANARY_VERSION else None
+    at = (canary["canary_s"] if canary and canary.get("version") == CANARY_VERSION and estimator.metric == "time"
+          else None)
     values, n, levelled = {}, 0, 0
     for campaign in campaigns:
-        for s in campaign.samples(metric=estimator.metric, include_flagged=False):
-            v, own = s["value"], s.get("canary_s")
-            if at is not None and own and estimator.metric == "time":
-                v, levelled = v * at / own, levelled + 1
-            values.setdefault(Probe(s["kind"], s["config"], s["batch_size"], s["role"]).key, []).append(v)
-            n += 1
+        samples = campaign.samples(metric=estimator.metric, include_flagged=False)
+        if at is not None:  # as ``fit`` puts a profile's samples at its canary level (no reference series here)
+            samples, summary = at_campaign_level(samples, (), estimator.metric, at)
+            levelled += summary["samples_by_canary"]
+        for s in samples:
+            values.setdefault(Probe(s["kind"], s["config"], s["batch_size"], s["role"]).key, []).append(s["value"])
+        n += len(samples)
     return {k: statistics.median(v) for k, v in values.items()}, {"probes": n, "levelled": levelled}
 
 

@@ -48,29 +48,21 @@ def fit_at(campaign, floor):
 
 def cv(campaign, kinds, floors, folds=5):
     """``{kind: {floor: (n, non-positive, mape, median ape, coverage)}}``: per-layer k-fold CV on the campaign's
-    samples as ``fit`` fits them (``fitting.crossval.cv_kind``, the same seeded folds at every floor); a sample at or
-    below zero (a subtraction within noise) has no relative error and is counted apart."""
+    samples as ``fit`` fits them (``fitting.crossval.cross_validate``, the same seeded folds at every floor); a sample
+    at or below zero (a subtraction within noise) has no relative error and is counted apart."""
     import thor_sdk.fitting.gp as gp
-    from thor_sdk.fitting.crossval import cv_kind
+    from thor_sdk.fitting.crossval import cross_validate
     from thor_sdk.fitting.pipeline import fit_samples
-    from thor_sdk.layers.kinds import model_key
     from thor_sdk.store import Campaign
 
     with Campaign.open(campaign) as c:
-        metric = c.meta["metric"]
-        prep = fit_samples(c.samples(), c.model_runs(), metric)
-    by_key = {}
-    for s in prep["samples"]:
-        by_key.setdefault(model_key(s["kind"], s["config"]), []).append(s)
+        prep = fit_samples(c.samples(), c.model_runs(), c.meta["metric"])
     out = {}
     saved = gp.MIN_INDUCING
     try:
-        for key in kinds:
-            for floor in floors:
-                gp.MIN_INDUCING = floor
-                got = cv_kind(key, by_key.get(key, []), prep["drift_var"], folds)
-                if got is None:
-                    break
+        for floor in floors:
+            gp.MIN_INDUCING = floor
+            for key, got in cross_validate(prep["samples"], prep["drift_var"], folds, kinds=kinds)["kinds"].items():
                 out.setdefault(key, {})[floor] = (got["n"], got["nonpositive"], got["mape"], got["median_ape"],
                                                   got["covered95"])
     finally:

@@ -26,7 +26,6 @@ def evaluate(models, device="host", batch_size=32, metric="time", out_dir="thor-
     from thor_sdk.api import _device, estimate, fit, probe
     from thor_sdk.campaign.measure import at_canary_level
     from thor_sdk.harness.protocol import ProtocolSettings
-    from thor_sdk.runtime import load_estimator
 
     settings = settings or ProtocolSettings()
     dev = _device(device, threads=threads)
@@ -62,14 +61,13 @@ def evaluate(models, device="host", batch_size=32, metric="time", out_dir="thor-
         summary = probe([name], device=dev, batch_sizes=[batch_size], metric=metric, out=db, runtime=runtime,
                         settings=settings, max_probes=max_probes, max_seconds=max_seconds, progress=during)
         probe_s += time.monotonic() - t0
-        fit(db, out=est_path)
+        canary = fit(db, out=est_path)["whole_model"].get("canary")
         est = estimate(est_path, name, batch_size=batch_size)
         runs.append(dev.measure_model(name, batch_size, metric=metric, settings=settings, runtime=runtime))
         values = [v for r in runs for v in r.values(metric)]
         measured = statistics.median(values)
         before, after = runs[0], runs[-1]
         thor, flops = est["total"]["mean"], est["flops_baseline"]["total"]
-        canary = load_estimator(est_path).canary
         on_canary = [at_canary_level(r, canary, metric) for r in runs]
         on_canary = on_canary if None not in on_canary else []
         rows.append({

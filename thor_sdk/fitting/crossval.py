@@ -13,7 +13,7 @@ import math
 import random
 import statistics
 
-Z95 = 1.96
+from thor_sdk.runtime.estimator import Z95
 #: folds ``fit --cv`` accepts
 MIN_FOLDS, MAX_FOLDS = 2, 20
 SIGNIFICANT = 4  # digits kept of each figure in provenance.cross_validation

@@ -88,8 +88,12 @@ def drift_log_var(model_runs, metric, canary_c=None):
 def campaign_canary(samples):
     """The machine's speed the layer models describe: the median canary reading (``harness.canary``) of the samples
     that carry one (``campaign.measure.probe_canary``), or None where fewer than MIN_CANARY_SAMPLES do."""
-    cs = [s["canary_s"] for s in samples if _number(s.get("canary_s")) and s["canary_s"] > 0]
+    cs = _canary_readings(samples)
     return statistics.median(cs) if len(cs) >= MIN_CANARY_SAMPLES else None
+
+
+def _canary_readings(samples):
+    return [s["canary_s"] for s in samples if _number(s.get("canary_s")) and s["canary_s"] > 0]
 
 
 def canary_log_var(samples):
@@ -100,7 +104,7 @@ def canary_log_var(samples):
     (``build``): profile 68's reference read 0.105 in a calm quarter-hour, its canary 0.160, and 9 of 52 user nets
     measured that afternoon fell outside intervals made from the reference's
     (``bench/results/user-nets-host-20261130-1201-canary-p68.md``)."""
-    logs = [math.log(s["canary_s"]) for s in samples if _number(s.get("canary_s")) and s["canary_s"] > 0]
+    logs = [math.log(c) for c in _canary_readings(samples)]
     return statistics.pvariance(logs) if len(logs) >= MIN_CANARY_SAMPLES else 0.0
 
 
