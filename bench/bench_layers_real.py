@@ -94,7 +94,7 @@ def cross_validate(kind, metric="energy", folds=5, seed=0, data_dir=DATA):
                 r = rows[i]
                 cfg = {f: r[f] for f in r if f not in ("kind", "role", "batch_size", "energy_j", "time_s")}
                 m, s = est.predict_layer(kind, dict(cfg, batch_size=r["batch_size"], role="input"))
-                flops, _, _ = at_batch(cost_terms(kind, cfg, "input"), r["batch_size"])
+                flops = at_batch(cost_terms(kind, cfg, "input"), r["batch_size"])[0]
                 truth = r[col]
                 res.append({"truth": truth, "thor": m, "std": s,
                             "flops": baseline_cost(doc["flops_baseline"], kind, flops),

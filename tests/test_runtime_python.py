@@ -1,4 +1,4 @@
-"""The stdlib estimator runtime (format version 2): agreement with the numpy model, shared vectors,
+"""The stdlib estimator runtime (format version 3, and 2): agreement with the numpy model, shared vectors,
 validation, bounds that keep every number finite, and no heavy imports."""
 
 import json
@@ -33,7 +33,7 @@ def _samples(kind, configs, rng, roles=("input", "hidden")):
     for c in configs:
         b = int(rng.choice([1, 4, 16, 64]))
         role = "output" if kind == "output" else str(rng.choice(roles))
-        flops, nbytes, _ = at_batch(cost_terms(kind, c, role), b)
+        flops, nbytes = at_batch(cost_terms(kind, c, role), b)[:2]
         out.append({"kind": kind, "config": c, "batch_size": b, "role": role,
                     "value": (3e-5 + flops / 4e9 + nbytes / 8e9) * float(np.exp(rng.normal(0, 0.05)))})
     return out
@@ -222,7 +222,7 @@ def test_far_from_every_sample_falls_back_to_the_mean_function_with_the_prior_wi
     k = doc["kinds"]["linear"]
     cfg = {"in_features": 10 ** 6, "out_features": 10 ** 5, "tokens": 4096, "bias": 1}
     m, sd = est.predict_layer("linear", dict(cfg, batch_size=4096, role="input"))
-    flops, nbytes, _ = at_batch(cost_terms("linear", cfg, "input"), 4096)
+    flops, nbytes = at_batch(cost_terms("linear", cfg, "input"), 4096)[:2]
     mf = k["mean_function"]
     base = mf["overhead"] + mf["per_flop"] * flops + mf["per_byte"] * nbytes
     var = k["kernel"]["constant"] + k["kernel"]["noise_level"]
@@ -277,13 +277,13 @@ def _rows_both_ways(doc, layers, batch_size):
     out = []
     for layer in layers:
         model = est._model(layer["kind"], layer["config"])
-        flops, nbytes, launches = at_batch(cost_terms(layer["kind"], layer["config"], layer["role"]), batch_size)
+        flops, nbytes, launches, step = at_batch(cost_terms(layer["kind"], layer["config"], layer["role"]), batch_size)
         raw = model.vector(dict(layer["config"], batch_size=batch_size, role=1 if layer["role"] == "input" else 0,
                                 train_flops=flops, train_bytes=nbytes), "here")
-        fast = model.row(raw, flops, nbytes, launches)
+        fast = model.row(raw, flops, nbytes, launches, step)
         taken = (model.alpha_by_dist, model.W_by_dist)
         model.alpha_by_dist = model.W_by_dist = False  # this instance only: the direct sums
-        out.append((taken, fast, model.row(raw, flops, nbytes, launches)))
+        out.append((taken, fast, model.row(raw, flops, nbytes, launches, step)))
         model.alpha_by_dist, model.W_by_dist = taken
     return out
 
@@ -359,7 +359,7 @@ def test_vectors_still_match_the_numpy_model(case):
 
 def test_vectors_cover_the_promised_cases():
     assert set(CASES) == {"time_profile", "energy_floored", "time_grouped", "time_stand_in", "time_defaults",
-                          "time_unread", "time_frozen"}
+                          "time_unread", "time_frozen", "time_step_bytes"}
     docs = [json.loads(p.read_text()) for p in VECTORS.glob("estimator_*.json")]
     gps = [g for d in docs for g in d["kinds"].values()]
     assert any(g["n_samples"] == 1 for g in gps)
@@ -465,7 +465,7 @@ def good_doc():
 def _broken(doc, how):
     k = doc["kinds"]["relu"]
     if how == "version":
-        doc["version"] = 3
+        doc["version"] = 4
     elif how == "version1":
         doc["version"] = 1
     elif how == "format":
@@ -500,6 +500,10 @@ def _broken(doc, how):
         k["kernel"]["nu"] = 1.5
     elif how == "negative_per_flop":
         k["mean_function"]["per_flop"] = -1e-9
+    elif how == "negative_per_step_byte":
+        k["mean_function"]["per_step_byte"] = -1e-12
+    elif how == "version_half":
+        doc["version"] = 2.5
     elif how == "zero_overhead":
         k["mean_function"]["overhead"] = 0.0
     elif how == "residual_bound":  # y_mean-like blow-up: exp(1000) would overflow
@@ -520,7 +524,8 @@ def _broken(doc, how):
 HOW = ["version", "version1", "format", "missing_kinds", "missing_runtime", "missing_alpha", "nan_in_dict",
        "x_mean_length", "inducing_row_length", "alpha_length", "var_factor_row_length", "n_samples", "unit",
        "string_number", "bool_number", "negative_scale", "nu", "negative_per_flop", "zero_overhead", "residual_bound",
-       "variance_bound", "tiny_length_scale", "huge_integer", "whole_model", "kind_not_object"]
+       "variance_bound", "tiny_length_scale", "huge_integer", "whole_model", "kind_not_object", "negative_per_step_byte",
+       "version_half"]
 
 
 @pytest.mark.parametrize("how", HOW)

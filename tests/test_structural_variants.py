@@ -23,7 +23,7 @@ def _conv1d(ic, oc, k, groups, length):
 
 
 def _law(config, batch, role):
-    flops, nbytes, _ = at_batch(cost_terms("conv1d", config, role), batch)
+    flops, nbytes = at_batch(cost_terms("conv1d", config, role), batch)[:2]
     cost = 2e-5 + flops / 2e10 + nbytes / 5e9
     return cost * (DEPTHWISE_SLOWDOWN if config["groups"] > 1 else 1.0)
 

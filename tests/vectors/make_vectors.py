@@ -8,8 +8,8 @@ whole-model predictions computed by scikit-learn (``KindGP.from_dict`` + ``predi
 and ``predict(return_cov=True)`` on the stacked rows of each kind, with the documented back-transform).
 The Python, Java and Swift runtimes must reproduce the expected numbers to 1e-9 relative.
 
-Cases (estimator format version 2; every layer carries its ``cost`` terms, which the Java and Swift
-runtimes read):
+Cases (estimator format version 2, but ``time_step_bytes``: version 3; every layer carries its ``cost`` terms,
+which the Java and Swift runtimes read):
 - ``time_profile``: kinds conv2d, relu, maxpool2d, output fitted on positive costs; a model with
   repeated identical layers; a whole-model ``rel_std`` of 0.08.
 - ``energy_floored``: costs from a noisy subtraction, some <= 0 (floored by the fit); kind linear, a
@@ -40,6 +40,9 @@ what :func:`table_select_text` makes now.
 
     python tests/vectors/make_vectors.py --table-only     # rewrite table_select.json only
 
+- ``time_step_bytes`` (version 3): a linear entry whose mean function charges the bytes moved once per step at
+  their own rate (``per_step_byte``), relu and output entries with one rate; layers at batch 1 and 64.
+
 And ``training_runs.json`` with ``layers_<case>_<i>.json``: the models of the ``expected_<case>.json``
 files as layer lists (format ``thor-sdk/layers``, every layer with its role and ``cost``, as ``thor-sdk
 layers --out`` writes them) and, per (estimator, layer list, batch size, samples, epochs, confidence), what
@@ -54,6 +57,7 @@ committed files are what :func:`training_files` makes now.
     python tests/vectors/make_vectors.py --stand-in-only  # rewrite the time_stand_in case only
     python tests/vectors/make_vectors.py --defaults-only  # rewrite the time_defaults case only
     python tests/vectors/make_vectors.py --unread-only    # rewrite the time_unread case only
+    python tests/vectors/make_vectors.py --step-bytes-only  # rewrite the time_step_bytes case only
 
 And ``levels.json`` with ``estimator_level.json``: the device level (``thor_sdk.runtime.device_level``,
 ``Estimator.level``) from reference readings, and estimates put at a level (``estimate(..., level=)``),
@@ -928,8 +932,53 @@ def write_frozen_case():
     write("time_frozen", doc, expected)
 
 
+def write_step_bytes_case():
+    """``time_step_bytes`` (version 3): a linear entry whose mean function charges the bytes moved once per step
+    (its cost term ``bytes_fixed``: weights read, gradients written, the update) at a rate of their own
+    (``per_step_byte``), fitted on SYNTHETIC costs that charge them a tenth of the per-sample bytes' rate; a relu
+    entry (no parameters: one rate) and an output entry beside it. Layers at batch 1 (weight traffic dominates)
+    and 64. Each runtime must cost ``per_byte * (B - S) + per_step_byte * S`` where an entry has
+    ``per_step_byte`` and ``per_byte * B`` where it has none. Its own random stream."""
+    rng = np.random.default_rng(20261201)
+
+    def law(c, bs, role):
+        t = cost_terms("linear", c, role)
+        flops, nbytes, _, step = at_batch(t, bs)
+        return (2e-5 + 2e-11 * flops + 1e-9 * (nbytes - step) + 1e-10 * step) * float(np.exp(rng.normal(0, 0.03)))
+
+    feats, X, y, T = gp_features("linear"), [], [], []
+    for _ in range(24):
+        c = dict(_random_config("linear", rng), frozen=0)
+        bs = int(rng.choice([1, 2, 8, 32, 128]))
+        role = str(rng.choice(["input", "hidden"]))
+        X.append(feature_vector("linear", c, bs, role, feats))
+        y.append(law(c, bs, role))
+        T.append(at_batch(cost_terms("linear", c, role), bs))
+    gps = fit_kinds([("relu", 6, False), ("output", 5, False)], rng)
+    gps["linear"] = KindGP(features=feats, random_state=0).fit(X, y, noise_std=[0.03 * v for v in y], terms=T)
+    doc = synthetic_estimator(gps, whole_rel_std=0.05)
+    assert doc["version"] == 3 and "per_step_byte" in doc["kinds"]["linear"]["mean_function"]
+    assert all("per_step_byte" not in doc["kinds"][k]["mean_function"] for k in ("relu", "output"))
+    base = dict(_random_config("linear", rng), frozen=0)
+    queries = [("linear", {**base, "batch_size": 1, "role": "hidden"}),
+               ("linear", {**base, "batch_size": 64, "role": "input"}),
+               ("relu", {"numel": 512, "batch_size": 4, "role": "hidden"})]
+    models = []
+    for bs in (1, 64):
+        layers = []
+        for i in range(4):
+            layers.append(with_cost({"name": f"fc{i}", "kind": "linear", "role": "input" if i == 0 else "hidden",
+                                     "config": dict(_random_config("linear", rng), frozen=0)}))
+            layers.append(with_cost({"name": f"r{i}", "kind": "relu", "role": "hidden",
+                                     "config": {"numel": int(rng.choice([256, 1024]))}}))
+        layers.append(with_cost({"name": "head", "kind": "output", "role": "output",
+                                 "config": {"in_features": 64, "out_features": 10, "tokens": 1}}))
+        models.append((layers, bs))
+    write("time_step_bytes", doc, expected_for(doc, queries, models))
+
+
 def main():
-    only = {"--frozen-only": write_frozen_case, "--unread-only": write_unread_case,
+    only = {"--step-bytes-only": write_step_bytes_case, "--frozen-only": write_frozen_case, "--unread-only": write_unread_case,
             "--defaults-only": write_defaults_case,
             "--levels-only": write_level_vectors, "--training-only": write_training_vectors,
             "--grouped-only": write_grouped_case, "--stand-in-only": write_stand_in_case,
@@ -978,6 +1027,7 @@ def main():
     write_defaults_case()
     write_unread_case()
     write_frozen_case()
+    write_step_bytes_case()
 
 
 if __name__ == "__main__":

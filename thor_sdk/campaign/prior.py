@@ -118,7 +118,7 @@ def proxy_cost_s(kind, config, role, batch_size=PROXY_BATCH):
     """A device-free roofline proxy of one layer's step cost, only used to weight the prior."""
     from thor_sdk.runtime.terms import at_batch, cost_terms
 
-    flops, nbytes, _ = at_batch(cost_terms(kind, config, role), batch_size)
+    flops, nbytes = at_batch(cost_terms(kind, config, role), batch_size)[:2]
     return 2e-5 + flops / 2e10 + nbytes / 5e9
 
 

@@ -1,13 +1,18 @@
 """One cost model per layer kind: a physical mean (overhead + FLOPs + bytes) times a sparse GP on the log residual.
 
-Model (the math every runtime reproduces is in ``docs/estimator-format.md``, version 2):
+Model (the math every runtime reproduces is in ``docs/estimator-format.md``, version 3):
 
 - **mean function**, in the metric's unit: ``m(x) = overhead * L(x) + per_flop * F(x) + per_byte * B(x)``
   with ``F``, ``B`` the layer's training FLOPs and bytes moved at its batch size and role and ``L`` its
   sequential launches (time steps x layers for a recurrent kind, else 1; ``thor_sdk.runtime.terms``),
-  the three coefficients >= 0, fitted on the ln error (``sum (ln y_i - ln m_i)^2``, what the GP then models:
-  non-negative least squares on the relative error, then Gauss-Newton steps; ``fit_mean_function``). Far from
-  every sample an estimate falls back to
+  the coefficients >= 0, fitted on the ln error (``sum (ln y_i - ln m_i)^2``, what the GP then models:
+  non-negative least squares on the relative error, then Gauss-Newton steps; ``fit_mean_function``). Or, where
+  it predicts the kind's held-out samples better (``SPLIT_MIN_SAMPLES`` or more; 10-fold, the mean function
+  alone), with the bytes moved once per step whatever the batch size (``S``: parameters read, their gradients
+  written, the optimizer's update) at a rate of their own: ``per_byte * (B - S) + per_step_byte * S``. Weight
+  traffic streams through the cache differently from activations, and one rate for both charged a small-batch
+  transformer block's weights as if they were its activations (profile 68: 0.73x its probe at batch 16).
+  Far from every sample an estimate falls back to
   this roofline-like law, never to a wild extrapolation, and it moves with batch size by construction;
 - **residual**: ``r = ln(y) - ln(m(x))`` is modelled by a Gaussian Process on the standardised
   ``ln(1 + feature)`` inputs -- the kind's features plus the layer's ``train_flops`` and ``train_bytes``
@@ -41,6 +46,7 @@ import warnings
 from thor_sdk.errors import FormatError, UsageError
 
 SIGNIFICANT_DIGITS = 8
+SPLIT_MIN_SAMPLES = 8                  # from this many usable samples, per-step bytes may get their own rate
 NU = 2.5
 LENGTH_SCALE_BOUNDS = (0.1, 3.0)       # ln(1 + x) units: the residual decorrelates within a factor e^3 = 20
 CONSTANT_BOUNDS = (1e-4, 4.0)          # residual variance in (ln units)^2: std 1 % ... factor 7
@@ -88,8 +94,9 @@ def _matern52(u1, u2):
     return (1.0 + t + t * t / 3.0) * np.exp(-t)
 
 
-def _triples(terms):
-    """An n x 3 array (F, B, L) from n x 3 rows, or n x 2 rows (F, B) with one launch each."""
+def _term_rows(terms):
+    """An n x 4 array (F, B, L, S) from n rows of (F, B[, L[, S]]): ``L`` launches (1 where absent), ``S`` the
+    bytes of ``B`` moved once per step whatever the batch size (0 where absent: every byte per sample)."""
     import numpy as np
 
     T = np.asarray(terms, dtype=float)
@@ -97,7 +104,18 @@ def _triples(terms):
         T = T.reshape(1, -1)
     if T.ndim == 2 and T.shape[1] == 2:
         T = np.hstack([T, np.ones((T.shape[0], 1))])
+    if T.ndim == 2 and T.shape[1] == 3:
+        T = np.hstack([T, np.zeros((T.shape[0], 1))])
     return T
+
+
+def _design(terms, split):
+    """The mean function's columns: (L, F, B), or (L, F, B - S, S) where per-step bytes have their own rate."""
+    import numpy as np
+
+    if split:
+        return np.column_stack([terms[:, 2], terms[:, 0], terms[:, 1] - terms[:, 3], terms[:, 3]])
+    return np.column_stack([terms[:, 2], terms[:, 0], terms[:, 1]])
 
 
 def _nnls_scaled(A, b):
@@ -110,11 +128,13 @@ def _nnls_scaled(A, b):
     return coef / scale
 
 
-def fit_mean_function(terms, y, weights=None):
-    """(overhead, per_flop, per_byte) >= 0 minimising the weighted squared **ln** error of
-    ``m = overhead * L + per_flop * F + per_byte * B`` against positive costs ``y``: non-negative least squares on
-    the relative error ``(m - y) / y`` first, then damped Gauss-Newton steps on ``ln y - ln m`` (each a non-negative
-    least squares in the coefficients, kept only where the ln error falls; at most MEAN_FN_STEPS).
+def fit_mean_function(terms, y, weights=None, split=False):
+    """(overhead, per_flop, per_byte, per_step_byte) >= 0 minimising the weighted squared **ln** error of
+    ``m = overhead * L + per_flop * F + per_byte * B`` against positive costs ``y`` (``per_step_byte`` = ``per_byte``),
+    or with ``split`` of ``m = overhead * L + per_flop * F + per_byte * (B - S) + per_step_byte * S``: non-negative
+    least squares on the relative error ``(m - y) / y`` first, then damped Gauss-Newton steps on ``ln y - ln m``
+    (each a non-negative least squares in the coefficients, kept only where the ln error falls; at most
+    MEAN_FN_STEPS). ``terms``: rows of ``_term_rows``.
 
     The GP models ``ln y - ln m``, and the relative error alone is lopsided: a sample far *below* the law costs
     its fit without bound (``(m - y) / y``), one far above it at most 1, so a few samples far below it (a frozen
@@ -122,13 +142,14 @@ def fit_mean_function(terms, y, weights=None):
     e^0.9 above it (profile 65's gru, conv2d e^0.46), for the residual's offset and the GP to carry."""
     import numpy as np
 
-    terms = _triples(terms)
+    terms = _term_rows(terms)
     y = np.asarray(y, dtype=float)
     w = np.ones_like(y) if weights is None else np.asarray(weights, dtype=float)
-    A = np.column_stack([terms[:, 2], terms[:, 0], terms[:, 1]])
+    A = _design(terms, split)
     coef = _nnls_scaled(A / y[:, None] * w[:, None], w)
     if not np.any(coef > 0):
-        coef = np.array([float(np.median(y)), 0.0, 0.0])
+        coef = np.zeros(A.shape[1])
+        coef[0] = float(np.median(y))
     low = 1e-6 * float(np.min(y))  # keep m(x) > 0 at zero FLOPs and bytes
     coef[0] = max(coef[0], low)
 
@@ -149,7 +170,8 @@ def fit_mean_function(terms, y, weights=None):
         else:
             break
         coef, best = cand, loss
-    return [float(c) for c in coef]
+    coef = [float(c) for c in coef]
+    return coef if split else coef + coef[2:3]
 
 
 def _weighted_median(values, weights):
@@ -230,14 +252,15 @@ class KindGP:
         import numpy as np
 
         if terms is None:
-            return np.hstack([np.zeros((n, 2)), np.ones((n, 1))])
+            return np.hstack([np.zeros((n, 2)), np.ones((n, 1)), np.zeros((n, 1))])
         try:
-            T = _triples(terms)
+            T = _term_rows(terms)
         except (TypeError, ValueError) as e:
-            raise UsageError(f"terms must be (flops, bytes[, launches]) rows: {e}") from None
-        if T.ndim != 2 or T.shape != (n, 3) or not np.all(np.isfinite(T)) or np.any(T < 0) or np.any(T[:, 2] < 1):
-            raise UsageError(f"need one finite, non-negative (flops, bytes[, launches >= 1]) row per feature row "
-                             f"({n}), got shape {T.shape}")
+            raise UsageError(f"terms must be (flops, bytes[, launches[, step bytes]]) rows: {e}") from None
+        if (T.ndim != 2 or T.shape != (n, 4) or not np.all(np.isfinite(T)) or np.any(T < 0) or np.any(T[:, 2] < 1)
+                or np.any(T[:, 3] > T[:, 1])):
+            raise UsageError(f"need one finite, non-negative (flops, bytes[, launches >= 1[, step bytes <= bytes]]) "
+                             f"row per feature row ({n}), got shape {T.shape}")
         return T
 
     def _z(self, X):
@@ -257,7 +280,8 @@ class KindGP:
     # ------------------------------------------------------------------ fitting
     def fit(self, X, y, noise_std=None, terms=None, extra_log_var=0.0):
         """Fit on raw features ``X`` (n x d; role encoded input=1, hidden=0), costs ``y`` (n) and the
-        layers' ``terms`` (n x 2: training FLOPs, bytes moved). ``noise_std``: standard error of each
+        layers' ``terms`` (n rows: training FLOPs, bytes moved[, launches[, of those bytes, the ones moved once per
+        step]]). ``noise_std``: standard error of each
         cost as measured; ``extra_log_var``: variance (ln units) added to every sample, e.g. the drift
         of a reference probe re-measured through the campaign."""
         import numpy as np
@@ -294,19 +318,21 @@ class KindGP:
             self.warnings_.append(f"{self.n_floored_} sample(s) at or below twice their standard error were floored "
                                   "there with a wide noise (a layer cannot cost less than nothing)")
 
-        # 2. the mean function: floored samples left out; then once more without gross outliers
-        #    (relative error: one sample 10^6 off would otherwise own the fit)
+        # 2. the mean function: floored samples left out; per-step bytes at their own rate where that predicts
+        #    held-out samples better; then once more without gross outliers (relative error: one sample 10^6 off
+        #    would otherwise own the fit)
         w = np.where(floored, 0.0, 1.0 / np.sqrt(1.0 + log_noise_var / 0.01))
         if not np.any(w > 0):
             w = np.ones(n)
-        self.mean_coef_ = fit_mean_function(T, y_eff, weights=w)
+        self.split_bytes_, loo_err = self._choose_bytes(T, y_eff, w)
+        self.mean_coef_ = fit_mean_function(T, y_eff, weights=w, split=self.split_bytes_)
         resid = np.log(y_eff) - np.log(self._mean_fn(T))
         if n >= 8:
             med = np.median(resid[w > 0])
             mad = 1.4826 * np.median(np.abs(resid[w > 0] - med)) + 1e-3
             keep = (np.abs(resid - med) <= 4.0 * mad) & (w > 0)
             if keep.sum() >= max(3, n // 2) and keep.sum() < (w > 0).sum():
-                self.mean_coef_ = fit_mean_function(T, y_eff, weights=np.where(keep, w, 0.0))
+                self.mean_coef_ = fit_mean_function(T, y_eff, weights=np.where(keep, w, 0.0), split=self.split_bytes_)
                 resid = np.log(y_eff) - np.log(self._mean_fn(T))
         wild = np.abs(resid) > MAX_RESIDUAL
         if wild.any():  # a "layer" e^20 off its FLOPs-and-bytes law is not a layer cost: keep it, barely
@@ -324,7 +350,7 @@ class KindGP:
         self.x_scale_ = np.ones(d)
         Z = self._z(X)
         # the prior variance of the residual is at least the mean function's own out-of-sample error
-        self.constant_floor_ = self._loo_floor(T, y_eff, w)
+        self.constant_floor_ = 0.25 if loo_err is None else float(np.clip(loo_err, CONSTANT_FLOOR, 1.0))
 
         # 4. hyperparameters on a subset (scikit-learn), residual offset r0 = precision-weighted mean
         prec = 1.0 / (log_noise_var + 1e-4)
@@ -350,28 +376,42 @@ class KindGP:
                               "mean_function_mape": float(np.mean(np.abs(np.expm1(-resid[ok]))))}
         return self
 
-    def _loo_floor(self, T, y, w):
-        """Lower bound of the kernel constant: the mean function's leave-one-out (or 10-fold) mean
-        squared ln error, at least CONSTANT_FLOOR; 0.25 with fewer than FEW_SAMPLES usable samples."""
+    @staticmethod
+    def _loo_error(T, y, w, split):
+        """The mean function's leave-one-out (or 10-fold) mean squared ln error over the samples of weight > 0,
+        centred (the residual offset absorbs a common shift); None with fewer than FEW_SAMPLES of them."""
         import numpy as np
 
         use = np.flatnonzero(w > 0)
         if len(use) < FEW_SAMPLES:
-            return 0.25
-        folds = np.array_split(use, min(len(use), 10))
+            return None
         errs = []
-        for f in folds:
+        for f in np.array_split(use, min(len(use), 10)):
             wt = w.copy()
             wt[f] = 0.0
-            a, bf, bb = fit_mean_function(T, y, weights=wt)
-            m = a * T[f, 2] + bf * T[f, 0] + bb * T[f, 1]
+            m = _design(T[f], split) @ np.array(fit_mean_function(T, y, weights=wt, split=split)[:3 + split])
             errs.append(np.log(y[f]) - np.log(m))
         e = np.concatenate(errs)
-        e = e - np.median(e)  # the residual offset absorbs a common shift
-        return float(np.clip(np.mean(e ** 2), CONSTANT_FLOOR, 1.0))
+        return float(np.mean((e - np.median(e)) ** 2))
+
+    def _choose_bytes(self, T, y, w):
+        """(whether per-step bytes get their own rate, the chosen mean function's held-out error): split where
+        SPLIT_MIN_SAMPLES or more usable samples move both kinds of bytes and the split form's 10-fold error
+        is lower (``_loo_error``; the chosen one also bounds the kernel constant from below)."""
+        import numpy as np
+
+        tied = self._loo_error(T, y, w, False)
+        use = w > 0
+        if (tied is None or use.sum() < SPLIT_MIN_SAMPLES or not np.any(T[use, 3] > 0)
+                or not np.any(T[use, 1] > T[use, 3])):
+            return False, tied
+        split = self._loo_error(T, y, w, True)
+        return (True, split) if split < tied else (False, tied)
 
     def _mean_fn(self, T):
-        a, bf, bb = self.mean_coef_
+        a, bf, bb, bs = self.mean_coef_
+        if self.split_bytes_:
+            return a * T[:, 2] + bf * T[:, 0] + bb * (T[:, 1] - T[:, 3]) + bs * T[:, 3]
         return a * T[:, 2] + bf * T[:, 0] + bb * T[:, 1]
 
     def _hyper(self, Zv, rt, noise_var, names=None):
@@ -522,15 +562,18 @@ class KindGP:
 
     # ------------------------------------------------------------------ export
     def to_dict(self):
-        """The JSON-able per-kind entry of an estimator (version 2; floats to 8 significant digits)."""
+        """The JSON-able per-kind entry of an estimator (version 3; floats to 8 significant digits)."""
         self._check_fitted()
-        a, bf, bb = self.mean_coef_
+        a, bf, bb, bs = self.mean_coef_
+        mean_function = {"overhead": round_sig(a), "per_flop": round_sig(bf), "per_byte": round_sig(bb)}
+        if self.split_bytes_:
+            mean_function["per_step_byte"] = round_sig(bs)
         return {
             "features": list(self.input_features),
             "feature_transform": "log1p",
             "x_mean": _round_list(self.x_mean_),
             "x_scale": _round_list(self.x_scale_),
-            "mean_function": {"overhead": round_sig(a), "per_flop": round_sig(bf), "per_byte": round_sig(bb)},
+            "mean_function": mean_function,
             "residual_offset": round_sig(self.residual_offset_),
             "kernel": {"constant": round_sig(self.constant_), "length_scale": _round_list(self.length_scale_),
                        "nu": NU, "noise_level": round_sig(self.noise_level_)},
@@ -557,7 +600,9 @@ class KindGP:
             if d["feature_transform"] != "log1p":
                 raise FormatError(f"unknown feature transform {d['feature_transform']!r}")
             mf, k = d["mean_function"], d["kernel"]
-            self.mean_coef_ = [float(mf["overhead"]), float(mf["per_flop"]), float(mf["per_byte"])]
+            self.split_bytes_ = "per_step_byte" in mf
+            self.mean_coef_ = [float(mf["overhead"]), float(mf["per_flop"]), float(mf["per_byte"]),
+                               float(mf["per_step_byte" if self.split_bytes_ else "per_byte"])]
             self.x_mean_ = np.array(d["x_mean"], dtype=float)
             self.x_scale_ = np.array(d["x_scale"], dtype=float)
             self.residual_offset_ = float(d["residual_offset"])

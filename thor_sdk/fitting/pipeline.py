@@ -63,7 +63,7 @@ FAMILY_RIDGE = 1.0
 
 
 def sample_terms(samples):
-    """(training FLOPs, bytes) of each sample at its batch size and role."""
+    """(training FLOPs, bytes moved, launches, bytes moved once per step) of each sample at its batch size and role."""
     from thor_sdk.runtime.terms import at_batch, cost_terms
 
     return [at_batch(cost_terms(s["kind"], s["config"], s["role"]), s["batch_size"]) for s in samples]

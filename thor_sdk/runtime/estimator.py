@@ -1,4 +1,4 @@
-"""Load an estimator JSON (version 2) and predict per-layer and whole-model costs with the Python standard library.
+"""Load an estimator JSON (version 3, or 2) and predict per-layer and whole-model costs with the Python standard library.
 
 No numpy, no scikit-learn, no torch: this module, ``thor_sdk.runtime.terms``, the plain-data
 ``thor_sdk.layers.kinds`` and the strict reader ``thor_sdk.store.files`` are all an app needs. Loading
@@ -10,7 +10,9 @@ terms ``F`` (training FLOPs), ``B`` (bytes moved) at the batch size:
 - ``k_i = constant * matern52(|u - t_i|)``; ``mu = residual_offset + k . alpha``; ``v = W k``;
   ``var = max(constant + noise_level - v . v, 1e-12)`` (ln units);
 - ``m = overhead * L + per_flop * F + per_byte * B`` (``L``: sequential launches, 1 but for recurrent
-  kinds); ``mean = m exp(mu + var/2)``, ``std = mean sqrt(exp(var) - 1)``.
+  kinds), or where the entry has ``per_step_byte`` (version 3) ``... + per_byte * (B - S) + per_step_byte * S``
+  with ``S`` the bytes moved once per step (``bytes_fixed``); ``mean = m exp(mu + var/2)``,
+  ``std = mean sqrt(exp(var) - 1)``.
 
 A layer is costed by its kind's entry, or by its structural variant's (``conv2d:grouped`` for a
 depthwise convolution, ``thor_sdk.layers.kinds.model_key``) where the estimator has one.
@@ -34,7 +36,9 @@ from thor_sdk.layers.kinds import DEFAULT_FEATURES, model_key, padded_value, par
 from .terms import at_batch, cost_terms, layer_terms
 
 ESTIMATOR_FORMAT = "thor-sdk/estimator"
-ESTIMATOR_VERSION = 2
+ESTIMATOR_VERSION = 3
+#: versions this reader reads: 2 is 3 without ``per_step_byte`` (every byte at ``per_byte``)
+READ_VERSIONS = (2, 3)
 METRIC_UNITS = {"time": "s", "energy": "J"}  # the one metric -> unit map: the rest of thor_sdk imports it from here
 SQRT5 = math.sqrt(5.0)
 ROLE_CODES = {"input": 1.0, "hidden": 0.0}
@@ -189,7 +193,7 @@ class KindModel:
     """The exported cost model of one layer kind."""
 
     __slots__ = ("kind", "features", "index", "role_index", "x_mean", "x_scale", "length_scale", "overhead",
-                 "per_flop", "per_byte", "offset", "constant", "noise", "u_scale", "inducing_u", "alpha_c", "W_c",
+                 "per_flop", "per_byte", "per_step_byte", "offset", "constant", "noise", "u_scale", "inducing_u", "alpha_c", "W_c",
                  "alpha_norm2", "W_norm2", "alpha_by_dist", "W_by_dist", "n_samples", "feature_range",
                  "range_low", "range_high", "padded", "source", "padded_at", "given", "defaults",
                  "source_defaults")
@@ -211,6 +215,9 @@ class KindModel:
                              nonneg=True)
         self.per_byte = _num(_field(mf, "per_byte", f"{where}.mean_function"), f"{where}.mean_function.per_byte",
                              nonneg=True)
+        # optional (version 3): the bytes moved once per step at a rate of their own; None: at per_byte
+        self.per_step_byte = (None if mf.get("per_step_byte") is None else
+                              _num(mf["per_step_byte"], f"{where}.mean_function.per_step_byte", nonneg=True))
         k = _field(d, "kernel", where, dict)
         if _num(_field(k, "nu", f"{where}.kernel"), f"{where}.kernel.nu") != 2.5:
             raise FormatError(f"estimator: {where}.kernel.nu must be 2.5 (Matern 5/2), got {k['nu']}")
@@ -279,8 +286,9 @@ class KindModel:
         if self.constant + self.noise > MAX_LOG_VAR:
             raise FormatError(f"estimator: {where}: kernel constant + noise_level exceeds {MAX_LOG_VAR:g} (ln units)")
 
-    def row(self, raw, flops, nbytes, launches=1.0):
-        """(ln mean, ln variance incl. white noise, v = W k, scaled input u) of one layer."""
+    def row(self, raw, flops, nbytes, launches=1.0, step_bytes=0.0):
+        """(ln mean, ln variance incl. white noise, v = W k, scaled input u) of one layer; ``step_bytes``: of
+        ``nbytes``, those moved once per step (``at_batch``'s last)."""
         # tuples, not lists: math.dist copies a list argument into a tuple on every call (3.11)
         u = tuple(map(mul, map(sub, map(log1p, raw), self.x_mean), self.u_scale))  # (ln(1 + x) - x_mean) * u_scale
         ks = tuple([(1.0 + t + t * t / 3.0) * exp(-t) for t in map(dist, repeat(u), self.inducing_u)])  # k_i / c
@@ -303,7 +311,11 @@ class KindModel:
         var = self.constant + self.noise - fsum(map(mul, v, v))
         if var < VAR_FLOOR:
             var = VAR_FLOOR
-        m = self.overhead * launches + self.per_flop * flops + self.per_byte * nbytes
+        if self.per_step_byte is None:
+            m = self.overhead * launches + self.per_flop * flops + self.per_byte * nbytes
+        else:
+            m = (self.overhead * launches + self.per_flop * flops + self.per_byte * (nbytes - step_bytes)
+                 + self.per_step_byte * step_bytes)
         if not (m > 0.0 and math.isfinite(m)):
             raise UsageError(f"kind {self.kind!r}: the mean function is not finite for these layer terms "
                              f"(flops {flops:g}, bytes {nbytes:g})")
@@ -386,11 +398,11 @@ class Estimator:
         if fmt != ESTIMATOR_FORMAT:
             raise NotOurFileError(f"not a thor-sdk estimator: format is {fmt!r}, expected {ESTIMATOR_FORMAT!r}")
         version = doc.get("version")
-        if version != ESTIMATOR_VERSION or isinstance(version, bool):
+        if version not in READ_VERSIONS or isinstance(version, bool):
             hint = " (version 1 files predate device profiles: refit the campaign with `thor-sdk fit`)" \
                 if version == 1 else ""
-            raise FormatError(f"unsupported estimator version {version!r}; this thor-sdk reads version "
-                              f"{ESTIMATOR_VERSION}{hint}")
+            raise FormatError(f"unsupported estimator version {version!r}; this thor-sdk reads versions "
+                              f"{' and '.join(map(str, READ_VERSIONS))}{hint}")
         metric = _field(doc, "metric", "top level", str)
         if metric not in METRIC_UNITS:
             raise FormatError(f"estimator: metric must be 'time' or 'energy', got {metric!r}")
@@ -528,9 +540,9 @@ class Estimator:
                                  f"{type(e).__name__}: {e}") from None
         else:
             terms = layer_terms({"cost": cost}, f"layer of kind {kind!r}")
-        flops, nbytes, launches = at_batch(terms, batch)
+        flops, nbytes, launches, step_bytes = at_batch(terms, batch)
         raw = model.vector(dict(features, train_flops=flops, train_bytes=nbytes), f"layer of kind {kind!r}")
-        lmu, var, _, _ = model.row(raw, flops, nbytes, launches)
+        lmu, var, _, _ = model.row(raw, flops, nbytes, launches, step_bytes)
         return model.moments(lmu, var)
 
     def _generic_coefficients(self):
@@ -554,7 +566,7 @@ class Estimator:
 
     def _approx_missing(self, terms, batch_size):
         """(mean, std) of a layer whose kind the estimator lacks, from its FLOPs, bytes and launches."""
-        flops, nbytes, launches = at_batch(terms, batch_size)
+        flops, nbytes, launches, _ = at_batch(terms, batch_size)
         overhead, per_byte, per_flop = self._generic_coefficients()
         m = overhead * launches + per_byte * nbytes + per_flop * flops
         if not (m > 0.0 and math.isfinite(m)):

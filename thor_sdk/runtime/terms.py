@@ -51,6 +51,9 @@ def layer_terms(layer, where="layer"):
 
 
 def at_batch(terms, batch_size):
-    """(training FLOPs, bytes moved, launches) of one step at ``batch_size``."""
+    """(training FLOPs, bytes moved, launches, bytes moved once per step) of one step at ``batch_size``: the last
+    is ``bytes_fixed`` (parameters read, their gradients written, the optimizer's update), part of the bytes moved;
+    a mean function may charge it at a rate of its own (``per_step_byte``)."""
     return (terms["flops_per_sample"] * batch_size + terms["flops_fixed"],
-            terms["bytes_per_sample"] * batch_size + terms["bytes_fixed"], terms.get("launches", 1.0))
+            terms["bytes_per_sample"] * batch_size + terms["bytes_fixed"], terms.get("launches", 1.0),
+            terms["bytes_fixed"])

@@ -1,8 +1,9 @@
-// Owns the Swift estimator runtime (format thor-sdk/estimator version 2): loading, per-layer and whole-model cost.
+// Owns the Swift estimator runtime (format thor-sdk/estimator version 3 or 2): loading, per-layer and whole-model cost.
 //
-// Reads an estimator JSON (format "thor-sdk/estimator", version 2) and predicts per-layer and
+// Reads an estimator JSON (format "thor-sdk/estimator", version 3 or 2) and predicts per-layer and
 // whole-model training costs (Swift 5.7+, Foundation only). Per layer kind: a non-negative mean
-// function of the layer's training FLOPs F and bytes B (m = overhead + per_flop F + per_byte B) times
+// function of the layer's training FLOPs F and bytes B (m = overhead L + per_flop F + per_byte B, or with
+// per_step_byte ... + per_byte (B - S) + per_step_byte S, S the bytes moved once per step) times
 // a sparse GP on the log residual whose factors the file carries (loading is parsing). It mirrors
 // android_harness/runtime/.../Estimator.java step by step, which mirrors thor_sdk/runtime/estimator.py;
 // the math is in docs/estimator-format.md. Like the Java runtime it does not compute FLOPs and bytes
@@ -512,6 +513,8 @@ final class KindModel {
     let hasRole: Bool
     let xMean: [Double], xScale: [Double], lengthScale: [Double], alpha: [Double]
     let overhead: Double, perFlop: Double, perByte: Double, offset: Double, constant: Double, noise: Double
+    /// The rate of the bytes moved once per step (version 3); nil: they cost perByte.
+    let perStepByte: Double?
     let inducingU: [[Double]]  // inducing / length_scale
     let w: [[Double]]  // var_factor, r rows of m
     let nSamples: Int
@@ -537,6 +540,11 @@ final class KindModel {
         overhead = try positive(try field(mf, "overhead", "\(wh).mean_function"), "\(wh).mean_function.overhead")
         perFlop = try nonNegative(try field(mf, "per_flop", "\(wh).mean_function"), "\(wh).mean_function.per_flop")
         perByte = try nonNegative(try field(mf, "per_byte", "\(wh).mean_function"), "\(wh).mean_function.per_byte")
+        if let psb = mf["per_step_byte"], !(psb is NSNull) {
+            perStepByte = try nonNegative(psb, "\(wh).mean_function.per_step_byte")
+        } else {
+            perStepByte = nil
+        }
         let k = try object(try field(d, "kernel", wh), "\(wh).kernel")
         let nu = try num(try field(k, "nu", "\(wh).kernel"), "\(wh).kernel.nu")
         guard nu == 2.5 else {
@@ -583,8 +591,9 @@ final class KindModel {
         return (0..<raw.count).map { j in ((log1p(raw[j]) - xMean[j]) / xScale[j]) / lengthScale[j] }
     }
 
-    /// ln-mean, ln-variance (incl. white noise), v = W k and u of one layer with terms F, B.
-    func row(_ raw: [Double], _ flops: Double, _ bytes: Double, _ launches: Double) throws -> Row {
+    /// ln-mean, ln-variance (incl. white noise), v = W k and u of one layer with terms F, B, L and S (of B, the
+    /// bytes moved once per step).
+    func row(_ raw: [Double], _ flops: Double, _ bytes: Double, _ launches: Double, _ stepBytes: Double) throws -> Row {
         let u = scaled(raw)
         let c = constant
         let ks = inducingU.map { t in c * matern52(dist(u, t)) }
@@ -596,7 +605,12 @@ final class KindModel {
         let v = w.map { r in dot(r, ks) }
         var variance = c + noise - fsum(v.map { $0 * $0 })
         if variance < varFloor { variance = varFloor }
-        let mean = overhead * launches + perFlop * flops + perByte * bytes
+        let mean: Double
+        if let psb = perStepByte {
+            mean = overhead * launches + perFlop * flops + perByte * (bytes - stepBytes) + psb * stepBytes
+        } else {
+            mean = overhead * launches + perFlop * flops + perByte * bytes
+        }
         guard mean > 0.0, mean.isFinite else {
             throw ThorError.usage("kind '\(kind)': the mean function is not finite for these layer terms "
                 + "(flops \(flops), bytes \(bytes))")
@@ -635,15 +649,18 @@ final class KindModel {
     }
 }
 
-/// (training FLOPs, bytes moved, launches) of one step at `batch` from the checked terms.
-private func atBatch(_ t: [Double], _ batch: Double) -> (flops: Double, bytes: Double, launches: Double) {
-    return (t[0] * batch + t[1], t[2] * batch + t[3], t[4])
+/// (training FLOPs, bytes moved, launches, bytes moved once per step) of one step at `batch` from the checked terms.
+private func atBatch(_ t: [Double], _ batch: Double)
+    -> (flops: Double, bytes: Double, launches: Double, stepBytes: Double) {
+    return (t[0] * batch + t[1], t[2] * batch + t[3], t[4], t[3])
 }
 
 // ---------------------------------------------------------------------- the estimator
 public final class Estimator {
     public static let format = "thor-sdk/estimator"
-    public static let version = 2
+    public static let version = 3
+    /// The oldest version this runtime reads: 2 is 3 without per_step_byte.
+    public static let minVersion = 2
     /// Features the runtime derives from a layer's cost terms (F and B at the batch size), never from its config.
     public static let derived = ["train_flops", "train_bytes"]
     public let metric: String
@@ -677,13 +694,14 @@ public final class Estimator {
         guard fmt == Estimator.format else {
             throw ThorError.format("not a thor-sdk estimator: format is \(show(doc["format"])), expected '\(Estimator.format)'")
         }
-        guard let ver = doc["version"] as? NSNumber, !isBool(ver), ver.doubleValue == Double(Estimator.version) else {
+        guard let ver = doc["version"] as? NSNumber, !isBool(ver), ver.doubleValue >= Double(Estimator.minVersion),
+              ver.doubleValue <= Double(Estimator.version), ver.doubleValue == ver.doubleValue.rounded() else {
             var hint = ""
             if let v = doc["version"] as? NSNumber, !isBool(v), v.doubleValue == 1 {
                 hint = " (version 1 files predate device profiles: refit the campaign with `thor-sdk fit`)"
             }
             throw ThorError.format("unsupported estimator version \(show(doc["version"])); this runtime reads "
-                + "version \(Estimator.version)\(hint)")
+                + "versions \(Estimator.minVersion) and \(Estimator.version)\(hint)")
         }
         let metricValue = try field(doc, "metric", "top level")
         guard let metric = metricValue as? String else {
@@ -812,7 +830,7 @@ public final class Estimator {
         var values = features
         values["train_flops"] = fb.flops
         values["train_bytes"] = fb.bytes
-        let r = try m.row(try m.vector(values, w), fb.flops, fb.bytes, fb.launches)
+        let r = try m.row(try m.vector(values, w), fb.flops, fb.bytes, fb.launches, fb.stepBytes)
         return try moments(r.lmu, r.variance)
     }
 
@@ -850,7 +868,7 @@ public final class Estimator {
             values["train_flops"] = fb.flops
             values["train_bytes"] = fb.bytes
             // the last entry: a recomputed forward, that share of the layer's step more
-            let key = try m.vector(values, w) + [fb.flops, fb.bytes, fb.launches, 1.0 + layer.recompute]
+            let key = try m.vector(values, w) + [fb.flops, fb.bytes, fb.launches, fb.stepBytes, 1.0 + layer.recompute]
             if groups[entry] == nil {
                 order.append(entry)
                 groups[entry] = []
@@ -873,10 +891,10 @@ public final class Estimator {
             var means: [Double] = []
             var res: [[Double]: (mean: Double, std: Double)] = [:]
             for key in groups[kind]! {
-                let nd = key.count - 4
-                let r = try m.row(Array(key[0..<nd]), key[nd], key[nd + 1], key[nd + 2])
+                let nd = key.count - 5
+                let r = try m.row(Array(key[0..<nd]), key[nd], key[nd + 1], key[nd + 2], key[nd + 3])
                 let one = try moments(r.lmu, r.variance)
-                let ms = (mean: one.mean * key[nd + 3], std: one.std * key[nd + 3])
+                let ms = (mean: one.mean * key[nd + 4], std: one.std * key[nd + 4])
                 let c = counts[kind]![key]!
                 res[key] = ms
                 rs.append(r)

@@ -12,7 +12,7 @@ final class EstimatorTests: XCTestCase {
     /// The expected_*.json cases every runtime reproduces.
     let cases = ["expected_time_profile.json", "expected_energy_floored.json", "expected_time_grouped.json",
                  "expected_time_stand_in.json", "expected_time_defaults.json", "expected_time_unread.json",
-                 "expected_time_frozen.json"]
+                 "expected_time_frozen.json", "expected_time_step_bytes.json"]
     /// Cost terms of a relu over 4704 numbers (any finite non-negative terms would do here).
     let reluCost = Cost(flopsPerSample: 9408, flopsFixed: 0, bytesPerSample: 75264, bytesFixed: 0)
 
@@ -129,7 +129,11 @@ final class EstimatorTests: XCTestCase {
         assertFormatError(String(good.prefix(good.count / 2)), "not valid JSON")
         assertFormatError("[1, 2]", "must be an object")
         assertFormatError(first(good, "\"version\":2", "\"version\":1"), "refit the campaign with `thor-sdk fit`")
-        assertFormatError(first(good, "\"version\":2", "\"version\":3"), "unsupported estimator version 3")
+        assertFormatError(first(good, "\"version\":2", "\"version\":4"), "unsupported estimator version 4")
+        assertFormatError(first(good, "\"version\":2", "\"version\":2.5"), "unsupported estimator version 2.5")
+        XCTAssertNoThrow(try Estimator.load(json: first(good, "\"version\":2", "\"version\":3")))
+        assertFormatError(first(good, "\"per_byte\":", "\"per_step_byte\":-1,\"per_byte\":"),
+                          "per_step_byte must be >= 0")
         assertFormatError(first(good, "\"format\":\"thor-sdk/estimator\"", "\"format\":\"x\""), "format")
         assertFormatError(first(good, "\"residual_offset\":", "\"residual_offset\":NaN,\"was\":"), "not valid JSON")
         assertFormatError(first(good, "\"runtime\":\"torch\",", ""), "lacks field 'runtime'")

@@ -13,12 +13,13 @@ import java.util.Set;
 import java.util.TreeMap;
 
 /**
- * A thor-sdk estimator (format {@code thor-sdk/estimator}, version 2) for Java 17 / Android, JDK only.
+ * A thor-sdk estimator (format {@code thor-sdk/estimator}, version 3 or 2) for Java 17 / Android, JDK only.
  *
  * <p>Mirrors {@code thor_sdk/runtime/estimator.py} step by step; the math is in
  * {@code docs/estimator-format.md}. Per layer kind: a non-negative mean function of the layer's
  * training FLOPs {@code F}, bytes moved {@code B} and sequential launches {@code L}
- * ({@code m = overhead L + per_flop F + per_byte B})
+ * ({@code m = overhead L + per_flop F + per_byte B}, or where the entry has {@code per_step_byte}
+ * {@code ... + per_byte (B - S) + per_step_byte S} with {@code S} the bytes moved once per step)
  * times a sparse GP on the log residual whose factors the file carries (loading is parsing, no
  * factorisation). A layer's cost is lognormal; {@link #estimate} sums a model's layers with the
  * covariance between layers of the same kind and adds the whole-model term.
@@ -34,7 +35,9 @@ import java.util.TreeMap;
  */
 public final class Estimator {
     public static final String FORMAT = "thor-sdk/estimator";
-    public static final int VERSION = 2;
+    public static final int VERSION = 3;
+    /** The oldest version this runtime reads: 2 is 3 without {@code per_step_byte}. */
+    public static final int MIN_VERSION = 2;
     private static final double SQRT5 = Math.sqrt(5.0);
     /** A log residual beyond this is a corrupt file, never a cost (checked on load and per layer). */
     static final double MAX_LOG_RESIDUAL = 60.0;
@@ -542,6 +545,8 @@ public final class Estimator {
         final boolean hasRole;
         final double[] xMean, xScale, lengthScale, alpha;
         final double overhead, perFlop, perByte, offset, constant, noise;
+        /** The rate of the bytes moved once per step (version 3); NaN: they cost {@code perByte}. */
+        final double perStepByte;
         final double[][] inducingU; // inducing / length_scale
         final double[][] w;         // var_factor, r rows of m
         final int nSamples;
@@ -582,6 +587,8 @@ public final class Estimator {
             overhead = positive(field(mf, "overhead", wh + ".mean_function"), wh + ".mean_function.overhead");
             perFlop = nonNegative(field(mf, "per_flop", wh + ".mean_function"), wh + ".mean_function.per_flop");
             perByte = nonNegative(field(mf, "per_byte", wh + ".mean_function"), wh + ".mean_function.per_byte");
+            perStepByte = mf.get("per_step_byte") == null ? Double.NaN
+                    : nonNegative(mf.get("per_step_byte"), wh + ".mean_function.per_step_byte");
             Map<String, Object> k = object(field(d, "kernel", wh), wh + ".kernel");
             double nu = num(field(k, "nu", wh + ".kernel"), wh + ".kernel.nu");
             if (nu != 2.5) {
@@ -634,7 +641,7 @@ public final class Estimator {
         }
 
         /** ln-mean, ln-variance (incl. white noise), v = W k and u of one layer with terms F, B. */
-        Row row(double[] raw, double flops, double bytes, double launches) {
+        Row row(double[] raw, double flops, double bytes, double launches, double stepBytes) {
             double[] u = scaled(raw);
             double c = constant;
             int m = inducingU.length;
@@ -659,7 +666,8 @@ public final class Estimator {
             if (var < VAR_FLOOR) {
                 var = VAR_FLOOR;
             }
-            double mean = overhead * launches + perFlop * flops + perByte * bytes;
+            double mean = Double.isNaN(perStepByte) ? overhead * launches + perFlop * flops + perByte * bytes
+                    : overhead * launches + perFlop * flops + perByte * (bytes - stepBytes) + perStepByte * stepBytes;
             if (!(mean > 0.0) || Double.isInfinite(mean)) {
                 throw new UsageError("kind '" + kind + "': the mean function is not finite for these layer terms "
                         + "(flops " + flops + ", bytes " + bytes + ")");
@@ -920,11 +928,12 @@ public final class Estimator {
             throw new FormatError("not a thor-sdk estimator: format is " + show(fmt) + ", expected '" + FORMAT + "'");
         }
         Object version = doc.get("version");
-        if (!(version instanceof Double) || (Double) version != VERSION) {
+        if (!(version instanceof Double) || (Double) version < MIN_VERSION || (Double) version > VERSION
+                || (Double) version != Math.rint((Double) version)) {
             String hint = version instanceof Double && (Double) version == 1
                     ? " (version 1 files predate device profiles: refit the campaign with `thor-sdk fit`)" : "";
-            throw new FormatError("unsupported estimator version " + show(version) + "; this runtime reads version "
-                    + VERSION + hint);
+            throw new FormatError("unsupported estimator version " + show(version) + "; this runtime reads versions "
+                    + MIN_VERSION + " and " + VERSION + hint);
         }
         metric = str(field(doc, "metric", "top level"), "metric");
         String expectedUnit = metric.equals("time") ? "s" : metric.equals("energy") ? "J" : null;
@@ -1106,13 +1115,14 @@ public final class Estimator {
         Map<String, Object> values = new HashMap<>(features);
         values.put("train_flops", fb[0]);
         values.put("train_bytes", fb[1]);
-        Row r = m.row(m.vector(values, where), fb[0], fb[1], fb[2]);
+        Row r = m.row(m.vector(values, where), fb[0], fb[1], fb[2], fb[3]);
         return moments(r.lmu, r.var);
     }
 
-    /** (training FLOPs, bytes moved) of one step at {@code batch} from the four checked terms. */
+    /** (training FLOPs, bytes moved, launches, bytes moved once per step) of one step at {@code batch} from the
+     *  checked terms. */
     private static double[] atBatch(double[] t, double batch) {
-        return new double[] {t[0] * batch + t[1], t[2] * batch + t[3], t[4]};
+        return new double[] {t[0] * batch + t[1], t[2] * batch + t[3], t[4], t[3]};
     }
 
     /** Per-layer and whole-model cost of one training step at {@code batchSize}. */
@@ -1162,13 +1172,14 @@ public final class Estimator {
             values.put("train_flops", fb[0]);
             values.put("train_bytes", fb[1]);
             double[] raw = m.vector(values, where);
-            List<Double> key = new ArrayList<>(raw.length + 4);
+            List<Double> key = new ArrayList<>(raw.length + 5);
             for (double x : raw) {
                 key.add(x);
             }
             key.add(fb[0]);
             key.add(fb[1]);
             key.add(fb[2]);
+            key.add(fb[3]);
             key.add(1.0 + layer.recompute); // a recomputed forward: that share of the layer's step more
             groups.computeIfAbsent(entry, k -> new LinkedHashMap<>()).computeIfAbsent(key, k -> new int[1])[0]++;
             entries.add(entry);
@@ -1186,14 +1197,14 @@ public final class Estimator {
             List<Double> means = new ArrayList<>();
             for (Map.Entry<List<Double>, int[]> ke : e.getValue().entrySet()) {
                 List<Double> key = ke.getKey();
-                int nd = key.size() - 4;
+                int nd = key.size() - 5;
                 double[] raw = new double[nd];
                 for (int j = 0; j < nd; j++) {
                     raw[j] = key.get(j);
                 }
-                Row r = m.row(raw, key.get(nd), key.get(nd + 1), key.get(nd + 2));
+                Row r = m.row(raw, key.get(nd), key.get(nd + 1), key.get(nd + 2), key.get(nd + 3));
                 double[] ms = moments(r.lmu, r.var);
-                double scale = key.get(nd + 3);
+                double scale = key.get(nd + 4);
                 ms = new double[] {ms[0] * scale, ms[1] * scale};
                 int cnt = ke.getValue()[0];
                 res.put(key, ms);

@@ -27,7 +27,7 @@ public class EstimatorTest {
     /** The expected_*.json cases every runtime reproduces. */
     private static final String[] CASES = {"expected_time_profile.json", "expected_energy_floored.json",
         "expected_time_grouped.json", "expected_time_stand_in.json", "expected_time_defaults.json",
-        "expected_time_unread.json", "expected_time_frozen.json"};
+        "expected_time_unread.json", "expected_time_frozen.json", "expected_time_step_bytes.json"};
     /** Cost terms of a relu over 4704 numbers (any finite non-negative terms would do here). */
     private static final Estimator.Cost RELU_COST = new Estimator.Cost(9408.0, 0.0, 75264.0, 0.0);
 
@@ -176,7 +176,11 @@ public class EstimatorTest {
         assertFormatError(good.substring(0, good.length() / 2), "not valid JSON");
         assertFormatError("[1, 2]", "must be an object");
         assertFormatError(first(good, "\"version\":2", "\"version\":1"), "refit the campaign with `thor-sdk fit`");
-        assertFormatError(first(good, "\"version\":2", "\"version\":3"), "unsupported estimator version 3");
+        assertFormatError(first(good, "\"version\":2", "\"version\":4"), "unsupported estimator version 4");
+        assertFormatError(first(good, "\"version\":2", "\"version\":2.5"), "unsupported estimator version 2.5");
+        Estimator.load(first(good, "\"version\":2", "\"version\":3")); // 3 reads a file without per_step_byte alike
+        assertFormatError(first(good, "\"per_byte\":", "\"per_step_byte\":-1,\"per_byte\":"),
+                "per_step_byte must be >= 0");
         assertFormatError(first(good, "\"format\":\"thor-sdk/estimator\"", "\"format\":\"x\""), "format");
         assertFormatError(first(good, "\"residual_offset\":", "\"residual_offset\":NaN,\"was\":"), "not valid JSON");
         assertFormatError(first(good, "\"runtime\":\"torch\",", ""), "lacks field 'runtime'");
