@@ -361,6 +361,8 @@ def test_vectors_cover_the_promised_cases():
     assert set(CASES) == {"time_profile", "energy_floored", "time_grouped", "time_stand_in", "time_defaults",
                           "time_unread", "time_frozen", "time_step_bytes"}
     docs = [json.loads(p.read_text()) for p in VECTORS.glob("estimator_*.json")]
+    assert {d["version"] for d in docs} == {2, 3}  # every runtime reads both: 2 is 3 without per_step_byte
+    assert any("per_step_byte" in g["mean_function"] for d in docs for g in d["kinds"].values())
     gps = [g for d in docs for g in d["kinds"].values()]
     assert any(g["n_samples"] == 1 for g in gps)
     assert any(g["fit"]["floored_samples"] > 0 for g in gps)

@@ -797,6 +797,19 @@ def write_stand_in_case():
     write("time_stand_in", doc, expected_for(doc, queries, models))
 
 
+def _each_with_a_relu(n, layer, rng, numels):
+    """``n`` layers made by ``layer(i)``, each followed by a relu of a size drawn from ``numels`` (drawn in that
+    order: a case's random stream is as it was), then a 10-way output head; with their cost terms."""
+    out = []
+    for i in range(n):
+        out.append(with_cost(layer(i)))
+        out.append(with_cost({"name": f"r{i}", "kind": "relu", "role": "hidden",
+                              "config": {"numel": int(rng.choice(numels))}}))
+    out.append(with_cost({"name": "head", "kind": "output", "role": "output",
+                          "config": {"in_features": 64, "out_features": 10, "tokens": 1}}))
+    return out
+
+
 def _conv1d_config(rng, dilation=True):
     """A conv1d config, dilated 1, 2 or 4 (``dilation``), else with no ``dilation`` key (a layer list written
     before dilation was a feature)."""
@@ -840,13 +853,9 @@ def write_defaults_case():
     for n_layers, bs in ((6, 16), (3, 4)):
         layers = [with_cost({"name": "stem", "kind": "conv1d", "role": "input",
                              "config": _conv1d_config(rng, dilation=False)})]
-        for i in range(n_layers):
-            c = _conv1d_config(rng, dilation=i % 2 == 1)
-            layers.append(with_cost({"name": f"c{i}", "kind": "conv1d", "role": "hidden", "config": c}))
-            layers.append(with_cost({"name": f"r{i}", "kind": "relu", "role": "hidden",
-                                     "config": {"numel": int(rng.choice([1024, 4096]))}}))
-        layers.append(with_cost({"name": "head", "kind": "output", "role": "output",
-                                 "config": {"in_features": 64, "out_features": 10, "tokens": 1}}))
+        layers += _each_with_a_relu(n_layers, lambda i: {"name": f"c{i}", "kind": "conv1d", "role": "hidden",
+                                                         "config": _conv1d_config(rng, dilation=i % 2 == 1)},
+                                    rng, [1024, 4096])
         models.append((layers, bs))
     write("time_defaults", doc, expected_for(doc, queries, models))
 
@@ -965,15 +974,10 @@ def write_step_bytes_case():
                ("relu", {"numel": 512, "batch_size": 4, "role": "hidden"})]
     models = []
     for bs in (1, 64):
-        layers = []
-        for i in range(4):
-            layers.append(with_cost({"name": f"fc{i}", "kind": "linear", "role": "input" if i == 0 else "hidden",
-                                     "config": dict(_random_config("linear", rng), frozen=0)}))
-            layers.append(with_cost({"name": f"r{i}", "kind": "relu", "role": "hidden",
-                                     "config": {"numel": int(rng.choice([256, 1024]))}}))
-        layers.append(with_cost({"name": "head", "kind": "output", "role": "output",
-                                 "config": {"in_features": 64, "out_features": 10, "tokens": 1}}))
-        models.append((layers, bs))
+        models.append((_each_with_a_relu(4, lambda i: {"name": f"fc{i}", "kind": "linear",
+                                                       "role": "input" if i == 0 else "hidden",
+                                                       "config": dict(_random_config("linear", rng), frozen=0)},
+                                         rng, [256, 1024]), bs))
     write("time_step_bytes", doc, expected_for(doc, queries, models))
 
 
