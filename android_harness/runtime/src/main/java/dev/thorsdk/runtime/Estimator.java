@@ -1,4 +1,4 @@
-// Owns the Java estimator runtime (format thor-sdk/estimator version 2): loading, per-layer and whole-model cost.
+// Owns the Java estimator runtime (format thor-sdk/estimator version 3 or 2): loading, per-layer and whole-model cost.
 package dev.thorsdk.runtime;
 
 import java.util.ArrayList;
