@@ -7,9 +7,9 @@ A held-out *net* tests the sum of its layers; this tests each layer kind apart, 
 that the fold never saw. For each campaign: the samples ``fit`` fits on (``fitting.pipeline.fit_samples``: at
 the campaign's level, the canary's where the samples read it, heads included), per kind (``model_key``) with at
 least 2 x ``--folds`` samples, in seeded folds; each fold's GP (``fit_kind`` with the campaign's drift as its
-extra noise) predicts the held-out samples (``thor_sdk.fitting.crossval``, what ``thor-sdk fit --cv`` stores). Per kind: samples, MAPE, median APE, median ln(measured /
-estimated) (a lean), and the share of held-out samples inside the 95% interval (the GP's std and the sample's
-own standard error combined). Per campaign: the mean over kinds, and MAPE and coverage pooled over every
+extra noise) predicts the held-out samples (``thor_sdk.fitting.crossval``, what ``thor-sdk fit --cv`` stores).
+Per kind: samples, MAPE, median APE, median ln(measured / estimated) (a lean), and the share of held-out samples
+inside the 95% interval (the GP's std and the sample's own standard error combined). Per campaign: the mean over kinds, and MAPE and coverage pooled over every
 held-out sample. A sample at or below zero (a subtraction within its noise) has no relative error: counted
 apart, and a tiny positive one (a flatten of microseconds) can read 10x: the pooled MAPE and the plain mean over
 kinds carry those (profile 66's 28 flatten samples: 1,235%). The summary's **zoo-weighted median APE** weighs each

@@ -118,6 +118,15 @@ def _design(terms, split):
     return np.column_stack([terms[:, 2], terms[:, 0], terms[:, 1]])
 
 
+def mean_law(terms, coef, split):
+    """``m`` of each ``_term_rows`` row from ``fit_mean_function``'s four coefficients: ``per_step_byte`` charged
+    where ``split``, else every byte at ``per_byte`` (what the runtimes compute, ``docs/estimator-format.md``)."""
+    a, bf, bb, bs = coef
+    if split:
+        return a * terms[:, 2] + bf * terms[:, 0] + bb * (terms[:, 1] - terms[:, 3]) + bs * terms[:, 3]
+    return a * terms[:, 2] + bf * terms[:, 0] + bb * terms[:, 1]
+
+
 def _nnls_scaled(A, b):
     """Non-negative least squares of ``A x = b`` with A's columns scaled to a common size first."""
     import numpy as np
@@ -389,8 +398,7 @@ class KindGP:
         for f in np.array_split(use, min(len(use), 10)):
             wt = w.copy()
             wt[f] = 0.0
-            m = _design(T[f], split) @ np.array(fit_mean_function(T, y, weights=wt, split=split)[:3 + split])
-            errs.append(np.log(y[f]) - np.log(m))
+            errs.append(np.log(y[f]) - np.log(mean_law(T[f], fit_mean_function(T, y, weights=wt, split=split), split)))
         e = np.concatenate(errs)
         return float(np.mean((e - np.median(e)) ** 2))
 
@@ -409,10 +417,7 @@ class KindGP:
         return (True, split) if split < tied else (False, tied)
 
     def _mean_fn(self, T):
-        a, bf, bb, bs = self.mean_coef_
-        if self.split_bytes_:
-            return a * T[:, 2] + bf * T[:, 0] + bb * (T[:, 1] - T[:, 3]) + bs * T[:, 3]
-        return a * T[:, 2] + bf * T[:, 0] + bb * T[:, 1]
+        return mean_law(T, self.mean_coef_, self.split_bytes_)
 
     def _hyper(self, Zv, rt, noise_var, names=None):
         """(constant, length scales of the varying columns, noise_level, log marginal likelihood).

@@ -1,4 +1,4 @@
-"""Load an estimator JSON (version 3, or 2) and predict per-layer and whole-model costs with the Python standard library.
+"""Load an estimator JSON (version 3 or 2) and predict per-layer and whole-model costs with the Python standard library.
 
 No numpy, no scikit-learn, no torch: this module, ``thor_sdk.runtime.terms``, the plain-data
 ``thor_sdk.layers.kinds`` and the strict reader ``thor_sdk.store.files`` are all an app needs. Loading
@@ -193,7 +193,8 @@ class KindModel:
     """The exported cost model of one layer kind."""
 
     __slots__ = ("kind", "features", "index", "role_index", "x_mean", "x_scale", "length_scale", "overhead",
-                 "per_flop", "per_byte", "per_step_byte", "offset", "constant", "noise", "u_scale", "inducing_u", "alpha_c", "W_c",
+                 "per_flop", "per_byte", "per_step_byte", "offset", "constant", "noise", "u_scale", "inducing_u",
+                 "alpha_c", "W_c",
                  "alpha_norm2", "W_norm2", "alpha_by_dist", "W_by_dist", "n_samples", "feature_range",
                  "range_low", "range_high", "padded", "source", "padded_at", "given", "defaults",
                  "source_defaults")
