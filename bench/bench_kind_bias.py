@@ -55,7 +55,7 @@ def kind_factors(doc, campaign, ridge):
         e = est.estimate(layers, batch, unknown="approx")
         per = {}
         for row, layer in zip(e["layers"], layers):
-            key = model_key(layer["kind"], layer["config"])
+            key = model_key(layer["kind"], layer["config"], batch)
             key = key if key in doc["kinds"] else layer["kind"]
             per[key] = per.get(key, 0.0) + row["mean"]
         total = sum(per.values())

@@ -24,6 +24,13 @@ the net measured ``--passes`` times and scored on the median, THOR's estimate wi
 baseline fitted on the same profile. One intra-op thread. Time only (no energy meter on the host).
 
 Writes ``bench/results/user-nets-host-<stamp>.md`` and ``.json``.
+
+``--rescore JSON`` measures nothing: it estimates an earlier run's nets again with each ``--estimator`` (two or
+more, side by side on the same measurements) and scores them against the run's medians as measured and, where
+the run read the canary, at the canary level; each net's estimate over its truth per estimator. Writes
+``user-nets-rescore-<stamp>.md`` and ``.json``.
+
+    python bench/bench_user_nets.py --rescore bench/results/user-nets-host-<stamp>.json --estimator A.json --estimator B.json
 """
 
 import argparse
@@ -45,8 +52,10 @@ def main(argv=None):
     from user_nets import NETS
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--estimator")
+    ap.add_argument("--estimator", action="append", default=[], help="the device profile (with --rescore: each of them)")
     ap.add_argument("--render", metavar="JSON", help="write the Markdown of an earlier run's JSON again, measure nothing")
+    ap.add_argument("--rescore", metavar="JSON", help="estimate an earlier run's nets again with each --estimator, "
+                                                      "measure nothing")
     ap.add_argument("--passes", type=int, default=3)
     ap.add_argument("--batch-size", type=int, default=16)
     ap.add_argument("--only", default=None, help="comma-separated net names")
@@ -64,9 +73,17 @@ def main(argv=None):
             f.write("\n".join(lines) + "\n")
         print("\n".join(lines))
         return
-    if not args.estimator:
-        ap.error("--estimator is required (or --render JSON)")
-    est = load_estimator(args.estimator)
+    if args.rescore:
+        if not args.estimator:
+            ap.error("--rescore needs at least one --estimator")
+        with open(args.rescore, encoding="utf-8") as f:
+            doc = rescore(json.load(f), args.estimator)
+        doc["command"] = "python bench/bench_user_nets.py " + " ".join(argv)
+        _write(doc, render_rescore(doc), os.path.join(args.out_dir, f"user-nets-rescore-{doc['stamp']}"))
+        return
+    if len(args.estimator) != 1:
+        ap.error("give one --estimator (or --render JSON, or --rescore JSON with several)")
+    est = load_estimator(args.estimator[0])
     only = set(args.only.split(",")) if args.only else None
     load_start = os.getloadavg()[0]
     rows, skipped = [], []
@@ -87,7 +104,7 @@ def main(argv=None):
                   f"{row['flops'] * 1e3:.2f} ms (APE {row['flops_ape']:.1f}%)", flush=True)
     stamp = dt.datetime.now(dt.timezone.utc).strftime("%Y%m%d-%H%M")
     torch_version = __import__("torch").__version__
-    doc = {"command": "python bench/bench_user_nets.py " + " ".join(argv), "estimator": args.estimator,
+    doc = {"command": "python bench/bench_user_nets.py " + " ".join(argv), "estimator": args.estimator[0],
            "stamp": stamp, "rows": rows, "skipped": skipped, "passes": args.passes, "batch_size": args.batch_size,
            "relevel": args.relevel,
            "machine": f"{platform.platform()}, {os.cpu_count()} cores, 1 torch thread, torch {torch_version}; "
@@ -99,14 +116,77 @@ def main(argv=None):
         doc["groups_unleveled"] = groups_of([dict(r, **r["unleveled"]) for r in rows])
     if rows and all(r.get("canary") for r in rows):
         doc["groups_canary"] = groups_of([at_canary(r) for r in rows])
-    lines = render(doc)
-    os.makedirs(args.out_dir, exist_ok=True)
-    base = os.path.join(args.out_dir, f"user-nets-host-{stamp}")
+    _write(doc, render(doc), os.path.join(args.out_dir, f"user-nets-host-{stamp}"))
+
+
+def _write(doc, lines, base):
+    os.makedirs(os.path.dirname(base), exist_ok=True)
     with open(base + ".md", "w", encoding="utf-8") as f:
         f.write("\n".join(lines) + "\n")
     with open(base + ".json", "w", encoding="utf-8") as f:
         json.dump(doc, f, indent=1, default=str)
     print("\n".join(lines))
+
+
+def rescore(run, estimators):
+    """``run``'s nets (a ``bench_user_nets`` JSON) estimated again with each of ``estimators`` (paths), nothing
+    measured: per estimator and net, THOR's and the estimator's FLOPs baseline's mean, THOR's std, the run's
+    median as measured and at the canary level (None where the run has none)."""
+    from thor_sdk.api import estimate_layers
+    from thor_sdk.layers import layers_of
+    from thor_sdk.runtime import load_estimator
+
+    layers = {}
+    out = {"run": run.get("command"), "run_stamp": run.get("stamp"), "batch_size": run.get("batch_size"),
+           "stamp": dt.datetime.now(dt.timezone.utc).strftime("%Y%m%d-%H%M"), "estimators": []}
+    for path in estimators:
+        est, rows = load_estimator(path), []
+        for r in run["rows"]:
+            key = (r["net"], tuple(r["shape"]))
+            if key not in layers:
+                layers[key] = layers_of(os.path.join(HERE, "user_nets.py") + ":" + r["net"],
+                                        input_shape=list(r["shape"]), unknown_ops="approx")
+            e = estimate_layers(est, layers[key], r["batch_size"], unknown_ops="approx")
+            rows.append({"net": r["net"], "batch_size": r["batch_size"], "measured": r["measured"],
+                         "canary": (r.get("canary") or {}).get("measured"), "thor": e["total"]["mean"],
+                         "thor_std": e["total"]["std"], "flops": e["flops_baseline"]["total"]})
+        out["estimators"].append({"estimator": path, "rows": rows})
+    return out
+
+
+def rescore_scores(rows, truth):
+    """(n, THOR MAPE, FLOPs MAPE, nets covered by THOR's 95% interval) against ``truth`` (``measured`` or
+    ``canary``) over the rows that have it."""
+    sel = [r for r in rows if r.get(truth)]
+    if not sel:
+        return 0, None, None, 0
+    return (len(sel), statistics.fmean(abs(r["thor"] - r[truth]) / r[truth] * 100 for r in sel),
+            statistics.fmean(abs(r["flops"] - r[truth]) / r[truth] * 100 for r in sel),
+            sum(abs(r["thor"] - r[truth]) <= 1.96 * r["thor_std"] for r in sel))
+
+
+def render_rescore(doc):
+    """The Markdown of a ``rescore``."""
+    lines = [f"# User-style nets estimated again ({doc['stamp']} UTC)", "", f"Command: `{doc['command']}`", "",
+             f"The nets and measurements of `{doc['run']}` ({doc['run_stamp']}, batch {doc['batch_size']}), each "
+             "estimated again by every estimator below; nothing measured. `canary`: each net's median put at the "
+             "profile's canary level (the machine speed its estimator describes); `measured`: as measured. "
+             "Time only.", "", "| estimator | truth | nets | THOR MAPE % | FLOPs MAPE % | FLOPs / THOR | 95% covered |",
+             "|---|---|---|---|---|---|---|"]
+    for e in doc["estimators"]:
+        for truth in ("measured", "canary"):
+            n, thor, flops, cov = rescore_scores(e["rows"], truth)
+            if n:
+                lines.append(f"| {e['estimator']} | {truth} | {n} | {thor:.1f} | {flops:.1f} | {flops / thor:.2f}x | "
+                             f"{cov} of {n} |")
+    truth = "canary" if all(r["canary"] for e in doc["estimators"] for r in e["rows"]) else "measured"
+    lines += ["", f"THOR / {truth}, per net:", "",
+              "| net | " + " | ".join(f"estimator {i + 1}" for i in range(len(doc["estimators"]))) + " |",
+              "|---|" + "---|" * len(doc["estimators"])]
+    for i, r in enumerate(doc["estimators"][0]["rows"]):
+        lines.append(f"| {r['net']} | " + " | ".join(f"{e['rows'][i]['thor'] / e['rows'][i][truth]:.2f}"
+                                                     for e in doc["estimators"]) + " |")
+    return lines
 
 
 def at_canary(row):

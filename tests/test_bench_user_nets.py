@@ -104,3 +104,27 @@ def test_a_row_is_scored_at_the_canary_level_with_the_estimates_at_the_profiles_
     assert (got["measured"], got["thor"], got["flops"], got["thor_ape"], got["covered95"]) == (1.0, 1.0, 0.8, 0.0, True)
     g = bench.groups_of([got])["all"]
     assert g["thor_mape"] == 0.0 and g["flops_mape"] == 20.0 and g["covered"] == 1
+
+
+def test_rescore_scores_every_estimator_on_the_same_measurements(tmp_path):
+    from pathlib import Path
+
+    bench = load_bench("bench_user_nets")
+    nets = dict(load_bench("user_nets").NETS)
+    rows = [{"net": "a", "measured": 1.0, "canary": 2.0, "thor": 1.5, "thor_std": 0.1, "flops": 1.0},
+            {"net": "b", "measured": 2.0, "canary": None, "thor": 2.0, "thor_std": 0.5, "flops": 3.0}]
+    assert bench.rescore_scores(rows, "measured") == (2, 25.0, 25.0, 1)
+    assert bench.rescore_scores(rows, "canary") == (1, 25.0, 50.0, 0)
+    assert bench.rescore_scores(rows[1:], "canary") == (0, None, None, 0)
+    vectors = Path(__file__).resolve().parent / "vectors"
+    run = {"command": "python bench/bench_user_nets.py --estimator x.json", "stamp": "20261130-0000", "batch_size": 8,
+           "rows": [{"net": "PReLUMLP", "shape": list(nets["PReLUMLP"]), "batch_size": 8, "measured": 1e-3,
+                     "canary": {"measured": 1.2e-3}}]}
+    one, two = str(vectors / "estimator_time_step_bytes.json"), str(vectors / "estimator_time_profile.json")
+    doc = bench.rescore(run, [one, two])
+    assert [e["estimator"] for e in doc["estimators"]] == [one, two]
+    a, b = (e["rows"][0] for e in doc["estimators"])
+    assert a["measured"] == b["measured"] == 1e-3 and a["canary"] == b["canary"] == 1.2e-3
+    assert a["thor"] > 0 and b["thor"] > 0 and a["thor"] != b["thor"]  # each estimator's own estimate
+    text = "\n".join(bench.render_rescore(dict(doc, command="c")))
+    assert "THOR / canary, per net" in text and f"| PReLUMLP | {a['thor'] / 1.2e-3:.2f} | {b['thor'] / 1.2e-3:.2f} |" in text

@@ -85,8 +85,8 @@ def unread_feature(layer, features):
 
 def _numpy_total(ref, doc, layers, b):
     mean, var = 0.0, 0.0
-    def entry(l):  # a structural variant's entry where the estimator has one, else the kind's
-        key = model_key(l["kind"], l["config"])
+    def entry(l):  # a structural variant's entry (at batch b) where the estimator has one, else the kind's
+        key = model_key(l["kind"], l["config"], b)
         return key if key in ref else l["kind"]
 
     for name, gp in ref.items():
@@ -359,7 +359,7 @@ def test_vectors_still_match_the_numpy_model(case):
 
 def test_vectors_cover_the_promised_cases():
     assert set(CASES) == {"time_profile", "energy_floored", "time_grouped", "time_stand_in", "time_defaults",
-                          "time_unread", "time_frozen", "time_step_bytes"}
+                          "time_unread", "time_frozen", "time_step_bytes", "time_gemm"}
     docs = [json.loads(p.read_text()) for p in VECTORS.glob("estimator_*.json")]
     assert {d["version"] for d in docs} == {2, 3}  # every runtime reads both: 2 is 3 without per_step_byte
     assert any("per_step_byte" in g["mean_function"] for d in docs for g in d["kinds"].values())
@@ -369,6 +369,7 @@ def test_vectors_cover_the_promised_cases():
     assert any(len(g["inducing"]) < g["n_samples"] for g in gps)  # duplicated rows: fewer inducing points
     assert any(d.get("whole_model", {}).get("rel_std", 0) > 0 for d in docs)
     assert any("conv2d:grouped" in d["kinds"] and "conv2d" in d["kinds"] for d in docs)  # a structural variant
+    assert any("conv2d:gemm" in d["kinds"] and "conv2d" in d["kinds"] for d in docs)  # and the other
     exps = [json.loads(p.read_text()) for p in VECTORS.glob("expected_*.json")]
     layer_lists = [e["layers"] for x in exps for e in x["estimate"]]
     assert all("cost" in l for ls in layer_lists for l in ls)

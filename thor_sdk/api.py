@@ -634,7 +634,7 @@ def level_panel(estimator, batch_size=LEVEL_PANEL_BATCH, per_kind=LEVEL_PANEL_PE
         for i, (layer, el) in enumerate(zip(ml.layers, e["layers"])):
             if i in skip or layer["role"] == "output" or layer.get("approx"):
                 continue
-            alone = math.exp(-est.log_bias_of(model_key(layer["kind"], layer["config"])))
+            alone = math.exp(-est.log_bias_of(model_key(layer["kind"], layer["config"], batch_size)))
             if not el["mean"] * alone > floor:
                 continue
             p = Probe(layer["kind"], layer["config"], batch_size, layer["role"])

@@ -42,6 +42,11 @@ what :func:`table_select_text` makes now.
 
 - ``time_step_bytes`` (version 3): a linear entry whose mean function charges the bytes moved once per step at
   their own rate (``per_step_byte``), relu and output entries with one rate; layers at batch 1 and 64.
+- ``time_gemm``: the second structural variant: a ``conv2d:gemm`` entry for the convs PyTorch at one thread runs
+  off oneDNN (1x1 stride-1 convs below batch 16, small batch-1 convs), beside the dense ``conv2d``; queries and
+  models at batch 1, 8 and 16. Its expected file also has ``model_key``: convs on both sides of each clause of the
+  rule, with the entry each runtime must name, made with ATen's own choice (``torch._C._select_conv_backend`` at
+  one thread), not with the rule the runtimes implement.
 
 And ``training_runs.json`` with ``layers_<case>_<i>.json``: the models of the ``expected_<case>.json``
 files as layer lists (format ``thor-sdk/layers``, every layer with its role and ``cost``, as ``thor-sdk
@@ -58,6 +63,7 @@ committed files are what :func:`training_files` makes now.
     python tests/vectors/make_vectors.py --defaults-only  # rewrite the time_defaults case only
     python tests/vectors/make_vectors.py --unread-only    # rewrite the time_unread case only
     python tests/vectors/make_vectors.py --step-bytes-only  # rewrite the time_step_bytes case only
+    python tests/vectors/make_vectors.py --gemm-only      # rewrite the time_gemm case only (needs torch)
 
 And ``levels.json`` with ``estimator_level.json``: the device level (``thor_sdk.runtime.device_level``,
 ``Estimator.level``) from reference readings, and estimates put at a level (``estimate(..., level=)``),
@@ -161,15 +167,15 @@ def features_before_frozen(kind):
     return [f for f in gp_features(kind) if f not in ("frozen", "inplace")]
 
 
-def sample(kind, n, rng, linear=False, config=None, slowdown=1.0, features=None):
+def sample(kind, n, rng, linear=False, config=None, slowdown=1.0, features=None, batches=(1, 8, 16, 32, 64)):
     """``n`` SYNTHETIC samples of ``kind``; ``config(rng)`` draws their configs (default: ``_random_config``),
     ``slowdown`` multiplies the synthetic law (a slow structural variant); ``features`` the GP's inputs (default:
-    ``features_before_frozen``)."""
+    ``features_before_frozen``); batch sizes drawn from ``batches``."""
     feats = features or features_before_frozen(kind)
     X, y, T = [], [], []
     for _ in range(n):
         c = _fix(kind, config(rng) if config else _random_config(kind, rng))
-        bs = int(rng.choice([1, 8, 16, 32, 64]))
+        bs = int(rng.choice(batches))
         role = "output" if kind == "output" else str(rng.choice(get_kind(kind).roles))
         cost = slowdown * synthetic_cost(kind, c, bs, role, rng)
         if linear:  # a noisy difference of two measurements: can be <= 0 for cheap layers
@@ -232,14 +238,15 @@ def expected_for(doc, layer_queries, models):
     gps = {k: KindGP.from_dict(d) for k, d in doc["kinds"].items()}
     rel = doc.get("whole_model", {}).get("rel_std", 0.0)
     out = {"predict_layer": [], "estimate": []}
-    def entry(kind, config):
-        key = model_key(kind, config)
+    def entry(kind, config, batch_size):
+        key = model_key(kind, config, batch_size)
         return key if key in gps else kind
 
     for kind, feats in layer_queries:
-        gp = gps[entry(kind, feats)]
+        name = entry(kind, feats, feats["batch_size"])
+        gp = gps[name]
         written = feats
-        feats = {**doc["kinds"][entry(kind, feats)].get("defaults", {}), **feats}  # a feature left out: its default
+        feats = {**doc["kinds"][name].get("defaults", {}), **feats}  # a feature left out: its default
         row = [padded_value(feats[parse_padded(f)[0]], parse_padded(f)[1]) if parse_padded(f) else
                float(feats[f] if f != "role" else {"input": 1, "hidden": 0}.get(feats[f], feats[f]))
                for f in gp.features]
@@ -252,7 +259,7 @@ def expected_for(doc, layer_queries, models):
     for layers, bs in models:
         means, stds, total_mean, total_var = [None] * len(layers), [None] * len(layers), 0.0, 0.0
         for name, gp in gps.items():
-            idx = [i for i, layer in enumerate(layers) if entry(layer["kind"], layer["config"]) == name]
+            idx = [i for i, layer in enumerate(layers) if entry(layer["kind"], layer["config"], bs) == name]
             if not idx:
                 continue
             rows = [feature_vector(layers[i]["kind"], layers[i]["config"], bs, layers[i]["role"], gp.features)
@@ -270,7 +277,7 @@ def expected_for(doc, layer_queries, models):
         # (and so does a layer setting a feature its entry predates, UNREAD_DEFAULTS)
         by_op, unread = {}, []
         for i, layer in enumerate(layers):
-            if "approx" not in layer and unread_feature(layer, gps[entry(layer["kind"], layer["config"])].features):
+            if "approx" not in layer and unread_feature(layer, gps[entry(layer["kind"], layer["config"], bs)].features):
                 unread.append(i)
             if "approx" in layer or unread and unread[-1] == i:
                 extra = APPROX_REL_STD * means[i]
@@ -747,6 +754,106 @@ def write_grouped_case():
     write("time_grouped", doc, expected_for(doc, queries, models))
 
 
+def _aten_gemm(kind, config, batch_size):
+    """Whether PyTorch's CPU backend at one intra-op thread runs this conv off oneDNN (ATen's own choice,
+    ``torch._C._select_conv_backend``): the truth the vectors pin every runtime's ``conv2d:gemm`` rule to."""
+    import torch
+
+    c = dict(config)
+    if kind == "conv2d":
+        kh, kw = c["kernel"], c.get("kernel_w", c["kernel"])
+        sh, sw = c["stride"], c.get("stride_w", c["stride"])
+        x = torch.empty(batch_size, c["in_channels"], c["height"], c["width"])
+        w = torch.empty(c["out_channels"], c["in_channels"] // c["groups"], kh, kw)
+        stride, pad, dil = [sh, sw], [0, 0], [c.get("dilation", 1)] * 2
+    else:
+        x = torch.empty(batch_size, c["in_channels"], c["length"])
+        w = torch.empty(c["out_channels"], c["in_channels"] // c["groups"], c["kernel"])
+        stride, pad, dil = [c["stride"]], [0], [c.get("dilation", 1)]
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        backend = torch._C._select_conv_backend(x, w, None, stride, pad, dil, False, [0] * len(pad), c["groups"], None)
+    finally:
+        torch.set_num_threads(threads)
+    return backend != torch._C._ConvBackend.Mkldnn
+
+
+def _gemm_key_queries():
+    """(kind, config, batch size) of dense convs on both sides of every clause of ATen's rule, and the entry each
+    is costed by: ``<kind>:gemm`` exactly where ``_aten_gemm`` says so (checked here), ``<kind>:grouped`` for a
+    depthwise one, the kind for a config the rule cannot read."""
+    def c2(cin, k, b, hw=8, **over):
+        return ("conv2d", {"in_channels": cin, "out_channels": 16, "kernel": k, "stride": 1, "padding": 0,
+                           "groups": 1, "height": hw, "width": hw, "bias": 0, **over}, b)
+
+    def c1(cin, k, b, length=64, **over):
+        return ("conv1d", {"in_channels": cin, "out_channels": 16, "kernel": k, "stride": 1, "padding": 0,
+                           "groups": 1, "length": length, "bias": 0, **over}, b)
+
+    dense = [c2(32, 1, 1), c2(32, 1, 8), c2(32, 1, 15), c2(32, 1, 16), c2(32, 1, 64), c2(32, 1, 8, stride=2),
+             c2(32, 1, 8, stride_w=2), c2(32, 1, 8, dilation=2), c2(32, 1, 8, kernel_w=3), c2(32, 3, 8),
+             c2(20, 3, 1, hw=32), c2(21, 3, 1, hw=32), c2(32, 3, 2), c2(32, 5, 1), c2(32, 5, 1, kernel_w=3),
+             c2(32, 7, 1, kernel_w=1), c2(16, 1, 8, groups=2), c2(16, 3, 1, groups=2), c2(16, 1, 8, frozen=1),
+             c1(32, 1, 8), c1(32, 1, 16), c1(32, 3, 1), c1(32, 9, 1), c1(32, 3, 1, length=1024), c1(32, 1, 8, stride=2),
+             c1(32, 1, 4, dilation=3), c1(32, 3, 4)]
+    out = []
+    for kind, config, b in dense:
+        key = kind + ":gemm" if _aten_gemm(kind, config, b) else kind
+        out.append({"kind": kind, "config": config, "batch_size": b, "key": key})
+    assert {q["key"] for q in out} == {"conv2d", "conv2d:gemm", "conv1d", "conv1d:gemm"}
+    out.append({"kind": "conv2d", "config": dict(dense[1][1], groups=32), "batch_size": 8, "key": "conv2d:grouped"})
+    out.append({"kind": "conv2d", "config": dict(dense[1][1], kernel=True), "batch_size": 8, "key": "conv2d"})
+    out.append({"kind": "conv2d", "config": {"in_channels": 8, "kernel": 1, "stride": 1}, "batch_size": 8,
+                "key": "conv2d"})  # no height: the rule cannot read it
+    out.append({"kind": "linear", "config": {"in_features": 8, "out_features": 8}, "batch_size": 1, "key": "linear"})
+    return out
+
+
+def write_gemm_case():
+    """``time_gemm``: a dense conv2d entry and a ``conv2d:gemm`` entry (the convs PyTorch at one thread runs by
+    im2col and a matrix product: 1x1 stride-1 convs below batch 16, small batch-1 convs), the variant's law
+    SYNTHETIC: 0.3x the dense one; a relu and an output entry. Queries and models at batch 1, 8 and 16 mix 1x1 and
+    3x3 convs, so a runtime that ignores the batch, or the variant, fails; ``model_key`` lists convs on both sides
+    of each clause of ATen's rule with the entry each runtime must name (``_gemm_key_queries``). Its own random
+    stream."""
+    rng = np.random.default_rng(20261130)
+
+    def pointwise(r):
+        return {"in_channels": int(r.choice([8, 16, 32, 64])), "out_channels": int(r.choice([8, 16, 32, 64])),
+                "kernel": 1, "stride": 1, "padding": 0, "groups": 1, "height": int(r.choice([4, 8, 14, 28])),
+                "width": 0, "bias": 0}
+
+    feats, X, y, T = sample("conv2d", 16, rng, batches=(16, 32, 64))
+    gps = {"conv2d": KindGP(features=feats, random_state=0).fit(X, y, noise_std=[0.05 * v for v in y], terms=T)}
+    feats, X, y, T = sample("conv2d", 12, rng, config=pointwise, slowdown=0.3, batches=(1, 2, 4, 8, 12))
+    gps["conv2d:gemm"] = KindGP(features=feats, random_state=0).fit(X, y, noise_std=[0.05 * v for v in y], terms=T)
+    gps.update(fit_kinds([("relu", 6, False), ("output", 5, False)], rng))
+    doc = synthetic_estimator(gps, whole_rel_std=0.05)
+    pw = _fix("conv2d", pointwise(rng))
+    small = {**pw, "kernel": 3, "padding": 1, "height": 8, "width": 8}
+    queries = [("conv2d", {**pw, "batch_size": 8, "role": "hidden"}),
+               ("conv2d", {**pw, "batch_size": 16, "role": "hidden"}),  # the same layer at batch 16: dense
+               ("conv2d", {**pw, "stride": 2, "batch_size": 8, "role": "hidden"}),
+               ("conv2d", {**small, "batch_size": 1, "role": "input"}),
+               ("conv2d", {**small, "batch_size": 2, "role": "input"})]
+    models = []
+    for bs in (1, 8, 16):
+        layers = [with_cost({"name": "stem", "kind": "conv2d", "role": "input", "config": dict(small)})]
+        for i in range(6):
+            kind = ("conv2d", "conv2d", "relu")[i % 3]
+            c = (_fix("conv2d", pointwise(rng)) if i % 3 == 0 else _fix("conv2d", _random_config("conv2d", rng))) \
+                if kind == "conv2d" else {"numel": int(rng.choice([400, 1600, 8192]))}
+            layers.append(with_cost({"name": f"l{i}", "kind": kind, "role": "hidden", "config": c}))
+        layers.append(dict(layers[1], name="twin"))  # a repeated 1x1 layer
+        layers.append(with_cost({"name": "head", "kind": "output", "role": "output",
+                                 "config": {"in_features": 64, "out_features": 10, "tokens": 1}}))
+        models.append((layers, bs))
+    expected = expected_for(doc, queries, models)
+    expected["model_key"] = _gemm_key_queries()
+    write("time_gemm", doc, expected)
+
+
 def write_stand_in_case():
     """``time_stand_in``: layers marked ``approx`` (stand-ins for operators without a kind, as
     ``--unknown-ops approx`` writes them), two operators of one ``op`` type (MultiheadAttention, four linear
@@ -982,7 +1089,7 @@ def write_step_bytes_case():
 
 
 def main():
-    only = {"--step-bytes-only": write_step_bytes_case, "--frozen-only": write_frozen_case, "--unread-only": write_unread_case,
+    only = {"--gemm-only": write_gemm_case, "--step-bytes-only": write_step_bytes_case, "--frozen-only": write_frozen_case, "--unread-only": write_unread_case,
             "--defaults-only": write_defaults_case,
             "--levels-only": write_level_vectors, "--training-only": write_training_vectors,
             "--grouped-only": write_grouped_case, "--stand-in-only": write_stand_in_case,
@@ -1032,6 +1139,7 @@ def main():
     write_unread_case()
     write_frozen_case()
     write_step_bytes_case()
+    write_gemm_case()
 
 
 if __name__ == "__main__":

@@ -21,14 +21,16 @@ class GPCache:
         rows = [s for s in samples if s["metric"] == self.metric and not s["flagged"]]
         self.gps.update(fit_kinds(rows, self.random_state, self.extra_log_var, n_restarts_optimizer=0,
                                   unchanged=lambda kind, rs: self._n.get(kind) == len(rs)))
-        self._n.update(Counter(model_key(s["kind"], s["config"]) for s in rows))  # each model's count now
+        self._n.update(Counter(model_key(s["kind"], s["config"], s["batch_size"]) for s in rows))  # each model's count now
         return self
 
     def predict(self, probe):
         """(mean, std) of a probe's layer cost, or None while its kind has no model."""
         from thor_sdk.fitting.pipeline import sample_terms
 
-        gp = self.gps.get(model_key(probe.kind, probe.config))
+        gp = self.gps.get(model_key(probe.kind, probe.config, probe.batch_size))
+        if gp is None:  # a variant without samples yet: its kind's model, as an estimator falls back
+            gp = self.gps.get(probe.kind)
         if gp is None:
             return None
         p = {"kind": probe.kind, "config": probe.config, "batch_size": probe.batch_size, "role": probe.role}

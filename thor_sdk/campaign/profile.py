@@ -139,17 +139,14 @@ class ProfilePlan:
             total = sum(e.get("rel_share", e["share"]) for e in entry["configs"])
             for key, configs in by_key.items():
                 w = sum(e.get("rel_share", e["share"]) for e in configs)
-                self.share[key] = kind_share(entry) * (w / total if total > 0 else 1.0 / len(by_key))
+                share = kind_share(entry) * (w / total if total > 0 else 1.0 / len(by_key))
                 # candidates and integration points per entry, from its own zoo configs: a variant with a
                 # few zoo layers (depthwise conv2d) would otherwise get a handful of candidates, and a
                 # big entry (dense conv2d, 42% of the zoo) ran out of them in a 20-minute profile
                 sub = dict(prior, kinds={k: dict(entry, configs=configs)})
-                n = max(per_kind, int(round(per_kind * self.share[key] / CANDIDATE_SHARE_UNIT)))
-                cands = _valid_probes(k, candidates(sub, k, n, seed=seed))
-                self.candidates[key] = cands = [p for p in cands if p.model_key == key]
-                costs = sorted(_proxy(p) for p in cands)
-                cheap = costs[len(costs) // 2] if costs else 0.0
-                self.start[key] = _spread_start([p for p in cands if _proxy(p) <= cheap])
+                n = max(per_kind, int(round(per_kind * share / CANDIDATE_SHARE_UNIT)))
+                cands = [p for p in _valid_probes(k, candidates(sub, k, n, seed=seed))
+                         if model_key(p.kind, p.config) == key]
                 pts = []
                 by_share = sorted(configs, key=lambda e: -e.get("rel_share", e["share"]))
                 other = _other_role(k, configs) if prior.get("neighbour_share", 0) > 0 else None
@@ -168,11 +165,31 @@ class ProfilePlan:
                                             scale * e.get("rel_weight", e["count"]) / len(INTEGRATION_BATCHES)))
                             except Exception:
                                 continue
-                self.integration[key] = pts
                 # every zoo config of the entry, however cheap
-                self.coverage[key] = _valid_probes(k, ((e["config"], b, e["role"]) for e in configs
-                                                       for b in INTEGRATION_BATCHES))
+                cover = _valid_probes(k, ((e["config"], b, e["role"]) for e in configs for b in INTEGRATION_BATCHES))
+                self._add_entries(key, share, cands, pts, cover)
         self.kinds = sorted(self.candidates, key=lambda k: -self.share[k])
+
+    def _add_entries(self, key, share, cands, pts, cover):
+        """The zoo entry ``key``'s candidates, integration points and coverage probes, split by the estimator
+        entry that costs each at its batch size (``Probe.model_key``: a 1x1 conv's probes below batch 16 are
+        ``conv2d:gemm``'s), with ``share`` split as the integration points' proxy cost (count weight x
+        ``_proxy``); each part's start is its cheap half's candidates, spread (``_spread_start``)."""
+        parts = {}
+        for i, rows in enumerate((cands, pts, cover)):
+            for row in rows:
+                parts.setdefault((row[0] if i == 1 else row).model_key, ([], [], []))[i].append(row)
+        parts = parts or {key: ([], [], [])}
+        total = sum(w * _proxy(p) for p, w, _ in pts)
+        for entry, (c, ip, cv) in parts.items():
+            part = sum(w * _proxy(p) for p, w, _ in ip)
+            self.share[entry] = share * (part / total if total > 0 else 1.0 / len(parts))
+            costs = sorted(_proxy(p) for p in c)
+            cheap = costs[len(costs) // 2] if costs else 0.0
+            self.candidates[entry] = c
+            self.start[entry] = _spread_start([p for p in c if _proxy(p) <= cheap])
+            self.integration[entry] = ip
+            self.coverage[entry] = cv
 
 
 def _spread_start(probes, first=SPREAD_FIRST):
@@ -258,7 +275,7 @@ def sampled_ranges(samples):
     rows = [s for s in samples if not s.get("flagged")]
     out = {}
     for s in rows + head_part_samples(rows):
-        r = out.setdefault(model_key(s["kind"], s["config"]), {})
+        r = out.setdefault(model_key(s["kind"], s["config"], s["batch_size"]), {})
         for f, x in s["config"].items():
             if f in SIZE_FEATURES and isinstance(x, (int, float)):
                 lo, hi = r.get(f, (x, x))

@@ -76,7 +76,7 @@ def cross_validate(samples, drift_var=0.0, folds=5, seed=0, kinds=None, progress
 
     by_key = {}
     for s in samples:
-        by_key.setdefault(model_key(s["kind"], s["config"]), []).append(s)
+        by_key.setdefault(model_key(s["kind"], s["config"], s["batch_size"]), []).append(s)
     out, apes = {}, []
     for key in (sorted(by_key) if kinds is None else kinds):
         got = cv_kind(key, by_key.get(key, []), drift_var, folds, seed, with_errors=True)

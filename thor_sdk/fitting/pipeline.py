@@ -164,7 +164,7 @@ def fit_kind(kind, rows, random_state=0, extra_log_var=0.0, n_restarts_optimizer
 def fit_kinds(samples, random_state=0, extra_log_var=0.0, progress=None, n_restarts_optimizer=1, unchanged=None,
               max_inducing=None):
     """``{key: fitted KindGP}`` from non-flagged samples of one metric, one GP per kind and structural
-    variant (``thor_sdk.layers.kinds.model_key``: ``conv2d`` and ``conv2d:grouped``; ``fit`` and the
+    variant (``thor_sdk.layers.kinds.model_key``: ``conv2d``, ``conv2d:grouped``, ``conv2d:gemm``; ``fit`` and the
     campaign's working models alike). ``unchanged(kind, rows)`` true leaves that kind out (a cache keeps
     its model); ``progress(kind, n_samples)`` is called after each fit; ``max_inducing``: ``{key: cap}``
     for the keys whose inducing points a size budget lowers."""
@@ -172,7 +172,7 @@ def fit_kinds(samples, random_state=0, extra_log_var=0.0, progress=None, n_resta
 
     by_key = {}
     for s in samples:
-        by_key.setdefault(model_key(s["kind"], s["config"]), []).append(s)
+        by_key.setdefault(model_key(s["kind"], s["config"], s["batch_size"]), []).append(s)
     gps = {}
     for key in sorted(by_key):
         if unchanged is not None and unchanged(key, by_key[key]):

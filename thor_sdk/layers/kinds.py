@@ -805,16 +805,54 @@ def feature_vector(kind_name, config, batch_size, role, names=None):
 #: profiles read it at 6.3-8.8 ms, as its own probe does (``bench/results/gp-vs-probes-host-20261129-1925-grouped.md``).
 GROUPED_KINDS = ("conv1d", "conv2d")
 VARIANT_SEP = ":"
+#: the second variant, ``"<kind>:gemm"``: a dense convolution that PyTorch on a CPU at one intra-op thread runs
+#: by im2col and one matrix product (ATen's ``Slow2d`` backend) instead of oneDNN's blocked kernels (``Mkldnn``):
+#: ATen's ``use_mkldnn`` (``aten/src/ATen/native/Convolution.cpp``, torch 2.x) keeps 1x1, stride-1, undilated
+#: convs at a batch below 16 off oneDNN at one thread ("THNN is faster when single-threaded"), and a batch-1 conv
+#: whose kernel is at most 3 along a side over an input of at most 20480 numbers ("native is faster").
+#: ``torch._C._select_conv_backend`` says so for every case here (conv1d runs as a conv2d of height 1). On the
+#: host, 25 of a profile's 189 conv2d samples took that path and sat 1.35 (ln) under the kind's law, the rest
+#: +0.08: one smooth model over both read the smallest convs 3x high (``docs/evaluations.md``).
+GEMM_BATCH = 16
+GEMM_BATCH1_NUMEL = 20480
 
 
-def model_key(kind_name, config):
+def runs_as_gemm(kind_name, config, batch_size):
+    """True for a dense ``conv1d``/``conv2d`` layer that PyTorch's CPU backend at one thread runs by im2col and a
+    matrix product rather than oneDNN (``GEMM_BATCH``); False for anything else or a config it cannot read."""
+    if kind_name not in GROUPED_KINDS or not isinstance(config, dict) or not _is_number(batch_size):
+        return False
+
+    def num(key, default=None):
+        v = config.get(key, default)
+        return v if _is_number(v) else None
+
+    if kind_name == "conv2d":
+        kh, sh, h, w = num("kernel"), num("stride"), num("height"), num("width")
+        kw, sw, area = num("kernel_w", kh), num("stride_w", sh), None if h is None or w is None else h * w
+    else:
+        kh, kw, sh, sw, area = 1, num("kernel"), 1, num("stride"), num("length")
+    cin, dilation, groups = num("in_channels"), num("dilation", 1), num("groups", 1)
+    if None in (kh, kw, sh, sw, area, cin, dilation, groups):
+        return False
+    pointwise = kh == kw == sh == sw == dilation == 1 and batch_size < GEMM_BATCH
+    small = batch_size <= 1 and groups == 1 and not (kh > 3 and kw > 3) and batch_size * cin * area <= GEMM_BATCH1_NUMEL
+    return pointwise or small
+
+
+def model_key(kind_name, config, batch_size=None):
     """The estimator entry that costs a layer: ``"<kind>:grouped"`` for a depthwise convolution (``groups > 1``,
-    ``in_channels`` absent or at most ``groups``), else the kind itself, grouped convolutions of several
-    channels per group included (``docs/estimator-format.md``, structural variants)."""
+    ``in_channels`` absent or at most ``groups``); with ``batch_size``, ``"<kind>:gemm"`` for a convolution that
+    PyTorch at one thread runs off oneDNN (``runs_as_gemm``); else the kind itself, grouped convolutions of
+    several channels per group included (``docs/estimator-format.md``, structural variants). Without
+    ``batch_size`` only the first applies: a profile groups its zoo's configs (which have no batch) so, then splits
+    each group's probes by their entries at their batch sizes."""
     if kind_name in GROUPED_KINDS and isinstance(config, dict):
         g, cin = config.get("groups", 1), config.get("in_channels")
         if _is_number(g) and g > 1 and not (_is_number(cin) and cin > g):
             return kind_name + VARIANT_SEP + "grouped"
+        if batch_size is not None and runs_as_gemm(kind_name, config, batch_size):
+            return kind_name + VARIANT_SEP + "gemm"
     return kind_name
 
 

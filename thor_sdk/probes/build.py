@@ -111,8 +111,9 @@ class Probe:
 
     @property
     def model_key(self):
-        """The estimator entry that costs this probe's layer (its kind, or its structural variant)."""
-        return model_key(self.kind, self.config)
+        """The estimator entry that costs this probe's layer at its batch size (its kind, or its structural
+        variant: ``conv2d:grouped``, ``conv2d:gemm``)."""
+        return model_key(self.kind, self.config, self.batch_size)
 
     @property
     def id(self):

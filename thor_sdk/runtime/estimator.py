@@ -15,7 +15,8 @@ terms ``F`` (training FLOPs), ``B`` (bytes moved) at the batch size:
   ``std = mean sqrt(exp(var) - 1)``.
 
 A layer is costed by its kind's entry, or by its structural variant's (``conv2d:grouped`` for a
-depthwise convolution, ``thor_sdk.layers.kinds.model_key``) where the estimator has one.
+depthwise convolution, ``conv2d:gemm`` for one PyTorch runs off oneDNN at that batch size,
+``thor_sdk.layers.kinds.model_key``) where the estimator has one.
 Whole model: layers of different entries are independent; two distinct layers ``a``, ``b`` of one entry
 have ``Cov_ln(a, b) = constant * matern52(|u_a - u_b|) - v_a . v_b`` (identical layers: ``constant - v . v``,
 no white noise), converted with ``Cov(a, b) = mean_a mean_b (exp(Cov_ln) - 1)``; then the whole-model
@@ -497,10 +498,10 @@ class Estimator:
         NotFoundError without one (``require_reference``)."""
         return device_level(readings, self.require_reference()["median_value"], self.drift_log_std)
 
-    def _model_for(self, kind, config):
-        """(entry name, model) costing a layer: its structural variant's (``conv2d:grouped``) where the
-        estimator has one, else its kind's; (None, None) when it has neither."""
-        key = model_key(kind, config) if isinstance(kind, str) else kind
+    def _model_for(self, kind, config, batch_size=None):
+        """(entry name, model) costing a layer at ``batch_size``: its structural variant's (``conv2d:grouped``,
+        ``conv2d:gemm``) where the estimator has one, else its kind's; (None, None) when it has neither."""
+        key = model_key(kind, config, batch_size) if isinstance(kind, str) else kind
         model = self._models.get(key)
         if model is None and key != kind:
             key, model = kind, self._models.get(kind)
@@ -508,7 +509,7 @@ class Estimator:
 
     def _model(self, kind, config=None):
         try:
-            _, model = self._model_for(kind, config or {})
+            _, model = self._model_for(kind, config or {}, (config or {}).get("batch_size"))
         except TypeError:
             model = None
         if model is None:
@@ -639,7 +640,7 @@ class Estimator:
                 keys.append(j)
                 unreads.append(unread)
                 continue
-            name, model = self._model_for(kind, config)
+            name, model = self._model_for(kind, config, batch_size)
             if model is None:
                 missing.append(i)
                 keys.append(None)

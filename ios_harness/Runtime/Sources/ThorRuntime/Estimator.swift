@@ -789,15 +789,58 @@ public final class Estimator {
     /// The estimator entry that costs a layer: "KIND:grouped" for a depthwise convolution (groups > 1 and
     /// in_channels absent or at most groups), else the kind itself, grouped convolutions of several channels per
     /// group included (thor_sdk.layers.kinds.model_key).
-    public static func modelKey(_ kind: String, _ config: [String: Any]) -> String {
-        guard groupedKinds.contains(kind), let g = optionalNum(config["groups"]), g > 1 else { return kind }
-        if let cin = optionalNum(config["in_channels"]), cin > g { return kind }
-        return kind + ":grouped"
+    /// With `batchSize`, "KIND:gemm" for a dense convolution that PyTorch at one thread runs off oneDNN
+    /// (`runsAsGemm`).
+    public static func modelKey(_ kind: String, _ config: [String: Any], batchSize: Double? = nil) -> String {
+        guard groupedKinds.contains(kind) else { return kind }
+        if let g = optionalNum(config["groups"]), g > 1 {
+            let severalPerGroup = optionalNum(config["in_channels"]).map { $0 > g } ?? false
+            if !severalPerGroup { return kind + ":grouped" }
+        }
+        if let b = batchSize, runsAsGemm(kind, config, b) { return kind + ":gemm" }
+        return kind
     }
 
-    /// The entry name costing a layer: its structural variant where this estimator has one, else its kind.
-    private func entryFor(_ kind: String, _ config: [String: Any]) -> String {
-        let key = Estimator.modelKey(kind, config)
+    /// Batch size from which PyTorch runs 1x1 convs on oneDNN at one thread (thor_sdk.layers.kinds.GEMM_BATCH).
+    static let gemmBatch = 16.0
+    /// The largest batch-1 input (numbers) PyTorch keeps off oneDNN (thor_sdk.layers.kinds.GEMM_BATCH1_NUMEL).
+    static let gemmBatch1Numel = 20480.0
+
+    /// Whether PyTorch's CPU backend at one thread runs this dense conv1d/conv2d by im2col and a matrix product
+    /// rather than oneDNN: a 1x1, stride-1, undilated conv below batch 16, or a batch-1 conv whose kernel is at
+    /// most 3 along a side over an input of at most 20480 numbers (thor_sdk.layers.kinds.runs_as_gemm).
+    public static func runsAsGemm(_ kind: String, _ config: [String: Any], _ batchSize: Double) -> Bool {
+        guard groupedKinds.contains(kind), !batchSize.isNaN else { return false }
+        func num(_ key: String, _ fallback: Double? = nil) -> Double? {
+            if config[key] == nil { return fallback }
+            guard let v = optionalNum(config[key]), !v.isNaN else { return nil }
+            return v
+        }
+        let kh, kw, sh, sw, area: Double?
+        if kind == "conv2d" {
+            kh = num("kernel")
+            sh = num("stride")
+            kw = num("kernel_w", kh)
+            sw = num("stride_w", sh)
+            if let h = num("height"), let w = num("width") { area = h * w } else { area = nil }
+        } else {
+            kh = 1
+            sh = 1
+            kw = num("kernel")
+            sw = num("stride")
+            area = num("length")
+        }
+        guard let kH = kh, let kW = kw, let sH = sh, let sW = sw, let a = area, let cin = num("in_channels"),
+              let dilation = num("dilation", 1), let groups = num("groups", 1) else { return false }
+        let pointwise = kH == 1 && kW == 1 && sH == 1 && sW == 1 && dilation == 1 && batchSize < gemmBatch
+        let small = batchSize <= 1 && groups == 1 && !(kH > 3 && kW > 3) && batchSize * cin * a <= gemmBatch1Numel
+        return pointwise || small
+    }
+
+    /// The entry name costing a layer at a batch size: its structural variant where this estimator has one, else
+    /// its kind.
+    private func entryFor(_ kind: String, _ config: [String: Any], _ batchSize: Double?) -> String {
+        let key = Estimator.modelKey(kind, config, batchSize: batchSize)
         return models[key] != nil ? key : kind
     }
 
@@ -813,7 +856,7 @@ public final class Estimator {
     /// `cost` gives the layer's training FLOPs and bytes, from which the features train_flops and
     /// train_bytes are set (overriding any given).
     public func predictLayer(kind: String, features: [String: Any], cost: Cost?) throws -> (mean: Double, std: Double) {
-        let m = try model(entryFor(kind, features))
+        let m = try model(entryFor(kind, features, optionalNum(features["batch_size"])))
         let w = "layer of kind '\(kind)'"
         let given = m.given
         if let missing = given.first(where: { features[$0] == nil && m.defaults[$0] == nil }) {
@@ -848,7 +891,7 @@ public final class Estimator {
         var keys: [[Double]] = []
         var entries: [String] = []
         for (i, layer) in layers.enumerated() {
-            let entry = entryFor(layer.kind, layer.config)
+            let entry = entryFor(layer.kind, layer.config, Double(batchSize))
             let m = try model(entry)
             var values: [String: Any] = layer.config
             values["batch_size"] = Double(batchSize)

@@ -12,7 +12,7 @@ final class EstimatorTests: XCTestCase {
     /// The expected_*.json cases every runtime reproduces.
     let cases = ["expected_time_profile.json", "expected_energy_floored.json", "expected_time_grouped.json",
                  "expected_time_stand_in.json", "expected_time_defaults.json", "expected_time_unread.json",
-                 "expected_time_frozen.json", "expected_time_step_bytes.json"]
+                 "expected_time_frozen.json", "expected_time_step_bytes.json", "expected_time_gemm.json"]
     /// Cost terms of a relu over 4704 numbers (any finite non-negative terms would do here).
     let reluCost = Cost(flopsPerSample: 9408, flopsFixed: 0, bytesPerSample: 75264, bytesFixed: 0)
 
@@ -314,6 +314,25 @@ final class EstimatorTests: XCTestCase {
         f["groups"] = 1.0
         let denseMean = try grouped.predictLayer(kind: "conv2d", features: f, cost: c).mean
         XCTAssertGreaterThan(dwMean, 2 * denseMean)
+    }
+
+    func testConvolutionsPyTorchRunsOffOneDnnNameTheGemmEntry() throws {
+        let queries = try json("expected_time_gemm.json")["model_key"] as! [[String: Any]]
+        var gemm = 0
+        for q in queries {
+            let kind = q["kind"] as! String
+            let config = q["config"] as! [String: Any]
+            let key = q["key"] as! String
+            let b = num(q["batch_size"])
+            XCTAssertEqual(Estimator.modelKey(kind, config, batchSize: b), key, "\(kind) \(config) at batch \(b)")
+            if !key.hasSuffix(":grouped") {  // a depthwise 1x1 conv runs off oneDNN too, but is grouped's first
+                XCTAssertEqual(Estimator.runsAsGemm(kind, config, b), key.hasSuffix(":gemm"))
+            }
+            // without a batch size no layer is the gemm variant's
+            XCTAssertEqual(Estimator.modelKey(kind, config), key.hasSuffix(":gemm") ? kind : key)
+            gemm += key.hasSuffix(":gemm") ? 1 : 0
+        }
+        XCTAssertTrue(gemm >= 5 && gemm < queries.count - 5)
     }
 
     func testPaddedFeaturesAreDerivedFromTheirBase() throws {

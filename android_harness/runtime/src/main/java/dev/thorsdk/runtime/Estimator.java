@@ -1060,6 +1060,15 @@ public final class Estimator {
      * group included (thor_sdk.layers.kinds.model_key).
      */
     public static String modelKey(String kind, Map<String, ?> config) {
+        return modelKey(kind, config, null);
+    }
+
+    /**
+     * The estimator entry that costs a layer at {@code batchSize} (null: none): "KIND:grouped" for a depthwise
+     * convolution, else "KIND:gemm" for a dense convolution that PyTorch at one thread runs off oneDNN
+     * ({@link #runsAsGemm}), else the kind itself (thor_sdk.layers.kinds.model_key).
+     */
+    public static String modelKey(String kind, Map<String, ?> config, Double batchSize) {
         if (kind != null && GROUPED_KINDS.contains(kind) && config != null) {
             Object g = config.get("groups");
             Object cin = config.get("in_channels");
@@ -1067,13 +1076,64 @@ public final class Estimator {
                     && !(cin instanceof Number && ((Number) cin).doubleValue() > ((Number) g).doubleValue())) {
                 return kind + ":grouped";
             }
+            if (batchSize != null && runsAsGemm(kind, config, batchSize)) {
+                return kind + ":gemm";
+            }
         }
         return kind;
     }
 
-    /** The entry name costing a layer: its structural variant where this estimator has one, else its kind. */
-    private String entryFor(String kind, Map<String, ?> config) {
-        String key = modelKey(kind, config);
+    private static Double num(Map<String, ?> config, String key, Double fallback) {
+        Object v = config.containsKey(key) ? config.get(key) : fallback;
+        return v instanceof Number && !Double.isNaN(((Number) v).doubleValue()) ? ((Number) v).doubleValue() : null;
+    }
+
+    /**
+     * Whether PyTorch's CPU backend at one thread runs this dense conv1d/conv2d by im2col and a matrix product
+     * rather than oneDNN: a 1x1, stride-1, undilated conv below batch 16, or a batch-1 conv whose kernel is at most
+     * 3 along a side over an input of at most 20480 numbers (thor_sdk.layers.kinds.runs_as_gemm).
+     */
+    public static boolean runsAsGemm(String kind, Map<String, ?> config, double batchSize) {
+        if (kind == null || !GROUPED_KINDS.contains(kind) || config == null || Double.isNaN(batchSize)) {
+            return false;
+        }
+        Double kh, kw, sh, sw, area;
+        if (kind.equals("conv2d")) {
+            kh = num(config, "kernel", null);
+            sh = num(config, "stride", null);
+            kw = num(config, "kernel_w", kh);
+            sw = num(config, "stride_w", sh);
+            Double h = num(config, "height", null);
+            Double w = num(config, "width", null);
+            area = h == null || w == null ? null : h * w;
+        } else {
+            kh = 1.0;
+            sh = 1.0;
+            kw = num(config, "kernel", null);
+            sw = num(config, "stride", null);
+            area = num(config, "length", null);
+        }
+        Double cin = num(config, "in_channels", null);
+        Double dilation = num(config, "dilation", 1.0);
+        Double groups = num(config, "groups", 1.0);
+        if (kh == null || kw == null || sh == null || sw == null || area == null || cin == null || dilation == null
+                || groups == null) {
+            return false;
+        }
+        boolean pointwise = kh == 1 && kw == 1 && sh == 1 && sw == 1 && dilation == 1 && batchSize < GEMM_BATCH;
+        boolean small = batchSize <= 1 && groups == 1 && !(kh > 3 && kw > 3)
+                && batchSize * cin * area <= GEMM_BATCH1_NUMEL;
+        return pointwise || small;
+    }
+
+    /** Batch size from which PyTorch runs 1x1 convs on oneDNN at one thread (thor_sdk.layers.kinds.GEMM_BATCH). */
+    public static final double GEMM_BATCH = 16;
+    /** The largest batch-1 input (numbers) that PyTorch keeps off oneDNN (thor_sdk.layers.kinds.GEMM_BATCH1_NUMEL). */
+    public static final double GEMM_BATCH1_NUMEL = 20480;
+
+    /** The entry name costing a layer at a batch size: its structural variant where this estimator has one, else its kind. */
+    private String entryFor(String kind, Map<String, ?> config, Double batchSize) {
+        String key = modelKey(kind, config, batchSize);
         return key != null && models.containsKey(key) ? key : kind;
     }
 
@@ -1095,7 +1155,8 @@ public final class Estimator {
         if (features == null) {
             throw new UsageError("features must be a map of feature name -> number");
         }
-        KindModel m = model(entryFor(kind, features));
+        Object b = features.get("batch_size");
+        KindModel m = model(entryFor(kind, features, b instanceof Number ? ((Number) b).doubleValue() : null));
         String where = "layer of kind '" + kind + "'";
         List<String> given = m.given;
         for (String f : given) {
@@ -1148,7 +1209,7 @@ public final class Estimator {
             if (layer.config == null) {
                 throw new UsageError("layer " + i + " (" + layer.kind + "): config must be a map");
             }
-            String entry = entryFor(layer.kind, layer.config);
+            String entry = entryFor(layer.kind, layer.config, (double) batchSize);
             KindModel m = model(entry);
             Map<String, Object> values = new HashMap<>(layer.config);
             values.put("batch_size", (double) batchSize);

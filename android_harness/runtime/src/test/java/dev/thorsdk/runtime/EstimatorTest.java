@@ -27,7 +27,8 @@ public class EstimatorTest {
     /** The expected_*.json cases every runtime reproduces. */
     private static final String[] CASES = {"expected_time_profile.json", "expected_energy_floored.json",
         "expected_time_grouped.json", "expected_time_stand_in.json", "expected_time_defaults.json",
-        "expected_time_unread.json", "expected_time_frozen.json", "expected_time_step_bytes.json"};
+        "expected_time_unread.json", "expected_time_frozen.json", "expected_time_step_bytes.json",
+        "expected_time_gemm.json"};
     /** Cost terms of a relu over 4704 numbers (any finite non-negative terms would do here). */
     private static final Estimator.Cost RELU_COST = new Estimator.Cost(9408.0, 0.0, 75264.0, 0.0);
 
@@ -421,6 +422,28 @@ public class EstimatorTest {
         f.put("groups", 1.0);
         double denseMean = grouped.predictLayer("conv2d", f, c)[0];
         assertTrue("depthwise " + dwMean + " vs dense " + denseMean, dwMean > 2 * denseMean);
+    }
+
+    @Test
+    @SuppressWarnings("unchecked")
+    public void convolutionsPyTorchRunsOffOneDnnNameTheGemmEntry() throws IOException {
+        Map<String, Object> exp = (Map<String, Object>) Json.parse(TestVectors.read("expected_time_gemm.json"));
+        List<Map<String, Object>> queries = (List<Map<String, Object>>) exp.get("model_key");
+        int gemm = 0;
+        for (Map<String, Object> q : queries) {
+            String kind = (String) q.get("kind");
+            Map<String, Object> config = (Map<String, Object>) q.get("config");
+            String key = (String) q.get("key");
+            double b = ((Number) q.get("batch_size")).doubleValue();
+            assertEquals(kind + " " + config + " at batch " + b, key, Estimator.modelKey(kind, config, b));
+            if (!key.endsWith(":grouped")) {  // a depthwise 1x1 conv runs off oneDNN too, but is grouped's first
+                assertEquals(key.endsWith(":gemm"), Estimator.runsAsGemm(kind, config, b));
+            }
+            // without a batch size no layer is the gemm variant's
+            assertEquals(key.endsWith(":gemm") ? kind : key, Estimator.modelKey(kind, config));
+            gemm += key.endsWith(":gemm") ? 1 : 0;
+        }
+        assertTrue(gemm >= 5 && gemm < queries.size() - 5);
     }
 
     @Test
