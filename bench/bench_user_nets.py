@@ -30,7 +30,8 @@ more, side by side on the same measurements) and scores them against the run's m
 the run read the canary, at the canary level; each net's estimate over its truth per estimator. Writes
 ``user-nets-rescore-<stamp>.md`` and ``.json``.
 
-    python bench/bench_user_nets.py --rescore bench/results/user-nets-host-<stamp>.json --estimator A.json --estimator B.json
+    python bench/bench_user_nets.py --rescore bench/results/user-nets-host-<stamp>.json \
+        --estimator A.json --estimator B.json
 """
 
 import argparse
@@ -52,7 +53,8 @@ def main(argv=None):
     from user_nets import NETS
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--estimator", action="append", default=[], help="the device profile (with --rescore: each of them)")
+    ap.add_argument("--estimator", action="append", default=[],
+                    help="the device profile (with --rescore: each of them)")
     ap.add_argument("--render", metavar="JSON", help="write the Markdown of an earlier run's JSON again, measure nothing")
     ap.add_argument("--rescore", metavar="JSON", help="estimate an earlier run's nets again with each --estimator, "
                                                       "measure nothing")

@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from thor_sdk.campaign.prior import load_prior
-from thor_sdk.campaign.profile import ProfilePlan
+from thor_sdk.campaign.profile import INTEGRATION_BATCHES, ProfilePlan
 from thor_sdk.fitting.estimator import build_estimator
 from thor_sdk.fitting.pipeline import fit_kinds
 from thor_sdk.layers.kinds import model_key, runs_as_gemm
@@ -149,6 +149,15 @@ def test_a_profile_plans_the_gemm_entries_apart_and_keeps_each_kinds_share():
                 assert all(p.model_key == k for p in plan.coverage[k])
         assert all(p.batch_size < 16 or p.config["kernel"] > 1 for p in plan.candidates[key])
         assert 0 < plan.share[key] < plan.share[kind]
+        # every integration batch size alike: the variant's part of the dense share is its zoo configs' relative
+        # share at the batch sizes where they are its (a 1x1 conv at 4 of 4, 16 and 64: a third), not their cost
+        dense = [e for e in prior["kinds"][kind]["configs"] if model_key(kind, e["config"]) == kind]
+        at = [(e.get("rel_share", e["share"]), b) for e in dense for b in INTEGRATION_BATCHES
+              if model_key(kind, e["config"], b) == key]
+        total = len(INTEGRATION_BATCHES) * sum(e.get("rel_share", e["share"]) for e in dense)
+        expected = sum(w for w, _ in at) / total
+        assert plan.share[key] / (plan.share[key] + plan.share[kind]) == pytest.approx(expected, rel=1e-9)
+        assert expected > 0.03  # profile 70, split by proxy cost: 0.3% of dense conv2d's, 5 of 937 probes
     alone = ProfilePlan(prior, kinds=["conv2d"], per_kind=40)
     assert math.isclose(sum(v for k, v in alone.share.items()), sum(v for k, v in plan.share.items()
                                                                       if k.startswith("conv2d")), rel_tol=1e-9)

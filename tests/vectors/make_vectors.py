@@ -1089,7 +1089,9 @@ def write_step_bytes_case():
 
 
 def main():
-    only = {"--gemm-only": write_gemm_case, "--step-bytes-only": write_step_bytes_case, "--frozen-only": write_frozen_case, "--unread-only": write_unread_case,
+    only = {"--gemm-only": write_gemm_case,
+            "--step-bytes-only": write_step_bytes_case, "--frozen-only": write_frozen_case,
+            "--unread-only": write_unread_case,
             "--defaults-only": write_defaults_case,
             "--levels-only": write_level_vectors, "--training-only": write_training_vectors,
             "--grouped-only": write_grouped_case, "--stand-in-only": write_stand_in_case,

@@ -21,7 +21,8 @@ class GPCache:
         rows = [s for s in samples if s["metric"] == self.metric and not s["flagged"]]
         self.gps.update(fit_kinds(rows, self.random_state, self.extra_log_var, n_restarts_optimizer=0,
                                   unchanged=lambda kind, rs: self._n.get(kind) == len(rs)))
-        self._n.update(Counter(model_key(s["kind"], s["config"], s["batch_size"]) for s in rows))  # each model's count now
+        # each model's count now
+        self._n.update(Counter(model_key(s["kind"], s["config"], s["batch_size"]) for s in rows))
         return self
 
     def predict(self, probe):

@@ -1131,7 +1131,10 @@ public final class Estimator {
     /** The largest batch-1 input (numbers) that PyTorch keeps off oneDNN (thor_sdk.layers.kinds.GEMM_BATCH1_NUMEL). */
     public static final double GEMM_BATCH1_NUMEL = 20480;
 
-    /** The entry name costing a layer at a batch size: its structural variant where this estimator has one, else its kind. */
+    /**
+     * The entry name costing a layer at a batch size: its structural variant where this estimator has one, else
+     * its kind.
+     */
     private String entryFor(String kind, Map<String, ?> config, Double batchSize) {
         String key = modelKey(kind, config, batchSize);
         return key != null && models.containsKey(key) ? key : kind;
