@@ -10,14 +10,13 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from test_structural_variants import _estimator, _row  # the structural variants' shared helpers
 
 from thor_sdk.campaign.prior import load_prior
 from thor_sdk.campaign.profile import INTEGRATION_BATCHES, ProfilePlan
-from thor_sdk.fitting.estimator import build_estimator
 from thor_sdk.fitting.pipeline import fit_kinds
 from thor_sdk.layers.kinds import model_key, runs_as_gemm
 from thor_sdk.probes import Probe
-from thor_sdk.runtime import load_estimator
 from thor_sdk.runtime.terms import at_batch, cost_terms
 
 VECTORS = Path(__file__).resolve().parent / "vectors"
@@ -44,14 +43,8 @@ def _samples(n, seed=0, noise=0.03):
                       int(rng.choice([4, 8, 16, 32])))
         batch = int(rng.choice([1, 2, 4, 8, 16, 32, 64]))
         role = str(rng.choice(["input", "hidden"]))
-        out.append({"kind": "conv2d", "config": cfg, "batch_size": batch, "role": role, "metric": "time",
-                    "value": _law(cfg, batch, role) * math.exp(rng.normal(0, noise)), "std": 0.0, "flagged": False})
+        out.append(_row("conv2d", cfg, batch, role, _law(cfg, batch, role) * math.exp(rng.normal(0, noise))))
     return out
-
-
-def _estimator(gps):
-    return load_estimator(build_estimator(gps, device={"name": "test"}, metric="time", unit="s",
-                                          flops_baseline={"unit_per_flop": 1e-10}, provenance={}))
 
 
 def test_model_key_names_the_gemm_variant_only_with_a_batch_size():

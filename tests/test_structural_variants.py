@@ -40,9 +40,14 @@ def _samples(n_dense, n_grouped, seed=0, noise=0.03):
             c = int(rng.integers(8, 64))
             cfg = _conv1d(c, c, int(rng.choice([15, 33])), c, length)
         role = str(rng.choice(["input", "hidden"]))
-        out.append({"kind": "conv1d", "config": cfg, "batch_size": batch, "role": role, "metric": "time",
-                    "value": _law(cfg, batch, role) * math.exp(rng.normal(0, noise)), "std": 0.0, "flagged": False})
+        out.append(_row("conv1d", cfg, batch, role, _law(cfg, batch, role) * math.exp(rng.normal(0, noise))))
     return out
+
+
+def _row(kind, config, batch, role, value):
+    """One time sample as a campaign stores it (unflagged, no spread)."""
+    return {"kind": kind, "config": config, "batch_size": batch, "role": role, "metric": "time", "value": value,
+            "std": 0.0, "flagged": False}
 
 
 def _estimator(gps):
