@@ -34,7 +34,7 @@ def kind_factors(doc, campaign, ridge):
     import numpy as np
 
     from thor_sdk.fitting.pipeline import CALIBRATION_PREFIX, device_levels
-    from thor_sdk.layers.kinds import model_key
+    from thor_sdk.layers.kinds import entry_key
     from thor_sdk.runtime import load_estimator
     from thor_sdk.store import Campaign
 
@@ -55,8 +55,7 @@ def kind_factors(doc, campaign, ridge):
         e = est.estimate(layers, batch, unknown="approx")
         per = {}
         for row, layer in zip(e["layers"], layers):
-            key = model_key(layer["kind"], layer["config"], batch)
-            key = key if key in doc["kinds"] else layer["kind"]
+            key = entry_key(layer["kind"], layer["config"], batch, doc["kinds"])
             per[key] = per.get(key, 0.0) + row["mean"]
         total = sum(per.values())
         shares.append([per.get(k, 0.0) / total for k in kinds])

@@ -159,12 +159,14 @@ def rescore(run, estimators):
 def rescore_scores(rows, truth):
     """(n, THOR MAPE, FLOPs MAPE, nets covered by THOR's 95% interval) against ``truth`` (``measured`` or
     ``canary``) over the rows that have it."""
+    from thor_sdk.evaluate.unseen import Z95, _ape
+
     sel = [r for r in rows if r.get(truth)]
     if not sel:
         return 0, None, None, 0
-    return (len(sel), statistics.fmean(abs(r["thor"] - r[truth]) / r[truth] * 100 for r in sel),
-            statistics.fmean(abs(r["flops"] - r[truth]) / r[truth] * 100 for r in sel),
-            sum(abs(r["thor"] - r[truth]) <= 1.96 * r["thor_std"] for r in sel))
+    return (len(sel), statistics.fmean(_ape(r["thor"], r[truth]) for r in sel),
+            statistics.fmean(_ape(r["flops"], r[truth]) for r in sel),
+            sum(abs(r["thor"] - r[truth]) <= Z95 * r["thor_std"] for r in sel))
 
 
 def render_rescore(doc):

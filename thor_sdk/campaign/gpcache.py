@@ -2,7 +2,7 @@
 
 from collections import Counter
 
-from thor_sdk.layers.kinds import feature_vector, model_key
+from thor_sdk.layers.kinds import entry_key, feature_vector, model_key
 
 
 class GPCache:
@@ -29,9 +29,8 @@ class GPCache:
         """(mean, std) of a probe's layer cost, or None while its kind has no model."""
         from thor_sdk.fitting.pipeline import sample_terms
 
-        gp = self.gps.get(model_key(probe.kind, probe.config, probe.batch_size))
-        if gp is None:  # a variant without samples yet: its kind's model, as an estimator falls back
-            gp = self.gps.get(probe.kind)
+        # a variant without samples yet: its kind's model, as an estimator falls back
+        gp = self.gps.get(entry_key(probe.kind, probe.config, probe.batch_size, self.gps))
         if gp is None:
             return None
         p = {"kind": probe.kind, "config": probe.config, "batch_size": probe.batch_size, "role": probe.role}

@@ -856,6 +856,13 @@ def model_key(kind_name, config, batch_size=None):
     return kind_name
 
 
+def entry_key(kind_name, config, batch_size, entries):
+    """The entry of ``entries`` (a collection of entry names) that costs a layer: its ``model_key`` where
+    ``entries`` has it, else its kind's (an estimator, or a campaign's working models, without the variant)."""
+    key = model_key(kind_name, config, batch_size)
+    return key if key in entries else kind_name
+
+
 def base_kind(key):
     """The layer kind of an estimator entry name (``"conv2d:grouped"`` -> ``"conv2d"``)."""
     return key.split(VARIANT_SEP, 1)[0]

@@ -32,7 +32,7 @@ from math import ceil, dist, exp, expm1, fsum, hypot, log, log1p, sqrt
 from operator import le, mul, sub
 
 from thor_sdk.errors import FormatError, NotFoundError, NotOurFileError, UsageError
-from thor_sdk.layers.kinds import DEFAULT_FEATURES, model_key, padded_value, parse_padded
+from thor_sdk.layers.kinds import DEFAULT_FEATURES, entry_key, padded_value, parse_padded
 
 from .terms import at_batch, cost_terms, layer_terms
 
@@ -501,10 +501,8 @@ class Estimator:
     def _model_for(self, kind, config, batch_size=None):
         """(entry name, model) costing a layer at ``batch_size``: its structural variant's (``conv2d:grouped``,
         ``conv2d:gemm``) where the estimator has one, else its kind's; (None, None) when it has neither."""
-        key = model_key(kind, config, batch_size) if isinstance(kind, str) else kind
+        key = entry_key(kind, config, batch_size, self._models) if isinstance(kind, str) else kind
         model = self._models.get(key)
-        if model is None and key != kind:
-            key, model = kind, self._models.get(kind)
         return (key, model) if model is not None else (None, None)
 
     def _model(self, kind, config=None):
