@@ -893,3 +893,26 @@ def test_a_kind_below_what_its_gp_needs_takes_the_pick_once_its_cap_allows(tmp_p
         assert c >= FLOOR_SHARE * plan.share[kind] * n - 1, (kind, c)
     with pytest.raises(UsageError, match="fit_floor"):
         profile(device=FakeDevice(), out=str(tmp_path / "bad.db"), max_probes=5, prior_path=str(path), fit_floor=1)
+
+
+def test_every_entry_takes_min_entry_probes_before_its_gp_need(tmp_path, small_prior):
+    """With fit_floor (the default) an entry of a small share (a generic kind no zoo net has) is not left at its 3
+    start probes while its cap allows MIN_ENTRY_PROBES: a mean law of three coefficients fits three samples exactly
+    (profile 71's conv_transpose2d: no overhead at all, a user's transposed conv at 0.12x its probe). Without
+    fit_floor such an entry stays at its start on the same budget."""
+    from thor_sdk.campaign.profile import MIN_ENTRY_PROBES, ProfilePlan
+
+    path, doc = small_prior
+    plan = ProfilePlan(doc)
+    n_start = sum(min(3, len(plan.start[k])) for k in plan.kinds)
+    n = n_start + 2 * (MIN_ENTRY_PROBES - 3) * len(plan.kinds)  # every 4th pick a coverage one; the share floors
+    counts = {}
+    for on in (True, False):
+        s = profile(device=FakeDevice(), out=str(tmp_path / f"m{on}.db"), max_probes=n, prior_path=str(path),
+                    reference_every_s=None, calibration_models=[], fit_floor=on)
+        counts[on] = s["kinds"]
+    small = min(plan.kinds, key=lambda k: plan.share[k])
+    assert counts[False].get(small, 0) < MIN_ENTRY_PROBES
+    for k in plan.kinds:  # an entry no zoo config has at the integration batch sizes is picked at its start only
+        want = min(MIN_ENTRY_PROBES, len(plan.candidates[k])) if plan.integration[k] else min(3, len(plan.start[k]))
+        assert counts[True].get(k, 0) >= want, (k, counts[True])

@@ -15,7 +15,8 @@
    the one furthest outside per probing second, so no zoo layer stays an extrapolation. A kind below
    ``FLOOR_SHARE`` of its relative share of the probes so far takes the pick instead (its best-gain
    candidate; the kind furthest below its floor first), so no kind the zoo relies on stays at a handful;
-   after those, a kind below the samples its GP needs to fit its length scales (``fit_need``), once its
+   after those, an entry below ``MIN_ENTRY_PROBES`` (so that no mean law rests on as many samples as it has
+   coefficients), then a kind below the samples its GP needs to fit its length scales (``fit_need``), once its
    share cap allows that many.
 3. **Drift**: a fixed reference probe is re-measured every ``reference_every_s`` seconds and stored as a
    model run ``reference:<probe id>``; ``fit`` turns its spread into noise every sample carries.
@@ -65,6 +66,12 @@ SHARE_CAP = 4.0
 #: layer's zoo configs with their other dropout (DROPOUT_NEIGHBOUR_KINDS)
 OTHER_ROLE_WEIGHT = 0.5
 MIN_CAP = 6
+#: every entry takes at least this many probes (its cap allows MIN_CAP), after the share floors and before what its
+#: GP needs: an entry of a small share kept only its 3 start probes, and a mean law of three coefficients fitted on
+#: three samples can fit them exactly with no overhead. Profile 71's conv_transpose2d (3 probes, 2 of them frozen)
+#: had an overhead of 3e-10 s, and a user's 8->4 2x2 stride-2 transposed conv at batch 8 read 0.13 ms against the
+#: 1.08 ms its own probes measured (Deconv 0.59x, ConvAE 0.71x its step); 30 of profile 71's 56 entries had 3-5
+MIN_ENTRY_PROBES = MIN_CAP
 #: ln-spread of the reference probe's re-measurements above which a profile says the device's speed moved
 DRIFT_WARN_LOG_STD = 0.10
 #: every kind takes at least this fraction of its relative share of the probes: a kind whose mean function
@@ -370,7 +377,8 @@ def run_profile(campaign, device, plan, metric="time", settings=None, runtime="t
                 range_probes=True, fit_floor=True, calibration_spread=True):
     """Profile ``device`` over ``plan`` until a stop condition holds; returns a summary dict.
     ``range_probes``: False makes every coverage probe a variance one (no ``range_gap`` picks). ``fit_floor``:
-    False keeps a kind's floor at its share of the probes (``floor_share``), not at what its GP needs (``fit_need``).
+    False keeps a kind's floor at its share of the probes (``floor_share``), not at MIN_ENTRY_PROBES and what its GP
+    needs (``fit_need``).
     ``calibration_spread``: False measures the calibration nets only at the end, not also after each reference
     re-measurement during the probes.
 
@@ -492,14 +500,16 @@ def run_profile(campaign, device, plan, metric="time", settings=None, runtime="t
                 j = int(gains.argmax())
                 if best is None or gains[j] > best[0]:
                     best = (float(gains[j]), cands[j])
-                # below its share floor first; then below what its GP needs to fit its length scales, where
-                # its cap allows that many; within each, the kind furthest below
+                # below its share floor first; then below MIN_ENTRY_PROBES; then below what its GP needs to fit
+                # its length scales, where its cap allows that many; within each, the kind furthest below
                 c = counts.get(k, 0)
                 floor = floor_share * plan.share[k] * n_done
                 if floor > 0 and c < floor:
                     key = (0, c / floor)
+                elif fit_floor and c < MIN_ENTRY_PROBES:
+                    key = (1, c / MIN_ENTRY_PROBES)
                 elif c < need.get(k, 0) <= SHARE_CAP * plan.share[k] * n_done:
-                    key = (1, c / need[k])
+                    key = (2, c / need[k])
                 else:
                     key = None
                 if key is not None and (starved is None or key < starved[0]):
