@@ -297,5 +297,5 @@ def test_the_cli_summary_says_it_too(evaluated):
     assert "never saw" not in unseen_table(r)
     cv = {"folds": 5, "kinds": 3, "heldout": 90, "mape": 12.34, "median_ape": 8.0, "covered95": 0.95}
     text = unseen_table(dict(r, estimator=dict(r["estimator"], cross_validation=cv)))
-    assert ("layer kinds on configs they never saw (5-fold cross-validation at fit, 90 held-out samples of 3 kinds): "
-            "MAPE 12.3% (median APE 8.0%), coverage 95%") in text
+    assert ("the estimator's layer kinds on configs they never saw (5-fold cross-validation at fit, 3 kinds, 90 "
+            "held-out samples): MAPE 12.3% (median APE 8.0%), 95.0% inside their 95% intervals") in text

@@ -252,9 +252,9 @@ def unseen_table(r):
                            for g, m in groups.items() if m.get("canary")))
     cv = (r.get("estimator") or {}).get("cross_validation")
     if cv:
-        text += (f"\nthe estimator's layer kinds on configs they never saw ({cv['folds']}-fold cross-validation at fit, "
-                 f"{cv['heldout']} held-out samples of {cv['kinds']} kinds): MAPE {cv['mape']:.1f}% (median APE "
-                 f"{cv['median_ape']:.1f}%), coverage {100 * cv['covered95']:.0f}%")
+        from thor_sdk.evaluate.unseen import cv_line
+
+        text += f"\nthe estimator's {cv_line(cv)}"
     if r.get("level_warning"):
         text += f"\nwarning: {r['level_warning']}"
     if r.get("device_warning"):

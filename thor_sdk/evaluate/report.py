@@ -112,10 +112,9 @@ def _facts(result):
                      f"{_fmt(e.get('whole_model_rel_std'))}, {len(e.get('kinds') or [])} layer kinds.")
         cv = e.get("cross_validation")
         if cv:
-            lines.append(f"Its layer kinds on configs they never saw ({cv['folds']}-fold cross-validation at fit, "
-                         f"{cv['kinds']} kinds, {cv['heldout']} held-out samples): MAPE {_pct(cv['mape'])}% "
-                         f"(median APE {_pct(cv['median_ape'])}%), {_pct(100 * cv['covered95'])}% inside their 95% "
-                         "intervals.")
+            from thor_sdk.evaluate.unseen import cv_line
+
+            lines.append(f"Its {cv_line(cv)}.")
     if ref.get("spread") is not None:
         lines.append(f"Reference {ref['model']} b{ref['batch_size']} re-measured {len(ref['runs'])} times: "
                      f"max/min - 1 = {100 * ref['spread']:.1f}% (the machine's drift during the run).")

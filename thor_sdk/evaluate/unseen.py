@@ -142,6 +142,13 @@ def floor_line(floor):
             "(lognormal passes assumed; a machine flipping between speed states reads higher)")
 
 
+def cv_line(cv):
+    """``kind_cv_summary``'s dict in words: the estimator's layer kinds on configs their fit left out."""
+    return (f"layer kinds on configs they never saw ({cv['folds']}-fold cross-validation at fit, {cv['kinds']} kinds, "
+            f"{cv['heldout']} held-out samples): MAPE {cv['mape']:.1f}% (median APE {cv['median_ape']:.1f}%), "
+            f"{100 * cv['covered95']:.1f}% inside their 95% intervals")
+
+
 def _mean(xs):
     xs = [x for x in xs if x is not None]
     return statistics.fmean(xs) if xs else None
