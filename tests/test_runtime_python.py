@@ -359,10 +359,13 @@ def test_vectors_still_match_the_numpy_model(case):
 
 def test_vectors_cover_the_promised_cases():
     assert set(CASES) == {"time_profile", "energy_floored", "time_grouped", "time_stand_in", "time_defaults",
-                          "time_unread", "time_frozen", "time_step_bytes", "time_gemm"}
+                          "time_unread", "time_frozen", "time_step_bytes", "time_gemm", "time_per_call"}
     docs = [json.loads(p.read_text()) for p in VECTORS.glob("estimator_*.json")]
-    assert {d["version"] for d in docs} == {2, 3}  # every runtime reads both: 2 is 3 without per_step_byte
+    # every runtime reads all three: 2 is 3 without per_step_byte, 3 is 4 without per_call
+    assert {d["version"] for d in docs} == {2, 3, 4}
     assert any("per_step_byte" in g["mean_function"] for d in docs for g in d["kinds"].values())
+    assert all(("per_call" in g["mean_function"]) <= (d["version"] == 4) for d in docs for g in d["kinds"].values())
+    assert any("per_call" in g["mean_function"] for d in docs for g in d["kinds"].values())
     gps = [g for d in docs for g in d["kinds"].values()]
     assert any(g["n_samples"] == 1 for g in gps)
     assert any(g["fit"]["floored_samples"] > 0 for g in gps)
@@ -468,7 +471,7 @@ def good_doc():
 def _broken(doc, how):
     k = doc["kinds"]["relu"]
     if how == "version":
-        doc["version"] = 4
+        doc["version"] = 5
     elif how == "version1":
         doc["version"] = 1
     elif how == "format":
@@ -505,6 +508,8 @@ def _broken(doc, how):
         k["mean_function"]["per_flop"] = -1e-9
     elif how == "negative_per_step_byte":
         k["mean_function"]["per_step_byte"] = -1e-12
+    elif how == "negative_per_call":
+        k["mean_function"]["per_call"] = -1e-12
     elif how == "version_half":
         doc["version"] = 2.5
     elif how == "zero_overhead":
@@ -527,7 +532,7 @@ def _broken(doc, how):
 HOW = ["version", "version1", "format", "missing_kinds", "missing_runtime", "missing_alpha", "nan_in_dict",
        "x_mean_length", "inducing_row_length", "alpha_length", "var_factor_row_length", "n_samples", "unit",
        "string_number", "bool_number", "negative_scale", "nu", "negative_per_flop", "zero_overhead", "residual_bound",
-       "variance_bound", "tiny_length_scale", "huge_integer", "whole_model", "kind_not_object", "negative_per_step_byte",
+       "variance_bound", "tiny_length_scale", "huge_integer", "whole_model", "kind_not_object", "negative_per_step_byte", "negative_per_call",
        "version_half"]
 
 

@@ -47,6 +47,8 @@ what :func:`table_select_text` makes now.
   models at batch 1, 8 and 16. Its expected file also has ``model_key``: convs on both sides of each clause of the
   rule, with the entry each runtime must name, made with ATen's own choice (``torch._C._select_conv_backend`` at
   one thread), not with the rule the runtimes implement.
+- ``time_per_call`` (version 4): an lstm entry whose mean function pays ``per_call`` once per layer call beside its
+  per-launch overhead; relu and output entries without it; layers at 4 and 256 time steps.
 
 And ``training_runs.json`` with ``layers_<case>_<i>.json``: the models of the ``expected_<case>.json``
 files as layer lists (format ``thor-sdk/layers``, every layer with its role and ``cost``, as ``thor-sdk
@@ -64,6 +66,7 @@ committed files are what :func:`training_files` makes now.
     python tests/vectors/make_vectors.py --unread-only    # rewrite the time_unread case only
     python tests/vectors/make_vectors.py --step-bytes-only  # rewrite the time_step_bytes case only
     python tests/vectors/make_vectors.py --gemm-only      # rewrite the time_gemm case only (needs torch)
+    python tests/vectors/make_vectors.py --per-call-only  # rewrite the time_per_call case only
 
 And ``levels.json`` with ``estimator_level.json``: the device level (``thor_sdk.runtime.device_level``,
 ``Estimator.level``) from reference readings, and estimates put at a level (``estimate(..., level=)``),
@@ -1088,8 +1091,49 @@ def write_step_bytes_case():
     write("time_step_bytes", doc, expected_for(doc, queries, models))
 
 
+def write_per_call_case():
+    """``time_per_call`` (version 4): an lstm entry whose mean function pays a cost once per layer call
+    (``per_call``) beside its per-launch overhead (launches = time steps x layers), fitted on SYNTHETIC costs with a
+    1 ms fixed cost and 5 us per step; a relu and an output entry without one. Queries and models at 4 and 256
+    time steps. Each runtime must add ``per_call`` where an entry has it and nothing where it has none. Its own
+    random stream."""
+    rng = np.random.default_rng(20261202)
+
+    def law(c, bs, role):
+        flops, nbytes, launches, _ = at_batch(cost_terms("lstm", c, role), bs)
+        return (1e-3 + 5e-6 * launches + 1e-11 * flops + 2e-10 * nbytes) * float(np.exp(rng.normal(0, 0.03)))
+
+    feats, X, y, T = gp_features("lstm"), [], [], []
+    for _ in range(30):
+        c = {"input_size": int(rng.integers(4, 64)), "hidden_size": int(rng.integers(16, 160)),
+             "seq_len": int(rng.choice([2, 4, 8, 32, 64, 128, 256])), "num_layers": int(rng.choice([1, 2])),
+             "frozen": 0}
+        bs = int(rng.choice([1, 4, 16, 64]))
+        role = str(rng.choice(["input", "hidden"]))
+        X.append(feature_vector("lstm", c, bs, role, feats))
+        y.append(law(c, bs, role))
+        T.append(at_batch(cost_terms("lstm", c, role), bs))
+    gps = fit_kinds([("relu", 6, False), ("output", 5, False)], rng)
+    gps["lstm"] = KindGP(features=feats, random_state=0).fit(X, y, noise_std=[0.03 * v for v in y], terms=T)
+    doc = synthetic_estimator(gps, whole_rel_std=0.05)
+    assert doc["version"] == 4 and doc["kinds"]["lstm"]["mean_function"]["per_call"] > 0
+    assert all("per_call" not in doc["kinds"][k]["mean_function"] for k in ("relu", "output"))
+    base = {"input_size": 12, "hidden_size": 48, "num_layers": 1, "frozen": 0}
+    queries = [("lstm", {**base, "seq_len": 4, "batch_size": 8, "role": "input"}),
+               ("lstm", {**base, "seq_len": 256, "batch_size": 8, "role": "hidden"}),
+               ("relu", {"numel": 512, "batch_size": 4, "role": "hidden"})]
+    models = []
+    for seq, bs in ((4, 8), (256, 1)):
+        layers = [{"name": "rnn", "kind": "lstm", "role": "input", "config": dict(base, seq_len=seq)},
+                  {"name": "act", "kind": "relu", "role": "hidden", "config": {"numel": 48 * seq}},
+                  {"name": "head", "kind": "output", "role": "output",
+                   "config": {"in_features": 48, "out_features": 6, "tokens": 1}}]
+        models.append(([with_cost(layer) for layer in layers], bs))
+    write("time_per_call", doc, expected_for(doc, queries, models))
+
+
 def main():
-    only = {"--gemm-only": write_gemm_case,
+    only = {"--gemm-only": write_gemm_case, "--per-call-only": write_per_call_case,
             "--step-bytes-only": write_step_bytes_case, "--frozen-only": write_frozen_case,
             "--unread-only": write_unread_case,
             "--defaults-only": write_defaults_case,
@@ -1142,6 +1186,7 @@ def main():
     write_frozen_case()
     write_step_bytes_case()
     write_gemm_case()
+    write_per_call_case()
 
 
 if __name__ == "__main__":

@@ -1,4 +1,4 @@
-"""Load an estimator JSON (version 3 or 2) and predict per-layer and whole-model costs with the Python standard library.
+"""Load an estimator JSON (version 4, 3 or 2) and predict per-layer and whole-model costs with the Python standard library.
 
 No numpy, no scikit-learn, no torch: this module, ``thor_sdk.runtime.terms``, the plain-data
 ``thor_sdk.layers.kinds`` and the strict reader ``thor_sdk.store.files`` are all an app needs. Loading
@@ -11,7 +11,8 @@ terms ``F`` (training FLOPs), ``B`` (bytes moved) at the batch size:
   ``var = max(constant + noise_level - v . v, 1e-12)`` (ln units);
 - ``m = overhead * L + per_flop * F + per_byte * B`` (``L``: sequential launches, 1 but for recurrent
   kinds), or where the entry has ``per_step_byte`` (version 3) ``... + per_byte * (B - S) + per_step_byte * S``
-  with ``S`` the bytes moved once per step (``bytes_fixed``); ``mean = m exp(mu + var/2)``,
+  with ``S`` the bytes moved once per step (``bytes_fixed``), plus ``per_call`` where the entry has it (version 4:
+  a recurrent kind's cost paid once per layer call, apart from its per-launch overhead); ``mean = m exp(mu + var/2)``,
   ``std = mean sqrt(exp(var) - 1)``.
 
 A layer is costed by its kind's entry, or by its structural variant's (``conv2d:grouped`` for a
@@ -37,9 +38,11 @@ from thor_sdk.layers.kinds import DEFAULT_FEATURES, entry_key, padded_value, par
 from .terms import at_batch, cost_terms, layer_terms
 
 ESTIMATOR_FORMAT = "thor-sdk/estimator"
-ESTIMATOR_VERSION = 3
-#: versions this reader reads: 2 is 3 without ``per_step_byte`` (every byte at ``per_byte``)
-READ_VERSIONS = (2, 3)
+ESTIMATOR_VERSION = 4
+#: versions this reader reads: 2 is 3 without ``per_step_byte`` (every byte at ``per_byte``); 3 is 4 without
+#: ``per_call``. A writer marks a file 4 only where an entry has ``per_call`` (``fitting.estimator``), so a file
+#: without one stays readable by version-3 runtimes
+READ_VERSIONS = (2, 3, 4)
 METRIC_UNITS = {"time": "s", "energy": "J"}  # the one metric -> unit map: the rest of thor_sdk imports it from here
 SQRT5 = math.sqrt(5.0)
 ROLE_CODES = {"input": 1.0, "hidden": 0.0}
@@ -194,7 +197,7 @@ class KindModel:
     """The exported cost model of one layer kind."""
 
     __slots__ = ("kind", "features", "index", "role_index", "x_mean", "x_scale", "length_scale", "overhead",
-                 "per_flop", "per_byte", "per_step_byte", "offset", "constant", "noise", "u_scale", "inducing_u",
+                 "per_flop", "per_byte", "per_step_byte", "per_call", "offset", "constant", "noise", "u_scale", "inducing_u",
                  "alpha_c", "W_c",
                  "alpha_norm2", "W_norm2", "alpha_by_dist", "W_by_dist", "n_samples", "feature_range",
                  "range_low", "range_high", "padded", "source", "padded_at", "given", "defaults",
@@ -220,6 +223,9 @@ class KindModel:
         # optional (version 3): the bytes moved once per step at a rate of their own; None: at per_byte
         self.per_step_byte = (None if mf.get("per_step_byte") is None else
                               _num(mf["per_step_byte"], f"{where}.mean_function.per_step_byte", nonneg=True))
+        # optional (version 4): paid once per layer call (a recurrent layer's fixed cost); 0 where absent
+        self.per_call = (0.0 if mf.get("per_call") is None else
+                         _num(mf["per_call"], f"{where}.mean_function.per_call", nonneg=True))
         k = _field(d, "kernel", where, dict)
         if _num(_field(k, "nu", f"{where}.kernel"), f"{where}.kernel.nu") != 2.5:
             raise FormatError(f"estimator: {where}.kernel.nu must be 2.5 (Matern 5/2), got {k['nu']}")
@@ -314,9 +320,9 @@ class KindModel:
         if var < VAR_FLOOR:
             var = VAR_FLOOR
         if self.per_step_byte is None:
-            m = self.overhead * launches + self.per_flop * flops + self.per_byte * nbytes
+            m = self.per_call + self.overhead * launches + self.per_flop * flops + self.per_byte * nbytes
         else:
-            m = (self.overhead * launches + self.per_flop * flops + self.per_byte * (nbytes - step_bytes)
+            m = (self.per_call + self.overhead * launches + self.per_flop * flops + self.per_byte * (nbytes - step_bytes)
                  + self.per_step_byte * step_bytes)
         if not (m > 0.0 and math.isfinite(m)):
             raise UsageError(f"kind {self.kind!r}: the mean function is not finite for these layer terms "
@@ -404,7 +410,7 @@ class Estimator:
             hint = " (version 1 files predate device profiles: refit the campaign with `thor-sdk fit`)" \
                 if version == 1 else ""
             raise FormatError(f"unsupported estimator version {version!r}; this thor-sdk reads versions "
-                              f"{' and '.join(map(str, READ_VERSIONS))}{hint}")
+                              f"{', '.join(map(str, READ_VERSIONS))}{hint}")
         metric = _field(doc, "metric", "top level", str)
         if metric not in METRIC_UNITS:
             raise FormatError(f"estimator: metric must be 'time' or 'energy', got {metric!r}")

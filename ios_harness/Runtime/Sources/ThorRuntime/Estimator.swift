@@ -1,6 +1,6 @@
-// Owns the Swift estimator runtime (format thor-sdk/estimator version 3 or 2): loading, per-layer and whole-model cost.
+// Owns the Swift estimator runtime (format thor-sdk/estimator version 4, 3 or 2): loading, per-layer and whole-model cost.
 //
-// Reads an estimator JSON (format "thor-sdk/estimator", version 3 or 2) and predicts per-layer and
+// Reads an estimator JSON (format "thor-sdk/estimator", version 4, 3 or 2) and predicts per-layer and
 // whole-model training costs (Swift 5.7+, Foundation only). Per layer kind: a non-negative mean
 // function of the layer's training FLOPs F and bytes B (m = overhead L + per_flop F + per_byte B, or with
 // per_step_byte ... + per_byte (B - S) + per_step_byte S, S the bytes moved once per step) times
@@ -515,6 +515,8 @@ final class KindModel {
     let overhead: Double, perFlop: Double, perByte: Double, offset: Double, constant: Double, noise: Double
     /// The rate of the bytes moved once per step (version 3); nil: they cost perByte.
     let perStepByte: Double?
+    /// Paid once per layer call whatever its launches (version 4; a recurrent layer's fixed cost); 0 where absent.
+    let perCall: Double
     let inducingU: [[Double]]  // inducing / length_scale
     let w: [[Double]]  // var_factor, r rows of m
     let nSamples: Int
@@ -544,6 +546,11 @@ final class KindModel {
             perStepByte = try nonNegative(psb, "\(wh).mean_function.per_step_byte")
         } else {
             perStepByte = nil
+        }
+        if let pc = mf["per_call"], !(pc is NSNull) {
+            perCall = try nonNegative(pc, "\(wh).mean_function.per_call")
+        } else {
+            perCall = 0.0
         }
         let k = try object(try field(d, "kernel", wh), "\(wh).kernel")
         let nu = try num(try field(k, "nu", "\(wh).kernel"), "\(wh).kernel.nu")
@@ -607,9 +614,9 @@ final class KindModel {
         if variance < varFloor { variance = varFloor }
         let mean: Double
         if let psb = perStepByte {
-            mean = overhead * launches + perFlop * flops + perByte * (bytes - stepBytes) + psb * stepBytes
+            mean = perCall + overhead * launches + perFlop * flops + perByte * (bytes - stepBytes) + psb * stepBytes
         } else {
-            mean = overhead * launches + perFlop * flops + perByte * bytes
+            mean = perCall + overhead * launches + perFlop * flops + perByte * bytes
         }
         guard mean > 0.0, mean.isFinite else {
             throw ThorError.usage("kind '\(kind)': the mean function is not finite for these layer terms "
@@ -658,8 +665,8 @@ private func atBatch(_ t: [Double], _ batch: Double)
 // ---------------------------------------------------------------------- the estimator
 public final class Estimator {
     public static let format = "thor-sdk/estimator"
-    public static let version = 3
-    /// The oldest version this runtime reads: 2 is 3 without per_step_byte.
+    public static let version = 4
+    /// The oldest version this runtime reads: 2 is 3 without per_step_byte, 3 is 4 without per_call.
     public static let minVersion = 2
     /// Features the runtime derives from a layer's cost terms (F and B at the batch size), never from its config.
     public static let derived = ["train_flops", "train_bytes"]
@@ -701,7 +708,7 @@ public final class Estimator {
                 hint = " (version 1 files predate device profiles: refit the campaign with `thor-sdk fit`)"
             }
             throw ThorError.format("unsupported estimator version \(show(doc["version"])); this runtime reads "
-                + "versions \(Estimator.minVersion) and \(Estimator.version)\(hint)")
+                + "versions \(Estimator.minVersion) to \(Estimator.version)\(hint)")
         }
         let metricValue = try field(doc, "metric", "top level")
         guard let metric = metricValue as? String else {

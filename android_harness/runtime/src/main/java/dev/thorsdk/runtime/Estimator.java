@@ -1,4 +1,4 @@
-// Owns the Java estimator runtime (format thor-sdk/estimator version 3 or 2): loading, per-layer and whole-model cost.
+// Owns the Java estimator runtime (format thor-sdk/estimator version 4, 3 or 2): loading, per-layer and whole-model cost.
 package dev.thorsdk.runtime;
 
 import java.util.ArrayList;
@@ -13,7 +13,7 @@ import java.util.Set;
 import java.util.TreeMap;
 
 /**
- * A thor-sdk estimator (format {@code thor-sdk/estimator}, version 3 or 2) for Java 17 / Android, JDK only.
+ * A thor-sdk estimator (format {@code thor-sdk/estimator}, version 4, 3 or 2) for Java 17 / Android, JDK only.
  *
  * <p>Mirrors {@code thor_sdk/runtime/estimator.py} step by step; the math is in
  * {@code docs/estimator-format.md}. Per layer kind: a non-negative mean function of the layer's
@@ -35,8 +35,8 @@ import java.util.TreeMap;
  */
 public final class Estimator {
     public static final String FORMAT = "thor-sdk/estimator";
-    public static final int VERSION = 3;
-    /** The oldest version this runtime reads: 2 is 3 without {@code per_step_byte}. */
+    public static final int VERSION = 4;
+    /** The oldest version this runtime reads: 2 is 3 without {@code per_step_byte}, 3 is 4 without {@code per_call}. */
     public static final int MIN_VERSION = 2;
     private static final double SQRT5 = Math.sqrt(5.0);
     /** A log residual beyond this is a corrupt file, never a cost (checked on load and per layer). */
@@ -547,6 +547,8 @@ public final class Estimator {
         final double overhead, perFlop, perByte, offset, constant, noise;
         /** The rate of the bytes moved once per step (version 3); NaN: they cost {@code perByte}. */
         final double perStepByte;
+        /** Paid once per layer call whatever its launches (version 4; a recurrent layer's fixed cost); 0 where absent. */
+        final double perCall;
         final double[][] inducingU; // inducing / length_scale
         final double[][] w;         // var_factor, r rows of m
         final int nSamples;
@@ -589,6 +591,8 @@ public final class Estimator {
             perByte = nonNegative(field(mf, "per_byte", wh + ".mean_function"), wh + ".mean_function.per_byte");
             perStepByte = mf.get("per_step_byte") == null ? Double.NaN
                     : nonNegative(mf.get("per_step_byte"), wh + ".mean_function.per_step_byte");
+            perCall = mf.get("per_call") == null ? 0.0
+                    : nonNegative(mf.get("per_call"), wh + ".mean_function.per_call");
             Map<String, Object> k = object(field(d, "kernel", wh), wh + ".kernel");
             double nu = num(field(k, "nu", wh + ".kernel"), wh + ".kernel.nu");
             if (nu != 2.5) {
@@ -666,8 +670,8 @@ public final class Estimator {
             if (var < VAR_FLOOR) {
                 var = VAR_FLOOR;
             }
-            double mean = Double.isNaN(perStepByte) ? overhead * launches + perFlop * flops + perByte * bytes
-                    : overhead * launches + perFlop * flops + perByte * (bytes - stepBytes) + perStepByte * stepBytes;
+            double mean = perCall + (Double.isNaN(perStepByte) ? overhead * launches + perFlop * flops + perByte * bytes
+                    : overhead * launches + perFlop * flops + perByte * (bytes - stepBytes) + perStepByte * stepBytes);
             if (!(mean > 0.0) || Double.isInfinite(mean)) {
                 throw new UsageError("kind '" + kind + "': the mean function is not finite for these layer terms "
                         + "(flops " + flops + ", bytes " + bytes + ")");
@@ -933,7 +937,7 @@ public final class Estimator {
             String hint = version instanceof Double && (Double) version == 1
                     ? " (version 1 files predate device profiles: refit the campaign with `thor-sdk fit`)" : "";
             throw new FormatError("unsupported estimator version " + show(version) + "; this runtime reads versions "
-                    + MIN_VERSION + " and " + VERSION + hint);
+                    + MIN_VERSION + " to " + VERSION + hint);
         }
         metric = str(field(doc, "metric", "top level"), "metric");
         String expectedUnit = metric.equals("time") ? "s" : metric.equals("energy") ? "J" : null;

@@ -28,7 +28,7 @@ public class EstimatorTest {
     private static final String[] CASES = {"expected_time_profile.json", "expected_energy_floored.json",
         "expected_time_grouped.json", "expected_time_stand_in.json", "expected_time_defaults.json",
         "expected_time_unread.json", "expected_time_frozen.json", "expected_time_step_bytes.json",
-        "expected_time_gemm.json"};
+        "expected_time_gemm.json", "expected_time_per_call.json"};
     /** Cost terms of a relu over 4704 numbers (any finite non-negative terms would do here). */
     private static final Estimator.Cost RELU_COST = new Estimator.Cost(9408.0, 0.0, 75264.0, 0.0);
 
@@ -177,9 +177,11 @@ public class EstimatorTest {
         assertFormatError(good.substring(0, good.length() / 2), "not valid JSON");
         assertFormatError("[1, 2]", "must be an object");
         assertFormatError(first(good, "\"version\":2", "\"version\":1"), "refit the campaign with `thor-sdk fit`");
-        assertFormatError(first(good, "\"version\":2", "\"version\":4"), "unsupported estimator version 4");
+        assertFormatError(first(good, "\"version\":2", "\"version\":5"), "unsupported estimator version 5");
         assertFormatError(first(good, "\"version\":2", "\"version\":2.5"), "unsupported estimator version 2.5");
         Estimator.load(first(good, "\"version\":2", "\"version\":3")); // 3 reads a file without per_step_byte alike
+        Estimator.load(first(good, "\"version\":2", "\"version\":4")); // 4 one without per_call alike
+        assertFormatError(first(good, "\"per_byte\":", "\"per_call\":-1,\"per_byte\":"), "per_call must be >= 0");
         assertFormatError(first(good, "\"per_byte\":", "\"per_step_byte\":-1,\"per_byte\":"),
                 "per_step_byte must be >= 0");
         assertFormatError(first(good, "\"format\":\"thor-sdk/estimator\"", "\"format\":\"x\""), "format");
