@@ -806,3 +806,14 @@ def test_a_recurrent_kind_pays_a_cost_per_call_where_its_samples_show_one():
 
     X, y, T = _xy(_relu_samples(30, rng))
     assert not KindGP(RELU).fit(X, y, terms=T).calls_
+
+
+def test_a_recurrent_kind_of_few_samples_gets_no_per_call():
+    """Below FEW_SAMPLES usable samples the law's held-out error is unknown: no fifth coefficient on four samples."""
+    from thor_sdk.fitting.gp import FEW_SAMPLES
+
+    rng = np.random.default_rng(4)
+    S = _lstm_samples(FEW_SAMPLES - 1, rng, lambda f, b, n: 1e-3 + 5e-6 * n + 1e-11 * f)
+    X, y, T = _xy(S)
+    gp = KindGP(gp_features("lstm")).fit(X, y, terms=T)
+    assert not gp.calls_ and len(gp.mean_coef_) == 4

@@ -358,7 +358,9 @@ class KindGP:
         # a per-call cost where the samples launch several times per call and it predicts held-out samples better
         self.calls_ = has_calls(T)
         self.split_bytes_, loo_err = self._choose_bytes(T, y_eff, w)
-        if self.calls_ and loo_err is not None:
+        if self.calls_ and loo_err is None:  # too few samples to say it helps: no fifth coefficient
+            self.calls_ = False
+        elif self.calls_:
             without = self._loo_error(T, y_eff, w, self.split_bytes_, False)
             if without <= loo_err:
                 self.calls_, loo_err = False, without
