@@ -1051,6 +1051,22 @@ def write_frozen_case():
     write("time_frozen", doc, expected)
 
 
+def _one_kind_case(kind, n, config_fn, batches, law, rng):
+    """A synthetic estimator: ``kind`` fitted on ``n`` costs ``law(config, batch, role)`` of configs ``config_fn(rng)``
+    at ``batches`` and either role (3% noise), beside relu and output entries fitted as ``fit_kinds`` fits them."""
+    feats, X, y, T = gp_features(kind), [], [], []
+    for _ in range(n):
+        c = config_fn(rng)
+        bs = int(rng.choice(batches))
+        role = str(rng.choice(["input", "hidden"]))
+        X.append(feature_vector(kind, c, bs, role, feats))
+        y.append(law(c, bs, role))
+        T.append(at_batch(cost_terms(kind, c, role), bs))
+    gps = fit_kinds([("relu", 6, False), ("output", 5, False)], rng)
+    gps[kind] = KindGP(features=feats, random_state=0).fit(X, y, noise_std=[0.03 * v for v in y], terms=T)
+    return synthetic_estimator(gps, whole_rel_std=0.05)
+
+
 def write_step_bytes_case():
     """``time_step_bytes`` (version 3): a linear entry whose mean function charges the bytes moved once per step
     (its cost term ``bytes_fixed``: weights read, gradients written, the update) at a rate of their own
@@ -1065,17 +1081,8 @@ def write_step_bytes_case():
         flops, nbytes, _, step = at_batch(t, bs)
         return (2e-5 + 2e-11 * flops + 1e-9 * (nbytes - step) + 1e-10 * step) * float(np.exp(rng.normal(0, 0.03)))
 
-    feats, X, y, T = gp_features("linear"), [], [], []
-    for _ in range(24):
-        c = dict(_random_config("linear", rng), frozen=0)
-        bs = int(rng.choice([1, 2, 8, 32, 128]))
-        role = str(rng.choice(["input", "hidden"]))
-        X.append(feature_vector("linear", c, bs, role, feats))
-        y.append(law(c, bs, role))
-        T.append(at_batch(cost_terms("linear", c, role), bs))
-    gps = fit_kinds([("relu", 6, False), ("output", 5, False)], rng)
-    gps["linear"] = KindGP(features=feats, random_state=0).fit(X, y, noise_std=[0.03 * v for v in y], terms=T)
-    doc = synthetic_estimator(gps, whole_rel_std=0.05)
+    doc = _one_kind_case("linear", 24, lambda r: dict(_random_config("linear", r), frozen=0), [1, 2, 8, 32, 128], law,
+                         rng)
     assert doc["version"] == 3 and "per_step_byte" in doc["kinds"]["linear"]["mean_function"]
     assert all("per_step_byte" not in doc["kinds"][k]["mean_function"] for k in ("relu", "output"))
     base = dict(_random_config("linear", rng), frozen=0)
@@ -1103,19 +1110,11 @@ def write_per_call_case():
         flops, nbytes, launches, _ = at_batch(cost_terms("lstm", c, role), bs)
         return (1e-3 + 5e-6 * launches + 1e-11 * flops + 2e-10 * nbytes) * float(np.exp(rng.normal(0, 0.03)))
 
-    feats, X, y, T = gp_features("lstm"), [], [], []
-    for _ in range(30):
-        c = {"input_size": int(rng.integers(4, 64)), "hidden_size": int(rng.integers(16, 160)),
-             "seq_len": int(rng.choice([2, 4, 8, 32, 64, 128, 256])), "num_layers": int(rng.choice([1, 2])),
-             "frozen": 0}
-        bs = int(rng.choice([1, 4, 16, 64]))
-        role = str(rng.choice(["input", "hidden"]))
-        X.append(feature_vector("lstm", c, bs, role, feats))
-        y.append(law(c, bs, role))
-        T.append(at_batch(cost_terms("lstm", c, role), bs))
-    gps = fit_kinds([("relu", 6, False), ("output", 5, False)], rng)
-    gps["lstm"] = KindGP(features=feats, random_state=0).fit(X, y, noise_std=[0.03 * v for v in y], terms=T)
-    doc = synthetic_estimator(gps, whole_rel_std=0.05)
+    def config(r):
+        return {"input_size": int(r.integers(4, 64)), "hidden_size": int(r.integers(16, 160)),
+                "seq_len": int(r.choice([2, 4, 8, 32, 64, 128, 256])), "num_layers": int(r.choice([1, 2])), "frozen": 0}
+
+    doc = _one_kind_case("lstm", 30, config, [1, 4, 16, 64], law, rng)
     assert doc["version"] == 4 and doc["kinds"]["lstm"]["mean_function"]["per_call"] > 0
     assert all("per_call" not in doc["kinds"][k]["mean_function"] for k in ("relu", "output"))
     base = {"input_size": 12, "hidden_size": 48, "num_layers": 1, "frozen": 0}
