@@ -71,6 +71,7 @@ MIN_CAP = 6
 #: three samples can fit them exactly with no overhead. Profile 71's conv_transpose2d (3 probes, 2 of them frozen)
 #: had an overhead of 3e-10 s, and a user's 8->4 2x2 stride-2 transposed conv at batch 8 read 0.13 ms against the
 #: 1.08 ms its own probes measured (Deconv 0.59x, ConvAE 0.71x its step); 30 of profile 71's 56 entries had 3-5
+#: probes
 MIN_ENTRY_PROBES = MIN_CAP
 #: ln-spread of the reference probe's re-measurements above which a profile says the device's speed moved
 DRIFT_WARN_LOG_STD = 0.10
