@@ -39,14 +39,15 @@ cp rt.json $OUT/estimator.json 2>/dev/null
 stamp measure
 timeout 90 thor-sdk measure --device host:cuda --model $RT_MODEL --batch-size $RT_BATCH --metric energy --json > meas.json; echo "measure rc $?"
 python3 - "$OUT" <<'P'
-import json, sys
+import json, os, sys
 out = sys.argv[1]
 doc = {}
 for name in ("est", "meas"):
+    path = name + ".json"
     try:
-        doc[name] = json.load(open(name + ".json"))
-    except Exception as ex:
-        doc[name] = {"error": repr(ex), "text": open(name + ".json").read()[-800:] if __import__("os").path.exists(name + ".json") else None}
+        doc[name] = json.load(open(path))
+    except Exception as ex:  # what the command printed instead, if anything
+        doc[name] = {"error": repr(ex), "text": open(path).read()[-800:] if os.path.exists(path) else None}
 json.dump(doc, open(out + "/roundtrip.json", "w"), indent=1)
 e, m = doc["est"], doc["meas"]
 tot = e.get("total") if isinstance(e.get("total"), dict) else e
