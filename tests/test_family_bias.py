@@ -56,15 +56,28 @@ def test_without_two_families_each_in_enough_of_enough_nets_there_is_no_family_b
 
 
 def test_a_family_read_where_one_is_not_leaves_the_unread_one_at_the_common_bias():
-    pts = _points() + [(0.3, {"recurrent": 1.0}, "r")]  # one recurrent pair: unread
+    pts = _points() + [(0.3, {"gru": 1.0}, "r")]  # one recurrent pair: unread
     got = family_biases(pts, 0.0, -0.01)
-    assert set(got["biases"]) == {"conv", "dense"} and "recurrent" not in got["read"]
+    assert set(got["biases"]) == {"conv", "dense"} and "gru" not in got["read"]
+
+
+def test_lstms_and_grus_are_read_apart():
+    """An LSTM runs fused and a GRU step by step here: a GRU net reading low must not move the LSTMs up."""
+    pts = _points() + [(-0.2, {"lstm": 0.45, "conv": 0.5}, "l"), (-0.1, {"lstm": 0.5, "conv": 0.45}, "l"),
+                       (0.3, {"gru": 0.99}, "g"), (0.3, {"gru": 0.99}, "g")]
+    center = statistics.median(p[0] for p in pts)
+    got = family_biases(pts, center, center)
+    assert got["read"]["lstm"] == 2 and got["read"]["gru"] == 2
+    assert got["biases"]["lstm"] < center < got["biases"]["gru"]
+    assert family_shares([{"kind": "lstm", "mean": 1.0}, {"kind": "lstm_cell", "mean": 1.0},
+                          {"kind": "gru", "mean": 1.0}, {"kind": "gru_cell", "mean": 1.0}], 4.0) == \
+        {"gru": 0.5, "lstm": 0.5}
 
 
 def test_family_shares_sum_each_familys_layers_over_the_total_by_base_kind():
     rows = [{"kind": "conv2d", "mean": 2.0}, {"kind": "conv2d:grouped", "mean": 1.0}, {"kind": "linear", "mean": 1.0},
             {"kind": "relu", "mean": 1.0}, {"kind": "gru", "mean": 5.0}]
-    assert family_shares(rows, 10.0) == {"conv": 0.3, "dense": 0.1, "recurrent": 0.5}
+    assert family_shares(rows, 10.0) == {"conv": 0.3, "dense": 0.1, "gru": 0.5}
     assert family_shares(rows, 0.0) == {}
 
 

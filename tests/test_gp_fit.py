@@ -456,6 +456,23 @@ def test_cost_terms_count_launches_and_layer_lists_may_carry_them():
             layer_terms({"cost": dict(given, launches=bad)})
 
 
+@pytest.mark.parametrize("kind, config", [
+    ("gru", {"input_size": 8, "hidden_size": 16, "seq_len": 40, "num_layers": 2}),
+    ("lstm", {"input_size": 8, "hidden_size": 16, "seq_len": 40, "num_layers": 2}),
+    ("gru_cell", {"input_size": 8, "hidden_size": 16, "steps": 80}),
+    ("lstm_cell", {"input_size": 8, "hidden_size": 16, "steps": 80})])
+def test_a_recurrent_layer_without_a_backward_counts_a_share_of_a_training_ones_launches(kind, config):
+    """Frozen and reading the data, its backward never runs: its steps are issued once, without autograd."""
+    from thor_sdk.runtime.terms import FORWARD_ONLY_LAUNCH_SHARE
+
+    train = cost_terms(kind, dict(config, frozen=0), "input")["launches"]
+    assert train == 80.0
+    assert cost_terms(kind, dict(config, frozen=1), "hidden")["launches"] == train  # its input's gradient runs it
+    assert cost_terms(kind, dict(config, frozen=1), "input")["launches"] == 80.0 * FORWARD_ONLY_LAUNCH_SHARE
+    short = dict(config, **({"seq_len": 2, "num_layers": 1} if "seq_len" in config else {"steps": 2}), frozen=1)
+    assert cost_terms(kind, short, "input")["launches"] == 1.0  # never below one launch
+
+
 def test_calibration_bias_is_robust_to_one_run_caught_by_load():
     """12 of 14 whole-model runs say the layer sum overestimates by ~15%; one run hit by a burst of load
     reads 2x slower. The median bias is corrected; a mean-based test would let the outlier hide it."""

@@ -97,8 +97,9 @@ COVERAGE_EVERY = 4
 RANGE_GAP = math.log(2.0)
 REFERENCE = ("conv2d", {"in_channels": 16, "out_channels": 16, "kernel": 3, "stride": 1, "padding": 1, "groups": 1,
                         "height": 16, "width": 16, "bias": 1}, 16, "hidden")
-#: cheap zoo nets (never held-out ones) covering conv, depthwise, 1-D, recurrent and dense layers
-DEFAULT_CALIBRATION = ("lenet5", "har", "cnn5", "dscnn_kws", "cnn1d_har", "deepconvlstm", "mlp_tabular")
+#: cheap zoo nets (never held-out ones) covering conv, depthwise, 1-D, recurrent (an LSTM's and a GRU's family) and
+#: dense layers
+DEFAULT_CALIBRATION = ("lenet5", "har", "cnn5", "dscnn_kws", "cnn1d_har", "deepconvlstm", "mlp_tabular", "gru_har")
 #: passes over the calibration models at most, while the calibration's share of the time budget lasts
 CALIBRATION_PASSES = 6
 

@@ -50,9 +50,11 @@ HEAD_PART_INDUCING = 64
 #: kind families whose share of a calibration net's estimate is a regressor of its whole-model bias
 #: (``family_biases``; base kinds; every other kind, ``transformer_block`` too, in none: a whole encoder layer, probed
 #: as one, whose nets did not read like attention_har's ``mha``: with it in ``attention``, profile 62's transformers
-#: read 0.77-0.85x the pooled truth, held out 13.4% against 12.4% without it)
+#: read 0.77-0.85x the pooled truth, held out 13.4% against 12.4% without it). LSTMs and GRUs apart: on this host
+#: torch runs an LSTM as one fused kernel per layer and a GRU step by step, op by op, and with one recurrent family
+#: read from deepconvlstm alone (profiles 71-73: -0.08 to -0.23) the held-out GRU nets read 0.74-0.82x their truth
 KIND_FAMILIES = {"conv": ("conv1d", "conv2d", "conv_transpose2d"), "dense": ("linear", "output"),
-                 "recurrent": ("lstm", "gru", "lstm_cell", "gru_cell"), "attention": ("mha", "sdpa")}
+                 "lstm": ("lstm", "lstm_cell"), "gru": ("gru", "gru_cell"), "attention": ("mha", "sdpa")}
 #: a family is read from the calibration where at least this many (model, batch size) pairs ...
 MIN_FAMILY_PAIRS = 2
 #: ... hold at least this share of their estimate in it

@@ -4,9 +4,11 @@ FLOPs and bytes are affine in the batch size ``b``: ``flops(b) = flops_per_sampl
 (the optimizer update is per step, not per sample), likewise bytes. ``launches`` is how many times the
 layer's work is issued one after the other in a step: ``seq_len * num_layers`` for recurrent kinds (each
 time step waits for the previous one), ``steps`` for a cell's calls, 1 for every other kind; the mean
-function's overhead is paid per launch. A layer list may carry them as ``layer["cost"] =
-{"flops_per_sample", "flops_fixed", "bytes_per_sample", "bytes_fixed"[, "launches"]}`` (what the Java
-and Swift runtimes read; launches defaults to 1); the Python runtime computes them from
+function's overhead is paid per launch. A recurrent layer whose backward never runs (frozen, reading the data:
+``Kind.backward_runs``) issues its steps once, without autograd, where a training step issues them forward
+and backward: it counts ``FORWARD_ONLY_LAUNCH_SHARE`` of them (at least 1). A layer list may carry the terms as
+``layer["cost"] = {"flops_per_sample", "flops_fixed", "bytes_per_sample", "bytes_fixed"[, "launches"]}`` (what
+the Java and Swift runtimes read; launches defaults to 1); the Python runtime computes them from
 ``thor_sdk.layers.kinds`` (plain Python, no torch) when they are absent. Standard library only.
 """
 
@@ -18,15 +20,25 @@ TERM_KEYS = ("flops_per_sample", "flops_fixed", "bytes_per_sample", "bytes_fixed
 RECURRENT = ("lstm", "gru")
 #: a cell called once per time step: ``steps`` launches
 CELLS = ("lstm_cell", "gru_cell")
+#: a recurrent layer's launches when its backward never runs, as a share of a training one's: over 10 host
+#: profiles (p64-p73), the mean function's 10-fold ln error fell from 0.29-0.61 to 0.15-0.39 for gru at 1/4, from
+#: 0.29-0.48 to 0.09-0.30 for lstm_cell and from 0.17-0.41 to 0.11-0.29 for gru_cell, against every launch counted
+#: alike (lstm, whose per-step overhead is small, within 0.03 either way); the best share lay at 0.15-0.5
+#: (``bench/bench_launch_share.py``, ``bench/results/launch-share-host-20261130.md``)
+FORWARD_ONLY_LAUNCH_SHARE = 0.25
 
 
 def cost_terms(kind, config, role):
-    """``{"flops_per_sample", "flops_fixed", "bytes_per_sample", "bytes_fixed"}`` of one layer."""
+    """``{"flops_per_sample", "flops_fixed", "bytes_per_sample", "bytes_fixed", "launches"}`` of one layer."""
     from thor_sdk.layers.kinds import get_kind
 
-    out = {key: max(float(v), 0.0) for key, v in zip(TERM_KEYS, get_kind(kind).train_terms(config, role))}
-    out["launches"] = (float(config["seq_len"] * config["num_layers"]) if kind in RECURRENT
-                       else float(config["steps"]) if kind in CELLS else 1.0)
+    spec = get_kind(kind)
+    out = {key: max(float(v), 0.0) for key, v in zip(TERM_KEYS, spec.train_terms(config, role))}
+    n = (float(config["seq_len"] * config["num_layers"]) if kind in RECURRENT
+         else float(config["steps"]) if kind in CELLS else 1.0)
+    if n > 1.0 and not spec.backward_runs(role, config):
+        n = max(1.0, n * FORWARD_ONLY_LAUNCH_SHARE)
+    out["launches"] = n
     return out
 
 
