@@ -10,6 +10,11 @@ of 10 steps back to back for ``--seconds``, the canary read right before and rig
 and put at the canary's median (each window times median canary / the geometric mean of its two readings), and the
 same with the reading before the window alone. What the canary does not explain stays in the second column.
 
+``settle``: zoo nets (``--models``, batch 8, one intra-op thread, as the host measures) trained window after window
+in one process, ``--rounds`` times round the list; after each window the canary's workload is run ``--reads`` times
+back to back, each run timed. Per net: the median of each run's time by its place after the window. The first run
+after a GRU's window took 1.7x the later ones here, which is why a reading (``Canary()``) times the second of two.
+
 ``rederive``: a copy of a campaign with every probe's samples derived again from its stored windows by this
 thor-sdk (``campaign.measure.derive_samples``, noisy as a campaign decides it); ``--no-canary``: as if measured
 without the canary (its readings left out and dropped). ``thor-sdk fit`` on both, then ``bench/bench_rescore.py`` on
@@ -109,6 +114,48 @@ def window_report(table, command, load):
     return "\n".join(lines) + "\n"
 
 
+def settle(models, rounds=6, reads=4, window_s=0.1, batch_size=8, clock=time.perf_counter):
+    """``{net: [median seconds of the canary workload's k-th run after a window, k = 1..reads]}``."""
+    from thor_sdk.devices.host import HostDevice
+    from thor_sdk.harness.canary import Canary
+    from thor_sdk.harness.torch_trainer import trainer_for_model
+
+    dev = HostDevice(threads=1)
+    got = {m: [[] for _ in range(reads)] for m in models}
+    with dev.measuring():
+        canary = Canary()
+        trainers = {m: trainer_for_model(m, batch_size) for m in models}
+        try:
+            for t in trainers.values():
+                for _ in range(3):
+                    t.step()
+            for _ in range(rounds):
+                for m, t in trainers.items():
+                    end = clock() + window_s
+                    while clock() < end:
+                        t.step()
+                    for k in range(reads):
+                        t0 = clock()
+                        canary._work()
+                        got[m][k].append(clock() - t0)
+        finally:
+            for t in trainers.values():
+                t.close()
+    return {m: [statistics.median(v) for v in runs] for m, runs in got.items()}
+
+
+def settle_report(table, command, load):
+    reads = len(next(iter(table.values())))
+    lines = ["# The canary's workload run back to back after a training window", "", f"Command: `{command}`", "",
+             f"Load average before: {load}. Median ms of each run by its place after the window.", "",
+             "| net | " + " | ".join(f"run {k + 1}" for k in range(reads)) + " | first / the rest |",
+             "|---|" + "---|" * (reads + 1)]
+    for name, v in table.items():
+        rest = statistics.median(v[1:]) if reads > 1 else v[0]
+        lines.append(f"| {name} | " + " | ".join(f"{x * 1e3:.3f}" for x in v) + f" | {v[0] / rest:.2f} |")
+    return "\n".join(lines) + "\n"
+
+
 def rederive(src, dst, canary=True):
     """Copy campaign ``src`` to ``dst`` (a new file) with every probe's samples derived again from its stored windows
     by this thor-sdk's ``derive_samples`` (noisy as ``measure_and_store`` decides it: the protocol's CV target from
@@ -179,6 +226,11 @@ def main(argv=None):
     w = sub.add_parser("windows", help="the canary beside training windows on this machine")
     w.add_argument("--seconds", type=float, default=120.0)
     w.add_argument("--report", default=None)
+    t = sub.add_parser("settle", help="the canary's workload run back to back after zoo nets' training windows")
+    t.add_argument("--models", default="gru_har,mlp_tabular,cnn5,lstm_har,deepconvlstm")
+    t.add_argument("--rounds", type=int, default=6)
+    t.add_argument("--reads", type=int, default=4)
+    t.add_argument("--report", default=None)
     s = sub.add_parser("rederive", help="a copy of a campaign with its samples derived again (by this thor-sdk)")
     s.add_argument("--campaign", required=True)
     s.add_argument("--out", required=True)
@@ -190,9 +242,18 @@ def main(argv=None):
             n = rederive(args.campaign, args.out, canary=not args.no_canary)
             print(f"{args.out}: {n} probes derived again" + (" without the canary" if args.no_canary else ""))
             return
+        load = os.getloadavg()[0] if hasattr(os, "getloadavg") else None
+        if args.cmd == "settle":
+            models = [m for m in args.models.split(",") if m]
+            if not models or not 1 <= args.rounds <= 100 or not 2 <= args.reads <= 20:
+                raise SystemExit("Error: --models one or more, --rounds 1-100, --reads 2-20")
+            text = settle_report(settle(models, args.rounds, args.reads), command, load)
+            print(text)
+            if args.report:
+                write_text(args.report, text)
+            return
         if not (math.isfinite(args.seconds) and 1 <= args.seconds <= 3600):
             raise SystemExit("Error: --seconds must be 1-3600")
-        load = os.getloadavg()[0] if hasattr(os, "getloadavg") else None
         table = window_table(windows(args.seconds))
         text = window_report(table, command, load)
         print(text)

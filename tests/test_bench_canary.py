@@ -45,3 +45,12 @@ def test_window_table_reads_what_the_canary_explains():
     assert t["windows"] == 20 and t["raw"][0] == pytest.approx(math.log(1.5) / 2)
     assert t["canary"][0] == pytest.approx(0.0, abs=1e-12) and t["canary_before"][0] == pytest.approx(0.0, abs=1e-12)
     assert json.dumps(t)  # plain data
+
+
+def test_settle_times_each_run_of_the_workload_by_its_place_after_a_window():
+    bench = load_bench("bench_canary")
+    got = bench.settle(["mlp_tabular"], rounds=1, reads=3, window_s=0.01)
+    assert list(got) == ["mlp_tabular"] and len(got["mlp_tabular"]) == 3
+    assert all(0 < t < 1 for t in got["mlp_tabular"])
+    text = bench.settle_report(got, "cmd", 0.5)
+    assert "| mlp_tabular |" in text and "first / the rest" in text

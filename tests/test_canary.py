@@ -378,3 +378,63 @@ def test_the_whole_model_std_takes_the_canarys_spread_where_the_reference_saw_le
     assert doc["whole_model"]["drift_log_std"] == pytest.approx(math.sqrt(var), rel=1e-6)
     assert doc["whole_model"]["rel_std"] >= math.sqrt(var)
     assert canary_log_var(samples[:2]) == 0.0 and canary_log_var([dict(s, canary_s=None) for s in samples]) == 0.0
+
+
+def test_a_reading_times_the_second_of_two_runs_of_the_workload():
+    """The first run right after a window pays for what the window left behind (1.8x after a GRU's on this host):
+    a reading times only the run after it, and the workload is the same fixed one every time."""
+    from thor_sdk.harness.canary import Canary
+    from thor_sdk.harness.protocol import CANARY_VERSION
+
+    log = []
+
+    class Logged(Canary):
+        def _work(self):
+            log.append("work")
+            return super()._work()
+
+    def clock():
+        log.append("clock")
+        return float(len(log))
+
+    c = Logged(clock=clock)
+    log.clear()
+    assert c() == 2.0  # clock, work, clock: one run between the two readings of the clock
+    assert log == ["work", "clock", "work", "clock"]
+    assert CANARY_VERSION == 2  # readings of version 1 timed the first run: another series
+    assert Canary()._work() == Canary()._work()  # no randomness: the same workload
+
+
+def test_fit_names_the_campaigns_canary_version_and_one_series_of_readings_only(tmp_path):
+    """A campaign from before the version was recorded read version 1; fitted with a newer one, its readings are left
+    out (two workloads are not one series), and the estimator names the version its level is of."""
+    from synthetic_campaign import relu_campaign
+
+    from thor_sdk import api
+    from thor_sdk.harness.protocol import CANARY_VERSION
+
+    old, new = tmp_path / "old.db", tmp_path / "new.db"
+    relu_campaign(old, canary_s=CANARY_S, speed=lambda i: 1.0 + 0.5 * (i % 2))
+    relu_campaign(new, canary_s=2 * CANARY_S, speed=lambda i: 1.0 + 0.5 * (i % 2))
+    with Campaign.open(str(new), writer=True) as c:
+        c.set_meta("canary_version", CANARY_VERSION)
+    alone = api.fit(campaign=str(old))
+    assert alone["whole_model"]["canary"] == {"canary_s": pytest.approx(1.25 * CANARY_S, rel=0.25), "version": 1}
+    both = api.fit(campaign=[str(old), str(new)])
+    assert both["whole_model"]["canary"]["version"] == CANARY_VERSION
+    levels = both["provenance"]["sample_levels"]
+    assert levels["samples_by_canary"] == 60 and levels["canary_version"] == CANARY_VERSION  # the newer one's only
+
+
+def test_a_campaign_of_another_canary_version_is_not_resumed(tmp_path):
+    from synthetic_campaign import relu_campaign
+
+    from thor_sdk import api
+    from thor_sdk.errors import UsageError
+
+    path = tmp_path / "old.db"
+    relu_campaign(path, canary_s=CANARY_S)
+    with pytest.raises(UsageError, match="canary of version 1"):
+        api.probe(["lenet5"], out=str(path), resume=True)
+    with Campaign.open(str(path)) as c:  # left as it was, and closed: it opens again
+        assert len(c.samples()) == 60

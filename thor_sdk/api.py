@@ -14,6 +14,7 @@ import statistics
 
 from thor_sdk import __version__
 from thor_sdk.errors import DeviceUnavailableError, UsageError
+from thor_sdk.harness.protocol import CANARY_VERSION
 from thor_sdk.runtime.estimator import METRIC_UNITS as UNITS  # the one metric -> unit map
 
 
@@ -72,6 +73,23 @@ def _check_limits(max_probes=None, max_seconds=None, target_rel_std=None):
     number("target_rel_std", target_rel_std, low=0, low_open=True, high=1, optional=True)
 
 
+def canary_version(meta):
+    """The canary version a campaign's readings are of (``harness.canary``; 1 for campaigns from before it was
+    recorded)."""
+    v = meta.get("canary_version", 1)
+    return v if isinstance(v, int) and not isinstance(v, bool) else 1
+
+
+def _check_canary_version(campaign, out):
+    """Refuse to resume a campaign whose canary readings are of another version than this thor-sdk's: its probes
+    would carry two series that ``fit`` reads as one (the campaign is closed first)."""
+    v = canary_version(campaign.meta)
+    if v != CANARY_VERSION:
+        campaign.close()
+        raise UsageError(f"{out} read the canary of version {v}, this thor-sdk reads version {CANARY_VERSION} (a "
+                         "reading times another workload): fit it as it is, or start a new campaign")
+
+
 def probe(models, device="host", batch_sizes=(32,), metric="time", out="campaign.db", resume=False,
           max_probes=None, max_seconds=None, target_rel_std=None, runtime="torch", settings=None,
           input_shape=None, meter=None, progress=None, threads=None, unknown_ops="error"):
@@ -98,6 +116,7 @@ def probe(models, device="host", batch_sizes=(32,), metric="time", out="campaign
         if meta.get("campaign_kind") == "profile":
             campaign.close()
             raise UsageError(f"{out} is a device profile; continue it with `thor-sdk profile --resume`")
+        _check_canary_version(campaign, out)
         dev = _device(device, meter, threads)
         targets = [ModelLayers(t["name"], t["input_shape"], t["input_dtype"], t["layers"]) for t in meta["targets"]]
         known = {t.name: t for t in targets}
@@ -137,7 +156,7 @@ def probe(models, device="host", batch_sizes=(32,), metric="time", out="campaign
         campaign = Campaign.create(out, {
             "device": dev.info(), "metric": metric, "unit": UNITS[metric], "batch_sizes": batch_sizes,
             "runtime": runtime, "protocol": settings.to_dict(), "targets": [t.to_dict() for t in targets],
-            "producer": f"thor-sdk {__version__}",
+            "producer": f"thor-sdk {__version__}", "canary_version": CANARY_VERSION,
         })
     with campaign:
         summary = run_campaign(campaign, dev, targets, batch_sizes, metric=metric, settings=settings,
@@ -343,6 +362,7 @@ def profile(device="host", metric="time", out="profile.db", resume=False, runtim
         if meta.get("campaign_kind") != "profile":
             campaign.close()
             raise UsageError(f"{out} is a target-driven campaign; continue it with `thor-sdk probe --resume`")
+        _check_canary_version(campaign, out)
         if threads is None and meta["device"].get("kind") == "host":
             threads = meta["device"].get("torch_threads")
         dev = _device(device, meter, threads)
@@ -374,7 +394,7 @@ def profile(device="host", metric="time", out="profile.db", resume=False, runtim
             "campaign_kind": "profile", "device": dev.info(), "metric": metric, "unit": UNITS[metric],
             "runtime": runtime, "protocol": settings.to_dict(), "prior": prior, "seed": seed,
             "profile_kinds": None if kinds is None else sorted(kinds), "calibration_models": calibration_models,
-            "targets": [], "batch_sizes": [], "producer": f"thor-sdk {__version__}",
+            "targets": [], "batch_sizes": [], "producer": f"thor-sdk {__version__}", "canary_version": CANARY_VERSION,
         })
     plan = ProfilePlan(prior, kinds=kinds, seed=seed)
     with campaign:
@@ -438,6 +458,7 @@ def fit(campaign=None, samples_csv=None, out=None, metric=None, random_state=0, 
     device, runtimes, device_keys = None, set(), set()
     hardware = {}  # HARDWARE_KEYS entry -> (its value, the campaign that named it first)
     metrics = set()
+    by_version = []  # (canary version, samples, model runs) per campaign
     for path in paths:
         with Campaign.open(path) as c:
             meta = c.meta
@@ -455,9 +476,13 @@ def fit(campaign=None, samples_csv=None, out=None, metric=None, random_state=0, 
             device = device or meta["device"]
             device_keys.add(_device_key(meta["device"]))
             runtimes.add(meta.get("runtime", "torch"))
-            samples += c.samples()
-            model_runs += [r for r in c.model_runs() if r["runtime"] == meta.get("runtime", "torch")]
+            got = (c.samples(), [r for r in c.model_runs() if r["runtime"] == meta.get("runtime", "torch")])
+            by_version.append((canary_version(meta), *got))
             sources.append(os.path.basename(os.fspath(path)))
+    canary_v = max((v for v, _, _ in by_version), default=CANARY_VERSION)
+    for v, s, r in by_version:  # one canary series: readings of an older version than the newest are left out
+        samples += s if v == canary_v else [_without_canary(x) for x in s]
+        model_runs += r if v == canary_v else [_without_canary(x) for x in r]
     if device is not None and any(device.get(k) is None for k in hardware):  # named by a later campaign only
         device = dict(device, **{k: v for k, (v, _) in hardware.items() if device.get(k) is None})
     if len(device_keys) > 1:
@@ -475,12 +500,20 @@ def fit(campaign=None, samples_csv=None, out=None, metric=None, random_state=0, 
     _check_metric(metric)
     doc = build(samples, device=device or {"name": "unknown"}, runtime=runtime or (runtimes.pop() if runtimes else "torch"),
                 metric=metric, model_runs=model_runs, sources=sources, random_state=random_state, progress=progress,
-                family=family, cv_folds=cv_folds)
+                family=family, cv_folds=cv_folds, canary_version=canary_v)
     if out:
         from thor_sdk.fitting.estimator import write_estimator
 
         write_estimator(doc, out)
     return doc
+
+
+def _without_canary(row):
+    """A sample or model run without its canary reading (``canary_s``, a model run's in its detail)."""
+    row = {k: v for k, v in row.items() if k != "canary_s"}
+    if isinstance(row.get("detail"), dict) and "canary_s" in row["detail"]:
+        row["detail"] = {k: v for k, v in row["detail"].items() if k != "canary_s"}
+    return row
 
 
 def _device_key(info):

@@ -12,7 +12,7 @@ import math
 import time
 
 from thor_sdk.errors import UsageError
-from thor_sdk.harness.protocol import ProtocolSettings
+from thor_sdk.harness.protocol import CANARY_VERSION, ProtocolSettings
 from thor_sdk.layers.kinds import get_kind
 from thor_sdk.probes import Probe
 
@@ -151,7 +151,7 @@ def plan_campaign(out, models, batch_sizes, *, metric="time", settings=None, run
     meta = {"device": dict(device or {"name": "offline", "kind": "offline"}), "metric": metric,
             "unit": METRIC_UNITS[metric], "batch_sizes": [int(b) for b in batch_sizes], "runtime": runtime,
             "protocol": settings.to_dict(), "targets": [t.to_dict() for t in targets], "producer": producer,
-            "planned_offline": True}
+            "planned_offline": True, "canary_version": CANARY_VERSION}
     with Campaign.create(out, meta) as c:
         with c.batch():  # every probe planned, or none
             for p, _w in sorted(points.values(), key=lambda pw: -pw[1] * _train_flops(pw[0])):

@@ -249,7 +249,7 @@ def device_levels(model_runs, metric, smooth=1):
     return DeviceLevels(series, smooth)
 
 
-def at_campaign_level(samples, model_runs, metric, canary_c=None):
+def at_campaign_level(samples, model_runs, metric, canary_c=None, canary_version=CANARY_VERSION):
     """``(samples, summary)``: each sample divided (value and std) by the device's level when it was measured
     (``device_levels`` of the campaign's reference probe, smoothed over SAMPLE_LEVEL_SMOOTHING re-measurements;
     1 where no reference is near its ``measured_utc``), so that the layer models describe the device at its
@@ -286,7 +286,7 @@ def at_campaign_level(samples, model_runs, metric, canary_c=None):
     if canary_c:
         from thor_sdk.fitting.gp import round_sig
 
-        summary.update(canary_s=round_sig(canary_c, 6), canary_version=CANARY_VERSION, samples_by_canary=by_canary)
+        summary.update(canary_s=round_sig(canary_c, 6), canary_version=canary_version, samples_by_canary=by_canary)
     return out, summary
 
 
@@ -568,7 +568,7 @@ def inducing_caps(doc, over_bytes, caps=None):
     return caps
 
 
-def fit_samples(samples, model_runs, metric, sources=()):
+def fit_samples(samples, model_runs, metric, sources=(), canary_version=CANARY_VERSION):
     """What ``build`` fits the kinds on, from a campaign's ``samples`` and ``model_runs`` of one ``metric``:
     ``{"samples", "heads", "canary_s", "drift_var", "references", "levels"}``: the non-flagged samples and the
     heads read off the probes (``head_part_samples``) put at the campaign's level (``at_campaign_level``, at
@@ -583,20 +583,22 @@ def fit_samples(samples, model_runs, metric, sources=()):
     canary_c = campaign_canary(good)
     # what every sample carries: the drift its level (the canary's, else the reference series') leaves
     drift_var, n_ref = drift_log_var(model_runs, metric, canary_c)
-    good, levels = at_campaign_level(good, model_runs, metric, canary_c)
+    good, levels = at_campaign_level(good, model_runs, metric, canary_c, canary_version)
     return {"samples": good, "heads": heads, "canary_s": canary_c, "drift_var": drift_var, "references": n_ref,
             "levels": levels}
 
 
 def build(samples, *, device, runtime, metric, model_runs=(), sources=(), random_state=0, progress=None,
-          max_bytes=MAX_ESTIMATOR_BYTES, family=True, cv_folds=None):
+          max_bytes=MAX_ESTIMATOR_BYTES, family=True, cv_folds=None, canary_version=CANARY_VERSION):
     """The estimator document from samples of one device, runtime and metric, at most ``max_bytes`` long as
     ``write_estimator`` writes it where that can be met: the inducing points of the kinds that have the most
     are lowered to a common level (``inducing_caps``; those kinds refitted) until it fits; the caps, or how
     far over the file stayed, are in ``provenance.size_budget``. ``family``: False calibrates one common bias
     only, not one per kind family (``family_biases``; ``bench/bench_family_bias.py`` compares the two).
     ``cv_folds``: also cross-validate each kind on those folds (``fitting.crossval``), into
-    ``provenance.cross_validation``, outside the size budget (the fit is the same with or without it)."""
+    ``provenance.cross_validation``, outside the size budget (the fit is the same with or without it).
+    ``canary_version``: the version of the samples' canary readings (``api.fit`` reads it off the campaigns), which
+    the estimator's ``whole_model.canary`` names."""
     from thor_sdk import __version__
     from thor_sdk.baselines.flops import fit_unit_per_flop
     from thor_sdk.fitting.estimator import dumps_estimator
@@ -605,7 +607,7 @@ def build(samples, *, device, runtime, metric, model_runs=(), sources=(), random
         raise UsageError(f"unknown metric {metric!r} (time or energy)")
     flagged = [{"kind": s["kind"], "role": s["role"], "config": s["config"], "reason": s["flag_reason"]}
                for s in samples if s["metric"] == metric and s["flagged"]]
-    prep = fit_samples(samples, model_runs, metric, sources)
+    prep = fit_samples(samples, model_runs, metric, sources, canary_version)
     good, heads, canary_c, drift_var = prep["samples"], prep["heads"], prep["canary_s"], prep["drift_var"]
     n_ref, levels = prep["references"], prep["levels"]
     # what a whole model measured later carries: the device's drift as measured (its speed states are the user's too),
@@ -631,7 +633,8 @@ def build(samples, *, device, runtime, metric, model_runs=(), sources=(), random
               flops_baseline=fit_unit_per_flop(good))
     while True:
         budget = {"max_bytes": int(max_bytes), "inducing_caps": dict(caps)}
-        doc = _assemble(gps, model_runs, metric, device_var, dict(base, size_budget=budget), kw, family, canary_c)
+        doc = _assemble(gps, model_runs, metric, device_var, dict(base, size_budget=budget), kw, family, canary_c,
+                        canary_version)
         size = len(dumps_estimator(doc).encode("utf-8"))
         if size <= max_bytes:
             break
@@ -650,7 +653,8 @@ def build(samples, *, device, runtime, metric, model_runs=(), sources=(), random
     return doc
 
 
-def _assemble(gps, model_runs, metric, drift_var, provenance, kw, family=True, canary_c=None):
+def _assemble(gps, model_runs, metric, drift_var, provenance, kw, family=True, canary_c=None,
+              canary_version=CANARY_VERSION):
     """The estimator document of fitted ``gps``: calibrated on the whole-model runs, the bias (per kind family
     where ``calibrate`` reads one, else the common one) folded into each kind's offset for the document only (the
     GPs are left as they were). ``drift_var``: the device's drift as measured (in the whole-model std and
@@ -675,7 +679,7 @@ def _assemble(gps, model_runs, metric, drift_var, provenance, kw, family=True, c
     if ref:
         wm["reference"] = ref
     if canary_c:  # the machine speed the estimates describe, as the canary reads it (evaluate levels truth to it)
-        wm["canary"] = {"canary_s": round_sig(canary_c, 6), "version": CANARY_VERSION}
+        wm["canary"] = {"canary_s": round_sig(canary_c, 6), "version": canary_version}
     runs = calibration_record(cal["runs"])
     offsets = {k: g.residual_offset_ for k, g in gps.items()}
     for k, g in gps.items():  # folded into every kind's residual offset: the file format is unchanged
