@@ -13,7 +13,11 @@ same with the reading before the window alone. What the canary does not explain 
 ``settle``: zoo nets (``--models``, batch 8, one intra-op thread, as the host measures) trained window after window
 in one process, ``--rounds`` times round the list; after each window the canary's workload is run ``--reads`` times
 back to back, each run timed. Per net: the median of each run's time by its place after the window. The first run
-after a GRU's window took 1.7x the later ones here, which is why a reading (``Canary()``) times the second of two.
+after a GRU's window took 1.8x the later ones here, which is why a reading (``Canary()``) times the second of two.
+
+``kinds``: per layer kind of a campaign (``--campaign``, repeatable), the median over its probes of each probe's
+canary reading over the median reading of the other kinds' probes among the 16 measured around it: a kind whose own
+work slows the canary read beside it shows above 1 (profiles 72-74, version 1: gru 1.19-1.33).
 
 ``rederive``: a copy of a campaign with every probe's samples derived again from its stored windows by this
 thor-sdk (``campaign.measure.derive_samples``, noisy as a campaign decides it); ``--no-canary``: as if measured
@@ -144,6 +148,25 @@ def settle(models, rounds=6, reads=4, window_s=0.1, batch_size=8, clock=time.per
     return {m: [statistics.median(v) for v in runs] for m, runs in got.items()}
 
 
+def kind_readings(path, neighbours=8, top=8):
+    """``{"campaign", "kinds": [(kind, median ratio, probes)]}`` sorted by ratio, highest first (``top`` of each
+    end): each probe's canary reading over the median of the readings of the probes of other kinds among the
+    ``neighbours`` measured before and after it."""
+    from thor_sdk.store import Campaign
+
+    with Campaign.open(path) as c:
+        version = c.meta.get("canary_version", 1)
+        s = sorted((x for x in c.samples() if x.get("canary_s")), key=lambda x: x["measured_utc"])
+    ratios = {}
+    for i, x in enumerate(s):
+        nb = [y["canary_s"] for y in s[max(0, i - neighbours):i + neighbours + 1] if y["kind"] != x["kind"]]
+        if len(nb) >= 4:
+            ratios.setdefault(x["kind"], []).append(x["canary_s"] / statistics.median(nb))
+    rows = sorted(((k, statistics.median(v), len(v)) for k, v in ratios.items()), key=lambda r: -r[1])
+    return {"campaign": path, "canary_version": version, "kinds": rows[:top] + rows[-top:] if len(rows) > 2 * top
+            else rows}
+
+
 def settle_report(table, command, load):
     reads = len(next(iter(table.values())))
     lines = ["# The canary's workload run back to back after a training window", "", f"Command: `{command}`", "",
@@ -231,6 +254,9 @@ def main(argv=None):
     t.add_argument("--rounds", type=int, default=6)
     t.add_argument("--reads", type=int, default=4)
     t.add_argument("--report", default=None)
+    k = sub.add_parser("kinds", help="the canary beside each kind's probes against its neighbours' (a campaign)")
+    k.add_argument("--campaign", action="append", required=True)
+    k.add_argument("--report", default=None)
     s = sub.add_parser("rederive", help="a copy of a campaign with its samples derived again (by this thor-sdk)")
     s.add_argument("--campaign", required=True)
     s.add_argument("--out", required=True)
@@ -243,6 +269,19 @@ def main(argv=None):
             print(f"{args.out}: {n} probes derived again" + (" without the canary" if args.no_canary else ""))
             return
         load = os.getloadavg()[0] if hasattr(os, "getloadavg") else None
+        if args.cmd == "kinds":
+            lines = ["# The canary beside each kind's probes, over its neighbours'", "", f"Command: `{command}`", "",
+                     "Per campaign, the kinds read highest and lowest: the median over a kind's probes of each one's "
+                     "reading over the median of the other kinds' probes measured around it.", ""]
+            for path in args.campaign:
+                got = kind_readings(path)
+                lines.append(f"- {got['campaign']} (canary version {got['canary_version']}): " + ", ".join(
+                    f"{kind} {ratio:.2f} ({n})" for kind, ratio, n in got["kinds"]))
+            text = "\n".join(lines) + "\n"
+            print(text)
+            if args.report:
+                write_text(args.report, text)
+            return
         if args.cmd == "settle":
             models = [m for m in args.models.split(",") if m]
             if not models or not 1 <= args.rounds <= 100 or not 2 <= args.reads <= 20:

@@ -54,3 +54,22 @@ def test_settle_times_each_run_of_the_workload_by_its_place_after_a_window():
     assert all(0 < t < 1 for t in got["mlp_tabular"])
     text = bench.settle_report(got, "cmd", 0.5)
     assert "| mlp_tabular |" in text and "first / the rest" in text
+
+
+def test_kinds_reads_a_kind_whose_own_work_slows_the_canary_beside_it(tmp_path):
+    from thor_sdk.probes import Probe
+
+    path = str(tmp_path / "c.db")
+    c = Campaign.create(path, META)
+    for i in range(24):
+        kind = "gru" if i % 3 == 0 else "relu"
+        p = (Probe("gru", {"input_size": 8, "hidden_size": 8 + i, "seq_len": 4, "num_layers": 1}, 4, "input")
+             if kind == "gru" else Probe("relu", {"numel": 64 * (i + 1)}, 4, "hidden"))
+        c.plan(p)
+        c.complete(p.id, [{"metric": "time", "value": 1e-4, "std": 1e-6, "n": 5, "flagged": False,
+                           "flag_reason": None, "parts": {}, "canary_s": CANARY_S * (1.3 if kind == "gru" else 1.0)}])
+    c.close()
+    got = load_bench("bench_canary").kind_readings(path)
+    assert got["canary_version"] == 1  # META names none: a campaign from before the version was recorded
+    # with two kinds, a relu's neighbours of another kind are the GRUs: it reads 1 / 1.3 (edges: fewer than 4, left out)
+    assert [(k, round(r, 4), n) for k, r, n in got["kinds"]] == [("gru", 1.3, 8), ("relu", round(1 / 1.3, 4), 14)]
