@@ -102,14 +102,17 @@ def main(argv=None):
     kinds = [k for k in args.kinds.split(",") if k] if args.kinds else None
     results = [campaign_cv(path, kinds, args.folds) for path in args.campaign]
     command = "python bench/bench_kind_cv.py " + " ".join(argv if argv is not None else sys.argv[1:])
-    text = report(results, command)
+    publish(report(results, command), {"command": command, "campaigns": results}, args.report)
+
+
+def publish(text, doc, out=None):
+    """Print the Markdown ``text``; with ``out``, also write it there and ``doc`` as JSON beside it (``.json``)."""
     print(text)
-    if args.report:
+    if out:
         from thor_sdk.store.files import write_text
 
-        write_text(args.report, text)
-        write_text(args.report[:-3] + ".json" if args.report.endswith(".md") else args.report + ".json",
-                   json.dumps({"command": command, "campaigns": results}, indent=1) + "\n")
+        write_text(out, text)
+        write_text(out[:-3] + ".json" if out.endswith(".md") else out + ".json", json.dumps(doc, indent=1) + "\n")
 
 
 if __name__ == "__main__":

@@ -13,7 +13,6 @@ every form ``KindGP`` may choose: with and without per-step bytes and ``per_call
 """
 
 import argparse
-import json
 import os
 import sys
 
@@ -103,14 +102,9 @@ def main(argv=None):
             raise SystemExit(f"no campaign file {path}")
     results = [campaign_shares(p, shares) for p in args.campaign]
     command = "python bench/bench_launch_share.py " + " ".join(argv if argv is not None else sys.argv[1:])
-    text = report(results, shares, command)
-    print(text)
-    if args.report:
-        from thor_sdk.store.files import write_text
+    from bench_kind_cv import publish  # one report writer for the per-kind benches
 
-        write_text(args.report, text)
-        write_text(args.report[:-3] + ".json" if args.report.endswith(".md") else args.report + ".json",
-                   json.dumps({"command": command, "campaigns": results}, indent=1) + "\n")
+    publish(report(results, shares, command), {"command": command, "campaigns": results}, args.report)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,26 @@
+"""bench/bench_launch_share.py: the law's held-out error per share of launches a forward-only recurrent layer counts,
+on a campaign whose forward-only GRUs cost a quarter of a training one's steps."""
+
+from bench_module import load_bench
+
+from thor_sdk.probes import Probe
+from thor_sdk.store import Campaign
+
+
+def test_the_share_the_samples_were_made_with_reads_lowest(tmp_path):
+    path = str(tmp_path / "c.db")
+    c = Campaign.create(path, {"metric": "time", "protocol": {}, "device": {"name": "synthetic"}, "runtime": "torch"})
+    for i in range(16):
+        steps, frozen = 20 + 13 * i, int(i % 4 == 0)
+        p = Probe("gru", {"input_size": 8, "hidden_size": 16 + 4 * (i % 5), "seq_len": steps, "num_layers": 1,
+                          "frozen": frozen}, 4 + i % 3, "input")
+        c.plan(p)
+        value = 1e-4 * steps * (0.25 if frozen else 1.0) * (1.0 + 0.02 * (i % 3))  # per-step overhead only
+        c.complete(p.id, [{"metric": "time", "value": value, "std": 0.01 * value, "n": 5, "flagged": False,
+                           "flag_reason": None, "parts": {}}])
+    c.close()
+    bench = load_bench("bench_launch_share")
+    got = bench.campaign_shares(path, [1.0, 0.25])["kinds"]["gru"]
+    assert got["n"] == 16 and got["forward_only"] == 4
+    assert got["error"][0.25] < 0.5 * got["error"][1.0]
+    assert "| gru | 16 | 4 |" in bench.report([{"campaign": "c.db", "kinds": {"gru": got}}], [1.0, 0.25], "cmd")
