@@ -152,10 +152,11 @@ def kind_readings(path, neighbours=8, top=8):
     """``{"campaign", "kinds": [(kind, median ratio, probes)]}`` sorted by ratio, highest first (``top`` of each
     end): each probe's canary reading over the median of the readings of the probes of other kinds among the
     ``neighbours`` measured before and after it."""
+    from thor_sdk.campaign.measure import canary_version
     from thor_sdk.store import Campaign
 
     with Campaign.open(path) as c:
-        version = c.meta.get("canary_version", 1)
+        version = canary_version(c.meta)
         s = sorted((x for x in c.samples() if x.get("canary_s")), key=lambda x: x["measured_utc"])
     ratios = {}
     for i, x in enumerate(s):
@@ -268,7 +269,6 @@ def main(argv=None):
             n = rederive(args.campaign, args.out, canary=not args.no_canary)
             print(f"{args.out}: {n} probes derived again" + (" without the canary" if args.no_canary else ""))
             return
-        load = os.getloadavg()[0] if hasattr(os, "getloadavg") else None
         if args.cmd == "kinds":
             lines = ["# The canary beside each kind's probes, over its neighbours'", "", f"Command: `{command}`", "",
                      "Per campaign, the kinds read highest and lowest: the median over a kind's probes of each one's "
@@ -282,6 +282,7 @@ def main(argv=None):
             if args.report:
                 write_text(args.report, text)
             return
+        load = os.getloadavg()[0] if hasattr(os, "getloadavg") else None
         if args.cmd == "settle":
             models = [m for m in args.models.split(",") if m]
             if not models or not 1 <= args.rounds <= 100 or not 2 <= args.reads <= 20:

@@ -73,16 +73,11 @@ def _check_limits(max_probes=None, max_seconds=None, target_rel_std=None):
     number("target_rel_std", target_rel_std, low=0, low_open=True, high=1, optional=True)
 
 
-def canary_version(meta):
-    """The canary version a campaign's readings are of (``harness.canary``; 1 for campaigns from before it was
-    recorded)."""
-    v = meta.get("canary_version", 1)
-    return v if isinstance(v, int) and not isinstance(v, bool) else 1
-
-
 def _check_canary_version(campaign, out):
     """Refuse to resume a campaign whose canary readings are of another version than this thor-sdk's: its probes
     would carry two series that ``fit`` reads as one (the campaign is closed first)."""
+    from thor_sdk.campaign.measure import canary_version
+
     v = canary_version(campaign.meta)
     if v != CANARY_VERSION:
         campaign.close()
@@ -438,6 +433,7 @@ def fit(campaign=None, samples_csv=None, out=None, metric=None, random_state=0, 
     also cross-validate each kind on configs it did not see (``fitting.crossval``; about ``cv_folds`` more fits
     per kind), into ``provenance.cross_validation``.
     """
+    from thor_sdk.campaign.measure import canary_version
     from thor_sdk.devices.state import HARDWARE_KEYS
     from thor_sdk.fitting.pipeline import build
     from thor_sdk.fitting.samples_csv import read_samples_csv

@@ -68,6 +68,13 @@ def probe_canary(results_by_part):
     return statistics.median(cs)
 
 
+def canary_version(meta):
+    """The canary version a campaign's readings are of (``harness.canary``; 1 for campaigns from before it was
+    recorded in their meta)."""
+    v = meta.get("canary_version", 1)
+    return v if isinstance(v, int) and not isinstance(v, bool) else 1
+
+
 def canary_detail(result, metric="time"):
     """``{"canary_s"}`` of one measured part (a whole model, the reference probe) for a model run's detail: its
     ``probe_canary``; ``{}`` without readings or for energy (the canary reads speed, not power)."""
