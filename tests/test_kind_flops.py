@@ -1,0 +1,74 @@
+"""The kinds' training FLOPs by role against torch's own FLOP counter: what the input role skips is its input's gradient."""
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+# layers whose backward torch's FlopCounterMode sees op by op on a CPU (nn.LSTM runs one fused kernel it does not
+# count; lstm shares lstm_cell's per-step formula)
+CASES = [
+    ("linear", {"in_features": 10, "out_features": 20, "tokens": 1, "bias": 1}),
+    ("conv2d", {"in_channels": 3, "out_channels": 8, "kernel": 3, "stride": 1, "padding": 1, "groups": 1,
+                "height": 8, "width": 8, "bias": 1}),
+    ("gru", {"input_size": 10, "hidden_size": 32, "seq_len": 7, "num_layers": 1}),
+    ("gru", {"input_size": 10, "hidden_size": 32, "seq_len": 7, "num_layers": 2}),
+    ("gru_cell", {"input_size": 12, "hidden_size": 24, "steps": 5}),
+    ("lstm_cell", {"input_size": 12, "hidden_size": 24, "steps": 5}),
+    ("mha", {"embed_dim": 32, "num_heads": 4, "seq_len": 6, "kv_len": 6, "cross": 0, "need_weights": 0, "p": 0,
+             "mask": 0, "causal": 0}),
+    ("mha", {"embed_dim": 32, "num_heads": 4, "seq_len": 6, "kv_len": 9, "cross": 1, "need_weights": 0, "p": 0,
+             "mask": 0, "causal": 0}),
+    ("transformer_block", {"d_model": 32, "n_heads": 4, "head_dim": 8, "d_ff": 64, "seq_len": 6}),
+]
+
+
+def _counted_flops(kind, config, role, batch_size=3):
+    """FLOPs torch counts in one forward and backward of the layer, its input needing a gradient as ``hidden``."""
+    from torch.utils.flop_counter import FlopCounterMode
+
+    from thor_sdk.layers.build import build_layer
+    from thor_sdk.layers.kinds import get_kind
+
+    torch.manual_seed(0)
+    layer = build_layer(kind, config)
+    x = torch.randn(batch_size, *get_kind(kind).in_shape(config), requires_grad=role == "hidden")
+    with FlopCounterMode(display=False) as counter:
+        y = layer(x)
+        (y[0] if isinstance(y, tuple) else y).sum().backward()
+    return counter.get_total_flops()
+
+
+@pytest.mark.parametrize("kind,config", CASES, ids=[f"{k}-{i}" for i, (k, _) in enumerate(CASES)])
+def test_the_input_role_skips_what_torch_skips(kind, config):
+    """Hidden minus input FLOPs per step are exactly what torch's counter finds between the two roles: the whole
+    data gradient of a single operation, only the first projection's of a recurrent layer (its state's gradient runs
+    back through every step whatever the role: counted as 2x the forward, a trained input GRU read 20-30% short) and
+    none of a pre-LN transformer block's (its norm's weights need the gradient of everything after it)."""
+    from thor_sdk.layers.kinds import get_kind
+
+    k = get_kind(kind)
+    b = 3
+    kind_diff = (k._flops_terms(config, "hidden")[0] - k._flops_terms(config, "input")[0]) * b
+    torch_diff = _counted_flops(kind, config, "hidden", b) - _counted_flops(kind, config, "input", b)
+    assert kind_diff == pytest.approx(torch_diff, rel=1e-9, abs=1e-6)
+    assert k.input_grad_flops(config) * b == pytest.approx(torch_diff, rel=1e-9, abs=1e-6)
+
+
+def test_a_recurrent_input_layer_counts_its_state_gradient():
+    """A trained input GRU's step is its forward three times less the first layer's input projection's data
+    gradient, not twice its forward; frozen, the input layer is its forward alone and a hidden one its forward and
+    input gradient (two forwards)."""
+    from thor_sdk.layers.kinds import get_kind
+
+    k = get_kind("gru")
+    c = {"input_size": 10, "hidden_size": 32, "seq_len": 7, "num_layers": 2}
+    fwd = k.forward_flops(c)
+    assert k._flops_terms(c, "input")[0] == pytest.approx(3 * fwd - 6.0 * 7 * 32 * 10)
+    assert k._flops_terms(c, "input")[0] > 2.5 * fwd
+    assert k._flops_terms(c, "hidden")[0] == pytest.approx(3 * fwd)
+    frozen = dict(c, frozen=1)
+    assert k._flops_terms(frozen, "input") == (pytest.approx(fwd), 0.0)
+    assert k._flops_terms(frozen, "hidden") == (pytest.approx(2 * fwd), 0.0)
+    lin = get_kind("linear")
+    cl = {"in_features": 10, "out_features": 20, "tokens": 1, "bias": 1}
+    assert lin._flops_terms(cl, "input")[0] == pytest.approx(2 * lin.forward_flops(cl))
