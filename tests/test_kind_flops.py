@@ -72,3 +72,25 @@ def test_a_recurrent_input_layer_counts_its_state_gradient():
     lin = get_kind("linear")
     cl = {"in_features": 10, "out_features": 20, "tokens": 1, "bias": 1}
     assert lin._flops_terms(cl, "input")[0] == pytest.approx(2 * lin.forward_flops(cl))
+
+
+@pytest.mark.parametrize("kind,config,per_step", [
+    ("lstm", {"input_size": 10, "hidden_size": 32, "seq_len": 7, "num_layers": 2}, 5 * 32 * 7 * 2),
+    ("gru", {"input_size": 10, "hidden_size": 32, "seq_len": 7, "num_layers": 1}, 4 * 32 * 7),
+    ("lstm_cell", {"input_size": 12, "hidden_size": 24, "steps": 5}, 5 * 24 * 5),
+    ("gru_cell", {"input_size": 12, "hidden_size": 24, "steps": 5}, 4 * 24 * 5),
+])
+def test_a_forward_only_recurrent_layer_writes_its_gates_once(kind, config, per_step):
+    """The gates and states a recurrent layer keeps per step are written by its forward and read back by its backward
+    (2 x 4 bytes each); frozen and reading the data, it has no backward: written once (counted twice, its forward-only
+    samples sat under the lstm law and decided against its per-call cost)."""
+    from thor_sdk.layers.kinds import _prod, get_kind
+
+    k = get_kind(kind)
+    frozen = dict(config, frozen=1)
+    assert not k.backward_runs("input", frozen) and k.backward_runs("input", config)
+    generic_fwd = 4.0 * _prod(k.in_shape(config)) + 4.0 * _prod(k.out_shape(config))
+    assert k._bytes_terms(frozen, "input")[0] == pytest.approx(generic_fwd + 4.0 * per_step)
+    # trained, the same gates written and read back
+    trained, generic_train = k._bytes_terms(config, "input")[0], 2 * generic_fwd
+    assert trained == pytest.approx(generic_train + 8.0 * per_step)
