@@ -1,4 +1,5 @@
-"""The kinds' training FLOPs by role against torch's own FLOP counter: what the input role skips is its input's gradient."""
+"""The kinds' training terms by role: FLOPs against torch's own counter (the input role skips its input's gradient),
+and a forward-only recurrent layer's saved gates."""
 
 import pytest
 

@@ -61,9 +61,9 @@ class Kind:
         """Of the backward's FLOPs per sample, those that compute the gradient of the layer's input: what the input
         role skips. The forward's FLOPs for a single operation (its data gradient costs what it does); for a layer
         that is a chain of operations only its first one's: a recurrent layer still carries its hidden state's
-        gradient back through every time step (``W_hh^T`` per step, and the layers above the first one's inputs),
-        an attention layer or transformer block its scores', softmax's and feed-forward's; only the first layer's
-        input projection is skipped (``_INPUT_GRAD_FLOPS``)."""
+        gradient back through every time step (``W_hh^T`` per step, and the layers above the first one's inputs), an
+        attention layer its scores' and output projection's: only the first input projection is skipped, and nothing
+        by a pre-LN transformer block (``_INPUT_GRAD_FLOPS``)."""
         f = _INPUT_GRAD_FLOPS.get(self.name)
         return float(f(c)) if f is not None else self.forward_flops(c)
 
@@ -112,22 +112,21 @@ class Kind:
         embedding_dim * (1 + positional)``). The backward terms count only when the backward runs
         (``backward_runs``: parameters, or an input that needs a gradient); the ``P`` terms are zero for kinds
         without parameters. A frozen layer (``frozen`` 1) reads its parameters in the forward and, for its input's
-        gradient, in the backward, but writes no weight gradient and has no update. The extra per-sample bytes,
-        written in the forward and read back in the backward:
-        ``lstm`` its gates and cell state per time step and layer (``2*4*seq_len*num_layers*5*hidden``), ``gru`` its
-        gates and hidden state (``2*4*seq_len*num_layers*4*hidden``), ``lstm_cell`` and ``gru_cell`` those of each
-        call (each of the four written once, ``1*4*...``, where the backward never runs), ``transformer_block`` its attention scores and probabilities (``2*seq_len^2*n_heads``) and its other
-        saved activations (``seq_len*(4*n_heads*head_dim + 4*d_model + 2*d_ff)``), both times ``2*4``; ``mha`` its
-        queries, keys, values and heads' output (``2*embed_dim*(seq_len + kv_len)``) and, on the explicit path
+        gradient, in the backward, but writes no weight gradient and has no update. The extra per-sample bytes, written
+        in the forward and read back in the backward: ``lstm`` its gates and cell state per time step and layer
+        (``2*4*seq_len*num_layers*5*hidden``), ``gru`` its gates and hidden state (``2*4*seq_len*num_layers*4*hidden``),
+        ``lstm_cell`` and ``gru_cell`` those of each call (each of the four written once, ``1*4*...``, where the
+        backward never runs), ``transformer_block`` its attention scores and probabilities (``2*seq_len^2*n_heads``) and
+        its other saved activations (``seq_len*(4*n_heads*head_dim + 4*d_model + 2*d_ff)``), both times ``2*4``; ``mha``
+        its queries, keys, values and heads' output (``2*embed_dim*(seq_len + kv_len)``) and, on the explicit path
         (need_weights) and for its dropout mask (p > 0), the attention probabilities (``num_heads*seq_len*kv_len``
         each), times ``2*4``; ``sdpa`` its softmax's row statistics (``num_heads*seq_len``) and with dropout its
         probabilities and their mask (``2*num_heads*seq_len*kv_len``), times ``2*4``; max pooling its int64 argmax
-        indices (``2*8*O``; ``adaptive_maxpool2d`` too, ``8*O`` without a backward), ``reduce_max`` with ``indices``
-        its int64 argmax (``2*8*rows*inner``), dropout its byte mask (``2*numel``), dropout2d its float mask of one
-        value per channel (``2*4*channels``); ``add``, ``sub`` and a full-size ``mul`` read a second operand
-        (``4*numel``; ``mul`` also saves it for the backward and writes its gradient, ``+8*numel``; ``sub``'s
-        backward negates the gradient, ``+8*numel``). Affine in ``b`` (per-sample + per-step terms), as the runtime
-        needs.
+        indices (``2*8*O``; ``adaptive_maxpool2d`` too, ``8*O`` without a backward), ``reduce_max`` with ``indices`` its
+        int64 argmax (``2*8*rows*inner``), dropout its byte mask (``2*numel``), dropout2d its float mask of one value
+        per channel (``2*4*channels``); ``add``, ``sub`` and a full-size ``mul`` read a second operand (``4*numel``;
+        ``mul`` also saves it for the backward and writes its gradient, ``+8*numel``; ``sub``'s backward negates the
+        gradient, ``+8*numel``). Affine in ``b`` (per-sample + per-step terms), as the runtime needs.
         """
         per_sample, fixed = self._bytes_terms(c, role)
         return per_sample * float(batch_size) + fixed
