@@ -23,6 +23,11 @@ CASES = [
 ]
 
 
+def _per_sample(fn, config, role):
+    """The per-sample slope of one of a kind's step terms (``train_flops``, ``train_bytes``), affine in the batch size."""
+    return fn(config, 2, role) - fn(config, 1, role)
+
+
 def _counted_flops(kind, config, role, batch_size=3):
     """FLOPs torch counts in one forward and backward of the layer, its input needing a gradient as ``hidden``."""
     from torch.utils.flop_counter import FlopCounterMode
@@ -49,7 +54,7 @@ def test_the_input_role_skips_what_torch_skips(kind, config):
 
     k = get_kind(kind)
     b = 3
-    kind_diff = (k._flops_terms(config, "hidden")[0] - k._flops_terms(config, "input")[0]) * b
+    kind_diff = k.train_flops(config, b, "hidden") - k.train_flops(config, b, "input")
     torch_diff = _counted_flops(kind, config, "hidden", b) - _counted_flops(kind, config, "input", b)
     assert kind_diff == pytest.approx(torch_diff, rel=1e-9, abs=1e-6)
     assert k.input_grad_flops(config) * b == pytest.approx(torch_diff, rel=1e-9, abs=1e-6)
@@ -64,15 +69,15 @@ def test_a_recurrent_input_layer_counts_its_state_gradient():
     k = get_kind("gru")
     c = {"input_size": 10, "hidden_size": 32, "seq_len": 7, "num_layers": 2}
     fwd = k.forward_flops(c)
-    assert k._flops_terms(c, "input")[0] == pytest.approx(3 * fwd - 6.0 * 7 * 32 * 10)
-    assert k._flops_terms(c, "input")[0] > 2.5 * fwd
-    assert k._flops_terms(c, "hidden")[0] == pytest.approx(3 * fwd)
+    assert _per_sample(k.train_flops, c, "input") == pytest.approx(3 * fwd - 6.0 * 7 * 32 * 10)
+    assert _per_sample(k.train_flops, c, "input") > 2.5 * fwd
+    assert _per_sample(k.train_flops, c, "hidden") == pytest.approx(3 * fwd)
     frozen = dict(c, frozen=1)
-    assert k._flops_terms(frozen, "input") == (pytest.approx(fwd), 0.0)
-    assert k._flops_terms(frozen, "hidden") == (pytest.approx(2 * fwd), 0.0)
+    for role, n in (("input", 1), ("hidden", 2)):  # no weight gradient, no update: nothing per step
+        assert k.train_flops(frozen, 4, role) == pytest.approx(4 * n * fwd)
     lin = get_kind("linear")
     cl = {"in_features": 10, "out_features": 20, "tokens": 1, "bias": 1}
-    assert lin._flops_terms(cl, "input")[0] == pytest.approx(2 * lin.forward_flops(cl))
+    assert _per_sample(lin.train_flops, cl, "input") == pytest.approx(2 * lin.forward_flops(cl))
 
 
 @pytest.mark.parametrize("kind,config,per_step", [
@@ -91,7 +96,7 @@ def test_a_forward_only_recurrent_layer_writes_its_gates_once(kind, config, per_
     frozen = dict(config, frozen=1)
     assert not k.backward_runs("input", frozen) and k.backward_runs("input", config)
     generic_fwd = 4.0 * _prod(k.in_shape(config)) + 4.0 * _prod(k.out_shape(config))
-    assert k._bytes_terms(frozen, "input")[0] == pytest.approx(generic_fwd + 4.0 * per_step)
+    assert _per_sample(k.train_bytes, frozen, "input") == pytest.approx(generic_fwd + 4.0 * per_step)
     # trained, the same gates written and read back
-    trained, generic_train = k._bytes_terms(config, "input")[0], 2 * generic_fwd
+    trained, generic_train = _per_sample(k.train_bytes, config, "input"), 2 * generic_fwd
     assert trained == pytest.approx(generic_train + 8.0 * per_step)
