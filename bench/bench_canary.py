@@ -180,6 +180,17 @@ def settle_report(table, command, load):
     return "\n".join(lines) + "\n"
 
 
+def kinds_report(results, command):
+    """The Markdown of ``kind_readings`` of one or more campaigns."""
+    lines = ["# The canary beside each kind's probes, over its neighbours'", "", f"Command: `{command}`", "",
+             "Per campaign, the kinds read highest and lowest: the median over a kind's probes of each one's "
+             "reading over the median of the other kinds' probes measured around it.", ""]
+    for got in results:
+        lines.append(f"- {got['campaign']} (canary version {got['canary_version']}): " + ", ".join(
+            f"{kind} {ratio:.2f} ({n})" for kind, ratio, n in got["kinds"]))
+    return "\n".join(lines) + "\n"
+
+
 def rederive(src, dst, canary=True):
     """Copy campaign ``src`` to ``dst`` (a new file) with every probe's samples derived again from its stored windows
     by this thor-sdk's ``derive_samples`` (noisy as ``measure_and_store`` decides it: the protocol's CV target from
@@ -241,6 +252,11 @@ def rederive(src, dst, canary=True):
     return n
 
 
+def _load_average():
+    """The 1-minute load average before a measurement (None where the platform has none)."""
+    return os.getloadavg()[0] if hasattr(os, "getloadavg") else None
+
+
 def main(argv=None):
     from thor_sdk.errors import ThorError
     from thor_sdk.store.files import write_text
@@ -269,37 +285,26 @@ def main(argv=None):
             n = rederive(args.campaign, args.out, canary=not args.no_canary)
             print(f"{args.out}: {n} probes derived again" + (" without the canary" if args.no_canary else ""))
             return
-        if args.cmd == "kinds":
-            lines = ["# The canary beside each kind's probes, over its neighbours'", "", f"Command: `{command}`", "",
-                     "Per campaign, the kinds read highest and lowest: the median over a kind's probes of each one's "
-                     "reading over the median of the other kinds' probes measured around it.", ""]
-            for path in args.campaign:
-                got = kind_readings(path)
-                lines.append(f"- {got['campaign']} (canary version {got['canary_version']}): " + ", ".join(
-                    f"{kind} {ratio:.2f} ({n})" for kind, ratio, n in got["kinds"]))
-            text = "\n".join(lines) + "\n"
-            print(text)
-            if args.report:
-                write_text(args.report, text)
-            return
-        load = os.getloadavg()[0] if hasattr(os, "getloadavg") else None
-        if args.cmd == "settle":
+        doc = None  # the JSON written beside --report, where a subcommand has one
+        if args.cmd == "kinds":  # reads stored campaigns: the machine's load is not its
+            text = kinds_report([kind_readings(path) for path in args.campaign], command)
+        elif args.cmd == "settle":
             models = [m for m in args.models.split(",") if m]
             if not models or not 1 <= args.rounds <= 100 or not 2 <= args.reads <= 20:
                 raise SystemExit("Error: --models one or more, --rounds 1-100, --reads 2-20")
+            load = _load_average()
             text = settle_report(settle(models, args.rounds, args.reads), command, load)
-            print(text)
-            if args.report:
-                write_text(args.report, text)
-            return
-        if not (math.isfinite(args.seconds) and 1 <= args.seconds <= 3600):
-            raise SystemExit("Error: --seconds must be 1-3600")
-        table = window_table(windows(args.seconds))
-        text = window_report(table, command, load)
+        else:
+            if not (math.isfinite(args.seconds) and 1 <= args.seconds <= 3600):
+                raise SystemExit("Error: --seconds must be 1-3600")
+            load = _load_average()
+            table = window_table(windows(args.seconds))
+            text, doc = window_report(table, command, load), {"command": command, "table": table}
         print(text)
         if args.report:
             write_text(args.report, text)
-            write_text(args.report[:-3] + ".json", json.dumps({"command": command, "table": table}, indent=1) + "\n")
+            if doc is not None:
+                write_text(args.report[:-3] + ".json", json.dumps(doc, indent=1) + "\n")
     except ThorError as err:
         raise SystemExit(f"Error: {err}")
 

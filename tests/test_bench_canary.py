@@ -73,3 +73,9 @@ def test_kinds_reads_a_kind_whose_own_work_slows_the_canary_beside_it(tmp_path):
     assert got["canary_version"] == 1  # META names none: a campaign from before the version was recorded
     # with two kinds, a relu's neighbours of another kind are the GRUs: it reads 1 / 1.3 (edges: fewer than 4, left out)
     assert [(k, round(r, 4), n) for k, r, n in got["kinds"]] == [("gru", 1.3, 8), ("relu", round(1 / 1.3, 4), 14)]
+    # the subcommand prints and writes the same Markdown (no JSON beside it: only `windows` has a table to keep)
+    report = tmp_path / "kinds.md"
+    load_bench("bench_canary").main(["kinds", "--campaign", path, "--report", str(report)])
+    text = report.read_text()
+    assert f"- {path} (canary version 1): gru 1.30 (8), relu 0.77 (14)" in text
+    assert not (tmp_path / "kinds.json").exists()
