@@ -84,11 +84,14 @@ def test_no_devfreq_node_is_a_clear_error(tmp_path):
             pass
 
 
-# a run started from a terminal: Ctrl-C raises KeyboardInterrupt (a test runner started as a background job
-# of a non-interactive shell inherits SIGINT ignored, and then the child would sleep through the signal)
+# a run started from a terminal: Ctrl-C raises KeyboardInterrupt. A test runner started as a background job
+# of a non-interactive shell inherits SIGINT ignored, and one started by some CI runners inherits it blocked
+# (the signal mask survives fork and exec); either way the child would sleep through the signal, so it
+# restores both to what a terminal gives it.
 KILL_SCRIPT = """
 import signal, sys, time
 signal.signal(signal.SIGINT, signal.default_int_handler)
+signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT, signal.SIGTERM})
 from thor_sdk.devices.devfreq import GpuFrequencyController
 with GpuFrequencyController(sys.argv[1]) as g:
     g.set_frequency(int(sys.argv[2]))
