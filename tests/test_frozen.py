@@ -176,8 +176,14 @@ def test_the_profile_plans_frozen_layers_of_kinds_with_weights_only():
         share = sum(c.get("frozen", 0) for c, _, _ in got) / len(got)
         assert 0.1 < share < 0.3, (kind, share)
     assert not any("frozen" in c for c, _, _ in candidates(prior, "relu", 100))
-    old = {k: v for k, v in prior.items() if k != "frozen_share"}  # a prior written before: none frozen
+    # a prior written before (no frozen share, no fine-tuned twins, whose frozen backbones bring frozen configs of
+    # their own): none frozen
+    lin = prior["kinds"]["linear"]
+    old = {k: v for k, v in prior.items() if k not in ("frozen_share", "finetune_weight")}
+    old["kinds"] = {"linear": dict(lin, configs=[c for c in lin["configs"] if not c["config"].get("frozen")])}
     assert not any(c.get("frozen") for c, _, _ in candidates(old, "linear", 100))
+    with_twins = dict(old, kinds={"linear": lin})
+    assert any(c.get("frozen") for c, _, _ in candidates(with_twins, "linear", 100))
 
 
 def _tiny():

@@ -17,7 +17,12 @@ def test_the_neighbour_of_an_input_conv_reads_one_channel_for_any_other_count_an
 
 
 def _one_channel_inputs(prior):
-    cands = candidates(prior, "conv2d", 400)
+    # drawn from the nets' first convs alone (trained, role input; not a fine-tuned twin's frozen backbone, whose
+    # convs are role input too and keep their channels): among all conv2d candidates they are a few percent
+    cv = prior["kinds"]["conv2d"]
+    firsts = dict(prior, kinds={"conv2d": dict(cv, configs=[c for c in cv["configs"] if c["role"] == "input"
+                                                            and not c["config"].get("frozen")])})
+    cands = candidates(firsts, "conv2d", 400)
     assert all(_valid("conv2d", c) for c, _, _ in cands)
     return sum(1 for c, _, role in cands if role == "input" and c["in_channels"] == 1)
 
@@ -27,7 +32,7 @@ def test_a_share_of_the_input_convs_reads_the_other_channels_and_an_older_prior_
     assert prior["input_channels_share"] == CHANNELS_NEIGHBOUR_SHARE
     old = {k: v for k, v in prior.items() if k != "input_channels_share"}
     with_share, without = _one_channel_inputs(prior), _one_channel_inputs(old)
-    assert with_share >= without + 2, (with_share, without)
+    assert with_share >= without + 20, (with_share, without)
     # only input convs change: a hidden conv's channels are its previous layer's
     hidden = {c["in_channels"] for c, _, role in candidates(prior, "conv2d", 400) if role == "hidden"}
     hidden_old = {c["in_channels"] for c, _, role in candidates(old, "conv2d", 400) if role == "hidden"}

@@ -286,7 +286,7 @@ def _weigh_app_models(prior, app, proxy_cost_s):
     """Put each app model of ``app`` (``[(name, layers)]``) into ``prior`` (in place): every layer a config of its
     kind, first, the net weighing as much as 5 zoo nets. An app model the prior already holds as one (a name given
     again on ``--resume``) is not added twice. Returns the names added."""
-    n_zoo = max(len(prior.get("models") or ()), 1)
+    n_zoo = max(prior.get("net_weight") or len(prior.get("models") or ()), 1)  # the zoo's nets and fine-tunes
     have = {c["models"][0] for e in prior["kinds"].values() for c in e["configs"] if c.get("app")}
     added = []
     for name, layers in app:

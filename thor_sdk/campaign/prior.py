@@ -11,6 +11,9 @@ Shares are *relative*: every zoo net counts alike, its layers sharing its weight
 nets' summed relative variance). A whole-model estimate is judged by its relative error, and absolute
 shares gave the big nets' convs and transformer blocks 80% of the weight and the layers of small nets
 (dense layers of an MLP, pointwise activations) almost none.
+Each zoo net is read twice: trained whole, and as its fine-tuned twin (``<net>:finetune``: everything but its last
+module with weights frozen, as on-device personalisation trains) weighing ``FINETUNE_WEIGHT`` of a net, so the
+forward-only layers of a frozen backbone carry weight in a profile too.
 The generic ``elementwise`` kind (what ``--unknown-ops approx`` estimates operators without a kind as)
 takes the configs of the zoo's pointwise activations at a tenth of their weight.
 
@@ -103,6 +106,12 @@ FROZEN_NEIGHBOUR_SHARE = 0.2
 #: backbone's run forward only (an in-place ReLU there costs a third of the out-of-place probe's ReLU,
 #: ``bench/bench_forward_only.py``)
 FORWARD_ONLY_SHARE = 0.2
+#: weight of each zoo net's fine-tuned twin (``finetune_head``: its backbone frozen, its last module with weights
+#: trained, as on-device personalisation runs it) against the whole net's 1. Without the twins no forward-only
+#: config carried weight in a profile's active selection, only the Sobol start's frozen share placed them, and a
+#: frozen MobileNet's depthwise convs (whose slow backward a training one pays) read 1.7-5.8x their forward on all
+#: of profiles 64-77 (one to three forward-only depthwise samples per profile)
+FINETUNE_WEIGHT = 0.25
 #: kinds a third of whose neighbour share is a square kernel's one-sided half (``_rect_neighbour``)
 RECT_NEIGHBOUR_KINDS = ("conv2d", "maxpool2d", "avgpool2d")
 ROLE_NEIGHBOUR_KINDS = ("gru", "lstm", "gru_cell", "lstm_cell")
@@ -122,17 +131,46 @@ def proxy_cost_s(kind, config, role, batch_size=PROXY_BATCH):
     return 2e-5 + flops / 2e10 + nbytes / 5e9
 
 
+#: what a fine-tuned twin's name adds to its net's, in a config's ``models``
+FINETUNE_SUFFIX = ":finetune"
+
+
+def finetune_head(name):
+    """The ``--trainable`` pattern of zoo net ``name``'s fine-tune: the module owning its last parameter (its
+    classifier or LM head), or None for a net without parameters."""
+    from thor_sdk.models import build_model
+
+    last = None
+    for pname, _ in build_model(name).named_parameters():
+        last = pname
+    return None if last is None else last.rsplit(".", 1)[0] if "." in last else last
+
+
+def _variants(names):
+    """``(key, zoo name, trainable patterns, weight)`` of each net the prior reads: every zoo net whole (weight 1)
+    and its fine-tuned twin (``FINETUNE_WEIGHT``; key ``name:finetune``)."""
+    out = [(n, n, None, 1.0) for n in names]
+    for n in names:
+        head = finetune_head(n)
+        if head is not None:
+            out.append((n + FINETUNE_SUFFIX, n, [head], FINETUNE_WEIGHT))
+    return out
+
+
 def build_prior(model_names=None):
-    """The prior document from the zoo's layer lists (imports torch to trace the nets)."""
+    """The prior document from the zoo's layer lists, each net whole and fine-tuned (imports torch to trace the
+    nets)."""
     from thor_sdk.layers import layers_of
     from thor_sdk.models import list_models
 
     names = list(model_names or list_models("zoo"))
     kinds = {}
     model_cost = {}
-    for name in names:
-        layers = layers_of(name).layers
+    model_weight = {}
+    for name, zoo_name, trainable, net_weight in _variants(names):
+        layers = layers_of(zoo_name, trainable=trainable).layers
         model_cost[name] = sum(proxy_cost_s(l["kind"], l["config"], l["role"]) for l in layers)
+        model_weight[name] = net_weight
         for layer in layers:
             key = json.dumps({"config": layer["config"], "role": layer["role"]}, sort_keys=True)
             entry = kinds.setdefault(layer["kind"], {}).setdefault(
@@ -167,17 +205,20 @@ def build_prior(model_names=None):
             # relative: every zoo net counts as much as any other, whatever its size (what a whole-model
             # relative error weighs); rel_weight = sum over nets of count / net cost^2 (1/s^2) weighs a
             # layer's variance in the nets' summed relative variance
-            e["rel_share"] = sum(n * unit / model_cost[m] for m, n in e["per_model"].items()) / len(names)
-            e["rel_weight"] = sum(n * weight / model_cost[m] ** 2 for m, n in e["per_model"].items())
+            e["rel_share"] = (sum(model_weight[m] * n * unit / model_cost[m] for m, n in e["per_model"].items())
+                              / sum(model_weight.values()))
+            e["rel_weight"] = sum(model_weight[m] * n * weight / model_cost[m] ** 2 for m, n in e["per_model"].items())
             total += e["proxy_cost_s"]
             rows.append(e)
         rows.sort(key=lambda e: -e["rel_share"])
         out[kind] = rows
-    doc = {"format": PRIOR_FORMAT, "version": PRIOR_VERSION, "models": names, "proxy_batch_size": PROXY_BATCH,
+    doc = {"format": PRIOR_FORMAT, "version": PRIOR_VERSION, "models": names, "net_weight": sum(model_weight.values()),
+           "proxy_batch_size": PROXY_BATCH,
            "batch_range": list(BATCH_RANGE), "size_factor": SIZE_FACTOR, "sequence_factor": SEQUENCE_FACTOR,
            "neighbour_share": NEIGHBOUR_SHARE, "dilation_share": DILATION_NEIGHBOUR_SHARE,
            "input_channels_share": CHANNELS_NEIGHBOUR_SHARE,
            "frozen_share": FROZEN_NEIGHBOUR_SHARE, "forward_only_share": FORWARD_ONLY_SHARE,
+           "finetune_weight": FINETUNE_WEIGHT,
            "kinds": {k: {"share": sum(e["proxy_cost_s"] for e in rows) / total,
                          "rel_share": sum(e["rel_share"] for e in rows),
                          "configs": [{"config": e["config"], "role": e["role"], "count": e["count"],
@@ -462,7 +503,13 @@ def candidates(prior, kind, n, seed=0):
 
     entry = prior["kinds"][kind]
     configs = entry["configs"]
-    weights = [math.sqrt(max(c.get("rel_share", c["share"]), 1e-12)) * c["count"] for c in configs]
+    # a config only fine-tuned twins have (a frozen backbone's) is drawn at the twins' weight: the start, all that
+    # many small kinds get, stays mostly on the layers trained whole, and the active selection (rel_weight) and the
+    # coverage picks find the forward-only ones
+    twin = float(prior.get("finetune_weight", 1.0))
+    weights = [math.sqrt(max(c.get("rel_share", c["share"]), 1e-12)) * c["count"]
+               * (twin if c.get("models") and all(m.endswith(FINETUNE_SUFFIX) for m in c["models"]) else 1.0)
+               for c in configs]
     cum, acc = [], 0.0
     for w in weights:
         acc += w
@@ -517,7 +564,8 @@ def candidates(prior, kind, n, seed=0):
             config = _other_dropout(config)
         if kind in DILATION_NEIGHBOUR_KINDS and p[4] < dilation_share:
             config = _valid_or(kind, _dilation_neighbour(config, p[4] / dilation_share), config)
-        if kind == "conv2d" and base["role"] == "input" and p[4] >= 1.0 - channels_share:
+        if (kind == "conv2d" and base["role"] == "input" and not base["config"].get("frozen")
+                and p[4] >= 1.0 - channels_share):  # a net's first conv, not a frozen backbone's (forward only)
             config = _valid_or(kind, _channels_neighbour(config), config)
         if kind == "mha":
             config = _attention_neighbour(config, p[3] / share if p[3] < share else None,
