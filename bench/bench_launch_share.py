@@ -20,6 +20,8 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 KINDS = ("gru", "lstm", "gru_cell", "lstm_cell")
 MIN_SAMPLES = 8
+#: a kind that is not recurrent is scored with this many samples or more (a profile gives most kinds 6)
+MIN_SINGLE_SAMPLES = 6
 
 
 def _law_error(T, y, split, call):
@@ -63,6 +65,64 @@ def campaign_shares(path, shares):
     return {"campaign": path, "kinds": out}
 
 
+def single_op_shares(path, shares):
+    """``{"campaign", "kinds": {kind: {"n", "forward_only", "error": {share: RMS ln error}}}}`` for the kinds that are
+    not recurrent (one launch a step): their forward-only samples' launches set to ``share`` (a training one's 1),
+    the law scored as for the recurrent kinds (without ``per_call``). Kinds with MIN_SINGLE_SAMPLES or more samples, of
+    which some but not all run forward only."""
+    import numpy as np
+
+    from thor_sdk.fitting.gp import _term_rows
+    from thor_sdk.fitting.pipeline import fit_samples, sample_terms
+    from thor_sdk.layers.kinds import get_kind
+    from thor_sdk.store import Campaign
+
+    with Campaign.open(path) as c:
+        metric = c.meta["metric"]
+        samples, runs = c.samples(), c.model_runs()
+    good = fit_samples(samples, runs, metric, [os.path.basename(path)])["samples"]
+    out = {}
+    for kind in sorted({s["kind"] for s in good} - set(KINDS) - {"output"}):
+        rows = [s for s in good if s["kind"] == kind and s["value"] > 0]
+        fwd = np.array([not get_kind(kind).backward_runs(s["role"], s["config"]) for s in rows], dtype=bool)
+        if len(rows) < MIN_SINGLE_SAMPLES or not fwd.any() or fwd.all():
+            continue
+        T = _term_rows(sample_terms(rows))
+        y = np.array([s["value"] for s in rows], dtype=float)
+        err = {}
+        for share in shares:
+            Ts = T.copy()
+            Ts[:, 2] = np.where(fwd, share, Ts[:, 2])
+            err[share] = min(_law_error(Ts, y, split, False) for split in (False, True))
+        out[kind] = {"n": len(rows), "forward_only": int(fwd.sum()), "error": err}
+    return {"campaign": path, "kinds": out}
+
+
+def single_summary(results, shares):
+    """Lines summing the single-op scan: per share, the median over kind x campaign cells of the error and of its
+    ratio to share 1's, and in how many cells it is the lowest; then each kind's median error per share."""
+    import statistics
+
+    cells = [v for r in results for v in r["kinds"].values()]
+    if not cells:
+        return ["(no kind with forward-only samples)"]
+    lines = ["| share | median error | median ratio to share 1 | lower than share 1 | lowest |", "|---|---|---|---|---|"]
+    for sh in shares:
+        ratios = [v["error"][sh] / v["error"][1.0] for v in cells if 1.0 in v["error"] and v["error"][1.0] > 0]
+        lowest = sum(1 for v in cells if min(v["error"], key=v["error"].get) == sh)
+        lines.append(f"| {sh:g} | {statistics.median(v['error'][sh] for v in cells):.3f} | "
+                     f"{statistics.median(ratios) if ratios else float('nan'):.3f} | "
+                     f"{sum(1 for x in ratios if x < 1)} of {len(ratios)} | {lowest} of {len(cells)} |")
+    lines += ["", "| kind | cells | forward-only / samples | " + " | ".join(f"share {s:g}" for s in shares) + " |",
+              "|---|---|---|" + "---|" * len(shares)]
+    for kind in sorted({k for r in results for k in r["kinds"]}):
+        vs = [r["kinds"][kind] for r in results if kind in r["kinds"]]
+        med = [statistics.median(v["error"][sh] for v in vs) for sh in shares]
+        lines.append(f"| {kind} | {len(vs)} | {sum(v['forward_only'] for v in vs)} / {sum(v['n'] for v in vs)} | "
+                     + " | ".join(f"**{m:.3f}**" if m == min(med) else f"{m:.3f}" for m in med) + " |")
+    return lines
+
+
 def report(results, shares, command):
     lines = ["# Forward-only recurrent layers: launches counted at a share of a training one's", "",
              f"Command: `{command}`", "",
@@ -83,6 +143,9 @@ def main(argv=None):
     ap.add_argument("--campaign", action="append", required=True, help="a campaign (SQLite); repeatable")
     ap.add_argument("--shares", default="1,0.5,0.25,0.15", help="comma-separated shares in (0, 1]")
     ap.add_argument("--report", default=None, help="also write the Markdown here (and its .json beside it)")
+    ap.add_argument("--single-ops", action="store_true",
+                    help="score the kinds that are not recurrent instead: a forward-only sample's one launch at each "
+                         "share of a training one's")
     args = ap.parse_args(argv)
     try:
         shares = [float(s) for s in args.shares.split(",") if s]
@@ -93,10 +156,21 @@ def main(argv=None):
     for path in args.campaign:
         if not os.path.isfile(path):
             raise SystemExit(f"no campaign file {path}")
-    results = [campaign_shares(p, shares) for p in args.campaign]
     command = "python bench/bench_launch_share.py " + " ".join(argv if argv is not None else sys.argv[1:])
     from bench_kind_cv import publish  # one report writer for the per-kind benches
 
+    if args.single_ops:
+        if 1.0 not in shares:
+            shares = [1.0] + shares  # the ratios are to it
+        results = [single_op_shares(p, shares) for p in args.campaign]
+        text = "\n".join(["# Forward-only single operations: one launch counted at a share of a training one's", "",
+                           f"Command: `{command}`", "",
+                           "The mean function's 10-fold RMS ln error (centred) of each kind that is not recurrent, "
+                           "with its forward-only samples' launch at each share (1: as a training layer's), over "
+                           f"{len(results)} campaign(s); lowest in bold.", ""] + single_summary(results, shares)) + "\n"
+        publish(text, {"command": command, "single_ops": True, "campaigns": results}, args.report)
+        return
+    results = [campaign_shares(p, shares) for p in args.campaign]
     publish(report(results, shares, command), {"command": command, "campaigns": results}, args.report)
 
 

@@ -72,6 +72,11 @@ def test_each_net_has_a_fine_tuned_twin_whose_frozen_layers_carry_weight(small_p
     assert {k for k, _ in forward_only} >= {"conv2d", "maxpool2d", "relu", "linear"}
     assert all(c["config"]["frozen"] == 1 for k, c in forward_only if get_kind(k).has_params)
     assert all("lenet5" not in c["models"] for _, c in forward_only)  # the whole net has none
+    # its forward-only activations run in place, as the pretrained backbones fine-tunes start from build them
+    # (lenet5's own ReLUs are out of place)
+    relus = [c for k, c in forward_only if k == "relu"]
+    assert relus and all(c["config"]["inplace"] == 1 for c in relus)
+    assert all(not c["config"].get("inplace") for c in doc["kinds"]["relu"]["configs"] if c["role"] == "hidden")
     # weighed as a quarter of a net: count x weight / (the twin's cost)^2
     ft_s = sum(proxy_cost_s(l["kind"], l["config"], l["role"]) for l in layers_of("lenet5", trainable=["11"]).layers)
     k, c = next((k, c) for k, c in forward_only if k == "conv2d")

@@ -347,7 +347,10 @@ def test_the_profile_plans_forward_only_layers_of_kinds_without_weights():
     conv = candidates(prior, "conv2d", 200)
     assert any(c.get("frozen") and r == "input" for c, _, r in conv)
     assert any(c.get("frozen") and r == "hidden" for c, _, r in conv)
-    old = {k: v for k, v in prior.items() if k not in ("frozen_share", "forward_only_share")}
+    # a prior written before (no shares, no fine-tuned twins, whose forward-only activations run in place): none
+    relu = prior["kinds"]["relu"]
+    old = {k: v for k, v in prior.items() if k not in ("frozen_share", "forward_only_share", "finetune_weight")}
+    old["kinds"] = {"relu": dict(relu, configs=[c for c in relu["configs"] if c["role"] == "hidden"])}
     assert not any(c.get("inplace") for c, _, _ in candidates(old, "relu", 100))
 
 

@@ -12,8 +12,9 @@ nets' summed relative variance). A whole-model estimate is judged by its relativ
 shares gave the big nets' convs and transformer blocks 80% of the weight and the layers of small nets
 (dense layers of an MLP, pointwise activations) almost none.
 Each zoo net is read twice: trained whole, and as its fine-tuned twin (``<net>:finetune``: everything but its last
-module with weights frozen, as on-device personalisation trains) weighing ``FINETUNE_WEIGHT`` of a net, so the
-forward-only layers of a frozen backbone carry weight in a profile too.
+module with weights frozen, as on-device personalisation trains, its forward-only activations in place as pretrained
+backbones build them) weighing ``FINETUNE_WEIGHT`` of a net, so the forward-only layers of a frozen backbone carry
+weight in a profile too.
 The generic ``elementwise`` kind (what ``--unknown-ops approx`` estimates operators without a kind as)
 takes the configs of the zoo's pointwise activations at a tenth of their weight.
 
@@ -157,6 +158,17 @@ def _variants(names):
     return out
 
 
+def _twin_layer(layer):
+    """A fine-tuned twin's ``layer``: an activation that runs forward only there (role ``input``) and can run in place
+    (``IN_PLACE``) does so, as the pretrained backbones fine-tunes start from build theirs (torchvision's and timm's
+    ``inplace=True``); the zoo's own nets, trained whole, build theirs out of place."""
+    from thor_sdk.layers.kinds import IN_PLACE
+
+    if layer["kind"] in IN_PLACE and layer["role"] == "input" and not layer["config"].get("inplace"):
+        return dict(layer, config=dict(layer["config"], inplace=1))
+    return layer
+
+
 def build_prior(model_names=None):
     """The prior document from the zoo's layer lists, each net whole and fine-tuned (imports torch to trace the
     nets)."""
@@ -169,6 +181,8 @@ def build_prior(model_names=None):
     model_weight = {}
     for name, zoo_name, trainable, net_weight in _variants(names):
         layers = layers_of(zoo_name, trainable=trainable).layers
+        if trainable is not None:
+            layers = [_twin_layer(l) for l in layers]
         model_cost[name] = sum(proxy_cost_s(l["kind"], l["config"], l["role"]) for l in layers)
         model_weight[name] = net_weight
         for layer in layers:
