@@ -33,19 +33,26 @@ def _law_error(T, y, split, call):
     return float(np.sqrt(KindGP._loo_error(T, y, np.ones(len(y)), split, call)))
 
 
-def campaign_shares(path, shares):
-    """``{"campaign", "kinds": {kind: {"n", "forward_only", "error": {share: RMS ln error}}}}`` of one campaign."""
-    import numpy as np
-
-    from thor_sdk.fitting.gp import _term_rows
-    from thor_sdk.fitting.pipeline import fit_samples, sample_terms
-    from thor_sdk.layers.kinds import get_kind
+def _fit_samples(path):
+    """The samples ``fit`` fits on of the campaign at ``path`` (``fitting.pipeline.fit_samples``)."""
+    from thor_sdk.fitting.pipeline import fit_samples
     from thor_sdk.store import Campaign
 
     with Campaign.open(path) as c:
         metric = c.meta["metric"]
         samples, runs = c.samples(), c.model_runs()
-    good = fit_samples(samples, runs, metric, [os.path.basename(path)])["samples"]
+    return fit_samples(samples, runs, metric, [os.path.basename(path)])["samples"]
+
+
+def campaign_shares(path, shares):
+    """``{"campaign", "kinds": {kind: {"n", "forward_only", "error": {share: RMS ln error}}}}`` of one campaign."""
+    import numpy as np
+
+    from thor_sdk.fitting.gp import _term_rows
+    from thor_sdk.fitting.pipeline import sample_terms
+    from thor_sdk.layers.kinds import get_kind
+
+    good = _fit_samples(path)
     out = {}
     for kind in KINDS:
         rows = [s for s in good if s["kind"] == kind and s["value"] > 0]
@@ -73,14 +80,10 @@ def single_op_shares(path, shares):
     import numpy as np
 
     from thor_sdk.fitting.gp import _term_rows
-    from thor_sdk.fitting.pipeline import fit_samples, sample_terms
+    from thor_sdk.fitting.pipeline import sample_terms
     from thor_sdk.layers.kinds import get_kind
-    from thor_sdk.store import Campaign
 
-    with Campaign.open(path) as c:
-        metric = c.meta["metric"]
-        samples, runs = c.samples(), c.model_runs()
-    good = fit_samples(samples, runs, metric, [os.path.basename(path)])["samples"]
+    good = _fit_samples(path)
     out = {}
     for kind in sorted({s["kind"] for s in good} - set(KINDS) - {"output"}):
         rows = [s for s in good if s["kind"] == kind and s["value"] > 0]

@@ -710,17 +710,23 @@ def _tb_saved(c):
     return 2.0 * t * t * c["n_heads"] + t * (4.0 * inner + 4.0 * c["d_model"] + 2.0 * c["d_ff"])
 
 
+def _saved_passes(runs):
+    """Passes over memory of work a layer saves for its backward: written by the forward, and read back by the
+    backward where it runs (``backward_runs``)."""
+    return 2.0 if runs else 1.0
+
+
 # kind-specific extra bytes per sample, f(config, backward_runs): saved work the generic formula misses
 _EXTRA_BYTES = {
     # its gates and cell state (lstm), gates and hidden state (gru) per time step and layer, written by the forward and
     # read back by the backward; without a backward (frozen, reading the data) written once: over host profiles 64-76
     # the law's 10-fold ln error, median lstm 0.230 -> 0.169 (lower in 12 of 13), lstm_cell 0.126 -> 0.108 (11 of 13),
     # gru 0.150 -> 0.142 (9 of 13), gru_cell 0.117 -> 0.116 (``bench/results/launch-share-host-20261130-2350-*``)
-    "lstm": lambda c, runs: (2.0 if runs else 1.0) * 4.0 * c["seq_len"] * c["num_layers"] * 5 * c["hidden_size"],
-    "gru": lambda c, runs: (2.0 if runs else 1.0) * 4.0 * c["seq_len"] * c["num_layers"] * 4 * c["hidden_size"],
+    "lstm": lambda c, runs: _saved_passes(runs) * 4.0 * c["seq_len"] * c["num_layers"] * 5 * c["hidden_size"],
+    "gru": lambda c, runs: _saved_passes(runs) * 4.0 * c["seq_len"] * c["num_layers"] * 4 * c["hidden_size"],
     # per call, as those kinds count a step
-    "lstm_cell": lambda c, runs: (2.0 if runs else 1.0) * 4.0 * c["steps"] * 5 * c["hidden_size"],
-    "gru_cell": lambda c, runs: (2.0 if runs else 1.0) * 4.0 * c["steps"] * 4 * c["hidden_size"],
+    "lstm_cell": lambda c, runs: _saved_passes(runs) * 4.0 * c["steps"] * 5 * c["hidden_size"],
+    "gru_cell": lambda c, runs: _saved_passes(runs) * 4.0 * c["steps"] * 4 * c["hidden_size"],
     "transformer_block": lambda c, runs: 2 * 4.0 * _tb_saved(c),
     # the row statistics of the softmax (a fused kernel saves them for its backward); with dropout the probabilities
     # and their mask (the explicit path)
@@ -733,11 +739,11 @@ _EXTRA_BYTES = {
     "maxpool2d": lambda c, runs: 2 * 8.0 * _prod(_SHAPES["maxpool2d"][1](c)) if runs else 0.0,
     "maxpool1d": lambda c, runs: 2 * 8.0 * _prod(_SHAPES["maxpool1d"][1](c)) if runs else 0.0,
     # its int64 argmax, written by the forward (always: the kernel returns it) and read by the backward's scatter
-    "adaptive_maxpool2d": lambda c, runs: (2 * 8.0 if runs else 8.0) * c["channels"] * c["out_size"] ** 2,
+    "adaptive_maxpool2d": lambda c, runs: _saved_passes(runs) * 8.0 * c["channels"] * c["out_size"] ** 2,
     # torch.max's int64 argmax, written in the forward and read by the backward's scatter
-    "reduce_max": lambda c, runs: (2 * 8.0 if runs else 8.0) * c["rows"] * c["inner"] * c["indices"],
-    "dropout": lambda c, runs: (2.0 if runs else 1.0) * c["numel"],
-    "dropout2d": lambda c, runs: (2.0 if runs else 1.0) * 4.0 * c["channels"],  # its float mask, one per channel
+    "reduce_max": lambda c, runs: _saved_passes(runs) * 8.0 * c["rows"] * c["inner"] * c["indices"],
+    "dropout": lambda c, runs: _saved_passes(runs) * c["numel"],
+    "dropout2d": lambda c, runs: _saved_passes(runs) * 4.0 * c["channels"],  # its float mask, one per channel
     "add": lambda c, runs: 4.0 * c["numel"],
     # the second operand, and the backward's negated gradient of it (read and written)
     "sub": lambda c, runs: 4.0 * c["numel"] * (3.0 if runs else 1.0),
