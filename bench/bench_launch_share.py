@@ -2,6 +2,7 @@
 
     python bench/bench_launch_share.py --campaign host-torch.db [--campaign ...] [--shares 1,0.5,0.25,0.15] \
         [--report F]
+    python bench/bench_launch_share.py --weighted --campaign ...   # forward-only convs and dense layers, per entry
 
 A recurrent layer that never runs its backward (frozen, reading the data) issues its time steps once, without
 autograd; a training one issues them forward and backward. ``thor_sdk.runtime.terms`` counts the former's launches
@@ -101,6 +102,70 @@ def single_op_shares(path, shares):
     return {"campaign": path, "kinds": out}
 
 
+def weighted_shares(path, shares):
+    """``{"campaign", "entries": {entry: {"n", "forward_only", "error": {share: [all, forward-only, bias]}}}}``: each
+    estimator entry (``layers.kinds.model_key``: ``conv2d``, ``conv2d:gemm``, ``conv2d:grouped``, ...) of the kinds
+    ``runtime.terms.FORWARD_ONLY_SHARED`` counts at a share, fitted apart as ``fit`` fits it, its forward-only samples'
+    one launch set to ``share`` (a training one's 1). The law's 10-fold held-out ln errors (folds drawn at random,
+    seed 0; each form with and without per-step bytes tried, the lower kept), centred on their median: the RMS over
+    all samples, over the forward-only ones, and the forward-only ones' median (above 0: they cost more than the
+    law). Entries with MIN_SAMPLES or more samples, at least 2 of them forward only."""
+    import numpy as np
+
+    from thor_sdk.fitting.gp import _term_rows, fit_mean_function, mean_law
+    from thor_sdk.fitting.pipeline import sample_terms
+    from thor_sdk.layers.kinds import get_kind, model_key
+    from thor_sdk.runtime.terms import FORWARD_ONLY_SHARED
+
+    groups = {}
+    for s in _fit_samples(path):
+        if s["kind"] in FORWARD_ONLY_SHARED and s["value"] > 0:
+            groups.setdefault(model_key(s["kind"], s["config"], s["batch_size"]), []).append(s)
+    out = {}
+    for key, rows in sorted(groups.items()):
+        fwd = np.array([not get_kind(s["kind"]).backward_runs(s["role"], s["config"]) for s in rows], dtype=bool)
+        if len(rows) < MIN_SAMPLES or fwd.sum() < 2:
+            continue
+        T = _term_rows(sample_terms(rows))
+        y = np.array([s["value"] for s in rows], dtype=float)
+        folds = np.array_split(np.random.RandomState(0).permutation(len(y)), 10)
+        err = {}
+        for share in shares:
+            Ts = T.copy()
+            Ts[:, 2] = np.where(fwd, share, 1.0)
+            best = None
+            for split in (False, True):
+                e = np.zeros(len(y))
+                for f in folds:
+                    w = np.ones(len(y))
+                    w[f] = 0.0
+                    e[f] = np.log(y[f]) - np.log(mean_law(Ts[f], fit_mean_function(Ts, y, weights=w, split=split),
+                                                          split))
+                e = e - np.median(e)
+                got = [float(np.sqrt(np.mean(e ** 2))), float(np.sqrt(np.mean(e[fwd] ** 2))), float(np.median(e[fwd]))]
+                if best is None or got[0] < best[0]:
+                    best = got
+            err[share] = best
+        out[key] = {"n": len(rows), "forward_only": int(fwd.sum()), "error": err}
+    return {"campaign": path, "entries": out}
+
+
+def weighted_summary(results, shares):
+    """Per entry, the median over campaigns of each share's errors: all samples / forward-only (their median)."""
+    import statistics
+
+    lines = ["| entry | campaigns | forward-only / samples | " + " | ".join(f"share {s:g}" for s in shares) + " |",
+             "|---|---|---|" + "---|" * len(shares)]
+    for key in sorted({k for r in results for k in r["entries"]}):
+        vs = [r["entries"][key] for r in results if key in r["entries"]]
+        med = [[statistics.median(v["error"][sh][i] for v in vs) for i in range(3)] for sh in shares]
+        lowest = min(m[1] for m in med)
+        lines.append(f"| {key} | {len(vs)} | {sum(v['forward_only'] for v in vs)} / {sum(v['n'] for v in vs)} | "
+                     + " | ".join((f"{m[0]:.3f} / **{m[1]:.3f}** ({m[2]:+.2f})" if m[1] == lowest
+                                   else f"{m[0]:.3f} / {m[1]:.3f} ({m[2]:+.2f})") for m in med) + " |")
+    return lines
+
+
 def single_summary(results, shares):
     """Lines summing the single-op scan: per share, the median over kind x campaign cells of the error and of its
     ratio to share 1's, and in how many cells it is the lowest; then each kind's median error per share."""
@@ -146,6 +211,9 @@ def main(argv=None):
     ap.add_argument("--campaign", action="append", required=True, help="a campaign (SQLite); repeatable")
     ap.add_argument("--shares", default="1,0.5,0.25,0.15", help="comma-separated shares in (0, 1]")
     ap.add_argument("--report", default=None, help="also write the Markdown here (and its .json beside it)")
+    ap.add_argument("--weighted", action="store_true",
+                    help="score the convolution and dense kinds a forward-only layer of which counts a share of one "
+                         "launch (runtime.terms.FORWARD_ONLY_SHARED), each estimator entry apart")
     ap.add_argument("--single-ops", action="store_true",
                     help="score the kinds that are not recurrent instead: a forward-only sample's one launch at each "
                          "share of a training one's")
@@ -162,6 +230,17 @@ def main(argv=None):
     command = "python bench/bench_launch_share.py " + " ".join(argv if argv is not None else sys.argv[1:])
     from bench_kind_cv import publish  # one report writer for the per-kind benches
 
+    if args.weighted:
+        results = [weighted_shares(p, shares) for p in args.campaign]
+        text = "\n".join(["# Forward-only convolution and dense layers: one launch counted at a share", "",
+                           f"Command: `{command}`", "",
+                           "Per estimator entry, the median over "
+                           f"{len(results)} campaign(s) of the mean function's 10-fold RMS ln error (centred) over all "
+                           "samples / over the forward-only ones (their median error: above 0, they cost more than "
+                           "the law), with the forward-only samples' one launch at each share (1: as a training "
+                           "layer's); the lowest forward-only error in bold.", ""] + weighted_summary(results, shares))
+        publish(text + "\n", {"command": command, "weighted": True, "campaigns": results}, args.report)
+        return
     if args.single_ops:
         if 1.0 not in shares:
             shares = [1.0] + shares  # the ratios are to it

@@ -22,6 +22,11 @@ the machine's state in those minutes as the estimator's error.
 ``--truth canary`` scores against each row's measured value put at the profile's canary level (``evaluate``'s
 ``canary.measured``: every window of the net at the machine speed the estimator's profile describes, as the host's
 canary reads it, ``thor_sdk.harness.canary``) instead of as measured; rows without one are skipped.
+
+``--results`` also takes the JSON of ``bench_finetune.py`` (each row a net by name with its ``--trainable`` patterns:
+the fine-tune is rebuilt with them; its ONNX case, a file, is skipped) and of ``bench_user_nets.py`` (each row a net
+of this repository's ``bench/user_nets.py``, rebuilt by its name from that file with its listed input shape and
+``--unknown-ops approx``, as that benchmark estimates it; no other path is imported).
 """
 
 import argparse
@@ -44,8 +49,15 @@ def load_results(path):
     from thor_sdk.store.files import read_json
 
     doc = read_json(path, "evaluation results")
-    if not isinstance(doc, dict) or doc.get("format") != RESULTS_FORMAT or doc.get("version") != 1:
-        raise FormatError(f"{path}: not a thor-sdk evaluate results.json (format {RESULTS_FORMAT}, version 1)")
+    if isinstance(doc, dict) and "format" not in doc and isinstance(doc.get("rows"), list) \
+            and isinstance(doc.get("estimator_key"), str):  # a bench_finetune or bench_user_nets report
+        # its estimator's key, "device / runtime, metric": what it measured and ran
+        where, _, metric = doc["estimator_key"].rpartition(", ")
+        doc = dict(doc, rows=[_bench_row(r) for r in doc["rows"]], metric=metric or None,
+                   runtime=where.rpartition(" / ")[2] or None)
+    elif not isinstance(doc, dict) or doc.get("format") != RESULTS_FORMAT or doc.get("version") != 1:
+        raise FormatError(f"{path}: not a thor-sdk evaluate results.json (format {RESULTS_FORMAT}, version 1), nor a "
+                          "bench_finetune or bench_user_nets report")
     rows = doc.get("rows")
     if not isinstance(rows, list) or not rows:
         raise FormatError(f"{path}: no measured rows")
@@ -61,6 +73,41 @@ def load_results(path):
         if can is not None and not (isinstance(can, dict) and _positive(can.get("measured"))):
             raise FormatError(f"{path}: row {i}'s canary needs a positive measured value")
     return doc
+
+
+def _bench_row(r):
+    """A row of a ``bench_finetune`` / ``bench_user_nets`` report as a results row: its ``model`` the key it is
+    rebuilt by (``name [trainable p, q]`` or ``user_nets.py:Name``), ``source`` how (``("zoo", name, patterns)`` or
+    ``("user", name)``); anything else keeps its file path as its model, and is skipped where rescored."""
+    if not isinstance(r, dict):
+        return r
+    net, patterns, model = r.get("net"), r.get("patterns"), r.get("model")
+    if isinstance(net, str) and "patterns" in r and not net.endswith(".onnx"):
+        pats = tuple(patterns) if isinstance(patterns, list) and all(isinstance(p, str) for p in patterns) else None
+        key = net + (f" [trainable {', '.join(pats)}]" if pats else "")
+        return dict(r, model=key, source=("zoo", net, pats), group="fine-tune" if pats else "trained whole")
+    if isinstance(model, str) and isinstance(net, str) and model.endswith("user_nets.py:" + net):
+        return dict(r, model="user_nets.py:" + net, source=("user", net))
+    return r
+
+
+def _rebuild(row, known):
+    """The layer list of a results row, or None where it is not rebuilt (a file path, an unknown name)."""
+    from thor_sdk.layers import layers_of
+
+    source = row.get("source")
+    if source is None:
+        return layers_of(row["model"]) if row["model"] in known else None
+    if source[0] == "zoo":
+        return layers_of(source[1], trainable=source[2]) if source[1] in known else None
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    from user_nets import NETS
+
+    shapes = dict(NETS)
+    if source[1] not in shapes:
+        return None
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "user_nets.py")
+    return layers_of(f"{path}:{source[1]}", input_shape=list(shapes[source[1]]), unknown_ops="approx")
 
 
 def _positive(v):
@@ -119,7 +166,6 @@ def rescore(results, estimator, layers_cache=None, truth="measured"):
     from thor_sdk.api import estimate_layers
     from thor_sdk.errors import ThorError, UsageError
     from thor_sdk.evaluate.unseen import Z95, _ape, group_summaries, thor_summary
-    from thor_sdk.layers import layers_of
 
     if results.get("metric") not in (None, estimator.metric):
         raise UsageError(f"the evaluation measured {results['metric']}; the estimator estimates {estimator.metric}")
@@ -137,14 +183,16 @@ def rescore(results, estimator, layers_cache=None, truth="measured"):
                             "reason": f"no {truth} value (the evaluation read no canary, or its estimator had none)"})
             continue
         r = dict(r, measured=measured)
-        if r["model"] not in known:  # a file path in a results file is never imported: names only
-            skipped.append({"model": r["model"], "batch_size": r["batch_size"],
-                            "reason": "not a reference, zoo or held-out net name (nets given as files are not rebuilt)"})
-            continue
         try:
-            if r["model"] not in cache:
-                cache[r["model"]] = layers_of(r["model"])
-            e = estimate_layers(estimator, cache[r["model"]], r["batch_size"])
+            if r["model"] not in cache:  # a file path in a results file is never imported: names only
+                cache[r["model"]] = _rebuild(r, known)
+            if cache[r["model"]] is None:
+                skipped.append({"model": r["model"], "batch_size": r["batch_size"],
+                                "reason": "not a reference, zoo, held-out or bench/user_nets.py net name (nets given "
+                                          "as files are not rebuilt)"})
+                continue
+            e = estimate_layers(estimator, cache[r["model"]], r["batch_size"],
+                                unknown_ops="approx" if r.get("source", ("",))[0] == "user" else "error")
         except ThorError as err:  # a kind this estimator lacks
             skipped.append({"model": r["model"], "batch_size": r["batch_size"], "reason": str(err)})
             continue

@@ -1,8 +1,9 @@
 """A device whose 'measurements' are planted costs plus seeded noise, run through the real campaign code.
 
 The planted cost of a layer is ``1e-10 * train FLOPs + 20 us`` (a fixed per-layer overhead that a
-FLOPs-proportional model cannot capture); a probe part's per-round value is head + layer cost +
-noise. Everything downstream (subtraction, store, GP fit, runtime) is the project's real code.
+FLOPs-proportional model cannot capture; a convolution or dense layer whose backward never runs pays its share of
+it, ``thor_sdk.runtime.terms.FORWARD_ONLY_SHARED``, as it does on the host); a probe part's per-round value is
+head + layer cost + noise. Everything downstream (subtraction, store, GP fit, runtime) is the project's real code.
 """
 
 import random
@@ -18,7 +19,10 @@ CANARY_S = 2.5e-4  # the canary's reading at speed 1 (FakeDevice(speeds=...))
 
 
 def planted_cost(kind, config, batch_size, role):
-    return S_PER_FLOP * get_kind(kind).train_flops(config, batch_size, role) + OVERHEAD_S
+    from thor_sdk.runtime.terms import cost_terms
+
+    share = min(1.0, cost_terms(kind, config, role)["launches"])  # below 1: a forward-only conv's share
+    return S_PER_FLOP * get_kind(kind).train_flops(config, batch_size, role) + OVERHEAD_S * share
 
 
 class FakeDevice(Device):

@@ -111,7 +111,15 @@ _row = st.fixed_dictionaries({"model": st.one_of(st.text(max_size=6), _json),
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(doc=st.one_of(_json, st.fixed_dictionaries({"format": st.just("thor-sdk/evaluation"), "version": st.just(1),
-                                                   "rows": st.one_of(_json, st.lists(_row, max_size=3))})))
+                                                   "rows": st.one_of(_json, st.lists(_row, max_size=3))}),
+                    # a bench_finetune / bench_user_nets report: rows naming a net, its patterns, the path it came from
+                    st.fixed_dictionaries({"estimator_key": st.one_of(st.text(max_size=12), _json),
+                                           "rows": st.lists(st.one_of(_json, st.fixed_dictionaries(
+                                               {"model": st.one_of(st.text(max_size=12), _json),
+                                                "net": st.one_of(st.text(max_size=6), _json),
+                                                "batch_size": st.one_of(st.integers(-2, 2000), _json),
+                                                "measured": st.one_of(st.floats(), _json)},
+                                               optional={"patterns": _json})), max_size=3)})))
 def test_fuzz_results_reader_returns_checked_rows_or_a_format_error(tmp_path, doc):
     import math
 
@@ -205,3 +213,53 @@ def test_a_rows_canary_must_hold_a_positive_value(setup, tmp_path):
     p.write_text(json.dumps(bad))
     with pytest.raises(FormatError):
         load_bench("bench_rescore").load_results(str(p))
+
+
+def test_a_bench_finetune_report_is_rescored_as_its_fine_tunes(setup, tmp_path):
+    """A ``bench_finetune.py`` JSON: each row's net rebuilt by name with its ``--trainable`` patterns (the frozen
+    layers as the fine-tune has them), whole-trained rows apart; its ONNX row, a file, is skipped."""
+    from thor_sdk.api import estimate_layers
+    from thor_sdk.layers import layers_of
+    from thor_sdk.runtime import load_estimator
+
+    paths, _ = setup
+    est = load_estimator(paths["one"])
+    tuned = estimate_layers(est, layers_of("har", trainable=["6"]), 16)["total"]["mean"]
+    whole = estimate_layers(est, layers_of("har"), 16)["total"]["mean"]
+    assert tuned < whole  # its frozen layers' backward and updates are not paid
+    report = {"estimator_key": "host / torch, time", "rows": [
+        {"model": "har [trainable 6]", "net": "har", "patterns": ["6"], "batch_size": 16, "measured": tuned},
+        {"model": "har", "net": "har", "patterns": None, "batch_size": 16, "measured": 2 * whole},
+        {"model": "/tmp/x/har.onnx [trainable fc]", "net": "/tmp/x/har.onnx", "patterns": ["fc"], "batch_size": 16,
+         "measured": 1.0}]}
+    path = tmp_path / "finetune.json"
+    path.write_text(json.dumps(report))
+    bench = load_bench("bench_rescore")
+    doc = bench.load_results(str(path))
+    assert doc["runtime"] == "torch" and doc["metric"] == "time"
+    got = bench.rescore(doc, est)
+    assert got["groups"]["fine-tune"]["n"] == 1 and got["groups"]["fine-tune"]["thor_mape"] == pytest.approx(0, abs=1e-6)
+    assert got["groups"]["trained whole"]["thor_mape"] == pytest.approx(50.0)
+    assert [s["model"] for s in got["skipped"]] == ["/tmp/x/har.onnx [trainable fc]"]
+    with pytest.raises(Exception, match="energy"):
+        bench.rescore(dict(doc, metric="energy"), est)
+
+
+def test_a_bench_user_nets_report_is_rebuilt_from_this_repos_file_never_from_the_path_it_names(setup, tmp_path):
+    """A ``bench_user_nets.py`` JSON names its nets by the path it imported them from: only the name is read, and
+    the net is rebuilt from this repository's ``bench/user_nets.py`` (a planted file at that path never runs); a
+    name that file does not list is skipped."""
+    from thor_sdk.runtime import load_estimator
+
+    paths, _ = setup
+    planted = tmp_path / "user_nets.py"
+    planted.write_text(f"open({str(tmp_path / 'ran')!r}, 'w').close()\n")
+    report = {"estimator_key": "host / torch, time", "rows": [
+        {"model": f"{planted}:PReLUMLP", "net": "PReLUMLP", "batch_size": 8, "measured": 1e-3},
+        {"model": f"{planted}:Evil", "net": "Evil", "batch_size": 8, "measured": 1e-3}]}
+    path = tmp_path / "user-nets.json"
+    path.write_text(json.dumps(report))
+    bench = load_bench("bench_rescore")
+    got = bench.rescore(bench.load_results(str(path)), load_estimator(paths["one"]))
+    assert got["groups"]["all"]["n"] == 1 and got["rows"][0]["model"] == "user_nets.py:PReLUMLP"
+    assert [s["model"] for s in got["skipped"]] == ["user_nets.py:Evil"] and not (tmp_path / "ran").exists()

@@ -304,7 +304,7 @@ def test_profile_estimates_a_model_it_never_probed(tmp_path, small_prior):
     profile(device=FakeDevice(noise=0.01), out=str(db), max_probes=45, prior_path=str(path),
             reference_every_s=1e-9, calibration_models=[])
     doc = fit(str(db), out=str(tmp_path / "e.json"))
-    assert doc["version"] == 3 and doc["runtime"] == "torch"
+    assert doc["version"] == 5 and doc["runtime"] == "torch"
     # the reference probe's spread (1% noise here) is the drift every estimate carries
     assert 0.003 < doc["whole_model"]["rel_std"] < 0.03 and "drift" in doc["whole_model"]["source"]
     for model, b in (("cnn5", 8), ("lenet5", 100)):  # cnn5: never in the prior; lenet5 at an unprobed batch

@@ -112,7 +112,7 @@ def test_weight_traffic_at_its_own_rate_reads_an_unprobed_batch_size_where_one_r
     # the runtime costs an entry with per_step_byte as KindGP does
     doc = build_estimator({"linear": split}, device={"name": "synthetic"}, runtime="torch", metric="time",
                           unit="s", flops_baseline={"unit_per_flop": 1e-11}, provenance={})
-    assert doc["version"] == 3
+    assert doc["version"] == 5  # every file since its laws count a forward-only conv's share of a launch
     est = load_estimator(doc)
     for s, m in zip(test[:5], split.predict(Xt[:5], terms=Tt[:5])):
         got, _ = est.predict_layer("linear", dict(s["config"], batch_size=s["batch_size"], role=s["role"]))
@@ -321,7 +321,7 @@ def _estimator(gps, metric="time", unit="s"):
 
 def test_build_estimator_top_level(relu_gp):
     doc = _estimator({"relu": relu_gp[0]})
-    assert doc["format"] == "thor-sdk/estimator" and doc["version"] == 3
+    assert doc["format"] == "thor-sdk/estimator" and doc["version"] == 5
     assert doc["producer"].startswith("thor-sdk ")
     assert doc["created_utc"].endswith("Z")
     assert doc["metric"] == "time" and doc["unit"] == "s" and doc["runtime"] == "torch"
@@ -451,9 +451,52 @@ def test_cost_terms_count_launches_and_layer_lists_may_carry_them():
     assert cost_terms("relu", {"numel": 10}, "hidden")["launches"] == 1.0
     given = {k: 1.0 for k in ("flops_per_sample", "flops_fixed", "bytes_per_sample", "bytes_fixed")}
     assert layer_terms({"cost": given})["launches"] == 1.0  # absent: one launch
-    for bad in (0.5, float("inf"), True, "3"):
+    assert layer_terms({"cost": dict(given, launches=0.25)})["launches"] == 0.25  # a forward-only conv's share
+    for bad in (0, -1.0, float("inf"), float("nan"), True, "3"):
         with pytest.raises(UsageError, match="launches"):
             layer_terms({"cost": dict(given, launches=bad)})
+
+
+@pytest.mark.parametrize("kind, config", [
+    ("conv2d", {"in_channels": 16, "out_channels": 8, "kernel": 1, "stride": 1, "padding": 0, "groups": 1,
+                "height": 1, "width": 1, "bias": 1}),
+    ("conv2d", {"in_channels": 32, "out_channels": 32, "kernel": 3, "stride": 1, "padding": 1, "groups": 32,
+                "height": 12, "width": 12, "bias": 0}),
+    ("conv1d", {"in_channels": 8, "out_channels": 16, "kernel": 5, "stride": 1, "padding": 2, "groups": 1,
+                "length": 64, "bias": 1}),
+    ("linear", {"in_features": 64, "out_features": 32, "bias": 1, "tokens": 1})])
+def test_a_forward_only_conv_or_dense_layer_counts_a_share_of_one_launch(kind, config):
+    """Frozen and reading the data, it issues its forward kernel alone: a quarter of a training layer's launch; one
+    whose input's gradient runs (role hidden) or that trains counts one; other kinds keep one."""
+    from thor_sdk.runtime.terms import FORWARD_ONLY_LAUNCH_SHARE, at_least_one_launch
+
+    frozen = cost_terms(kind, dict(config, frozen=1), "input")
+    assert frozen["launches"] == FORWARD_ONLY_LAUNCH_SHARE < 1.0
+    assert cost_terms(kind, dict(config, frozen=0), "input")["launches"] == 1.0
+    assert cost_terms(kind, dict(config, frozen=1), "hidden")["launches"] == 1.0
+    assert cost_terms("relu", {"numel": 64}, "input")["launches"] == 1.0  # no weights: not among the shared kinds
+    assert cost_terms("batchnorm2d", {"channels": 8, "height": 4, "width": 4, "frozen": 1}, "input")["launches"] == 1.0
+    # an estimator fitted before (version 4 or less) reads it as one launch, as its laws were fitted
+    assert at_least_one_launch(frozen, 4)["launches"] == 1.0 and at_least_one_launch(frozen, 5) is frozen
+
+
+def test_a_version_4_estimator_reads_a_forward_only_conv_at_one_launch():
+    """The same file marked 4 and 5: a frozen input conv pays a quarter of the overhead from 5, all of it from 4 (as
+    that file's laws were fitted); a trained one reads alike from both. The shared vectors hold the same pair for the
+    Java and Swift runtimes (``time_shared_launch``, ``time_shared_launch_v4``)."""
+    import pathlib
+
+    from thor_sdk.runtime import load_estimator
+
+    vectors = pathlib.Path(__file__).parent / "vectors"
+    doc = json.loads((vectors / "estimator_time_shared_launch.json").read_text())
+    new, old = load_estimator(doc), load_estimator(dict(doc, version=4))
+    conv = {"in_channels": 16, "out_channels": 8, "kernel": 1, "stride": 1, "padding": 0, "groups": 1, "height": 4,
+            "width": 4, "bias": 1, "dilation": 1}
+    frozen = [{"kind": "conv2d", "role": "input", "config": dict(conv, frozen=1)}]
+    trained = [{"kind": "conv2d", "role": "input", "config": dict(conv, frozen=0)}]
+    assert new.estimate(frozen, 16)["total"]["mean"] < 0.7 * old.estimate(frozen, 16)["total"]["mean"]
+    assert new.estimate(trained, 16)["total"]["mean"] == old.estimate(trained, 16)["total"]["mean"]
 
 
 @pytest.mark.parametrize("kind, config", [

@@ -17,7 +17,7 @@ from thor_sdk.fitting.pipeline import sample_terms
 from thor_sdk.fitting.gp import KindGP
 from thor_sdk.layers.kinds import DEFAULT_FEATURES, feature_vector, gp_features, model_key
 from thor_sdk.runtime import Estimator, load_estimator
-from thor_sdk.runtime.terms import at_batch, cost_terms
+from thor_sdk.runtime.terms import at_batch, at_least_one_launch, cost_terms
 
 VECTORS = Path(__file__).resolve().parent / "vectors"
 CASES = sorted(p.name[len("expected_"):-len(".json")] for p in VECTORS.glob("expected_*.json"))
@@ -94,7 +94,9 @@ def _numpy_total(ref, doc, layers, b):
         if not ls:
             continue
         X = [feature_vector(l["kind"], l["config"], b, l["role"], gp.features) for l in ls]
-        T = [at_batch(cost_terms(l["kind"], l["config"], l["role"]), b) for l in ls]
+        # as the file's version reads them: before 5, every layer at least one launch
+        T = [at_batch(at_least_one_launch(cost_terms(l["kind"], l["config"], l["role"]), doc["version"]), b)
+             for l in ls]
         m, cov = gp.predict(X, terms=T, return_cov=True)
         scale = np.array([1.0 + l.get("recompute", 0.0) for l in ls])  # a recomputed forward's share more
         mean += float(m @ scale)
@@ -104,7 +106,8 @@ def _numpy_total(ref, doc, layers, b):
         if "approx" in l or unread_feature(l, ref[entry(l)].features):
             gp = ref[entry(l)]
             m = gp.predict([feature_vector(l["kind"], l["config"], b, l["role"], gp.features)],
-                           terms=[at_batch(cost_terms(l["kind"], l["config"], l["role"]), b)])
+                           terms=[at_batch(at_least_one_launch(cost_terms(l["kind"], l["config"], l["role"]),
+                                                               doc["version"]), b)])
             by_op.setdefault(l.get("op", i), []).append(0.5 * float(m[0]) * (1.0 + l.get("recompute", 0.0)))
     var += sum(sum(e) ** 2 for e in by_op.values())
     rel = doc["whole_model"]["rel_std"]
@@ -359,10 +362,16 @@ def test_vectors_still_match_the_numpy_model(case):
 
 def test_vectors_cover_the_promised_cases():
     assert set(CASES) == {"time_profile", "energy_floored", "time_grouped", "time_stand_in", "time_defaults",
-                          "time_unread", "time_frozen", "time_step_bytes", "time_gemm", "time_per_call"}
+                          "time_unread", "time_frozen", "time_step_bytes", "time_gemm", "time_per_call",
+                          "time_shared_launch", "time_shared_launch_v4"}
     docs = [json.loads(p.read_text()) for p in VECTORS.glob("estimator_*.json")]
-    # every runtime reads all three: 2 is 3 without per_step_byte, 3 is 4 without per_call
-    assert {d["version"] for d in docs} == {2, 3, 4}
+    # every runtime reads all four: 2 is 3 without per_step_byte, 3 is 4 without per_call, 4 is 5 counting every
+    # layer at least one launch
+    assert {d["version"] for d in docs} == {2, 3, 4, 5}
+    # a forward-only conv's share of a launch, read from a version-5 file and (at least one) from a version-4 one
+    shared = [l for p in ("time_shared_launch", "time_shared_launch_v4")
+              for e in json.loads((VECTORS / f"expected_{p}.json").read_text())["estimate"] for l in e["layers"]]
+    assert any(l["cost"]["launches"] < 1 for l in shared)
     assert any("per_step_byte" in g["mean_function"] for d in docs for g in d["kinds"].values())
     assert all(("per_call" in g["mean_function"]) <= (d["version"] == 4) for d in docs for g in d["kinds"].values())
     assert any("per_call" in g["mean_function"] for d in docs for g in d["kinds"].values())
@@ -471,7 +480,7 @@ def good_doc():
 def _broken(doc, how):
     k = doc["kinds"]["relu"]
     if how == "version":
-        doc["version"] = 5
+        doc["version"] = 6
     elif how == "version1":
         doc["version"] = 1
     elif how == "format":

@@ -49,6 +49,8 @@ what :func:`table_select_text` makes now.
   one thread), not with the rule the runtimes implement.
 - ``time_per_call`` (version 4): an lstm entry whose mean function pays ``per_call`` once per layer call beside its
   per-launch overhead; relu and output entries without it; layers at 4 and 256 time steps.
+- ``time_shared_launch`` (version 5) and ``time_shared_launch_v4`` (the same file marked 4): conv2d and linear entries
+  whose forward-only layers (frozen, role input) count a quarter of a launch; a version-4 file counts at least one.
 
 And ``training_runs.json`` with ``layers_<case>_<i>.json``: the models of the ``expected_<case>.json``
 files as layer lists (format ``thor-sdk/layers``, every layer with its role and ``cost``, as ``thor-sdk
@@ -67,6 +69,7 @@ committed files are what :func:`training_files` makes now.
     python tests/vectors/make_vectors.py --step-bytes-only  # rewrite the time_step_bytes case only
     python tests/vectors/make_vectors.py --gemm-only      # rewrite the time_gemm case only (needs torch)
     python tests/vectors/make_vectors.py --per-call-only  # rewrite the time_per_call case only
+    python tests/vectors/make_vectors.py --shared-launch-only  # rewrite the two time_shared_launch cases only
 
 And ``levels.json`` with ``estimator_level.json``: the device level (``thor_sdk.runtime.device_level``,
 ``Estimator.level``) from reference readings, and estimates put at a level (``estimate(..., level=)``),
@@ -95,7 +98,7 @@ from thor_sdk.layers.kinds import (feature_vector, get_kind, gp_features, model_
 from thor_sdk.runtime import load_estimator  # noqa: E402
 from thor_sdk.runtime.table import InfeasibleCapError, select  # noqa: E402
 from thor_sdk.runtime.training import MAX_EPOCHS, MAX_SAMPLES, training_run  # noqa: E402
-from thor_sdk.runtime.terms import at_batch, cost_terms  # noqa: E402
+from thor_sdk.runtime.terms import at_batch, at_least_one_launch, cost_terms  # noqa: E402
 
 ROLE_NAME = {1.0: "input", 0.0: "hidden"}
 #: the std every runtime adds to a layer marked approx, relative to its mean (written here, not imported:
@@ -256,7 +259,8 @@ def expected_for(doc, layer_queries, models):
         role = "output" if kind == "output" else {1: "input", 0: "hidden"}.get(feats.get("role"), feats.get("role"))
         config = {f: v for f, v in feats.items() if f not in ("batch_size", "role")}
         cost = cost_terms(kind, config, role)
-        m, s = gp.predict([row], terms=[at_batch(cost, feats["batch_size"])], return_std=True)
+        m, s = gp.predict([row], terms=[at_batch(at_least_one_launch(cost, doc["version"]), feats["batch_size"])],
+                          return_std=True)
         out["predict_layer"].append({"kind": kind, "features": written, "cost": cost, "mean": float(m[0]),
                                      "std": float(s[0])})
     for layers, bs in models:
@@ -267,7 +271,7 @@ def expected_for(doc, layer_queries, models):
                 continue
             rows = [feature_vector(layers[i]["kind"], layers[i]["config"], bs, layers[i]["role"], gp.features)
                     for i in idx]
-            T = [at_batch(layers[i]["cost"], bs) for i in idx]
+            T = [at_batch(at_least_one_launch(layers[i]["cost"], doc["version"]), bs) for i in idx]
             m, s = gp.predict(rows, terms=T, return_std=True)
             mc, cov = gp.predict(rows, terms=T, return_cov=True)
             scale = np.array([1.0 + layers[i].get("recompute", 0.0) for i in idx])  # a recomputed forward's share more
@@ -1131,8 +1135,55 @@ def write_per_call_case():
     write("time_per_call", doc, expected_for(doc, queries, models))
 
 
+def write_shared_launch_cases():
+    """``time_shared_launch`` (version 5) and ``time_shared_launch_v4`` (the same file marked version 4): a conv2d and
+    a linear entry fitted on SYNTHETIC costs whose fixed cost a layer that runs no backward (frozen, role input) pays
+    a quarter of (its ``launches`` 0.25: ``runtime.terms.FORWARD_ONLY_SHARED``), beside relu and output. Queries and
+    models hold frozen input convs and linears (launches 0.25) and trained ones (1). A runtime must cost
+    ``overhead * 0.25`` for them from a version-5 file and ``overhead * max(1, L)`` from a version-4 one. Their own
+    random stream."""
+    rng = np.random.default_rng(20261203)
+
+    def law(kind):
+        def cost(c, bs, role):
+            flops, nbytes, launches, _ = at_batch(cost_terms(kind, c, role), bs)
+            return (4e-4 * launches + 1e-11 * flops + 2e-10 * nbytes) * float(np.exp(rng.normal(0, 0.03)))
+        return cost
+
+    def conv(r):
+        return dict(_fix("conv2d", _random_config("conv2d", r)), frozen=int(r.integers(0, 2)))
+
+    def dense(r):
+        return dict(_fix("linear", _random_config("linear", r)), frozen=int(r.integers(0, 2)))
+
+    doc = _one_kind_case("conv2d", 30, conv, [16, 32, 64], law("conv2d"), rng)
+    other = _one_kind_case("linear", 24, dense, [16, 32, 64], law("linear"), rng)
+    doc["kinds"]["linear"] = other["kinds"]["linear"]
+    assert doc["version"] == 5
+    c0, d0 = conv(rng), dense(rng)
+    queries = [("conv2d", {**c0, "frozen": 1, "batch_size": 16, "role": "input"}),
+               ("conv2d", {**c0, "frozen": 0, "batch_size": 16, "role": "input"}),
+               ("conv2d", {**c0, "frozen": 1, "batch_size": 32, "role": "hidden"}),
+               ("linear", {**d0, "frozen": 1, "batch_size": 16, "role": "input"}),
+               ("relu", {"numel": 512, "batch_size": 16, "role": "input"})]
+    models = []
+    for bs in (16, 64):
+        layers = [with_cost({"name": "stem", "kind": "conv2d", "role": "input", "config": dict(conv(rng), frozen=1)}),
+                  with_cost({"name": "act", "kind": "relu", "role": "input", "config": {"numel": 2048}}),
+                  with_cost({"name": "block", "kind": "conv2d", "role": "input", "config": dict(conv(rng), frozen=1)}),
+                  with_cost({"name": "fc", "kind": "linear", "role": "hidden", "config": dict(dense(rng), frozen=0)}),
+                  with_cost({"name": "head", "kind": "output", "role": "output",
+                             "config": {"in_features": 32, "out_features": 10, "tokens": 1}})]
+        assert layers[0]["cost"]["launches"] == 0.25 and layers[3]["cost"]["launches"] == 1.0
+        models.append((layers, bs))
+    write("time_shared_launch", doc, expected_for(doc, queries, models))
+    old = dict(doc, version=4)
+    write("time_shared_launch_v4", old, expected_for(old, queries, models))
+
+
 def main():
     only = {"--gemm-only": write_gemm_case, "--per-call-only": write_per_call_case,
+            "--shared-launch-only": write_shared_launch_cases,
             "--step-bytes-only": write_step_bytes_case, "--frozen-only": write_frozen_case,
             "--unread-only": write_unread_case,
             "--defaults-only": write_defaults_case,

@@ -97,8 +97,9 @@ def build_estimator(kind_gps, *, device, metric, unit, flops_baseline, provenanc
         kinds[str(name)] = entry
     doc = {
         "format": ESTIMATOR_FORMAT,
-        # 4 only where an entry pays a per-call cost: a file without one stays readable by version-3 runtimes
-        "version": ESTIMATOR_VERSION if any("per_call" in k["mean_function"] for k in kinds.values()) else 3,
+        # 5: its kinds were fitted with a forward-only convolution or dense layer at a share of one launch
+        # (``runtime.terms.FORWARD_ONLY_SHARED``), which runtimes reading version 4 or less would count as one
+        "version": ESTIMATOR_VERSION,
         "created_utc": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
         "producer": _producer(),
         "device": dict(device),

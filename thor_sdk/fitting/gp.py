@@ -126,10 +126,11 @@ def _design(terms, split, call=False):
 
 def has_calls(terms):
     """Whether a kind's samples launch their work several times in a call (a recurrent layer: ``L`` = time steps x
-    layers, not always 1): only there is a per-call cost apart from the per-launch overhead (``per_call``)."""
+    layers, above 1 somewhere): only there is a per-call cost apart from the per-launch overhead (``per_call``). A
+    forward-only convolution's share of a launch (below 1, ``runtime.terms.FORWARD_ONLY_SHARED``) is not one."""
     import numpy as np
 
-    return bool(np.any(_term_rows(terms)[:, 2] != 1.0))
+    return bool(np.any(_term_rows(terms)[:, 2] > 1.0))
 
 
 def mean_law(terms, coef, split):
@@ -288,9 +289,9 @@ class KindGP:
             T = _term_rows(terms)
         except (TypeError, ValueError) as e:
             raise UsageError(f"terms must be (flops, bytes[, launches[, step bytes]]) rows: {e}") from None
-        if (T.ndim != 2 or T.shape != (n, 4) or not np.all(np.isfinite(T)) or np.any(T < 0) or np.any(T[:, 2] < 1)
+        if (T.ndim != 2 or T.shape != (n, 4) or not np.all(np.isfinite(T)) or np.any(T < 0) or np.any(T[:, 2] <= 0)
                 or np.any(T[:, 3] > T[:, 1])):
-            raise UsageError(f"need one finite, non-negative (flops, bytes[, launches >= 1[, step bytes <= bytes]]) "
+            raise UsageError(f"need one finite, non-negative (flops, bytes[, launches > 0[, step bytes <= bytes]]) "
                              f"row per feature row ({n}), got shape {T.shape}")
         return T
 

@@ -1,4 +1,4 @@
-"""Load an estimator JSON (version 4, 3 or 2) and predict per-layer and whole-model costs with the Python standard library.
+"""Load an estimator JSON (version 5, 4, 3 or 2) and predict per-layer and whole-model costs with the Python standard library.
 
 No numpy, no scikit-learn, no torch: this module, ``thor_sdk.runtime.terms``, the plain-data
 ``thor_sdk.layers.kinds`` and the strict reader ``thor_sdk.store.files`` are all an app needs. Loading
@@ -10,7 +10,7 @@ terms ``F`` (training FLOPs), ``B`` (bytes moved) at the batch size:
 - ``k_i = constant * matern52(|u - t_i|)``; ``mu = residual_offset + k . alpha``; ``v = W k``;
   ``var = max(constant + noise_level - v . v, 1e-12)`` (ln units);
 - ``m = overhead * L + per_flop * F + per_byte * B`` (``L``: sequential launches, 1 but for recurrent
-  kinds), or where the entry has ``per_step_byte`` (version 3) ``... + per_byte * (B - S) + per_step_byte * S``
+  kinds, and a quarter for a forward-only convolution or dense layer in version 5, ``thor_sdk.runtime.terms``), or where the entry has ``per_step_byte`` (version 3) ``... + per_byte * (B - S) + per_step_byte * S``
   with ``S`` the bytes moved once per step (``bytes_fixed``), plus ``per_call`` where the entry has it (version 4:
   a recurrent kind's cost paid once per layer call, apart from its per-launch overhead); ``mean = m exp(mu + var/2)``,
   ``std = mean sqrt(exp(var) - 1)``.
@@ -35,14 +35,14 @@ from operator import le, mul, sub
 from thor_sdk.errors import FormatError, NotFoundError, NotOurFileError, UsageError
 from thor_sdk.layers.kinds import DEFAULT_FEATURES, entry_key, padded_value, parse_padded
 
-from .terms import at_batch, cost_terms, layer_terms
+from .terms import at_batch, at_least_one_launch, cost_terms, layer_terms
 
 ESTIMATOR_FORMAT = "thor-sdk/estimator"
-ESTIMATOR_VERSION = 4
+ESTIMATOR_VERSION = 5
 #: versions this reader reads: 2 is 3 without ``per_step_byte`` (every byte at ``per_byte``); 3 is 4 without
-#: ``per_call``. A writer marks a file 4 only where an entry has ``per_call`` (``fitting.estimator``), so a file
-#: without one stays readable by version-3 runtimes
-READ_VERSIONS = (2, 3, 4)
+#: ``per_call``; 4 is 5 with every layer counted at least one launch (5's kinds were fitted with a forward-only
+#: convolution or dense layer at a share of one: ``terms.FORWARD_ONLY_SHARED``). A writer marks every file 5
+READ_VERSIONS = (2, 3, 4, 5)
 METRIC_UNITS = {"time": "s", "energy": "J"}  # the one metric -> unit map: the rest of thor_sdk imports it from here
 SQRT5 = math.sqrt(5.0)
 ROLE_CODES = {"input": 1.0, "hidden": 0.0}
@@ -411,6 +411,8 @@ class Estimator:
                 if version == 1 else ""
             raise FormatError(f"unsupported estimator version {version!r}; this thor-sdk reads versions "
                               f"{', '.join(map(str, READ_VERSIONS))}{hint}")
+        #: the file's version: one before 5 counts every layer at least one launch (``terms.at_least_one_launch``)
+        self.version = version
         metric = _field(doc, "metric", "top level", str)
         if metric not in METRIC_UNITS:
             raise FormatError(f"estimator: metric must be 'time' or 'energy', got {metric!r}")
@@ -546,7 +548,7 @@ class Estimator:
                                  f"{type(e).__name__}: {e}") from None
         else:
             terms = layer_terms({"cost": cost}, f"layer of kind {kind!r}")
-        flops, nbytes, launches, step_bytes = at_batch(terms, batch)
+        flops, nbytes, launches, step_bytes = at_batch(at_least_one_launch(terms, self.version), batch)
         raw = model.vector(dict(features, train_flops=flops, train_bytes=nbytes), f"layer of kind {kind!r}")
         lmu, var, _, _ = model.row(raw, flops, nbytes, launches, step_bytes)
         return model.moments(lmu, var)
@@ -662,7 +664,7 @@ class Estimator:
                 terms = layer_terms(layer, where)
             except (KeyError, TypeError, ValueError, ZeroDivisionError, OverflowError) as e:
                 raise UsageError(f"{where}: cannot compute its FLOPs and bytes: {type(e).__name__}: {e}") from None
-            flops_bytes = at_batch(terms, batch_size)
+            flops_bytes = at_batch(at_least_one_launch(terms, self.version), batch_size)
             values["train_flops"], values["train_bytes"] = flops_bytes[:2]
             raw = tuple(model.vector(values, where))
             dkey = (name, raw, flops_bytes, scale)
@@ -690,7 +692,7 @@ class Estimator:
                 terms = layer_terms(layers[i], where)
             except (KeyError, TypeError, ValueError, ZeroDivisionError, OverflowError) as e:
                 raise UsageError(f"{where}: cannot compute its FLOPs and bytes: {type(e).__name__}: {e}") from None
-            m, s = self._approx_missing(terms, batch_size)
+            m, s = self._approx_missing(at_least_one_launch(terms, self.version), batch_size)
             scale = 1.0 + _recompute(layers[i], i)
             approx_rows[i] = (m * scale, s * scale)
 

@@ -6,7 +6,9 @@ layer's work is issued one after the other in a step: ``seq_len * num_layers`` f
 time step waits for the previous one), ``steps`` for a cell's calls, 1 for every other kind; the mean
 function's overhead is paid per launch. A recurrent layer whose backward never runs (frozen, reading the data:
 ``Kind.backward_runs``) issues its steps once, without autograd, where a training step issues them forward
-and backward: it counts ``FORWARD_ONLY_LAUNCH_SHARE`` of them (at least 1). A layer list may carry the terms as
+and backward: it counts ``FORWARD_ONLY_LAUNCH_SHARE`` of them (at least 1). So does a convolution or dense layer
+whose backward never runs (``FORWARD_ONLY_SHARED``): one kernel where a training step issues four (the forward,
+the input's and the weights' gradients, the update), so ``FORWARD_ONLY_LAUNCH_SHARE`` of a launch. A layer list may carry the terms as
 ``layer["cost"] = {"flops_per_sample", "flops_fixed", "bytes_per_sample", "bytes_fixed"[, "launches"]}`` (what
 the Java and Swift runtimes read; launches defaults to 1); the Python runtime computes them from
 ``thor_sdk.layers.kinds`` (plain Python, no torch) when they are absent. Standard library only.
@@ -26,6 +28,19 @@ CELLS = ("lstm_cell", "gru_cell")
 #: alike (lstm, whose per-step overhead is small, within 0.03 either way); the best share lay at 0.15-0.5
 #: (``bench/bench_launch_share.py``, ``bench/results/launch-share-host-20261130.md``)
 FORWARD_ONLY_LAUNCH_SHARE = 0.25
+#: kinds of one launch a step that count ``FORWARD_ONLY_LAUNCH_SHARE`` of it where their backward never runs (a
+#: fine-tune's frozen backbone): counted as one launch, the mean function read them at the fixed cost of a training
+#: layer (profile 79's conv2d entry: 0.49 ms), and a frozen MobileNetV3-small's 52 convs at 1.2-4.4x their exact
+#: probes (1.52x summed). Over the 16 host profiles p64-p79, with every variant fitted apart, the law's 10-fold ln
+#: error on these kinds' forward-only samples fell at this share from 0.756 to 0.201 (conv2d), 0.701 to 0.487
+#: (conv2d:gemm), 0.795 to 0.564 (conv2d:grouped), 0.392 to 0.281 (conv1d) and 0.419 to 0.368 (linear), and on all
+#: their samples from 0.475 to 0.456, 0.315 to 0.276, 0.629 to 0.602, 0.201 to 0.177 and 0.209 to 0.185
+#: (``bench/bench_launch_share.py --weighted``, ``bench/results/launch-share-host-20261201-0409-weighted-p64-p79.md``;
+#: linear's forward-only samples read lowest at 0.5, 0.312). Estimators fitted before (version 4 or less) count every
+#: layer at least one launch, as they were fitted (``at_least_one_launch``)
+FORWARD_ONLY_SHARED = ("conv1d", "conv2d", "linear")
+#: the first estimator version whose kinds were fitted with launches below 1
+SHARED_LAUNCH_VERSION = 5
 
 
 def cost_terms(kind, config, role):
@@ -36,10 +51,21 @@ def cost_terms(kind, config, role):
     out = {key: max(float(v), 0.0) for key, v in zip(TERM_KEYS, spec.train_terms(config, role))}
     n = (float(config["seq_len"] * config["num_layers"]) if kind in RECURRENT
          else float(config["steps"]) if kind in CELLS else 1.0)
-    if n > 1.0 and not spec.backward_runs(role, config):
-        n = max(1.0, n * FORWARD_ONLY_LAUNCH_SHARE)
+    if not spec.backward_runs(role, config):
+        if n > 1.0:
+            n = max(1.0, n * FORWARD_ONLY_LAUNCH_SHARE)
+        elif kind in FORWARD_ONLY_SHARED:
+            n = FORWARD_ONLY_LAUNCH_SHARE
     out["launches"] = n
     return out
+
+
+def at_least_one_launch(terms, version):
+    """``terms`` as an estimator of ``version`` reads them: before ``SHARED_LAUNCH_VERSION`` every layer counted at
+    least one launch (its kinds were fitted so), from it a forward-only convolution or dense layer counts a share."""
+    if version >= SHARED_LAUNCH_VERSION or terms.get("launches", 1.0) >= 1.0:
+        return terms
+    return dict(terms, launches=1.0)
 
 
 def layer_terms(layer, where="layer"):
@@ -56,8 +82,8 @@ def layer_terms(layer, where="layer"):
             raise UsageError(f"{where}: cost.{key} must be a finite number >= 0, got {v!r}")
         out[key] = float(v)
     n = given.get("launches", 1.0)
-    if isinstance(n, bool) or not isinstance(n, (int, float)) or not math.isfinite(n) or n < 1:
-        raise UsageError(f"{where}: cost.launches must be a finite number >= 1, got {n!r}")
+    if isinstance(n, bool) or not isinstance(n, (int, float)) or not math.isfinite(n) or not n > 0:
+        raise UsageError(f"{where}: cost.launches must be a finite number > 0, got {n!r}")
     out["launches"] = float(n)
     return out
 

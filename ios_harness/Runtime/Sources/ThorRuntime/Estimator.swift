@@ -1,6 +1,6 @@
-// Owns the Swift estimator runtime (format thor-sdk/estimator version 4, 3 or 2): loading, per-layer and whole-model cost.
+// Owns the Swift estimator runtime (format thor-sdk/estimator version 5, 4, 3 or 2): loading, per-layer and whole-model cost.
 //
-// Reads an estimator JSON (format "thor-sdk/estimator", version 4, 3 or 2) and predicts per-layer and
+// Reads an estimator JSON (format "thor-sdk/estimator", version 5, 4, 3 or 2) and predicts per-layer and
 // whole-model training costs (Swift 5.7+, Foundation only). Per layer kind: a non-negative mean
 // function of the layer's training FLOPs F and bytes B (m = overhead L + per_flop F + per_byte B, or with
 // per_step_byte ... + per_byte (B - S) + per_step_byte S, S the bytes moved once per step) times
@@ -44,8 +44,9 @@ let termKeys = ["flops_per_sample", "flops_fixed", "bytes_per_sample", "bytes_fi
 
 /// A layer's cost terms, affine in the batch size b: training FLOPs F = flopsPerSample * b + flopsFixed,
 /// bytes moved B = bytesPerSample * b + bytesFixed (the "cost" object of `thor-sdk layers --json`), and
-/// launches L (time steps x layers of a recurrent layer, 1 otherwise; 1 when absent). Each term must be
-/// finite and >= 0 (launches >= 1); that is checked where the layer is predicted.
+/// launches L (time steps x layers of a recurrent layer, a quarter for a forward-only convolution or dense layer,
+/// 1 otherwise; 1 when absent). Each term must be finite and >= 0 (launches > 0); that is checked where the layer
+/// is predicted.
 public struct Cost {
     public let flopsPerSample: Double
     public let flopsFixed: Double
@@ -75,7 +76,7 @@ public struct Cost {
         var launches = 1.0
         if let v = json["launches"] {
             guard let n = v as? NSNumber, !isBool(n) else {
-                throw ThorError.usage("cost.launches must be a finite number >= 1, got \(v)")
+                throw ThorError.usage("cost.launches must be a finite number > 0, got \(v)")
             }
             launches = n.doubleValue
         }
@@ -88,8 +89,8 @@ public struct Cost {
         for (j, x) in t.enumerated() where !(x >= 0.0) || x.isInfinite {
             throw ThorError.usage("\(w): cost.\(termKeys[j]) must be a finite number >= 0, got \(x)")
         }
-        if !(launches >= 1.0) || launches.isInfinite {
-            throw ThorError.usage("\(w): cost.launches must be a finite number >= 1, got \(launches)")
+        if !(launches > 0.0) || launches.isInfinite {
+            throw ThorError.usage("\(w): cost.launches must be a finite number > 0, got \(launches)")
         }
         return t + [launches]
     }
@@ -656,18 +657,26 @@ final class KindModel {
     }
 }
 
-/// (training FLOPs, bytes moved, launches, bytes moved once per step) of one step at `batch` from the checked terms.
-private func atBatch(_ t: [Double], _ batch: Double)
+/// (training FLOPs, bytes moved, launches, bytes moved once per step) of one step at `batch` from the checked terms;
+/// launches at least 1 for a file older than `Estimator.sharedLaunchVersion`.
+private func atBatch(_ t: [Double], _ batch: Double, version: Int)
     -> (flops: Double, bytes: Double, launches: Double, stepBytes: Double) {
-    return (t[0] * batch + t[1], t[2] * batch + t[3], t[4], t[3])
+    let launches = version < Estimator.sharedLaunchVersion ? max(1.0, t[4]) : t[4]
+    return (t[0] * batch + t[1], t[2] * batch + t[3], launches, t[3])
 }
 
 // ---------------------------------------------------------------------- the estimator
 public final class Estimator {
     public static let format = "thor-sdk/estimator"
-    public static let version = 4
-    /// The oldest version this runtime reads: 2 is 3 without per_step_byte, 3 is 4 without per_call.
+    public static let version = 5
+    /// The oldest version this runtime reads: 2 is 3 without per_step_byte, 3 is 4 without per_call, 4 is 5 with
+    /// every layer counted at least one launch.
     public static let minVersion = 2
+    /// The first version whose kinds were fitted with a forward-only convolution or dense layer at a share of one
+    /// launch (below 1); older files count every layer at least one, as they were fitted.
+    public static let sharedLaunchVersion = 5
+    /// The file's format version.
+    public let fileVersion: Int
     /// Features the runtime derives from a layer's cost terms (F and B at the batch size), never from its config.
     public static let derived = ["train_flops", "train_bytes"]
     public let metric: String
@@ -710,6 +719,7 @@ public final class Estimator {
             throw ThorError.format("unsupported estimator version \(show(doc["version"])); this runtime reads "
                 + "versions \(Estimator.minVersion) to \(Estimator.version)\(hint)")
         }
+        fileVersion = Int(ver.doubleValue)
         let metricValue = try field(doc, "metric", "top level")
         guard let metric = metricValue as? String else {
             throw ThorError.format("estimator: metric must be a string, got \(typeName(metricValue))")
@@ -876,7 +886,7 @@ public final class Estimator {
         guard let cost = cost else {
             throw ThorError.usage("\(w): cost must be an object with " + termKeys.joined(separator: ", "))
         }
-        let fb = atBatch(try cost.checked(w), b.doubleValue)
+        let fb = atBatch(try cost.checked(w), b.doubleValue, version: fileVersion)
         var values = features
         values["train_flops"] = fb.flops
         values["train_bytes"] = fb.bytes
@@ -911,7 +921,7 @@ public final class Estimator {
                 throw ThorError.usage("\(w): no cost terms; this runtime needs each layer's \"cost\" ("
                     + termKeys.joined(separator: ", ") + ") as `thor-sdk layers --json` writes it")
             }
-            let fb = atBatch(try cost.checked(w), Double(batchSize))
+            let fb = atBatch(try cost.checked(w), Double(batchSize), version: fileVersion)
             guard layer.recompute >= 0.0, layer.recompute <= 1.0 else {
                 throw ThorError.usage("\(w): recompute must be a number in [0, 1], got \(layer.recompute)")
             }

@@ -143,7 +143,7 @@ public struct LayerList {
             throw bad("\(w): \(m)")
         }
         do {
-            _ = try cost.checked(w)  // launches >= 1
+            _ = try cost.checked(w)  // launches > 0
         } catch ThorError.usage(let m) {
             throw bad(m)
         }

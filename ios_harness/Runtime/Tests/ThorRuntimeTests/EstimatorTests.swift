@@ -13,7 +13,8 @@ final class EstimatorTests: XCTestCase {
     let cases = ["expected_time_profile.json", "expected_energy_floored.json", "expected_time_grouped.json",
                  "expected_time_stand_in.json", "expected_time_defaults.json", "expected_time_unread.json",
                  "expected_time_frozen.json", "expected_time_step_bytes.json", "expected_time_gemm.json",
-                 "expected_time_per_call.json"]
+                 "expected_time_per_call.json", "expected_time_shared_launch.json",
+                 "expected_time_shared_launch_v4.json"]
     /// Cost terms of a relu over 4704 numbers (any finite non-negative terms would do here).
     let reluCost = Cost(flopsPerSample: 9408, flopsFixed: 0, bytesPerSample: 75264, bytesFixed: 0)
 
@@ -130,7 +131,7 @@ final class EstimatorTests: XCTestCase {
         assertFormatError(String(good.prefix(good.count / 2)), "not valid JSON")
         assertFormatError("[1, 2]", "must be an object")
         assertFormatError(first(good, "\"version\":2", "\"version\":1"), "refit the campaign with `thor-sdk fit`")
-        assertFormatError(first(good, "\"version\":2", "\"version\":5"), "unsupported estimator version 5")
+        assertFormatError(first(good, "\"version\":2", "\"version\":6"), "unsupported estimator version 6")
         assertFormatError(first(good, "\"version\":2", "\"version\":2.5"), "unsupported estimator version 2.5")
         XCTAssertNoThrow(try Estimator.load(json: first(good, "\"version\":2", "\"version\":3")))
         XCTAssertNoThrow(try Estimator.load(json: first(good, "\"version\":2", "\"version\":4")))

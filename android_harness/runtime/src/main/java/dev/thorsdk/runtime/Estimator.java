@@ -1,4 +1,4 @@
-// Owns the Java estimator runtime (format thor-sdk/estimator version 4, 3 or 2): loading, per-layer and whole-model cost.
+// Owns the Java estimator runtime (format thor-sdk/estimator version 5, 4, 3 or 2): loading, per-layer and whole-model cost.
 package dev.thorsdk.runtime;
 
 import java.util.ArrayList;
@@ -13,7 +13,7 @@ import java.util.Set;
 import java.util.TreeMap;
 
 /**
- * A thor-sdk estimator (format {@code thor-sdk/estimator}, version 4, 3 or 2) for Java 17 / Android, JDK only.
+ * A thor-sdk estimator (format {@code thor-sdk/estimator}, version 5, 4, 3 or 2) for Java 17 / Android, JDK only.
  *
  * <p>Mirrors {@code thor_sdk/runtime/estimator.py} step by step; the math is in
  * {@code docs/estimator-format.md}. Per layer kind: a non-negative mean function of the layer's
@@ -35,9 +35,13 @@ import java.util.TreeMap;
  */
 public final class Estimator {
     public static final String FORMAT = "thor-sdk/estimator";
-    public static final int VERSION = 4;
-    /** The oldest version this runtime reads: 2 is 3 without {@code per_step_byte}, 3 is 4 without {@code per_call}. */
+    public static final int VERSION = 5;
+    /** The oldest version this runtime reads: 2 is 3 without {@code per_step_byte}, 3 is 4 without {@code per_call},
+     *  4 is 5 with every layer counted at least one launch. */
     public static final int MIN_VERSION = 2;
+    /** The first version whose kinds were fitted with a forward-only convolution or dense layer at a share of one
+     *  launch (below 1); older files count every layer at least one, as they were fitted. */
+    public static final int SHARED_LAUNCH_VERSION = 5;
     private static final double SQRT5 = Math.sqrt(5.0);
     /** A log residual beyond this is a corrupt file, never a cost (checked on load and per layer). */
     static final double MAX_LOG_RESIDUAL = 60.0;
@@ -145,7 +149,8 @@ public final class Estimator {
         public final double flopsFixed;
         public final double bytesPerSample;
         public final double bytesFixed;
-        /** Sequential launches per step (time steps x layers of a recurrent layer; 1 otherwise). */
+        /** Sequential launches per step (time steps x layers of a recurrent layer; a quarter for a forward-only
+         *  convolution or dense layer; 1 otherwise). */
         public final double launches;
 
         public Cost(double flopsPerSample, double flopsFixed, double bytesPerSample, double bytesFixed) {
@@ -180,7 +185,7 @@ public final class Estimator {
             }
             Object n = cost.containsKey("launches") ? cost.get("launches") : Double.valueOf(1.0);
             if (!(n instanceof Number)) {
-                throw new UsageError("cost.launches must be a finite number >= 1, got " + n);
+                throw new UsageError("cost.launches must be a finite number > 0, got " + n);
             }
             return new Cost(t[0], t[1], t[2], t[3], ((Number) n).doubleValue());
         }
@@ -194,8 +199,8 @@ public final class Estimator {
                             + t[j]);
                 }
             }
-            if (!(launches >= 1.0) || Double.isInfinite(launches)) {
-                throw new UsageError(where + ": cost.launches must be a finite number >= 1, got " + launches);
+            if (!(launches > 0.0) || Double.isInfinite(launches)) {
+                throw new UsageError(where + ": cost.launches must be a finite number > 0, got " + launches);
             }
             return new double[] {t[0], t[1], t[2], t[3], launches};
         }
@@ -923,6 +928,8 @@ public final class Estimator {
     /** whole_model.drift_log_std (0 when absent), and whole_model.reference.median_value (NaN without one). */
     public final double driftLogStd;
     public final double referenceValue;
+    /** The file's format version (before {@link #SHARED_LAUNCH_VERSION}, every layer counts at least one launch). */
+    public final int version;
     private final Map<String, KindModel> models = new LinkedHashMap<>();
 
     private Estimator(Object parsed) {
@@ -939,6 +946,7 @@ public final class Estimator {
             throw new FormatError("unsupported estimator version " + show(version) + "; this runtime reads versions "
                     + MIN_VERSION + " to " + VERSION + hint);
         }
+        this.version = (int) Math.rint((Double) version);
         metric = str(field(doc, "metric", "top level"), "metric");
         String expectedUnit = metric.equals("time") ? "s" : metric.equals("energy") ? "J" : null;
         if (expectedUnit == null) {
@@ -1188,9 +1196,10 @@ public final class Estimator {
     }
 
     /** (training FLOPs, bytes moved, launches, bytes moved once per step) of one step at {@code batch} from the
-     *  checked terms. */
-    private static double[] atBatch(double[] t, double batch) {
-        return new double[] {t[0] * batch + t[1], t[2] * batch + t[3], t[4], t[3]};
+     *  checked terms; launches at least 1 for a file older than {@link #SHARED_LAUNCH_VERSION}. */
+    private double[] atBatch(double[] t, double batch) {
+        double launches = version < SHARED_LAUNCH_VERSION ? Math.max(1.0, t[4]) : t[4];
+        return new double[] {t[0] * batch + t[1], t[2] * batch + t[3], launches, t[3]};
     }
 
     /** Per-layer and whole-model cost of one training step at {@code batchSize}. */

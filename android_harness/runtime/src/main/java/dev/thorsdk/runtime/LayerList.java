@@ -161,7 +161,7 @@ public final class LayerList {
             throw bad(where + ": " + e.getMessage());
         }
         try {
-            cost.checked(where); // launches >= 1
+            cost.checked(where); // launches > 0
         } catch (Estimator.UsageError e) {
             throw bad(e.getMessage());
         }

@@ -28,7 +28,8 @@ public class EstimatorTest {
     private static final String[] CASES = {"expected_time_profile.json", "expected_energy_floored.json",
         "expected_time_grouped.json", "expected_time_stand_in.json", "expected_time_defaults.json",
         "expected_time_unread.json", "expected_time_frozen.json", "expected_time_step_bytes.json",
-        "expected_time_gemm.json", "expected_time_per_call.json"};
+        "expected_time_gemm.json", "expected_time_per_call.json", "expected_time_shared_launch.json",
+        "expected_time_shared_launch_v4.json"};
     /** Cost terms of a relu over 4704 numbers (any finite non-negative terms would do here). */
     private static final Estimator.Cost RELU_COST = new Estimator.Cost(9408.0, 0.0, 75264.0, 0.0);
 
@@ -177,7 +178,7 @@ public class EstimatorTest {
         assertFormatError(good.substring(0, good.length() / 2), "not valid JSON");
         assertFormatError("[1, 2]", "must be an object");
         assertFormatError(first(good, "\"version\":2", "\"version\":1"), "refit the campaign with `thor-sdk fit`");
-        assertFormatError(first(good, "\"version\":2", "\"version\":5"), "unsupported estimator version 5");
+        assertFormatError(first(good, "\"version\":2", "\"version\":6"), "unsupported estimator version 6");
         assertFormatError(first(good, "\"version\":2", "\"version\":2.5"), "unsupported estimator version 2.5");
         Estimator.load(first(good, "\"version\":2", "\"version\":3")); // 3 reads a file without per_step_byte alike
         Estimator.load(first(good, "\"version\":2", "\"version\":4")); // 4 one without per_call alike

@@ -126,7 +126,7 @@ public class LayerListTest {
                 "layer 0 (r): no cost terms");
         assertFormatError(with("\"flops_fixed\":0,", ""), "layer 0 (r): cost.flops_fixed");
         assertFormatError(with("\"bytes_per_sample\":64", "\"bytes_per_sample\":-1"), "cost.bytes_per_sample");
-        assertFormatError(with("\"launches\":1", "\"launches\":0.5"), "cost.launches must be a finite number >= 1");
+        assertFormatError(with("\"launches\":1", "\"launches\":0"), "cost.launches must be a finite number > 0");
         assertFormatError(with("{\"name\":\"r\",", "7,{\"name\":\"r\","), "layer 0 must be an object");
         for (String r : new String[] {"1.5", "-0.1", "\"0.5\"", "true"}) {
             assertFormatError(with("\"role\":\"input\"", "\"role\":\"input\",\"recompute\":" + r),
