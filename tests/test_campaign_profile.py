@@ -963,3 +963,23 @@ def test_every_entry_takes_min_entry_probes_before_its_gp_need(tmp_path, small_p
     for k in plan.kinds:  # an entry no zoo config has at the integration batch sizes is picked at its start only
         want = min(MIN_ENTRY_PROBES, len(plan.candidates[k])) if plan.integration[k] else min(3, len(plan.start[k]))
         assert counts[True].get(k, 0) >= want, (k, counts[True])
+
+
+def test_an_app_fine_tune_weighs_the_profile_with_its_frozen_layers(tmp_path, small_prior):
+    """``profile --model X --trainable P``: X's layers enter the prior as the fine-tune has them (frozen where P does
+    not match, forward only at the input), named ``X [trainable P]``; ``--trainable`` without ``--model`` is refused
+    before any campaign is written."""
+    path, _ = small_prior
+    db = tmp_path / "p.db"
+    profile(device=FakeDevice(), out=str(db), max_probes=8, prior_path=str(path), reference_every_s=None,
+            calibration_models=[], models=["cnn5"], trainable=["13"])
+    with Campaign.open(str(db)) as c:
+        prior = c.meta["prior"]
+    app = [cf for e in prior["kinds"].values() for cf in e["configs"] if cf.get("app")]
+    tuned = layers_of("cnn5", trainable=["13"]).layers
+    assert {cf["models"][0] for cf in app} == {"cnn5 [trainable 13]"} and len(app) == len(tuned)
+    assert sum(cf["config"].get("frozen") == 1 for cf in app) == sum(l["config"].get("frozen") == 1 for l in tuned) > 0
+    other = tmp_path / "q.db"
+    with pytest.raises(UsageError, match="--model"):
+        profile(device=FakeDevice(), out=str(other), max_probes=8, prior_path=str(path), trainable=["13"])
+    assert not other.exists()

@@ -365,3 +365,25 @@ def test_a_samples_csv_may_leave_the_defaulted_features_out_or_empty(tmp_path):
     rows = read_samples_csv(str(path))
     configs = [r["config"] for r in rows]
     assert [c.get("frozen") for c in configs[:2]] == [0, 1] and configs[2]["inplace"] == 0
+
+
+def test_a_fine_tunes_layer_list_reads_back_with_its_forward_only_share(tmp_path):
+    """``thor-sdk layers --trainable ... --out`` writes a frozen input linear's cost at a quarter of a launch (what the
+    Java and Swift runtimes read); reading that file back takes it (launches above 0), and refuses 0."""
+    import json
+
+    from thor_sdk.errors import FormatError
+    from thor_sdk.layers import layers_of
+
+    ml = layers_of("har", trainable=["6"])
+    doc = ml.to_dict()
+    assert doc["layers"][0]["config"]["frozen"] == 1 and doc["layers"][0]["cost"]["launches"] == 0.25
+    path = tmp_path / "ft.json"
+    path.write_text(json.dumps(doc))
+    back = layers_of(str(path))
+    assert [(l["kind"], l["role"], l["config"]) for l in back.layers] == \
+        [(l["kind"], l["role"], l["config"]) for l in ml.layers]
+    doc["layers"][0]["cost"]["launches"] = 0
+    path.write_text(json.dumps(doc))
+    with pytest.raises(FormatError, match="launches"):
+        layers_of(str(path))

@@ -321,3 +321,38 @@ def test_layer_configs_out_of_bounds_are_refused_before_anything_is_built(tmp_pa
         get_kind("dropout").check_config({"numel": 10, "p": 1.0})
     with pytest.raises(UsageError):
         get_kind("linear").check_config({"in_features": 4, "out_features": 0, "tokens": 1, "bias": 1})
+
+
+def test_probe_trainable_measures_the_fine_tunes_layers_and_keeps_it_apart_from_the_net(tmp_path):
+    """``probe --trainable``: the target is the fine-tune (its frozen layers' probes are the forward-only ones it
+    runs, none of the net trained whole), named ``net [trainable ...]``; the net whole added on resume is another
+    target beside it, and the fine-tune given again adds nothing."""
+    from thor_sdk.campaign.targets import target_points
+    from thor_sdk.store import Campaign
+
+    db = str(tmp_path / "ft.db")
+    dev = FakeDevice()
+    summary = probe(["har"], device=dev, out=db, batch_sizes=[16], trainable=["6"])
+    tuned = thor_sdk.layers_of("har", trainable=["6"])
+    assert summary["models"] == ["har [trainable 6]"]
+    assert sorted(dev.calls) == sorted(target_points([tuned], [16]))
+    with Campaign.open(db) as c:
+        (target,) = c.meta["targets"]
+        assert target["name"] == "har [trainable 6]" and target["layers"][0]["config"]["frozen"] == 1
+    whole = set(target_points([thor_sdk.layers_of("har")], [16]))
+    assert whole - set(dev.calls)  # the net trained whole needs probes its fine-tune does not
+    dev2 = FakeDevice()
+    probe(["har"], device=dev2, out=db, resume=True)
+    assert sorted(dev2.calls) == sorted(whole - set(dev.calls))
+    dev3 = FakeDevice()
+    summary = probe(["har"], device=dev3, out=db, resume=True, trainable=["6"])
+    assert dev3.calls == [] and summary["models"] == ["har [trainable 6]", "har"]
+
+
+def test_probe_trainable_refuses_a_pattern_that_matches_nothing_before_any_campaign_is_written(tmp_path, capsys):
+    from helpers import cli
+
+    db = tmp_path / "c.db"
+    code, out, err = cli(["probe", "--model", "har", "--trainable", "no_such_layer", "--out", str(db)], capsys)
+    assert code == 2 and err.startswith("Error: ") and "no_such_layer" in err and "0.weight" in err
+    assert not db.exists()

@@ -85,22 +85,38 @@ def _check_canary_version(campaign, out):
                          "reading times another workload): fit it as it is, or start a new campaign")
 
 
+def _target_layers(model, input_shape, unknown_ops, trainable):
+    """A target's ``ModelLayers``: ``model`` split into layers, a fine-tune (``trainable``) named as one
+    (``layers.trainable.label``: ``net [trainable fc]``), so a campaign holds a net and its fine-tunes apart."""
+    from thor_sdk.layers import ModelLayers, layers_of
+    from thor_sdk.layers.trainable import label
+
+    if isinstance(model, ModelLayers):
+        return model
+    ml = layers_of(model, input_shape=input_shape, unknown_ops=unknown_ops, trainable=trainable)
+    return ModelLayers(label(ml.name, trainable), ml.input_shape, ml.input_dtype, ml.layers) if trainable else ml
+
+
 def probe(models, device="host", batch_sizes=(32,), metric="time", out="campaign.db", resume=False,
           max_probes=None, max_seconds=None, target_rel_std=None, runtime="torch", settings=None,
-          input_shape=None, meter=None, progress=None, threads=None, unknown_ops="error"):
+          input_shape=None, meter=None, progress=None, threads=None, unknown_ops="error", trainable=None):
     """Run (or resume) a THOR probing campaign on ``device`` for the layers of ``models``.
 
     With ``resume``, models not yet among the campaign's targets are added to it (a campaign grows):
     the probes already measured are reused, and only the configs the new models add are measured.
-    On the host, one intra-op thread unless ``threads`` says otherwise (recorded in the campaign)."""
+    On the host, one intra-op thread unless ``threads`` says otherwise (recorded in the campaign).
+    ``trainable``: parameter name patterns: each model is probed as that fine-tune (only the matching
+    parameters train; its frozen layers' probes run as they do in it), its target named ``net [trainable ...]``."""
     from thor_sdk.campaign.targets import run_campaign
     from thor_sdk.harness.protocol import ProtocolSettings
-    from thor_sdk.layers import ModelLayers, layers_of
+    from thor_sdk.layers import ModelLayers
+    from thor_sdk.layers.trainable import check_patterns, label
     from thor_sdk.store import Campaign
     from thor_sdk.store.campaign import check_new
 
     _check_metric(metric)
     _check_limits(max_probes=max_probes, max_seconds=max_seconds, target_rel_std=target_rel_std)
+    trainable = check_patterns(trainable)  # before any campaign is opened or model built
     if isinstance(models, str):
         models = [models]
     if resume:
@@ -118,9 +134,9 @@ def probe(models, device="host", batch_sizes=(32,), metric="time", out="campaign
         added = []
         try:
             for m in models or ():
-                if (m.name if isinstance(m, ModelLayers) else m) in known:
+                if (m.name if isinstance(m, ModelLayers) else label(m, trainable)) in known:
                     continue
-                ml = m if isinstance(m, ModelLayers) else layers_of(m, input_shape=input_shape, unknown_ops=unknown_ops)
+                ml = _target_layers(m, input_shape, unknown_ops, trainable)
                 same = known.get(ml.name)
                 if same is not None and _layer_keys(same) != _layer_keys(ml):
                     raise UsageError(f"{out} already has a target named {ml.name!r} with other layers; "
@@ -144,8 +160,7 @@ def probe(models, device="host", batch_sizes=(32,), metric="time", out="campaign
         batch_sizes = _check_batch_sizes(batch_sizes, MAX_RUN_BATCH_SIZE)
         check_new(out)  # a bad --out is refused before any model is built
         dev = _device(device, meter, threads)
-        targets = [m if isinstance(m, ModelLayers) else layers_of(m, input_shape=input_shape, unknown_ops=unknown_ops)
-                   for m in models]
+        targets = [_target_layers(m, input_shape, unknown_ops, trainable) for m in models]
         settings = settings or ProtocolSettings()
         dev.require_meter(metric)
         campaign = Campaign.create(out, {
@@ -164,7 +179,7 @@ def probe(models, device="host", batch_sizes=(32,), metric="time", out="campaign
 
 def probe_fleet(models, devices, out_dir, batch_sizes=(32,), metric="time", resume=False, max_probes=None,
                 max_seconds=None, target_rel_std=None, runtime="torch", settings=None, input_shape=None, meter=None,
-                progress=None, unknown_ops="error"):
+                progress=None, unknown_ops="error", trainable=None):
     """Probe several devices in parallel (one thread each): one campaign per device, ``out_dir/NAME.db`` with
     NAME from the device's spec (``android:R58M12`` -> ``android-R58M12.db``; ``thor_sdk.campaign.fleet``).
 
@@ -173,17 +188,19 @@ def probe_fleet(models, devices, out_dir, batch_sizes=(32,), metric="time", resu
     here, before any thread starts. ``progress(device, event, info)`` is called from the devices' threads.
     Returns one summary per device, in order: ``status`` ``done`` (with ``probe``'s summary) or
     ``disconnected`` / ``unavailable`` / ``failed`` with ``error``: that device's campaign stopped where it
-    stood; ``resume=True`` continues every campaign in ``out_dir`` (each measured probe is kept, once)."""
-    from thor_sdk.layers import layers_of
+    stood; ``resume=True`` continues every campaign in ``out_dir`` (each measured probe is kept, once).
+    ``trainable``: as ``probe``'s."""
+    from thor_sdk.layers.trainable import check_patterns
 
     _check_metric(metric)
     _check_limits(max_probes=max_probes, max_seconds=max_seconds, target_rel_std=target_rel_std)
+    trainable = check_patterns(trainable)
     models = [models] if isinstance(models, str) else list(models or ())
     if not resume and not models:
         raise UsageError("give at least one --model")
 
     def prepare():  # models are traced once, here: torch.fx patches torch while it traces, never in several threads
-        return [layers_of(m, input_shape=input_shape, unknown_ops=unknown_ops) for m in models]
+        return [_target_layers(m, input_shape, unknown_ops, trainable) for m in models]
 
     def run_one(targets, dev, out, say):
         return probe(targets, device=dev, batch_sizes=batch_sizes, metric=metric, out=out, resume=resume,
@@ -196,17 +213,21 @@ def probe_fleet(models, devices, out_dir, batch_sizes=(32,), metric="time", resu
 def profile_fleet(devices, out_dir, metric="time", resume=False, runtime="torch", max_probes=None, max_seconds=None,
                   target_rel_std=None, settings=None, meter=None, models=(), input_shape=None, kinds=None, seed=0,
                   reference_every_s=120.0, calibration_models=None, progress=None, prior_path=None,
-                  unknown_ops="error"):
+                  unknown_ops="error", trainable=None):
     """``profile`` on several devices in parallel, one campaign each in ``out_dir``: as ``probe_fleet`` (names,
-    threads, per-device outcomes, ``resume``). App ``models`` are read once, here."""
-    from thor_sdk.layers import layers_of
+    threads, per-device outcomes, ``resume``). App ``models`` are read once, here (as ``trainable``'s fine-tunes
+    where given)."""
+    from thor_sdk.layers.trainable import check_patterns
 
     _check_metric(metric)
     _check_limits(max_probes=max_probes, max_seconds=max_seconds, target_rel_std=target_rel_std)
+    trainable = check_patterns(trainable)
     models = [models] if isinstance(models, str) else list(models or ())
+    if trainable and not models:
+        raise UsageError("--trainable makes the app models given with --model fine-tunes: give --model too")
 
     def prepare():
-        return [layers_of(m, input_shape=input_shape, unknown_ops=unknown_ops) for m in models]
+        return [_target_layers(m, input_shape, unknown_ops, trainable) for m in models]
 
     def run_one(app_layers, dev, out, say):
         return profile(device=dev, metric=metric, out=out, resume=resume, runtime=runtime, max_probes=max_probes,
@@ -311,9 +332,10 @@ def profile(device="host", metric="time", out="profile.db", resume=False, runtim
             max_seconds=None, target_rel_std=None, settings=None, meter=None, threads=None, models=(),
             input_shape=None, kinds=None, seed=0, reference_every_s=120.0, calibration_models=None,
             progress=None, prior_path=None, unknown_ops="error", coverage_every=None, floor_share=None,
-            range_probes=True, fit_floor=True, calibration_spread=True):
+            range_probes=True, fit_floor=True, calibration_spread=True, trainable=None):
     """Profile ``device`` once over the model zoo's prior (``thor-sdk profile``); see
-    ``thor_sdk.campaign.profile``. ``models``: optional app models whose layers weigh more in the prior.
+    ``thor_sdk.campaign.profile``. ``models``: optional app models whose layers weigh more in the prior;
+    ``trainable``: parameter name patterns making each of them that fine-tune (named ``net [trainable ...]``).
     On the host, one intra-op thread unless ``threads`` says otherwise (recorded). ``coverage_every``: every
     how many probes after the start is a coverage probe (None: ``COVERAGE_EVERY``; 0: none).
     ``floor_share``: the fraction of its relative share of the probes below which a kind takes the next
@@ -325,12 +347,16 @@ def profile(device="host", metric="time", out="profile.db", resume=False, runtim
     from thor_sdk.campaign.prior import load_prior, proxy_cost_s
     from thor_sdk.campaign.profile import COVERAGE_EVERY, DEFAULT_CALIBRATION, FLOOR_SHARE, ProfilePlan, run_profile
     from thor_sdk.harness.protocol import ProtocolSettings
-    from thor_sdk.layers import ModelLayers, layers_of
+    from thor_sdk.layers import ModelLayers
+    from thor_sdk.layers.trainable import check_patterns
     from thor_sdk.store import Campaign
     from thor_sdk.store.campaign import check_new
 
     _check_metric(metric)
     _check_limits(max_probes=max_probes, max_seconds=max_seconds, target_rel_std=target_rel_std)
+    trainable = check_patterns(trainable)
+    if trainable and not models:
+        raise UsageError("--trainable makes the app models given with --model fine-tunes: give --model too")
     from thor_sdk.bounds import MAX_SECONDS, number
 
     number("reference_every_s (0: never)", reference_every_s, low=0, high=MAX_SECONDS, optional=True)
@@ -346,8 +372,8 @@ def profile(device="host", metric="time", out="profile.db", resume=False, runtim
         """``[(name, layers)]`` of the app models, read before any campaign is opened: a bad one writes nothing."""
         out_ = []
         for m in ([models] if isinstance(models, str) else list(models or ())):
-            ml = m if isinstance(m, ModelLayers) else layers_of(m, input_shape=input_shape, unknown_ops=unknown_ops)
-            out_.append((ml.name if isinstance(m, ModelLayers) else str(m), ml.layers))
+            ml = _target_layers(m, input_shape, unknown_ops, trainable)
+            out_.append((ml.name if isinstance(m, ModelLayers) or trainable else str(m), ml.layers))
         return out_
 
     if resume:

@@ -2,7 +2,7 @@
 
 import click
 
-from .common import Progress, json_option, quiet_option, report_campaign, unknown_ops_option
+from .common import Progress, json_option, quiet_option, report_campaign, trainable_option, unknown_ops_option
 
 
 def protocol_options(f):
@@ -69,10 +69,11 @@ def out_options(f):
 @click.option("--target-std", type=float, help="Stop once the targets' relative std is below this (e.g. 0.03).")
 @protocol_options
 @unknown_ops_option
+@trainable_option
 @quiet_option
 @json_option
 def cmd(devices, meter, models, input_shape, batch_sizes, metric, runtime, out, out_dir, resume, max_probes, max_seconds,
-        target_std, min_rounds, max_rounds, window_s, cv_target, threads, unknown_ops, quiet, as_json):
+        target_std, min_rounds, max_rounds, window_s, cv_target, threads, unknown_ops, trainable, quiet, as_json):
     """Profile DEVICE with THOR probes for the layers of the target model(s)."""
     from thor_sdk.api import probe
 
@@ -80,7 +81,7 @@ def cmd(devices, meter, models, input_shape, batch_sizes, metric, runtime, out, 
     if is_fleet:
         settings = None if resume else settings_from(min_rounds, max_rounds, window_s, cv_target)
         return fleet(devices, meter, models, input_shape, batch_sizes, metric, runtime, out_dir, resume, max_probes,
-                     max_seconds, target_std, settings, unknown_ops, quiet, as_json)
+                     max_seconds, target_std, settings, unknown_ops, quiet, as_json, trainable or None)
     (device,) = devices
     bar = {}
 
@@ -97,7 +98,7 @@ def cmd(devices, meter, models, input_shape, batch_sizes, metric, runtime, out, 
     summary = probe(list(models), device=device, batch_sizes=batch_sizes, metric=metric, out=out, resume=resume,
                     max_probes=max_probes, max_seconds=max_seconds, target_rel_std=target_std, runtime=runtime,
                     settings=settings, input_shape=input_shape, progress=progress, threads=threads,
-                    unknown_ops=unknown_ops,
+                    unknown_ops=unknown_ops, trainable=trainable or None,
                     meter=meter)
     report_campaign(summary, as_json)
 
@@ -121,7 +122,7 @@ def fleet_or_one(devices, out, out_dir, threads):
 
 
 def fleet(devices, meter, models, input_shape, batch_sizes, metric, runtime, out_dir, resume, max_probes, max_seconds,
-          target_std, settings, unknown_ops, quiet, as_json):
+          target_std, settings, unknown_ops, quiet, as_json, trainable=None):
     """Several devices in parallel: a progress line per device and probe (none with --quiet), then one line per
     device (done, or why it stopped and how to continue); exit status 1 when any device did not finish."""
     from thor_sdk.api import probe_fleet
@@ -130,7 +131,7 @@ def fleet(devices, meter, models, input_shape, batch_sizes, metric, runtime, out
     results = probe_fleet(list(models), devices, out_dir, batch_sizes=batch_sizes, metric=metric, resume=resume,
                           max_probes=max_probes, max_seconds=max_seconds, target_rel_std=target_std, runtime=runtime,
                           settings=settings, input_shape=input_shape, meter=meter, progress=progress,
-                          unknown_ops=unknown_ops)
+                          unknown_ops=unknown_ops, trainable=trainable)
     return fleet_report(results, "probe", devices, out_dir, as_json)
 
 

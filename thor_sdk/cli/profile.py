@@ -4,7 +4,7 @@ import click
 
 from thor_sdk.errors import UsageError
 
-from .common import Progress, json_option, quiet_option, report_campaign, unknown_ops_option
+from .common import Progress, json_option, quiet_option, report_campaign, trainable_option, unknown_ops_option
 from .probe import device_option, fleet_or_one, out_options, protocol_options, settings_from
 
 
@@ -32,11 +32,12 @@ from .probe import device_option, fleet_or_one, out_options, protocol_options, s
               help="A prior file (format thor-sdk/prior) instead of the shipped zoo prior.")
 @protocol_options
 @unknown_ops_option
+@trainable_option
 @quiet_option
 @json_option
 def cmd(devices, runtime, metric, meter, out, out_dir, resume, max_seconds, max_probes, target_std, models, input_shape, kinds,
         reference_every_s, calibration_models, seed, prior_path, min_rounds, max_rounds, window_s, cv_target, threads,
-        unknown_ops, quiet, as_json):
+        unknown_ops, trainable, quiet, as_json):
     """Profile DEVICE once over the zoo's prior of layer configs (space-filling, then where estimates over
     the prior are least certain). Fit it with `thor-sdk fit`; the estimator serves models never probed."""
     from thor_sdk.api import profile
@@ -58,7 +59,8 @@ def cmd(devices, runtime, metric, meter, out, out_dir, resume, max_seconds, max_
                                 models=list(models), input_shape=input_shape, kinds=list(kinds) or None, seed=seed,
                                 reference_every_s=reference_every_s,
                                 calibration_models=list(calibration_models) or None,
-                                progress=fleet_progress(quiet), prior_path=prior_path, unknown_ops=unknown_ops)
+                                progress=fleet_progress(quiet), prior_path=prior_path, unknown_ops=unknown_ops,
+                                trainable=trainable or None)
         return fleet_report(results, "profile", devices, out_dir, as_json)
     (device,) = devices
     bar = {}
@@ -85,7 +87,7 @@ def cmd(devices, runtime, metric, meter, out, out_dir, resume, max_seconds, max_
 
     summary = profile(device=device, metric=metric, out=out, resume=resume, runtime=runtime, max_probes=max_probes,
                       max_seconds=max_seconds, target_rel_std=target_std, settings=settings, meter=meter,
-                      threads=threads, unknown_ops=unknown_ops,
+                      threads=threads, unknown_ops=unknown_ops, trainable=trainable or None,
                       models=list(models), input_shape=input_shape, kinds=list(kinds) or None,
                       seed=seed, reference_every_s=reference_every_s,
                       calibration_models=list(calibration_models) or None, progress=progress,

@@ -169,7 +169,8 @@ def read_json(path, what):
 
 
 def _check_cost(cost, where):
-    """A layer's given cost terms: finite, >= 0 and at most MAX_COST_TERM (launches: 1..MAX_LAUNCHES)."""
+    """A layer's given cost terms: finite, >= 0 and at most MAX_COST_TERM (launches: above 0, at most MAX_LAUNCHES;
+    a forward-only convolution's is a quarter, ``runtime.terms.FORWARD_ONLY_SHARED``)."""
     from thor_sdk.runtime.terms import TERM_KEYS
 
     for key in TERM_KEYS:
@@ -177,8 +178,8 @@ def _check_cost(cost, where):
         if not isinstance(v, (int, float)) or isinstance(v, bool) or not 0 <= v <= MAX_COST_TERM:
             raise FormatError(f"{where}: cost.{key} must be a number in [0, {MAX_COST_TERM:g}], got {v!r}")
     n = cost.get("launches", 1)
-    if not isinstance(n, (int, float)) or isinstance(n, bool) or not 1 <= n <= MAX_LAUNCHES:
-        raise FormatError(f"{where}: cost.launches must be a number in [1, {MAX_LAUNCHES:g}], got {n!r}")
+    if not isinstance(n, (int, float)) or isinstance(n, bool) or not 0 < n <= MAX_LAUNCHES:
+        raise FormatError(f"{where}: cost.launches must be a number in (0, {MAX_LAUNCHES:g}], got {n!r}")
 
 
 def read_layer_list(path):
