@@ -238,7 +238,8 @@ def test_a_bench_finetune_report_is_rescored_as_its_fine_tunes(setup, tmp_path):
     doc = bench.load_results(str(path))
     assert doc["runtime"] == "torch" and doc["metric"] == "time"
     got = bench.rescore(doc, est)
-    assert got["groups"]["fine-tune"]["n"] == 1 and got["groups"]["fine-tune"]["thor_mape"] == pytest.approx(0, abs=1e-6)
+    tuned_row = got["groups"]["fine-tune"]
+    assert tuned_row["n"] == 1 and tuned_row["thor_mape"] == pytest.approx(0, abs=1e-6)
     assert got["groups"]["trained whole"]["thor_mape"] == pytest.approx(50.0)
     assert [s["model"] for s in got["skipped"]] == ["/tmp/x/har.onnx [trainable fc]"]
     with pytest.raises(Exception, match="energy"):

@@ -10,7 +10,8 @@ terms ``F`` (training FLOPs), ``B`` (bytes moved) at the batch size:
 - ``k_i = constant * matern52(|u - t_i|)``; ``mu = residual_offset + k . alpha``; ``v = W k``;
   ``var = max(constant + noise_level - v . v, 1e-12)`` (ln units);
 - ``m = overhead * L + per_flop * F + per_byte * B`` (``L``: sequential launches, 1 but for recurrent
-  kinds, and a quarter for a forward-only convolution or dense layer in version 5, ``thor_sdk.runtime.terms``), or where the entry has ``per_step_byte`` (version 3) ``... + per_byte * (B - S) + per_step_byte * S``
+  kinds, and a quarter for a forward-only convolution or dense layer in version 5, ``thor_sdk.runtime.terms``), or
+  where the entry has ``per_step_byte`` (version 3) ``... + per_byte * (B - S) + per_step_byte * S``
   with ``S`` the bytes moved once per step (``bytes_fixed``), plus ``per_call`` where the entry has it (version 4:
   a recurrent kind's cost paid once per layer call, apart from its per-launch overhead); ``mean = m exp(mu + var/2)``,
   ``std = mean sqrt(exp(var) - 1)``.

@@ -8,8 +8,8 @@ function's overhead is paid per launch. A recurrent layer whose backward never r
 ``Kind.backward_runs``) issues its steps once, without autograd, where a training step issues them forward
 and backward: it counts ``FORWARD_ONLY_LAUNCH_SHARE`` of them (at least 1). So does a convolution or dense layer
 whose backward never runs (``FORWARD_ONLY_SHARED``): one kernel where a training step issues four (the forward,
-the input's and the weights' gradients, the update), so ``FORWARD_ONLY_LAUNCH_SHARE`` of a launch. A layer list may carry the terms as
-``layer["cost"] = {"flops_per_sample", "flops_fixed", "bytes_per_sample", "bytes_fixed"[, "launches"]}`` (what
+the input's and the weights' gradients, the update), so ``FORWARD_ONLY_LAUNCH_SHARE`` of a launch. A layer list
+may carry the terms as ``layer["cost"] = {"flops_per_sample", "flops_fixed", "bytes_per_sample", "bytes_fixed"[, "launches"]}`` (what
 the Java and Swift runtimes read; launches defaults to 1); the Python runtime computes them from
 ``thor_sdk.layers.kinds`` (plain Python, no torch) when they are absent. Standard library only.
 """
