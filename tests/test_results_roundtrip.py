@@ -357,3 +357,23 @@ def test_the_idle_baseline_travels_from_one_energy_bundle_to_the_next(tmp_path):
     # a time bundle carries none
     assert "idle_baseline" not in write_bundle(PROBES[:1], str(tmp_path / "t"), settings=SETTINGS, metric="time",
                                                idle_baseline={"power_w": 1.0})
+
+
+def test_bundle_model_trainable_plans_the_fine_tunes_probes(tmp_path):
+    """``bundle --model X --trainable P`` (a phone that fine-tunes X): the planned campaign's target is the fine-tune,
+    named ``X [trainable P]``, its probes those of the fine-tune (a frozen input layer's forward-only probe, none of
+    X trained whole); ``--trainable`` without ``--model`` is refused in one line, before anything is written."""
+    from thor_sdk.campaign.targets import plan_campaign, target_points
+    from thor_sdk.layers import layers_of
+
+    db = str(tmp_path / "ft.db")
+    planned = plan_campaign(db, ["har"], [8], trainable=["6"])
+    tuned = target_points([layers_of("har", trainable=["6"])], [8])
+    assert planned["probes"] == len(tuned)
+    with Campaign.open(db) as c:
+        assert [t["name"] for t in c.meta["targets"]] == ["har [trainable 6]"]
+        assert {p.id for p in c.probes("planned")} == set(tuned)
+    assert set(tuned) != set(target_points([layers_of("har")], [8]))
+    _one_line_error(_run("bundle", "--campaign", db, "--trainable", "6", "--out", str(tmp_path / "x")),
+                    "--trainable", "--model")
+    assert not (tmp_path / "x").exists()

@@ -85,18 +85,6 @@ def _check_canary_version(campaign, out):
                          "reading times another workload): fit it as it is, or start a new campaign")
 
 
-def _target_layers(model, input_shape, unknown_ops, trainable):
-    """A target's ``ModelLayers``: ``model`` split into layers, a fine-tune (``trainable``) named as one
-    (``layers.trainable.label``: ``net [trainable fc]``), so a campaign holds a net and its fine-tunes apart."""
-    from thor_sdk.layers import ModelLayers, layers_of
-    from thor_sdk.layers.trainable import label
-
-    if isinstance(model, ModelLayers):
-        return model
-    ml = layers_of(model, input_shape=input_shape, unknown_ops=unknown_ops, trainable=trainable)
-    return ModelLayers(label(ml.name, trainable), ml.input_shape, ml.input_dtype, ml.layers) if trainable else ml
-
-
 def probe(models, device="host", batch_sizes=(32,), metric="time", out="campaign.db", resume=False,
           max_probes=None, max_seconds=None, target_rel_std=None, runtime="torch", settings=None,
           input_shape=None, meter=None, progress=None, threads=None, unknown_ops="error", trainable=None):
@@ -109,7 +97,7 @@ def probe(models, device="host", batch_sizes=(32,), metric="time", out="campaign
     parameters train; its frozen layers' probes run as they do in it), its target named ``net [trainable ...]``."""
     from thor_sdk.campaign.targets import run_campaign
     from thor_sdk.harness.protocol import ProtocolSettings
-    from thor_sdk.layers import ModelLayers
+    from thor_sdk.layers import ModelLayers, target_layers
     from thor_sdk.layers.trainable import check_patterns, label
     from thor_sdk.store import Campaign
     from thor_sdk.store.campaign import check_new
@@ -136,7 +124,7 @@ def probe(models, device="host", batch_sizes=(32,), metric="time", out="campaign
             for m in models or ():
                 if (m.name if isinstance(m, ModelLayers) else label(m, trainable)) in known:
                     continue
-                ml = _target_layers(m, input_shape, unknown_ops, trainable)
+                ml = target_layers(m, input_shape, unknown_ops, trainable)
                 same = known.get(ml.name)
                 if same is not None and _layer_keys(same) != _layer_keys(ml):
                     raise UsageError(f"{out} already has a target named {ml.name!r} with other layers; "
@@ -160,7 +148,7 @@ def probe(models, device="host", batch_sizes=(32,), metric="time", out="campaign
         batch_sizes = _check_batch_sizes(batch_sizes, MAX_RUN_BATCH_SIZE)
         check_new(out)  # a bad --out is refused before any model is built
         dev = _device(device, meter, threads)
-        targets = [_target_layers(m, input_shape, unknown_ops, trainable) for m in models]
+        targets = [target_layers(m, input_shape, unknown_ops, trainable) for m in models]
         settings = settings or ProtocolSettings()
         dev.require_meter(metric)
         campaign = Campaign.create(out, {
@@ -190,6 +178,7 @@ def probe_fleet(models, devices, out_dir, batch_sizes=(32,), metric="time", resu
     ``disconnected`` / ``unavailable`` / ``failed`` with ``error``: that device's campaign stopped where it
     stood; ``resume=True`` continues every campaign in ``out_dir`` (each measured probe is kept, once).
     ``trainable``: as ``probe``'s."""
+    from thor_sdk.layers import target_layers
     from thor_sdk.layers.trainable import check_patterns
 
     _check_metric(metric)
@@ -200,7 +189,7 @@ def probe_fleet(models, devices, out_dir, batch_sizes=(32,), metric="time", resu
         raise UsageError("give at least one --model")
 
     def prepare():  # models are traced once, here: torch.fx patches torch while it traces, never in several threads
-        return [_target_layers(m, input_shape, unknown_ops, trainable) for m in models]
+        return [target_layers(m, input_shape, unknown_ops, trainable) for m in models]
 
     def run_one(targets, dev, out, say):
         return probe(targets, device=dev, batch_sizes=batch_sizes, metric=metric, out=out, resume=resume,
@@ -217,6 +206,7 @@ def profile_fleet(devices, out_dir, metric="time", resume=False, runtime="torch"
     """``profile`` on several devices in parallel, one campaign each in ``out_dir``: as ``probe_fleet`` (names,
     threads, per-device outcomes, ``resume``). App ``models`` are read once, here (as ``trainable``'s fine-tunes
     where given)."""
+    from thor_sdk.layers import target_layers
     from thor_sdk.layers.trainable import check_patterns
 
     _check_metric(metric)
@@ -227,7 +217,7 @@ def profile_fleet(devices, out_dir, metric="time", resume=False, runtime="torch"
         raise UsageError("--trainable makes the app models given with --model fine-tunes: give --model too")
 
     def prepare():
-        return [_target_layers(m, input_shape, unknown_ops, trainable) for m in models]
+        return [target_layers(m, input_shape, unknown_ops, trainable) for m in models]
 
     def run_one(app_layers, dev, out, say):
         return profile(device=dev, metric=metric, out=out, resume=resume, runtime=runtime, max_probes=max_probes,
@@ -347,7 +337,7 @@ def profile(device="host", metric="time", out="profile.db", resume=False, runtim
     from thor_sdk.campaign.prior import load_prior, proxy_cost_s
     from thor_sdk.campaign.profile import COVERAGE_EVERY, DEFAULT_CALIBRATION, FLOOR_SHARE, ProfilePlan, run_profile
     from thor_sdk.harness.protocol import ProtocolSettings
-    from thor_sdk.layers import ModelLayers
+    from thor_sdk.layers import ModelLayers, target_layers
     from thor_sdk.layers.trainable import check_patterns
     from thor_sdk.store import Campaign
     from thor_sdk.store.campaign import check_new
@@ -372,7 +362,7 @@ def profile(device="host", metric="time", out="profile.db", resume=False, runtim
         """``[(name, layers)]`` of the app models, read before any campaign is opened: a bad one writes nothing."""
         out_ = []
         for m in ([models] if isinstance(models, str) else list(models or ())):
-            ml = _target_layers(m, input_shape, unknown_ops, trainable)
+            ml = target_layers(m, input_shape, unknown_ops, trainable)
             out_.append((ml.name if isinstance(m, ModelLayers) or trainable else str(m), ml.layers))
         return out_
 

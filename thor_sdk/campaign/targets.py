@@ -128,13 +128,15 @@ def run_campaign(campaign, device, model_layers, batch_sizes, metric="time", set
 
 
 def plan_campaign(out, models, batch_sizes, *, metric="time", settings=None, runtime="onnxruntime", device=None,
-                  input_shape=None, unknown_ops="error", producer=None):
+                  input_shape=None, unknown_ops="error", producer=None, trainable=None):
     """A new campaign at ``out`` with every layer config of ``models`` planned at every batch size, nothing
     measured (``thor-sdk bundle --model``: for a device thor-sdk cannot drive; its harness's results are
     ingested later). The same targets and probes ``thor-sdk probe`` would measure; ``device`` = the
-    campaign's device description (``{"name": ..., "kind": "offline"}`` by default). Returns
+    campaign's device description (``{"name": ..., "kind": "offline"}`` by default); ``trainable``: name patterns
+    making each model that fine-tune (``thor_sdk.layers.target_layers``). Returns
     ``{"campaign", "probes", "target_configs"}``."""
-    from thor_sdk.layers import layers_of
+    from thor_sdk.layers import target_layers
+    from thor_sdk.layers.trainable import check_patterns
     from thor_sdk.runtime.estimator import METRIC_UNITS
     from thor_sdk.store import Campaign
     from thor_sdk.store.campaign import check_new
@@ -144,8 +146,9 @@ def plan_campaign(out, models, batch_sizes, *, metric="time", settings=None, run
     models = [models] if isinstance(models, str) else list(models or ())
     if not models:
         raise UsageError("give at least one --model to plan")
+    trainable = check_patterns(trainable)
     check_new(out)  # a bad campaign path is refused before any model is built
-    targets = [layers_of(m, input_shape=input_shape, unknown_ops=unknown_ops) for m in models]
+    targets = [target_layers(m, input_shape=input_shape, unknown_ops=unknown_ops, trainable=trainable) for m in models]
     points = target_points(targets, batch_sizes)
     settings = settings or ProtocolSettings()
     meta = {"device": dict(device or {"name": "offline", "kind": "offline"}), "metric": metric,

@@ -4,7 +4,7 @@ import os
 
 import click
 
-from .common import Progress, emit_json, json_option, quiet_option, unknown_ops_option
+from .common import Progress, emit_json, json_option, quiet_option, trainable_option, unknown_ops_option
 
 
 def _nothing_left(campaign):
@@ -41,10 +41,11 @@ def _nothing_left(campaign):
 @click.option("--all", "include_done", is_flag=True, help="Bundle every probe, not only those still to measure.")
 @click.option("--optimizer", type=click.Choice(["sgd", "adam"]), default="sgd", show_default=True)
 @unknown_ops_option
+@trainable_option
 @quiet_option
 @json_option
 def cmd(campaign, models, batch_sizes, metric, device_name, input_shape, min_rounds, max_rounds, window_s, cv_target,
-        fmt, out, make_zip, include_done, optimizer, unknown_ops, quiet, as_json):
+        fmt, out, make_zip, include_done, optimizer, unknown_ops, trainable, quiet, as_json):
     """Export the probes a campaign still has to measure into a bundle a device harness runs; with --model,
     plan that campaign first (nothing measured)."""
     from thor_sdk.errors import UsageError
@@ -54,7 +55,8 @@ def cmd(campaign, models, batch_sizes, metric, device_name, input_shape, min_rou
     if not planning:
         given = [o for o, v in (("--batch-size", batch_sizes), ("--metric", metric), ("--device-name", device_name),
                                 ("--input-shape", input_shape), ("--min-rounds", min_rounds),
-                                ("--max-rounds", max_rounds), ("--window-s", window_s), ("--cv-target", cv_target))
+                                ("--max-rounds", max_rounds), ("--window-s", window_s), ("--cv-target", cv_target),
+                                ("--trainable", trainable))
                  if v not in (None, ())]
         if given:
             raise UsageError(f"{', '.join(given)} plan a new campaign: give --model too (a campaign's own settings "
@@ -83,7 +85,7 @@ def cmd(campaign, models, batch_sizes, metric, device_name, input_shape, min_rou
         planned = plan_campaign(campaign, models, _check_batch_sizes(batch_sizes or (32,)), metric=metric or "time",
                                 settings=settings, runtime="onnxruntime" if fmt == "onnx" else "torchscript",
                                 device=device, input_shape=input_shape, unknown_ops=unknown_ops,
-                                producer=f"thor-sdk {__version__}")
+                                producer=f"thor-sdk {__version__}", trainable=trainable or None)
     bar = None
     state = {}
 

@@ -153,6 +153,18 @@ def layers_of(model, input_shape=None, input_dtype=None, vocab=None, unknown_ops
                        layers_from_module(model, shape, dtype, vocab, unknown_ops=unknown_ops))
 
 
+def target_layers(model, input_shape=None, unknown_ops="error", trainable=None):
+    """A campaign target's ``ModelLayers`` (``probe``, ``profile --model``, ``bundle --model``): ``model`` split into
+    layers, a fine-tune (``trainable``) named as one (``trainable.label``: ``net [trainable fc]``), so a campaign holds
+    a net and its fine-tunes apart; a ``ModelLayers`` given is taken as it is."""
+    from .trainable import label
+
+    if isinstance(model, ModelLayers):
+        return model
+    ml = layers_of(model, input_shape=input_shape, unknown_ops=unknown_ops, trainable=trainable)
+    return ModelLayers(label(ml.name, trainable), ml.input_shape, ml.input_dtype, ml.layers) if trainable else ml
+
+
 def schema_error(e, what):
     """One short line for a jsonschema ``ValidationError`` (``thor_sdk.store.files.schema_error``, where JSON
     Schema validation lives: ``validate_schema``)."""
