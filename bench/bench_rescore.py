@@ -77,15 +77,18 @@ def load_results(path):
 
 def _bench_row(r):
     """A row of a ``bench_finetune`` / ``bench_user_nets`` report as a results row: its ``model`` the key it is
-    rebuilt by (``name [trainable p, q]`` or ``user_nets.py:Name``), ``source`` how (``("zoo", name, patterns)`` or
-    ``("user", name)``); anything else keeps its file path as its model, and is skipped where rescored."""
+    rebuilt by (``name [trainable p,q]``, as ``layers.trainable.label`` names a fine-tune, or ``user_nets.py:Name``),
+    ``source`` how (``("zoo", name, patterns)`` or ``("user", name)``); anything else keeps its file path as its
+    model, and is skipped where rescored."""
+    from thor_sdk.layers.trainable import label
+
     if not isinstance(r, dict):
         return r
     net, patterns, model = r.get("net"), r.get("patterns"), r.get("model")
     if isinstance(net, str) and "patterns" in r and not net.endswith(".onnx"):
         pats = tuple(patterns) if isinstance(patterns, list) and all(isinstance(p, str) for p in patterns) else None
-        key = net + (f" [trainable {', '.join(pats)}]" if pats else "")
-        return dict(r, model=key, source=("zoo", net, pats), group="fine-tune" if pats else "trained whole")
+        group = "fine-tune" if pats else "trained whole"
+        return dict(r, model=label(net, pats), source=("zoo", net, pats), group=group)
     if isinstance(model, str) and isinstance(net, str) and model.endswith("user_nets.py:" + net):
         return dict(r, model="user_nets.py:" + net, source=("user", net))
     return r

@@ -1,4 +1,4 @@
-"""Load an estimator JSON (version 5, 4, 3 or 2) and predict per-layer and whole-model costs with the Python standard library.
+"""Load an estimator JSON (versions 2-5) and predict per-layer and whole-model costs with the Python standard library.
 
 No numpy, no scikit-learn, no torch: this module, ``thor_sdk.runtime.terms``, the plain-data
 ``thor_sdk.layers.kinds`` and the strict reader ``thor_sdk.store.files`` are all an app needs. Loading
@@ -549,7 +549,7 @@ class Estimator:
                                  f"{type(e).__name__}: {e}") from None
         else:
             terms = layer_terms({"cost": cost}, f"layer of kind {kind!r}")
-        flops, nbytes, launches, step_bytes = at_batch(at_least_one_launch(terms, self.version), batch)
+        flops, nbytes, launches, step_bytes = self._at_batch(terms, batch)
         raw = model.vector(dict(features, train_flops=flops, train_bytes=nbytes), f"layer of kind {kind!r}")
         lmu, var, _, _ = model.row(raw, flops, nbytes, launches, step_bytes)
         return model.moments(lmu, var)
@@ -573,9 +573,15 @@ class Estimator:
         per_flop = float(per_flop) if _is_num(per_flop) and math.isfinite(per_flop) and per_flop > 0 else 0.0
         return overhead, per_byte, per_flop
 
+    def _at_batch(self, terms, batch_size):
+        """``terms.at_batch`` of a layer's terms as this file's version reads them (``terms.at_least_one_launch``: a
+        file before version 5 counts every layer at least one launch): every cost this estimator computes reads them
+        here."""
+        return at_batch(at_least_one_launch(terms, self.version), batch_size)
+
     def _approx_missing(self, terms, batch_size):
         """(mean, std) of a layer whose kind the estimator lacks, from its FLOPs, bytes and launches."""
-        flops, nbytes, launches, _ = at_batch(terms, batch_size)
+        flops, nbytes, launches, _ = self._at_batch(terms, batch_size)
         overhead, per_byte, per_flop = self._generic_coefficients()
         m = overhead * launches + per_byte * nbytes + per_flop * flops
         if not (m > 0.0 and math.isfinite(m)):
@@ -665,7 +671,7 @@ class Estimator:
                 terms = layer_terms(layer, where)
             except (KeyError, TypeError, ValueError, ZeroDivisionError, OverflowError) as e:
                 raise UsageError(f"{where}: cannot compute its FLOPs and bytes: {type(e).__name__}: {e}") from None
-            flops_bytes = at_batch(at_least_one_launch(terms, self.version), batch_size)
+            flops_bytes = self._at_batch(terms, batch_size)
             values["train_flops"], values["train_bytes"] = flops_bytes[:2]
             raw = tuple(model.vector(values, where))
             dkey = (name, raw, flops_bytes, scale)
@@ -693,7 +699,7 @@ class Estimator:
                 terms = layer_terms(layers[i], where)
             except (KeyError, TypeError, ValueError, ZeroDivisionError, OverflowError) as e:
                 raise UsageError(f"{where}: cannot compute its FLOPs and bytes: {type(e).__name__}: {e}") from None
-            m, s = self._approx_missing(at_least_one_launch(terms, self.version), batch_size)
+            m, s = self._approx_missing(terms, batch_size)
             scale = 1.0 + _recompute(layers[i], i)
             approx_rows[i] = (m * scale, s * scale)
 
