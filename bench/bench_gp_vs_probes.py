@@ -86,8 +86,10 @@ def compare(estimator, campaign, models, batch_size, level=True):
     by_kind = []
     for (kind, role), rows in sorted(kinds.items()):
         ratios = [r["estimate"] / r["probe"] for r in rows if r["probe"] > 0]
+        probes, ests = sum(r["probe"] for r in rows), sum(r["estimate"] for r in rows)
         by_kind.append({"kind": kind, "role": role, "n": len(rows),
                         "median_ratio": statistics.median(ratios) if ratios else None,
+                        "probes_s": probes, "estimates_s": ests, "ratio": ests / probes if probes > 0 else None,
                         "covered95": sum(abs(r["estimate"] - r["probe"]) <= Z95 * r["std"] for r in rows) / len(rows)})
     return dict({"nets": nets, "kinds": by_kind}, **counts)
 
@@ -110,10 +112,12 @@ def report(result, command, unit_scale=1e3, unit="ms"):
             lines.append(f"- {n['model']} {r['layer']} ({r['kind']}, {r['role']}): probe {r['probe'] * unit_scale:.3f}, "
                          f"estimate {r['estimate'] * unit_scale:.3f} +- {r['std'] * unit_scale:.3f} {unit}, "
                          f"z {_or_dash(r['z'], '+.2f')}")
-    lines += ["", "| kind | role | layers | median estimate / probe | in the 95% interval |", "|---|---|---|---|---|"]
+    lines += ["", "| kind | role | layers | median estimate / probe | probes' sum | estimates' sum | sum over sum | "
+              "in the 95% interval |", "|---|---|---|---|---|---|---|---|"]
     for k in result["kinds"]:
         lines.append(f"| {k['kind']} | {k['role']} | {k['n']} | {_or_dash(k['median_ratio'], '.2f')} | "
-                     f"{k['covered95']:.0%} |")
+                     f"{k['probes_s'] * unit_scale:.3f} {unit} | {k['estimates_s'] * unit_scale:.3f} {unit} | "
+                     f"{_or_dash(k['ratio'], '.2f')} | {k['covered95']:.0%} |")
     return "\n".join(lines) + "\n"
 
 

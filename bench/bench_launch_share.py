@@ -102,11 +102,12 @@ def single_op_shares(path, shares):
     return {"campaign": path, "kinds": out}
 
 
-def weighted_shares(path, shares):
+def weighted_shares(path, shares, kinds=None):
     """``{"campaign", "entries": {entry: {"n", "forward_only", "error": {share: [all, forward-only, bias]}}}}``: each
-    estimator entry (``layers.kinds.model_key``: ``conv2d``, ``conv2d:gemm``, ``conv2d:grouped``, ...) of the kinds
-    ``runtime.terms.FORWARD_ONLY_SHARED`` counts at a share, fitted apart as ``fit`` fits it, its forward-only samples'
-    one launch set to ``share`` (a training one's 1). The law's 10-fold held-out ln errors (folds drawn at random,
+    estimator entry (``layers.kinds.model_key``: ``conv2d``, ``conv2d:gemm``, ``conv2d:grouped``, ...) of ``kinds``
+    (default: those ``runtime.terms.FORWARD_ONLY_SHARED`` counts at a share), fitted apart as ``fit`` fits it, its
+    forward-only samples' one launch set to ``share`` (a training one's 1; ``--shares 1`` scores the terms as the
+    installed tree computes them, e.g. two trees' bytes formulas side by side). The law's 10-fold held-out ln errors (folds drawn at random,
     seed 0; each form with and without per-step bytes tried, the lower kept), centred on their median: the RMS over
     all samples, over the forward-only ones, and the forward-only ones' median (above 0: they cost more than the
     law). Entries with MIN_SAMPLES or more samples, at least 2 of them forward only."""
@@ -117,9 +118,10 @@ def weighted_shares(path, shares):
     from thor_sdk.layers.kinds import get_kind, model_key
     from thor_sdk.runtime.terms import FORWARD_ONLY_SHARED
 
+    kinds = FORWARD_ONLY_SHARED if kinds is None else kinds
     groups = {}
     for s in _fit_samples(path):
-        if s["kind"] in FORWARD_ONLY_SHARED and s["value"] > 0:
+        if s["kind"] in kinds and s["value"] > 0:
             groups.setdefault(model_key(s["kind"], s["config"], s["batch_size"]), []).append(s)
     out = {}
     for key, rows in sorted(groups.items()):
@@ -214,6 +216,9 @@ def main(argv=None):
     ap.add_argument("--weighted", action="store_true",
                     help="score the convolution and dense kinds a forward-only layer of which counts a share of one "
                          "launch (runtime.terms.FORWARD_ONLY_SHARED), each estimator entry apart")
+    ap.add_argument("--kinds", default=None,
+                    help="with --weighted: comma-separated kinds to score instead (e.g. mha,transformer_block,sdpa "
+                         "with --shares 1: their terms as this tree computes them)")
     ap.add_argument("--single-ops", action="store_true",
                     help="score the kinds that are not recurrent instead: a forward-only sample's one launch at each "
                          "share of a training one's")
@@ -231,8 +236,11 @@ def main(argv=None):
     from bench_kind_cv import publish  # one report writer for the per-kind benches
 
     if args.weighted:
-        results = [weighted_shares(p, shares) for p in args.campaign]
-        text = "\n".join(["# Forward-only convolution and dense layers: one launch counted at a share", "",
+        kinds = tuple(k for k in args.kinds.split(",") if k) if args.kinds else None
+        results = [weighted_shares(p, shares, kinds) for p in args.campaign]
+        title = (f"# Forward-only layers of {', '.join(kinds)}: the law's error with this tree's terms" if kinds
+                 else "# Forward-only convolution and dense layers: one launch counted at a share")
+        text = "\n".join([title, "",
                            f"Command: `{command}`", "",
                            "Per estimator entry, the median over "
                            f"{len(results)} campaign(s) of the mean function's 10-fold RMS ln error (centred) over all "

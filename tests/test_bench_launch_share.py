@@ -82,3 +82,6 @@ def test_weighted_reads_each_entry_lowest_at_the_share_its_forward_only_convs_we
         assert entry["error"][0.25][0] < 0.1 * entry["error"][1.0][0]  # and all: one launch bends the whole law
     lines = bench.weighted_summary([{"campaign": "w.db", "entries": got}], [1.0, 0.25])
     assert any(line.startswith("| conv2d | 1 | 5 / 20 |") and line.count("**") == 2 for line in lines)
+    # --kinds scores other kinds instead: the one relu sample is too few to score, the convs are not asked for
+    assert bench.weighted_shares(path, [1.0], kinds=("relu",))["entries"] == {}
+    assert set(bench.weighted_shares(path, [1.0], kinds=("conv2d",))["entries"]) == {"conv2d", "conv2d:gemm"}

@@ -705,6 +705,10 @@ def test_bench_gp_vs_probes_compares_each_probed_layer_with_its_estimate(tmp_pat
     assert 0.8 < lenet["ratio"] < 1.25
     assert {(k["kind"], k["role"]) for k in res["kinds"]} == {(l["kind"], l["role"]) for l in layers_of("lenet5").layers}
     assert all(0.0 <= k["covered95"] <= 1.0 for k in res["kinds"])
+    # each kind's sums add up to the net's, and its ratio is theirs
+    assert sum(k["probes_s"] for k in res["kinds"]) == pytest.approx(lenet["probes_s"])
+    assert sum(k["estimates_s"] for k in res["kinds"]) == pytest.approx(lenet["estimates_s"])
+    assert all(k["ratio"] == pytest.approx(k["estimates_s"] / k["probes_s"]) for k in res["kinds"])
     bench.main(["--estimator", str(est_path), "--campaign", str(exact), "--model", "lenet5", "--batch-size", "16",
                 "--report", str(tmp_path / "r.md")])
     out = capsys.readouterr().out

@@ -121,7 +121,8 @@ class Kind:
         its queries, keys, values and heads' output (``2*embed_dim*(seq_len + kv_len)``) and, on the explicit path
         (need_weights) and for its dropout mask (p > 0), the attention probabilities (``num_heads*seq_len*kv_len``
         each), times ``2*4``; ``sdpa`` its softmax's row statistics (``num_heads*seq_len``) and with dropout its
-        probabilities and their mask (``2*num_heads*seq_len*kv_len``), times ``2*4``; max pooling its int64 argmax
+        probabilities and their mask (``2*num_heads*seq_len*kv_len``), times ``2*4`` (each of the three attention
+        kinds ``1*4`` where the backward never runs: written once); max pooling its int64 argmax
         indices (``2*8*O``; ``adaptive_maxpool2d`` too, ``8*O`` without a backward), ``reduce_max`` with ``indices`` its
         int64 argmax (``2*8*rows*inner``), dropout its byte mask (``2*numel``), dropout2d its float mask of one value
         per channel (``2*4*channels``); ``add``, ``sub`` and a full-size ``mul`` read a second operand (``4*numel``;
@@ -727,15 +728,18 @@ _EXTRA_BYTES = {
     # per call, as those kinds count a step
     "lstm_cell": lambda c, runs: _saved_passes(runs) * 4.0 * c["steps"] * 5 * c["hidden_size"],
     "gru_cell": lambda c, runs: _saved_passes(runs) * 4.0 * c["steps"] * 4 * c["hidden_size"],
-    "transformer_block": lambda c, runs: 2 * 4.0 * _tb_saved(c),
+    # the attention layers' saved activations, likewise written once where the backward never runs (a fine-tune's
+    # frozen encoder blocks, which PyTorch still runs in training mode: no fused inference path)
+    "transformer_block": lambda c, runs: _saved_passes(runs) * 4.0 * _tb_saved(c),
     # the row statistics of the softmax (a fused kernel saves them for its backward); with dropout the probabilities
     # and their mask (the explicit path)
-    "sdpa": lambda c, runs: 2 * 4.0 * c["num_heads"] * c["seq_len"] * (1.0 + 2.0 * c["kv_len"] * (c["p"] > 0)),
+    "sdpa": lambda c, runs: (_saved_passes(runs) * 4.0 * c["num_heads"] * c["seq_len"]
+                             * (1.0 + 2.0 * c["kv_len"] * (c["p"] > 0))),
     # queries, keys, values and the heads' output saved, and the attention probabilities (and their dropout
     # mask) where the explicit path keeps them
-    "mha": lambda c, runs: 2 * 4.0 * (2.0 * c["embed_dim"] * (c["seq_len"] + c["kv_len"])
-                                      + c["num_heads"] * c["seq_len"] * c["kv_len"]
-                                      * (c["need_weights"] + (c["p"] > 0))),
+    "mha": lambda c, runs: _saved_passes(runs) * 4.0 * (2.0 * c["embed_dim"] * (c["seq_len"] + c["kv_len"])
+                                                        + c["num_heads"] * c["seq_len"] * c["kv_len"]
+                                                        * (c["need_weights"] + (c["p"] > 0))),
     "maxpool2d": lambda c, runs: 2 * 8.0 * _prod(_SHAPES["maxpool2d"][1](c)) if runs else 0.0,
     "maxpool1d": lambda c, runs: 2 * 8.0 * _prod(_SHAPES["maxpool1d"][1](c)) if runs else 0.0,
     # its int64 argmax, written by the forward (always: the kernel returns it) and read by the backward's scatter
