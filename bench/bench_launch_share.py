@@ -107,8 +107,8 @@ def weighted_shares(path, shares, kinds=None):
     estimator entry (``layers.kinds.model_key``: ``conv2d``, ``conv2d:gemm``, ``conv2d:grouped``, ...) of ``kinds``
     (default: those ``runtime.terms.FORWARD_ONLY_SHARED`` counts at a share), fitted apart as ``fit`` fits it, its
     forward-only samples' one launch set to ``share`` (a training one's 1; ``--shares 1`` scores the terms as the
-    installed tree computes them, e.g. two trees' bytes formulas side by side). The law's 10-fold held-out ln errors (folds drawn at random,
-    seed 0; each form with and without per-step bytes tried, the lower kept), centred on their median: the RMS over
+    installed tree computes them, e.g. two trees' bytes formulas side by side). The law's 10-fold held-out ln errors
+    (folds drawn at random, seed 0; each form with and without per-step bytes tried, the lower kept), centred on their median: the RMS over
     all samples, over the forward-only ones, and the forward-only ones' median (above 0: they cost more than the
     law). Entries with MIN_SAMPLES or more samples, at least 2 of them forward only."""
     import numpy as np

@@ -1,6 +1,8 @@
 """The kinds' training terms by role: FLOPs against torch's own counter (the input role skips its input's gradient),
 and a forward-only recurrent layer's saved gates."""
 
+import math
+
 import pytest
 
 torch = pytest.importorskip("torch")
@@ -100,3 +102,28 @@ def test_a_forward_only_recurrent_layer_writes_its_gates_once(kind, config, per_
     # trained, the same gates written and read back
     trained, generic_train = _per_sample(k.train_bytes, config, "input"), 2 * generic_fwd
     assert trained == pytest.approx(generic_train + 8.0 * per_step)
+
+
+def test_a_frozen_attention_layer_reading_the_data_writes_its_saved_activations_once():
+    """transformer_block and mha whose backward never runs (frozen, role input) count their saved activations once
+    (written, never read back), a trained one twice; sdpa keeps two passes either way (written once, its forward-only
+    samples sat over the law on two profiles)."""
+    from thor_sdk.layers.kinds import _EXTRA_BYTES, get_kind
+
+    cases = {
+        "transformer_block": {"d_model": 64, "n_heads": 4, "head_dim": 16, "d_ff": 128, "seq_len": 16},
+        "mha": {"embed_dim": 64, "num_heads": 4, "seq_len": 16, "kv_len": 16, "cross": 0, "need_weights": 1,
+                "p": 0.1, "causal": 0, "mask": 0},
+    }
+    for kind, c in cases.items():
+        spec = get_kind(kind)
+        frozen = dict(c, frozen=1)
+        assert not spec.backward_runs("input", frozen) and spec.backward_runs("hidden", frozen)
+        once, twice = _EXTRA_BYTES[kind](frozen, False), _EXTRA_BYTES[kind](frozen, True)
+        assert once > 0 and twice == pytest.approx(2.0 * once)
+        # the whole per-sample bytes of the forward-only layer: its input and output once, its saved work once
+        n_in, n_out = math.prod(spec.in_shape(frozen)), math.prod(spec.out_shape(frozen))
+        per_sample = spec.train_bytes(frozen, 2, "input") - spec.train_bytes(frozen, 1, "input")
+        assert per_sample == pytest.approx(4.0 * n_in + 4.0 * n_out + once)
+    sdpa = {"num_heads": 2, "seq_len": 8, "kv_len": 8, "head_dim": 16, "p": 0.1, "causal": 0}
+    assert _EXTRA_BYTES["sdpa"](sdpa, False) == _EXTRA_BYTES["sdpa"](sdpa, True) > 0
