@@ -736,7 +736,10 @@ _EXTRA_BYTES = {
     # the row statistics of the softmax (a fused kernel saves them for its backward); with dropout the probabilities
     # and their mask (the explicit path)
     # (sdpa's kept at two passes where its backward never runs too: written once, its forward-only samples read 0.43
-    # (ln) over the law on profile 82 and its law's error rose on profiles 81 and 82, 0.39 -> 0.44-0.50)
+    # (ln) over the law on profile 82 and its law's error rose on profiles 81 and 82, 0.39 -> 0.44-0.50. The backend
+    # is the same with or without gradients (``torch._fused_sdp_choice``: flash without dropout, math with), and most
+    # forward-only samples have dropout: the math path's forward passes over its scores, probabilities and mask, which
+    # the generic terms do not count, cost 0.71x a trained step at 128 tokens, batch 4)
     "sdpa": lambda c, runs: 2 * 4.0 * c["num_heads"] * c["seq_len"] * (1.0 + 2.0 * c["kv_len"] * (c["p"] > 0)),
     # queries, keys, values and the heads' output saved, and the attention probabilities (and their dropout
     # mask) where the explicit path keeps them
