@@ -54,6 +54,13 @@ def exact_probes(estimator, campaigns, level=True):
     return {k: statistics.median(v) for k, v in values.items()}, {"probes": n, "levelled": levelled}
 
 
+def _sums(rows):
+    """``{"probes_s", "estimates_s", "ratio"}`` of compared layer rows: their probes' and estimates' sums and the
+    estimates' over the probes' (None where the probes sum to nothing), per net and per kind alike."""
+    probes, ests = sum(r["probe"] for r in rows), sum(r["estimate"] for r in rows)
+    return {"probes_s": probes, "estimates_s": ests, "ratio": ests / probes if probes > 0 else None}
+
+
 def compare(estimator, campaign, models, batch_size, level=True):
     """``{"nets": [...], "kinds": [...], "probes", "levelled"}`` (see the module docstring); ``campaign``: one
     campaign or a list of them; layers without an exact probe are counted in ``unprobed`` and left out of both
@@ -79,17 +86,13 @@ def compare(estimator, campaign, models, batch_size, level=True):
                    "z": (est["mean"] - exact[key]) / est["std"] if est["std"] > 0 else None}
             rows.append(row)
             kinds.setdefault((layer["kind"], layer["role"]), []).append(row)
-        probes, ests = sum(r["probe"] for r in rows), sum(r["estimate"] for r in rows)
         worst = sorted(rows, key=lambda r: -abs(r["estimate"] - r["probe"]))[:3]
-        nets.append({"model": m, "layers": len(rows), "unprobed": unprobed, "probes_s": probes,
-                     "estimates_s": ests, "ratio": ests / probes if probes > 0 else None, "worst": worst})
+        nets.append({"model": m, "layers": len(rows), "unprobed": unprobed, **_sums(rows), "worst": worst})
     by_kind = []
     for (kind, role), rows in sorted(kinds.items()):
         ratios = [r["estimate"] / r["probe"] for r in rows if r["probe"] > 0]
-        probes, ests = sum(r["probe"] for r in rows), sum(r["estimate"] for r in rows)
         by_kind.append({"kind": kind, "role": role, "n": len(rows),
-                        "median_ratio": statistics.median(ratios) if ratios else None,
-                        "probes_s": probes, "estimates_s": ests, "ratio": ests / probes if probes > 0 else None,
+                        "median_ratio": statistics.median(ratios) if ratios else None, **_sums(rows),
                         "covered95": sum(abs(r["estimate"] - r["probe"]) <= Z95 * r["std"] for r in rows) / len(rows)})
     return dict({"nets": nets, "kinds": by_kind}, **counts)
 

@@ -229,6 +229,8 @@ def main(argv=None):
         raise SystemExit("--shares: comma-separated numbers") from None
     if not shares or any(not 0.0 < s <= 1.0 for s in shares):
         raise SystemExit("--shares: numbers in (0, 1]")
+    if args.kinds and not args.weighted:
+        raise SystemExit("--kinds scores entries as --weighted does: give --weighted too")
     for path in args.campaign:
         if not os.path.isfile(path):
             raise SystemExit(f"no campaign file {path}")

@@ -1,6 +1,7 @@
 """bench/bench_launch_share.py: the law's held-out error per share of launches a forward-only recurrent layer counts,
 on a campaign whose forward-only GRUs cost a quarter of a training one's steps."""
 
+import pytest
 from bench_module import load_bench
 
 from thor_sdk.probes import Probe
@@ -85,3 +86,5 @@ def test_weighted_reads_each_entry_lowest_at_the_share_its_forward_only_convs_we
     # --kinds scores other kinds instead: the one relu sample is too few to score, the convs are not asked for
     assert bench.weighted_shares(path, [1.0], kinds=("relu",))["entries"] == {}
     assert set(bench.weighted_shares(path, [1.0], kinds=("conv2d",))["entries"]) == {"conv2d", "conv2d:gemm"}
+    with pytest.raises(SystemExit, match="--weighted"):
+        bench.main(["--campaign", path, "--kinds", "relu"])

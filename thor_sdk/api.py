@@ -85,6 +85,13 @@ def _check_canary_version(campaign, out):
                          "reading times another workload): fit it as it is, or start a new campaign")
 
 
+def _check_trainable_models(trainable, models):
+    """``profile``'s and ``profile_fleet``'s app models made fine-tunes by ``trainable`` (checked patterns): refused
+    without any model, before a campaign is opened or a thread started."""
+    if trainable and not models:
+        raise UsageError("--trainable makes the app models given with --model fine-tunes: give --model too")
+
+
 def probe(models, device="host", batch_sizes=(32,), metric="time", out="campaign.db", resume=False,
           max_probes=None, max_seconds=None, target_rel_std=None, runtime="torch", settings=None,
           input_shape=None, meter=None, progress=None, threads=None, unknown_ops="error", trainable=None):
@@ -213,8 +220,7 @@ def profile_fleet(devices, out_dir, metric="time", resume=False, runtime="torch"
     _check_limits(max_probes=max_probes, max_seconds=max_seconds, target_rel_std=target_rel_std)
     trainable = check_patterns(trainable)
     models = [models] if isinstance(models, str) else list(models or ())
-    if trainable and not models:
-        raise UsageError("--trainable makes the app models given with --model fine-tunes: give --model too")
+    _check_trainable_models(trainable, models)
 
     def prepare():
         return [target_layers(m, input_shape, unknown_ops, trainable) for m in models]
@@ -345,8 +351,7 @@ def profile(device="host", metric="time", out="profile.db", resume=False, runtim
     _check_metric(metric)
     _check_limits(max_probes=max_probes, max_seconds=max_seconds, target_rel_std=target_rel_std)
     trainable = check_patterns(trainable)
-    if trainable and not models:
-        raise UsageError("--trainable makes the app models given with --model fine-tunes: give --model too")
+    _check_trainable_models(trainable, models)
     from thor_sdk.bounds import MAX_SECONDS, number
 
     number("reference_every_s (0: never)", reference_every_s, low=0, high=MAX_SECONDS, optional=True)
