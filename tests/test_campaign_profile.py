@@ -198,6 +198,7 @@ def test_profile_covers_every_kind_then_stops_on_budget(tmp_path, small_prior):
     with Campaign.open(str(db)) as c:
         runs = c.model_runs()
         assert c.meta["campaign_kind"] == "profile" and c.meta["runtime"] == "torch"
+        assert c.meta["calibration_held_out"] is True  # a resume plans as it did (lenet5's own configs unaimed)
     assert sum(r["model"].startswith("reference:") for r in runs) >= 2
     cal = [r for r in runs if r["model"].startswith("calibration:")]
     end = [r for r in cal if r["detail"]["pass"] != "spread"]
@@ -987,3 +988,38 @@ def test_an_app_fine_tune_weighs_the_profile_with_its_frozen_layers(tmp_path, sm
     with pytest.raises(UsageError, match="--model"):
         profile(device=FakeDevice(), out=str(other), max_probes=8, prior_path=str(path), trainable=["13"])
     assert not other.exists()
+
+
+def test_the_calibration_nets_own_configs_are_never_aimed_at():
+    """A config only the calibration nets have is no integration point and no coverage probe, so those nets are
+    estimated as an unseen net is and their errors measure its; every other config stays, and so do the candidates
+    (drawn around all configs). An entry that only the calibration nets have (maxpool1d) keeps its configs."""
+    from thor_sdk.campaign.profile import DEFAULT_CALIBRATION, _probe, calibration_only
+
+    prior = load_prior()
+    kinds = ["conv1d", "maxpool1d", "relu"]
+    aimed, held = ProfilePlan(prior, kinds=kinds), ProfilePlan(prior, kinds=kinds, held_out=DEFAULT_CALIBRATION)
+
+    def key(p):
+        return json.dumps([p.kind, p.config, p.role], sort_keys=True)
+
+    only = {k: {key(_probe(k, e["config"], 16, e["role"])) for e in prior["kinds"][k]["configs"]
+                if calibration_only(e, DEFAULT_CALIBRATION)} for k in kinds}
+    assert len(only["conv1d"]) >= 5 and only["relu"] and only["maxpool1d"]
+    dropped = set()
+    for entry in held.coverage:
+        k = entry.split(":")[0]
+        before = {key(p) for p in aimed.coverage[entry]} | {key(p) for p, *_ in aimed.integration[entry]}
+        after = {key(p) for p in held.coverage[entry]} | {key(p) for p, *_ in held.integration[entry]}
+        if k == "maxpool1d":
+            assert after == before  # all its zoo configs are the calibration's: kept
+            continue
+        assert after == before - only[k]  # theirs left out, nothing else
+        if before & only[k]:
+            dropped.add(k)
+        assert [p.id for p in held.candidates[entry]] == [p.id for p in aimed.candidates[entry]]
+    assert dropped == {"conv1d", "relu"}
+    # a fine-tune's twin of a calibration net is that net's; a config any other net shares is nobody's alone
+    assert calibration_only({"models": ["har", "lenet5:finetune"]}, ["har", "lenet5"])
+    assert not calibration_only({"models": ["har", "resnet18"]}, ["har"])
+    assert not calibration_only({"models": []}, ["har"]) and not calibration_only({"models": ["har"]}, [])

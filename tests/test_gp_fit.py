@@ -665,6 +665,69 @@ def test_calibration_passes_of_one_model_and_batch_count_once():
     assert cal["rel_std"] < 0.05
 
 
+def test_one_calibration_runs_scatter_around_its_passes_is_in_the_whole_model_std():
+    """An unseen net is measured once, at one moment; a calibration pair's median over its passes hides how far
+    one run strays from it. Eight nets whose pairs all read the same median but whose passes scatter by 8% give a
+    whole-model std of about 8%, not 0; one pass caught by a burst of load does not set it; the parts are recorded."""
+    from thor_sdk.fitting.pipeline import calibrate, pass_log_var
+
+    class Est:
+        def estimate(self, layers, batch_size):
+            return {"layers_total": {"mean": 1.0}}
+
+    def run(model, b, log_ratio, k):
+        return {"model": f"calibration:{model}", "metric": "time", "mean": math.exp(log_ratio), "batch_size": b,
+                "detail": {"layers": [{"kind": "relu"}], "pass": k}}
+
+    # every pair: passes at -s, 0, +s around the common ln ratio -0.1 (mean and median equal, between-net spread 0)
+    s = 0.08
+    runs = [run(f"m{i}", b, -0.1 + d, k) for i in range(8) for b in (8, 32) for k, d in enumerate((-s, 0.0, s))]
+    cal = calibrate(Est(), runs, "time", 0.0)
+    parts = cal["parts"]
+    assert parts["between_nets_log_std"] == pytest.approx(0.0, abs=1e-9) and parts["n_models"] == 8
+    assert parts["n_pairs"] == 16 and parts["n_pass_runs"] == 48
+    # residuals 0.08 x sqrt(3/2) and 0: the median absolute departure is 0.098, x 1.4826
+    assert parts["pass_log_std"] == pytest.approx(1.4826 * s * math.sqrt(1.5), rel=1e-6)
+    assert cal["rel_std"] == pytest.approx(parts["pass_log_std"], abs=0.01)
+    assert "one pass's departure from its pair's median" in cal["source"]
+    # the old rule (pair medians only) would have said next to nothing here
+    assert cal["rel_std"] > 0.1
+    # one pass of one pair caught by load (2x) moves the pooled scatter by little
+    burst = [dict(r) for r in runs]
+    burst[0]["mean"] *= 2.0
+    assert calibrate(Est(), burst, "time", 0.0)["parts"]["pass_log_std"] < 1.3 * parts["pass_log_std"]
+    # without repeated passes there is nothing to pool
+    assert pass_log_var([[0.1], [0.2]]) == (0.0, 0) and pass_log_var([]) == (0.0, 0)
+    v, n = pass_log_var([[0.0, 0.2], [1.0, 1.2], [5.0, 5.2]])
+    assert n == 6 and math.sqrt(v) == pytest.approx(1.4826 * 0.1 * math.sqrt(2), rel=1e-9)
+
+
+def test_a_few_nets_spread_is_stretched_to_a_new_nets_prediction_interval():
+    """The spread of n calibration nets is an estimate from n draws: a new net's 95% interval is t(0.975, n-1)
+    sqrt(1 + 1/n) of it, not 1.96 (textbook values: t = 2.365 at 7 degrees of freedom, 12.706 at 1)."""
+    from thor_sdk.fitting.pipeline import calibrate, predictive_factor
+
+    assert predictive_factor(8) == pytest.approx(2.364624 * math.sqrt(1.125) / 1.959964, rel=1e-5)
+    assert predictive_factor(2) == pytest.approx(12.706205 * math.sqrt(1.5) / 1.959964, rel=1e-5)
+    assert predictive_factor(1000) == pytest.approx(1.0, abs=0.002)
+    factors = [predictive_factor(n) for n in range(2, 40)]
+    assert all(a > b > 1.0 for a, b in zip(factors, factors[1:]))  # more nets, narrower, never below 1.96
+    with pytest.raises(UsageError):
+        predictive_factor(1)
+
+    class Est:
+        def estimate(self, layers, batch_size):
+            return {"layers_total": {"mean": 1.0}}
+
+    spread = [-0.06, -0.03, -0.01, 0.01, 0.03, 0.06, -0.045, 0.045]  # median 0
+    runs = [{"model": f"calibration:m{i}", "metric": "time", "mean": math.exp(d), "batch_size": 8,
+             "detail": {"layers": [{"kind": "relu"}]}} for i, d in enumerate(spread)]
+    cal = calibrate(Est(), runs, "time", 0.0)
+    sd = cal["parts"]["between_nets_log_std"]
+    assert cal["parts"]["predictive_factor"] == pytest.approx(predictive_factor(8))
+    assert cal["rel_std"] == pytest.approx(predictive_factor(8) * sd, rel=0.01)  # median 0: nothing else to add
+
+
 def test_calibration_estimates_each_layer_list_and_batch_once():
     """Six passes over (model, batch size) pairs estimate each pair's layer list once; a pair the estimator
     cannot cost is skipped in every one of its runs, with the reason."""

@@ -386,6 +386,7 @@ def profile(device="host", metric="time", out="profile.db", resume=False, runtim
         settings = ProtocolSettings(**meta["protocol"])
         prior, kinds = meta["prior"], meta.get("profile_kinds")
         calibration_models = meta.get("calibration_models", [])
+        held_out = calibration_models if meta.get("calibration_held_out") else ()  # the plan it was started with
         if _weigh_app_models(prior, app, proxy_cost_s):  # an app model given on resume weighs from now on
             campaign.set_meta("prior", prior)
     else:
@@ -410,9 +411,12 @@ def profile(device="host", metric="time", out="profile.db", resume=False, runtim
             "campaign_kind": "profile", "device": dev.info(), "metric": metric, "unit": UNITS[metric],
             "runtime": runtime, "protocol": settings.to_dict(), "prior": prior, "seed": seed,
             "profile_kinds": None if kinds is None else sorted(kinds), "calibration_models": calibration_models,
+            "calibration_held_out": True,
             "targets": [], "batch_sizes": [], "producer": f"thor-sdk {__version__}", "canary_version": CANARY_VERSION,
         })
-    plan = ProfilePlan(prior, kinds=kinds, seed=seed)
+        held_out = calibration_models
+    # the calibration nets' own configs are never aimed at: their errors then measure an unseen net's
+    plan = ProfilePlan(prior, kinds=kinds, seed=seed, held_out=held_out)
     with campaign:
         summary = run_profile(campaign, dev, plan, metric=metric, settings=settings, runtime=runtime,
                               max_probes=max_probes, max_seconds=max_seconds, target_rel_std=target_rel_std,

@@ -29,7 +29,9 @@
    minutes later on this host; passes spread each net's measurements over the reserved time instead of
    one window (a 20-minute profile's single pass took 5 of its 96 reserved seconds). One more pass follows
    each re-measurement of the reference during the probes (``calibration_pass``, ``calibration_spread``), so
-   the calibration also samples the machine's states the probes were measured in.
+   the calibration also samples the machine's states the probes were measured in. The calibration nets' own
+   configs (those no other zoo net has) are never integration points or coverage probes (``ProfilePlan``'s
+   ``held_out``), so the calibration reads the error of a net the profile did not aim at, as a user's is.
 
 It stops on ``max_seconds``, ``max_probes`` or when the integrated relative std over the prior is
 below ``target_rel_std``. The store is the same SQLite campaign as ``probe`` (planned probes are
@@ -128,7 +130,10 @@ def _valid_probes(kind, rows):
 class ProfilePlan:
     """The candidates and integration points of every kind of a prior (deterministic for a seed)."""
 
-    def __init__(self, prior, kinds=None, seed=0, per_kind=CANDIDATES_PER_KIND):
+    def __init__(self, prior, kinds=None, seed=0, per_kind=CANDIDATES_PER_KIND, held_out=()):
+        """``held_out``: zoo nets (the calibration's, ``calibration_held_out``) whose own configs are no integration
+        point and no coverage probe: a config only they have is never aimed at, so their whole-model error
+        measures an unseen net's. An entry all of whose configs are theirs keeps them (it would have none)."""
         from .prior import DROPOUT_NEIGHBOUR_KINDS, _other_dropout, _other_role, candidates, kind_share
 
         self.prior = prior
@@ -157,7 +162,8 @@ class ProfilePlan:
                 cands = [p for p in _valid_probes(k, candidates(sub, k, n, seed=seed))
                          if model_key(p.kind, p.config) == key]
                 pts = []
-                by_share = sorted(configs, key=lambda e: -e.get("rel_share", e["share"]))
+                aimed = [e for e in configs if not calibration_only(e, held_out)] or configs
+                by_share = sorted(aimed, key=lambda e: -e.get("rel_share", e["share"]))
                 other = _other_role(k, configs) if prior.get("neighbour_share", 0) > 0 else None
                 roles = [(None, 1.0)] + ([(other, OTHER_ROLE_WEIGHT)] if other else [])
                 flip = k in DROPOUT_NEIGHBOUR_KINDS and prior.get("neighbour_share", 0) > 0
@@ -175,7 +181,7 @@ class ProfilePlan:
                             except Exception:
                                 continue
                 # every zoo config of the entry, however cheap
-                cover = _valid_probes(k, ((e["config"], b, e["role"]) for e in configs for b in INTEGRATION_BATCHES))
+                cover = _valid_probes(k, ((e["config"], b, e["role"]) for e in aimed for b in INTEGRATION_BATCHES))
                 self._add_entries(k, key, configs, share, cands, pts, cover)
         self.kinds = sorted(self.candidates, key=lambda k: -self.share[k])
 
@@ -205,6 +211,16 @@ class ProfilePlan:
             self.start[entry] = _spread_start([p for p in c if _proxy(p) <= cheap])
             self.integration[entry] = ip
             self.coverage[entry] = cv
+
+
+def calibration_only(entry, held_out):
+    """Whether a prior config ``entry`` belongs to the ``held_out`` nets alone (its ``models``, a fine-tune's
+    ``name:finetune`` read as ``name``); an entry that names no models is nobody's alone."""
+    from .prior import FINETUNE_SUFFIX
+
+    models = entry.get("models") or ()
+    held = set(held_out)
+    return bool(models and held) and all(m.removesuffix(FINETUNE_SUFFIX) in held for m in models)
 
 
 def _spread_start(probes, first=SPREAD_FIRST):

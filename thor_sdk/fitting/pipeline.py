@@ -344,6 +344,10 @@ def calibrate(est, model_runs, metric, drift_var, family=True, canary_c=None):
     mad = statistics.median(abs(x - center) for x in used) if used else 0.0
     sd = 1.4826 * mad if mad > 0 else (statistics.stdev(used) if len(used) > 1 else 0.0)
     se = ROBUST_SE * sd / math.sqrt(len(used)) if used else 0.0  # standard error of a median
+    # a net measured once, at one moment, departs from its own median over passes by this much more
+    pass_var, n_pass = pass_log_var(by_key.values())
+    parts = {"between_nets_log_std": sd, "n_models": len(models), "n_pairs": len(used),
+             "pass_log_std": math.sqrt(pass_var), "n_pass_runs": n_pass}
     if len(used) >= MIN_BIAS_RUNS and len(models) >= 2:
         # a shift common to whole models (e.g. what the layer sum misses) is corrected, shrunk toward 0 by
         # its own noise (bias_shrinkage): continuous, so a fit that moves the median by a hair moves every
@@ -351,10 +355,16 @@ def calibrate(est, model_runs, metric, drift_var, family=True, canary_c=None):
         # left uncorrected and the uncertainty of the part corrected stay in the std
         w = bias_shrinkage(center, se)
         bias = w * center
-        rel = math.sqrt(sd * sd + ((1.0 - w) * center) ** 2 + (w * se) ** 2 + drift_var)
+        # the spread of a few nets, stretched to a new net's 95% prediction interval (predictive_factor)
+        factor = predictive_factor(len(models))
+        parts["predictive_factor"] = factor
+        spread = factor * sd
+        rel = math.sqrt(spread * spread + ((1.0 - w) * center) ** 2 + (w * se) ** 2 + drift_var + pass_var)
         source = (f"{len(used)} calibration (model, batch size) pair(s) of {len(models)} model(s), {n_runs} run(s): "
                   f"median ln bias {center:+.3f} (standard error {se:.3f}), {bias:+.3f} corrected "
-                  f"(shrunk by {w:.2f}), robust spread around it plus drift")
+                  f"(shrunk by {w:.2f}), robust spread around it ({sd:.3f}, x {factor:.2f} for a new net's 95% "
+                  f"interval from {len(models)} nets), one pass's departure from its pair's median "
+                  f"({math.sqrt(pass_var):.3f} over {n_pass} runs) plus drift")
         if family:
             by_family = family_biases([(statistics.median(v), shares[k], k[0]) for k, v in by_key.items()],
                                       center, bias)
@@ -363,7 +373,7 @@ def calibrate(est, model_runs, metric, drift_var, family=True, canary_c=None):
                        + f", the rest {bias:+.3f} (each family's departure from the median regressed on the nets' "
                          f"shares of it, ridge {FAMILY_RIDGE:g})")
     elif used:
-        rel = math.sqrt(max(center * center + sd * sd, drift_var))
+        rel = math.sqrt(max(center * center + sd * sd, drift_var) + pass_var)
         source = (f"robust RMS of ln(measured / estimated) over {len(used)} calibration (model, batch size) "
                   f"pair(s), {n_runs} run(s), at least the drift")
     else:
@@ -371,7 +381,38 @@ def calibrate(est, model_runs, metric, drift_var, family=True, canary_c=None):
         source = ("no calibration runs: reference-probe drift only" if drift_var > 0 else
                   "no calibration runs and no drift measurements: layer uncertainty only")
     return {"rel_std": rel, "log_bias": bias, "family": by_family, "source": source,
-            "drift_log_std": math.sqrt(drift_var), "runs": runs}
+            "drift_log_std": math.sqrt(drift_var), "parts": parts if used else None, "runs": runs}
+
+
+def pass_log_var(groups):
+    """``(variance, runs)``: how far one run of a calibration (model, batch size) lies from the mean of its passes,
+    in ln units, pooled over the pairs measured at least twice (robust: 1.4826 x the median absolute departure,
+    each scaled by sqrt(k / (k - 1)) for a pair of k passes, so that every one reads the std of a single run);
+    (0.0, runs) where fewer than 2 such runs. ``calibrate`` takes a pair's median over its passes, which hides this;
+    an unseen net is measured once, at one moment, and carries it. Its runs are at the campaign's level already
+    (canary or reference), so this is the whole net's own run-to-run scatter beyond what the level explains."""
+    dev = []
+    for logs in groups:
+        k = len(logs)
+        if k >= 2:
+            mu = sum(logs) / k
+            dev += [abs(x - mu) * math.sqrt(k / (k - 1)) for x in logs]
+    if len(dev) < 2:
+        return 0.0, len(dev)
+    return (1.4826 * statistics.median(dev)) ** 2, len(dev)
+
+
+def predictive_factor(n_models, z=1.959964):
+    """How much wider a new net's 95% interval is than ``z`` times the spread of ``n_models`` calibration nets:
+    ``t(0.975, n - 1) x sqrt(1 + 1 / n) / z``, the textbook prediction interval of one more draw from a normal
+    population whose spread is estimated from ``n`` draws (1.28 for 8 nets, 1.14 for 16, 2.0 for 3). The nets,
+    not their (model, batch size) pairs, are the draws: one net's two batch sizes err alike."""
+    from scipy.stats import t
+
+    n = int(n_models)
+    if n < 2:
+        raise UsageError(f"a spread needs at least 2 calibration nets, got {n}")
+    return float(t.ppf(0.975, n - 1)) * math.sqrt(1.0 + 1.0 / n) / z
 
 
 def calibration_record(runs):
@@ -672,6 +713,8 @@ def _assemble(gps, model_runs, metric, drift_var, provenance, kw, family=True, c
     bias_of = {k: biases.get(family_of(k), cal["log_bias"]) for k in gps}
     wm = {"rel_std": cal["rel_std"], "log_bias": cal["log_bias"], "source": cal["source"],
           "drift_log_std": cal["drift_log_std"]}
+    if cal["parts"]:
+        wm["parts"] = {k: (round_sig(v, 6) if isinstance(v, float) else v) for k, v in cal["parts"].items()}
     own = sorted(k for k in gps if bias_of[k] != cal["log_bias"])
     if own:
         wm["kind_log_bias"] = {k: round_sig(bias_of[k], 6) for k in own}
